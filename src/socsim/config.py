@@ -1,0 +1,178 @@
+"""params.yaml: loading, validation against workflow/schemas/params.schema.yaml, defaults.
+
+The schema is the single description of every key: its type, range, default and meaning.
+Validation fills defaults, then reports the first problems with the dotted key that caused
+them, so that a bad value stops a run with a message a researcher can act on.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+import yaml
+
+SCHEMA_RELPATH = Path("workflow") / "schemas" / "params.schema.yaml"
+
+
+class ParamsError(ValueError):
+    """params.yaml does not satisfy the schema; the message names the key."""
+
+
+def schema_path(params_path: str | os.PathLike | None = None) -> Path:
+    """Find params.schema.yaml: $SOCSIM_SCHEMA, next to params.yaml, or in the source tree."""
+    candidates = []
+    if os.environ.get("SOCSIM_SCHEMA"):
+        candidates.append(Path(os.environ["SOCSIM_SCHEMA"]))
+    if params_path is not None:
+        candidates.append(Path(params_path).resolve().parent / SCHEMA_RELPATH)
+    candidates.append(Path.cwd() / SCHEMA_RELPATH)
+    candidates.append(Path(__file__).resolve().parents[2] / SCHEMA_RELPATH)
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise ParamsError(f"cannot find the params schema; looked in: {', '.join(map(str, candidates))}")
+
+
+def load_schema(params_path: str | os.PathLike | None = None) -> dict:
+    with open(schema_path(params_path), encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def _fill_defaults(schema: dict, value: Any) -> Any:
+    """Recursively insert schema defaults for missing object keys."""
+    if not isinstance(value, dict) or schema.get("type") != "object":
+        return value
+    for key, sub in schema.get("properties", {}).items():
+        if key not in value and "default" in sub:
+            value[key] = copy.deepcopy(sub["default"])
+        if key in value:
+            value[key] = _fill_defaults(sub, value[key])
+    return value
+
+
+def _describe(schema: dict) -> str:
+    """What the schema expects, in words."""
+    parts = []
+    if "enum" in schema:
+        parts.append("one of " + ", ".join(json.dumps(v) for v in schema["enum"]))
+    elif "type" in schema:
+        t = schema["type"]
+        parts.append(" or ".join(t) if isinstance(t, list) else t)
+    for k, word in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<")):
+        if k in schema:
+            parts.append(f"{word} {schema[k]}")
+    if "pattern" in schema:
+        parts.append(f"matching {schema['pattern']}")
+    if "minItems" in schema:
+        parts.append(f"at least {schema['minItems']} item(s)")
+    return ", ".join(parts) or "a valid value"
+
+
+def _format_error(err: jsonschema.ValidationError) -> str:
+    key = ".".join(str(p) for p in err.absolute_path) or "<top level>"
+    if err.validator == "additionalProperties":
+        allowed = sorted(err.schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(allowed))
+        prefix = "" if key == "<top level>" else key + "."
+        return "; ".join(
+            f"{prefix}{k}: unknown key (allowed here: {', '.join(allowed) or 'none'})" for k in extra
+        )
+    if err.validator == "required":
+        return f"{key}: {err.message}"
+    return f"{key}: expected {_describe(err.schema)}, got {json.dumps(err.instance)}"
+
+
+def validate(params: dict | None, schema: dict | None = None) -> dict:
+    """Return a validated deep copy of params with every default filled in."""
+    schema = schema if schema is not None else load_schema()
+    params = copy.deepcopy(params) if params is not None else {}
+    if not isinstance(params, dict):
+        raise ParamsError(f"params must be a mapping of keys to values, got {type(params).__name__}")
+    params = _fill_defaults(schema, params)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(params), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if errors:
+        lines = [_format_error(e) for e in errors]
+        raise ParamsError("invalid params:\n  " + "\n  ".join(lines))
+    _check_semantics(params)
+    return params
+
+
+def _check_semantics(params: dict) -> None:
+    """Rules a JSON schema cannot express."""
+    roles = params["facilitation"]["personas"]["roles"]
+    if sum(roles.values()) <= 0:
+        raise ParamsError("facilitation.personas.roles: expected at least one role share > 0")
+
+
+def deep_merge(base: dict, override: dict) -> dict:
+    """Merge override into base, key by key (as Snakemake merges --configfile files)."""
+    out = dict(base)
+    for k, v in override.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _read_yaml(path: Path) -> dict:
+    if not path.is_file():
+        raise ParamsError(f"params file not found: {path}")
+    with open(path, encoding="utf-8") as fh:
+        try:
+            data = yaml.safe_load(fh) or {}
+        except yaml.YAMLError as exc:
+            raise ParamsError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ParamsError(f"{path}: expected a mapping of keys to values")
+    return data
+
+
+def load(paths: str | os.PathLike | Iterable[str | os.PathLike] = "params.yaml",
+         overrides: Iterable[str] = ()) -> dict:
+    """Read params files (later ones override earlier ones), apply key=value overrides
+    (values parsed as YAML), validate and fill defaults."""
+    paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
+    params: dict = {}
+    for path in paths:
+        params = deep_merge(params, _read_yaml(path))
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise ParamsError(f"override {item!r}: expected key=value")
+        set_dotted(params, key, yaml.safe_load(raw))
+    return validate(params, load_schema(paths[0]))
+
+
+def get_dotted(params: dict, key: str) -> Any:
+    node: Any = params
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise KeyError(key)
+        node = node[part]
+    return node
+
+
+def set_dotted(params: dict, key: str, value: Any) -> None:
+    parts = key.split(".")
+    node = params
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+
+
+def subset(params: dict, keys: Iterable[str]) -> dict:
+    """The values of the given dotted keys, as a flat {key: value} mapping."""
+    return {k: get_dotted(params, k) for k in sorted(keys)}
+
+
+def params_hash(values: dict) -> str:
+    return hashlib.sha256(canonical_json(values).encode()).hexdigest()
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,78 @@
+"""Parquet artifacts: explicit schemas, deterministic order, atomic writes, provenance metadata."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+PROVENANCE_KEY = b"socsim.provenance"
+
+
+class SchemaError(ValueError):
+    """A Parquet file does not have the columns a stage expects."""
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write to a temporary file in the same folder, fsync, then rename over the target."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: str | Path, value: Any) -> None:
+    atomic_write_bytes(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def write_table(path: str | Path, rows: Sequence[dict], schema: pa.Schema, sort_by: Sequence[str],
+                provenance: dict) -> pa.Table:
+    """Write rows with the given schema, sorted by `sort_by`, with provenance in the file metadata."""
+    table = pa.Table.from_pylist(list(rows), schema=schema)
+    if len(table) and sort_by:
+        table = table.sort_by([(c, "ascending") for c in sort_by])
+    meta = dict(schema.metadata or {})
+    meta[PROVENANCE_KEY] = json.dumps(provenance, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    table = table.replace_schema_metadata(meta)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd", write_statistics=True, use_dictionary=True)
+    atomic_write_bytes(path, sink.getvalue().to_pybytes())
+    return table
+
+
+def read_table(path: str | Path, schema: pa.Schema | None = None) -> pa.Table:
+    """Read a Parquet artifact; with `schema`, check it has every column with the right type."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"input not found: {path}")
+    table = pq.read_table(path)
+    if schema is not None:
+        problems = []
+        for field in schema:
+            if field.name not in table.column_names:
+                problems.append(f"missing column {field.name!r} ({field.type})")
+            elif not table.schema.field(field.name).type.equals(field.type):
+                problems.append(f"column {field.name!r} is {table.schema.field(field.name).type}, expected {field.type}")
+        if problems:
+            raise SchemaError(f"{path}: " + "; ".join(problems))
+        table = table.select(schema.names)
+    return table
+
+
+def read_provenance(path: str | Path) -> dict:
+    meta = pq.read_schema(path).metadata or {}
+    raw = meta.get(PROVENANCE_KEY)
+    return json.loads(raw) if raw else {}

@@ -1,0 +1,10 @@
+"""The LLM layer: one request type, one async interface, three backends."""
+
+from socsim.llm.client import LLMClient
+from socsim.llm.constraints import Choice, Constraint, IntRange, JsonSchema
+from socsim.llm.errors import EndpointUnavailableError, LLMConfigError, LLMError
+from socsim.llm.seeds import derive_seed
+from socsim.llm.types import Request, Response, Sampling
+
+__all__ = ["LLMClient", "Choice", "Constraint", "IntRange", "JsonSchema", "EndpointUnavailableError",
+           "LLMConfigError", "LLMError", "derive_seed", "Request", "Response", "Sampling"]

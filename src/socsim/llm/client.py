@@ -1,0 +1,129 @@
+"""LLMClient: the one async interface the studies use, whatever backend answers.
+
+cache lookup -> backend call (retries, pool, concurrency) -> cache store -> validation ->
+accounting. A request's answer depends only on (model identity, request), so re-runs cost
+no calls and a crashed stage resumes from the calls that finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from tqdm import tqdm
+
+from socsim.llm.accounting import Accounting
+from socsim.llm.cache import CallCache, request_key
+from socsim.llm.types import Request, Response, Sampling
+
+
+class LLMClient:
+    def __init__(self, backend, cache: CallCache | None, default_sampling: Sampling | None = None):
+        self.backend = backend
+        self.cache = cache
+        self.default_sampling = default_sampling or Sampling()
+        self.accounting = Accounting()
+        self._probed = False
+
+    @classmethod
+    def from_params(cls, params: dict, cache_path: str | Path | None = None) -> "LLMClient":
+        """Build the client that params.yaml's `llm` section describes."""
+        llm = params["llm"]
+        if llm["backend"] == "embedded":
+            from socsim.llm.embedded import EmbeddedBackend
+
+            backend = EmbeddedBackend(llm["model_path"], n_ctx=llm["n_ctx"], n_threads=llm["n_threads"])
+        else:
+            from socsim.llm.server import RetryPolicy, ServerBackend
+
+            backend = ServerBackend(llm["backend"], llm["endpoints"], dialect=llm["dialect"], model=llm["model"],
+                                    concurrency=llm["concurrency"], timeout=llm["timeout"],
+                                    retry=RetryPolicy(**llm["retries"]))
+        path = cache_path if cache_path is not None else llm["cache_path"]
+        return cls(backend, CallCache(path) if path else None, Sampling(**llm["sampling"]))
+
+    async def probe(self) -> dict:
+        """Health-check the backend (load the model / probe every endpoint) and return its identity."""
+        identity = await self.backend.probe()
+        self._probed = True
+        return identity
+
+    def identity(self) -> dict:
+        return self.backend.identity()
+
+    def sampling(self, **overrides) -> Sampling:
+        base = self.default_sampling.as_dict()
+        base.update({k: v for k, v in overrides.items() if v is not None})
+        return Sampling(**base)
+
+    async def generate(self, request: Request) -> Response:
+        if not self._probed:
+            await self.probe()
+        acc = self.accounting
+        acc.requests += 1
+        key = request_key(self.identity(), request)
+        completion = self.cache.get(key) if self.cache else None
+        cached = completion is not None
+        if cached:
+            acc.cache_hits += 1
+        else:
+            acc.call_started()
+            retries_before = self.backend.retries
+            try:
+                completion = await self.backend.complete(request)
+            finally:
+                acc.retries += self.backend.retries - retries_before
+            acc.call_finished(completion.prompt_tokens, completion.completion_tokens)
+            if self.cache:
+                self.cache.put(key, completion, self.identity())
+        if request.constraint is not None:
+            value, ok, err = request.constraint.parse(completion.text)
+        else:
+            value, ok, err = completion.text, True, None
+        if not ok:
+            acc.parse_failures += 1
+        return Response(text=completion.text, value=value, parse_ok=ok, parse_error=err,
+                        prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
+                        finish_reason=completion.finish_reason, cached=cached)
+
+    async def generate_all(self, requests: Sequence[Request], desc: str = "LLM calls") -> list[Response]:
+        """Answer all requests concurrently (bounded by the backend); results in input order."""
+        if not self._probed:
+            await self.probe()
+        bar = tqdm(total=len(requests), desc=desc, unit="call", file=sys.stderr, dynamic_ncols=True,
+                   mininterval=0.5 if sys.stderr.isatty() else 10.0)
+
+        async def one(req: Request) -> Response:
+            resp = await self.generate(req)
+            bar.update(1)
+            return resp
+
+        try:
+            tasks = [asyncio.ensure_future(one(r)) for r in requests]
+            try:
+                return list(await asyncio.gather(*tasks))
+            except BaseException:
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
+        finally:
+            bar.close()
+
+    def run(self, requests: Sequence[Request], desc: str = "LLM calls") -> list[Response]:
+        """Synchronous entry point for a stage: probe, answer everything, release the backend."""
+
+        async def main():
+            try:
+                await self.probe()
+                return await self.generate_all(requests, desc)
+            finally:
+                await self.backend.aclose()
+
+        return asyncio.run(main())
+
+    def close(self) -> None:
+        if self.cache:
+            self.cache.close()

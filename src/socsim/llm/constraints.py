@@ -1,0 +1,170 @@
+"""Output constraints: one of a list of strings, an integer in a range, a JSON schema.
+
+Each constraint knows how to express itself in every backend's dialect (a llama.cpp GBNF
+grammar in process; as `response_format`: TGI's `json`, OpenAI's `json_schema` (vLLM, SGLang,
+llama.cpp's llama-server) or `json_object` with a `schema` (llama-cpp-python's server)) and how to validate an answer on
+return. Validation never raises: it returns (value, ok, error) and the caller keeps the raw
+text, so an answer that does not parse is counted, not fatal.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+
+
+def _gbnf_literal(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+class Constraint:
+    kind: str = ""
+
+    def spec(self) -> dict:  # stable description, part of the cache key
+        raise NotImplementedError
+
+    def json_schema(self) -> dict:
+        raise NotImplementedError
+
+    def gbnf(self) -> str | None:
+        """A llama.cpp grammar, or None to derive one from json_schema()."""
+        return None
+
+    def response_format(self, dialect: str) -> dict:
+        schema = self.json_schema()
+        if dialect == "tgi":
+            return {"type": "json", "value": schema}
+        if dialect == "openai":
+            return {"type": "json_schema", "json_schema": {"name": self.kind, "schema": schema, "strict": True}}
+        if dialect == "llama_cpp":
+            return {"type": "json_object", "schema": schema}
+        raise ValueError(f"unknown structured-output dialect {dialect!r}")
+
+    def parse(self, text: str) -> tuple[Any, bool, str | None]:
+        if text is None or not text.strip():
+            return None, False, "empty answer"
+        try:
+            return self._parse(text.strip()), True, None
+        except (ValueError, jsonschema.ValidationError) as exc:
+            msg = exc.message if isinstance(exc, jsonschema.ValidationError) else str(exc)
+            return None, False, msg[:300]
+
+    def _parse(self, text: str) -> Any:
+        raise NotImplementedError
+
+
+def _unquote(text: str) -> str:
+    """Accept a bare answer or the same answer as a JSON string (servers answer JSON)."""
+    if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            return text
+        if isinstance(value, str):
+            return value.strip()
+    return text
+
+
+@dataclass(frozen=True)
+class Choice(Constraint):
+    """Exactly one of the given strings (matched case-insensitively, returned canonically)."""
+
+    options: tuple[str, ...]
+    kind = "choice"
+
+    def __post_init__(self):
+        if not self.options or len(set(o.lower() for o in self.options)) != len(self.options):
+            raise ValueError("Choice needs distinct, non-empty options")
+
+    def spec(self) -> dict:
+        return {"kind": self.kind, "options": list(self.options)}
+
+    def json_schema(self) -> dict:
+        return {"type": "string", "enum": list(self.options)}
+
+    def gbnf(self) -> str:
+        return "root ::= " + " | ".join(_gbnf_literal(o) for o in self.options)
+
+    def _parse(self, text: str) -> str:
+        answer = _unquote(text)
+        for option in self.options:
+            if answer.lower() == option.lower():
+                return option
+        raise ValueError(f"answer {answer[:60]!r} is not one of {list(self.options)}")
+
+
+@dataclass(frozen=True)
+class IntRange(Constraint):
+    """An integer in [low, high]."""
+
+    low: int
+    high: int
+    kind = "int_range"
+
+    def __post_init__(self):
+        if self.low > self.high:
+            raise ValueError("IntRange needs low <= high")
+
+    def spec(self) -> dict:
+        return {"kind": self.kind, "low": self.low, "high": self.high}
+
+    def json_schema(self) -> dict:
+        schema = {"type": "integer", "minimum": self.low, "maximum": self.high}
+        if self.high - self.low <= 100:
+            # Grammar compilers (llama.cpp, outlines) enforce an enum but not always a range.
+            schema["enum"] = list(range(self.low, self.high + 1))
+        return schema
+
+    def gbnf(self) -> str | None:
+        if self.high - self.low > 2000:
+            return None  # too many literals; the JSON-schema grammar bounds the form, parse() the range
+        return "root ::= " + " | ".join(_gbnf_literal(str(v)) for v in range(self.high, self.low - 1, -1))
+
+    def _parse(self, text: str) -> int:
+        answer = _unquote(text)
+        if len(answer) > 24:
+            raise ValueError(f"answer too long for an integer: {answer[:40]!r}...")
+        try:
+            value = int(answer)
+        except ValueError:
+            raise ValueError(f"answer {answer!r} is not an integer") from None
+        if not self.low <= value <= self.high:
+            raise ValueError(f"answer {value} is outside [{self.low}, {self.high}]")
+        return value
+
+
+@dataclass(frozen=True)
+class JsonSchema(Constraint):
+    """A JSON document valid against `schema` (given as canonical JSON text, so it hashes)."""
+
+    schema_text: str
+    name: str = "answer"
+    kind = "json_schema"
+
+    @staticmethod
+    def of(schema: dict, name: str = "answer") -> "JsonSchema":
+        jsonschema.Draft202012Validator.check_schema(schema)
+        return JsonSchema(json.dumps(schema, sort_keys=True, separators=(",", ":")), name)
+
+    def spec(self) -> dict:
+        return {"kind": self.kind, "schema": json.loads(self.schema_text)}
+
+    def json_schema(self) -> dict:
+        return json.loads(self.schema_text)
+
+    def response_format(self, dialect: str) -> dict:
+        fmt = super().response_format(dialect)
+        if dialect == "openai":
+            fmt["json_schema"]["name"] = self.name
+        return fmt
+
+    def _parse(self, text: str) -> Any:
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not valid JSON: {exc.msg} at char {exc.pos}") from None
+        jsonschema.validate(value, self.json_schema())
+        return value

@@ -1,0 +1,13 @@
+"""Errors of the LLM layer; each message names what to fix (a key, a URL, a file)."""
+
+
+class LLMError(RuntimeError):
+    pass
+
+
+class LLMConfigError(LLMError):
+    """The llm section of params.yaml points at something that does not exist."""
+
+
+class EndpointUnavailableError(LLMError):
+    """A server endpoint did not answer the health probe, or failed past the retry budget."""

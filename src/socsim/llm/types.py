@@ -1,0 +1,71 @@
+"""The one request and response type every backend speaks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from socsim.llm.constraints import Constraint
+
+
+@dataclass(frozen=True)
+class Sampling:
+    temperature: float = 0.7
+    top_p: float = 0.95
+    max_tokens: int = 256
+
+    def as_dict(self) -> dict:
+        return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
+
+
+@dataclass(frozen=True)
+class Request:
+    """One chat request. `seed` must come from socsim.llm.seeds.derive_seed."""
+
+    messages: tuple[tuple[str, str], ...]  # (role, content) pairs
+    seed: int
+    sampling: Sampling = field(default_factory=Sampling)
+    constraint: Constraint | None = None
+
+    @staticmethod
+    def chat(messages: list[dict] | list[tuple[str, str]], seed: int, sampling: Sampling | None = None,
+             constraint: Constraint | None = None) -> "Request":
+        pairs = tuple((m["role"], m["content"]) if isinstance(m, dict) else (m[0], m[1]) for m in messages)
+        return Request(messages=pairs, seed=int(seed), sampling=sampling or Sampling(), constraint=constraint)
+
+    def message_dicts(self) -> list[dict]:
+        return [{"role": r, "content": c} for r, c in self.messages]
+
+    def key_material(self) -> dict:
+        """Everything that determines the answer, apart from the model identity."""
+        return {
+            "messages": [list(m) for m in self.messages],
+            "sampling": self.sampling.as_dict(),
+            "constraint": self.constraint.spec() if self.constraint else None,
+            "seed": self.seed,
+        }
+
+
+@dataclass
+class Completion:
+    """What a backend returns for one request (before validation)."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+    endpoint: str | None = None
+
+
+@dataclass
+class Response:
+    """A validated answer: raw text always kept, parsed value when it parses."""
+
+    text: str
+    value: Any
+    parse_ok: bool
+    parse_error: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str | None
+    cached: bool

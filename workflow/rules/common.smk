@@ -1,0 +1,42 @@
+# Shared by every study: params validation and the bridge to the stage registry.
+# All logic lives in the socsim package; rules only name a stage.
+
+from snakemake.exceptions import WorkflowError
+
+from socsim import config as socsim_config
+from socsim import stages as socsim_stages
+
+try:
+    _validated = socsim_config.validate(config, socsim_config.load_schema(workflow.basedir + "/params.yaml"))
+except socsim_config.ParamsError as exc:
+    raise WorkflowError(f"params.yaml is invalid:\n{exc}")
+config.clear()
+config.update(_validated)
+
+# params.yaml, then any --configfile override, exactly as Snakemake merged them.
+PARAMS_FILES = tuple(
+    dict.fromkeys(
+        ["params.yaml"] + [os.path.relpath(f) for f in getattr(workflow, "overwrite_configfiles", None) or []]
+    )
+)
+
+
+def stage_inputs(study, name):
+    return socsim_stages.get(study, name).inputs
+
+
+def stage_outputs(study, name):
+    return socsim_stages.get(study, name).all_outputs()
+
+
+def stage_params(study, name):
+    """The params values a stage reads: a change re-runs it (rerun trigger 'params')."""
+    return socsim_config.canonical_json(socsim_config.subset(config, socsim_stages.get(study, name).params))
+
+
+def stage_shell(study, name):
+    return socsim_stages.get(study, name).command(params_files=PARAMS_FILES)
+
+
+def study_targets(study):
+    return [p for st in socsim_stages.studies()[study] for p in st.all_outputs().values()]
