@@ -15,6 +15,7 @@ class Accounting:
     retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    endpoint_calls: dict = field(default_factory=dict)  # calls answered per endpoint
     _start: float = field(default_factory=time.perf_counter, repr=False)
     _gen_first: float | None = field(default=None, repr=False)
     _gen_last: float | None = field(default=None, repr=False)
@@ -23,8 +24,10 @@ class Accounting:
         if self._gen_first is None:
             self._gen_first = time.perf_counter()
 
-    def call_finished(self, prompt_tokens: int, completion_tokens: int) -> None:
+    def call_finished(self, prompt_tokens: int, completion_tokens: int, endpoint: str | None = None) -> None:
         self.calls += 1
+        if endpoint:
+            self.endpoint_calls[endpoint] = self.endpoint_calls.get(endpoint, 0) + 1
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
         self._gen_last = time.perf_counter()
@@ -47,6 +50,7 @@ class Accounting:
             "retries": self.retries,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "endpoint_calls": dict(sorted(self.endpoint_calls.items())),
             "wall_s": round(time.perf_counter() - self._start, 3),
             "generation_wall_s": round(gen, 3),
             "tokens_per_s": round(self.completion_tokens / gen, 2) if gen > 0 else 0.0,

@@ -64,7 +64,7 @@ class LLMClient:
         acc = self.accounting
         acc.requests += 1
         key = request_key(self.identity(), request)
-        completion = self.cache.get(key) if self.cache else None
+        completion = self.cache.get(key) if self.cache is not None else None
         cached = completion is not None
         if cached:
             acc.cache_hits += 1
@@ -75,8 +75,8 @@ class LLMClient:
                 completion = await self.backend.complete(request)
             finally:
                 acc.retries += self.backend.retries - retries_before
-            acc.call_finished(completion.prompt_tokens, completion.completion_tokens)
-            if self.cache:
+            acc.call_finished(completion.prompt_tokens, completion.completion_tokens, completion.endpoint)
+            if self.cache is not None:
                 self.cache.put(key, completion, self.identity())
         if request.constraint is not None:
             value, ok, err = request.constraint.parse(completion.text)
@@ -125,5 +125,5 @@ class LLMClient:
         return asyncio.run(main())
 
     def close(self) -> None:
-        if self.cache:
+        if self.cache is not None:
             self.cache.close()

@@ -38,7 +38,9 @@ class _Endpoint:
     def __init__(self, url: str, concurrency: int, timeout: float):
         self.url = url.rstrip("/")
         self.semaphore = asyncio.Semaphore(concurrency)
-        self.in_flight = 0
+        self.in_flight = 0  # waiting for or holding the semaphore
+        self.active = 0  # holding it: requests sent and not yet answered
+        self.max_active = 0
         self.client = AsyncInferenceClient(base_url=self.url, timeout=timeout)
 
 
@@ -154,7 +156,12 @@ class ServerBackend:
             ep.in_flight += 1
             try:
                 async with ep.semaphore:
-                    return await self._call(ep, request)
+                    ep.active += 1
+                    ep.max_active = max(ep.max_active, ep.active)
+                    try:
+                        return await self._call(ep, request)
+                    finally:
+                        ep.active -= 1
             except Exception as exc:  # noqa: BLE001 - classified below
                 if not _retryable(exc):
                     raise LLMError(f"LLM request to {ep.url} failed: {_describe(exc)}") from exc

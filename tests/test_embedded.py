@@ -1,0 +1,88 @@
+"""The LLM layer against the real embedded model (SmolLM2-135M-Instruct GGUF), short outputs."""
+
+import asyncio
+import random
+
+import pytest
+
+from socsim import config
+from socsim.llm import Choice, IntRange, JsonSchema, LLMClient, Request, Sampling, derive_seed
+
+pytestmark = pytest.mark.slow
+
+
+def client(tmp_path, name="cache"):
+    params = config.validate({"llm": {"cache_path": str(tmp_path / name / "llm.sqlite"), "n_ctx": 1024}})
+    return LLMClient.from_params(params)
+
+
+def ask(text, seed, constraint=None, max_tokens=8, temperature=0.8):
+    return Request.chat([{"role": "user", "content": text}], seed, Sampling(temperature, 0.95, max_tokens), constraint)
+
+
+def test_constraints_hold_on_the_real_model(tmp_path):
+    c = client(tmp_path)
+    person = JsonSchema.of({"type": "object", "additionalProperties": False, "required": ["name", "age"],
+                            "properties": {"name": {"type": "string", "maxLength": 20},
+                                           "age": {"type": "integer", "minimum": 0, "maximum": 120}}})
+    reqs = [ask("Is water wet? Answer Yes or No.", derive_seed(1, i), Choice(("Yes", "No"))) for i in range(4)]
+    reqs += [ask("How toxic is 'you idiot' from 1 to 5?", derive_seed(2, i), IntRange(1, 5)) for i in range(4)]
+    reqs += [ask("Invent a person. Answer as JSON.", derive_seed(3, i), person, max_tokens=60) for i in range(2)]
+    out = c.run(reqs)
+    assert all(r.parse_ok for r in out), [(r.text, r.parse_error) for r in out]
+    assert {r.value for r in out[:4]} <= {"Yes", "No"}
+    assert all(1 <= r.value <= 5 for r in out[4:8])
+    assert all(set(r.value) == {"name", "age"} for r in out[8:])
+    m = c.accounting.as_metrics()
+    assert m["requests"] == m["calls"] == 10 and m["parse_failures"] == 0
+    assert m["completion_tokens"] > 0 and m["prompt_tokens"] > 0 and m["tokens_per_s"] > 0
+
+
+def test_overlong_answer_is_kept_raw_and_counted(tmp_path):
+    c = client(tmp_path)
+    schema = JsonSchema.of({"type": "object", "required": ["story"], "properties": {"story": {"type": "string"}}})
+    [r] = c.run([ask("Tell a long story as JSON.", 5, schema, max_tokens=6)])
+    assert r.finish_reason == "length" and r.completion_tokens <= 6
+    assert not r.parse_ok and r.value is None and r.text and "not valid JSON" in r.parse_error
+    assert c.accounting.parse_failures == 1
+
+
+def test_same_request_same_answer_and_cache_hits(tmp_path):
+    reqs = [ask("Name a colour.", derive_seed(9, i), max_tokens=10) for i in range(4)]
+    first = client(tmp_path, "a")
+    a = first.run(reqs)
+    # A fresh cache and a different order and concurrency: same answers.
+    second = client(tmp_path, "b")
+    order = list(range(4))
+    random.Random(0).shuffle(order)
+    b = second.run([reqs[i] for i in order])
+    assert [a[i].text for i in order] == [r.text for r in b]
+    assert second.accounting.calls == 4
+    # The same client again: answered from the cache, no model call.
+    again = client(tmp_path, "a")
+    c = again.run(reqs)
+    assert [r.text for r in c] == [r.text for r in a] and all(r.cached for r in c)
+    assert again.accounting.calls == 0 and again.accounting.cache_hits == 4
+
+
+def test_generate_all_is_concurrent_and_ordered(tmp_path):
+    c = client(tmp_path)
+    reqs = [ask(f"Say the number {i}.", i, max_tokens=4) for i in range(5)]
+
+    async def main():
+        await c.probe()
+        out = await c.generate_all(reqs)
+        single = [await c.generate(r) for r in reqs]
+        return out, single
+
+    out, single = asyncio.run(main())
+    assert [r.text for r in out] == [r.text for r in single]
+    assert all(r.cached for r in single)
+
+
+def test_missing_model_path_is_a_clear_error(tmp_path):
+    from socsim.llm import LLMConfigError
+
+    params = config.validate({"llm": {"model_path": str(tmp_path / "nope.gguf")}})
+    with pytest.raises(LLMConfigError, match="llm.model_path: GGUF file not found"):
+        LLMClient.from_params(params, cache_path=tmp_path / "c.sqlite")

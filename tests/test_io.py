@@ -1,0 +1,73 @@
+"""Artifacts: atomic writes, deterministic order, schema checks; the call cache across processes."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+
+import pyarrow as pa
+import pytest
+
+from socsim.io.parquet import SchemaError, atomic_write_bytes, read_provenance, read_table, write_table
+from socsim.llm.cache import CallCache, request_key
+from socsim.llm.types import Completion, Request
+
+SCHEMA = pa.schema([pa.field("id", pa.string()), pa.field("x", pa.int64())])
+
+
+def test_rows_sorted_and_provenance_kept(tmp_path):
+    path = tmp_path / "t.parquet"
+    write_table(path, [{"id": "b", "x": 2}, {"id": "a", "x": 1}], SCHEMA, ["id"], {"seed": 3})
+    write_table(tmp_path / "u.parquet", [{"id": "a", "x": 1}, {"id": "b", "x": 2}], SCHEMA, ["id"], {"seed": 3})
+    assert read_table(path, SCHEMA).column("id").to_pylist() == ["a", "b"]
+    assert read_provenance(path) == {"seed": 3}
+    assert path.read_bytes() == (tmp_path / "u.parquet").read_bytes()  # input order does not matter
+
+
+def test_schema_mismatch_is_reported(tmp_path):
+    path = tmp_path / "t.parquet"
+    write_table(path, [{"id": "a", "x": 1}], SCHEMA, ["id"], {})
+    wanted = pa.schema([pa.field("id", pa.string()), pa.field("y", pa.float64())])
+    with pytest.raises(SchemaError, match="missing column 'y'"):
+        read_table(path, wanted)
+    with pytest.raises(ValueError):  # a row that does not fit the schema never reaches disk
+        write_table(tmp_path / "bad.parquet", [{"id": "a", "x": "not an int"}], SCHEMA, ["id"], {})
+    assert not (tmp_path / "bad.parquet").exists()
+
+
+def test_atomic_write_leaves_old_file_when_writing_fails(tmp_path, monkeypatch):
+    path = tmp_path / "f.bin"
+    atomic_write_bytes(path, b"old")
+
+    def boom(fd):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "fsync", boom)
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write_bytes(path, b"new")
+    assert path.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.bin"]
+
+
+def _writer(path, worker, n):
+    cache = CallCache(path)
+    for i in range(n):
+        req = Request.chat([("user", f"{worker}-{i}")], seed=i)
+        cache.put(request_key({"m": 1}, req), Completion(text=f"{worker}:{i}", completion_tokens=i), {"m": 1})
+    cache.close()
+
+
+def test_cache_shared_by_concurrent_processes(tmp_path):
+    path = tmp_path / "cache.sqlite"
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(path, w, 150)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    cache = CallCache(path)
+    assert len(cache) == 600
+    got = cache.get(request_key({"m": 1}, Request.chat([("user", "2-7")], seed=7)))
+    assert got.text == "2:7" and got.completion_tokens == 7
+    assert cache.get(request_key({"m": 2}, Request.chat([("user", "2-7")], seed=7))) is None  # other model
