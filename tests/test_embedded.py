@@ -48,21 +48,24 @@ def test_overlong_answer_is_kept_raw_and_counted(tmp_path):
 
 
 def test_same_request_same_answer_and_cache_hits(tmp_path):
-    reqs = [ask("Name a colour.", derive_seed(9, i), max_tokens=10) for i in range(4)]
+    # A shared system prompt, so the embedded model's prefix cache is exercised across orders.
+    system = {"role": "system", "content": "You are a painter who answers in one short sentence."}
+    reqs = [Request.chat([system, {"role": "user", "content": f"Name colour number {i}."}], derive_seed(9, i),
+                         Sampling(0.8, 0.95, 10)) for i in range(6)]
     first = client(tmp_path, "a")
     a = first.run(reqs)
     # A fresh cache and a different order and concurrency: same answers.
     second = client(tmp_path, "b")
-    order = list(range(4))
+    order = list(range(6))
     random.Random(0).shuffle(order)
     b = second.run([reqs[i] for i in order])
     assert [a[i].text for i in order] == [r.text for r in b]
-    assert second.accounting.calls == 4
+    assert second.accounting.calls == 6
     # The same client again: answered from the cache, no model call.
     again = client(tmp_path, "a")
     c = again.run(reqs)
     assert [r.text for r in c] == [r.text for r in a] and all(r.cached for r in c)
-    assert again.accounting.calls == 0 and again.accounting.cache_hits == 4
+    assert again.accounting.calls == 0 and again.accounting.cache_hits == 6
 
 
 def test_generate_all_is_concurrent_and_ordered(tmp_path):

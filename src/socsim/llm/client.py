@@ -34,7 +34,8 @@ class LLMClient:
         if llm["backend"] == "embedded":
             from socsim.llm.embedded import EmbeddedBackend
 
-            backend = EmbeddedBackend(llm["model_path"], n_ctx=llm["n_ctx"], n_threads=llm["n_threads"])
+            backend = EmbeddedBackend(llm["model_path"], n_ctx=llm["n_ctx"], n_threads=llm["n_threads"],
+                                      prefix_cache=llm["prefix_cache"])
         else:
             from socsim.llm.server import RetryPolicy, ServerBackend
 
