@@ -48,8 +48,11 @@ class StageContext:
             return
         from socsim.llm.accounting import Accounting
 
-        acc = self._client.accounting if self._client is not None else Accounting()
-        write_json(self.path("metrics"), {**acc.as_metrics(), **extra})
+        metrics = dict(extra)
+        if self.stage.uses_llm and "calls" not in extra:
+            acc = self._client.accounting if self._client is not None else Accounting()
+            metrics = {**acc.as_metrics(), **extra}
+        write_json(self.path("metrics"), metrics)
 
     def close(self) -> None:
         if self._client is not None:

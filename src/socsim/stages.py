@@ -25,6 +25,7 @@ class Stage:
     outputs: dict[str, str] = field(default_factory=dict)  # CLI name -> default path (Parquet etc.)
     metrics: str | None = None  # metrics JSON path (DVC metrics, not cached)
     params: tuple[str, ...] = ()  # dotted params keys the stage reads
+    directories: tuple[str, ...] = ()  # names of outputs that are directories
     uses_llm: bool = False
 
     @property

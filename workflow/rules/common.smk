@@ -26,7 +26,8 @@ def stage_inputs(study, name):
 
 
 def stage_outputs(study, name):
-    return socsim_stages.get(study, name).all_outputs()
+    stage = socsim_stages.get(study, name)
+    return {k: directory(v) if k in stage.directories else v for k, v in stage.all_outputs().items()}
 
 
 def stage_params(study, name):

@@ -29,3 +29,62 @@ rule facilitation_topics:
         llm_clients=1,
     shell:
         stage_shell("facilitation", "topics")
+
+
+rule facilitation_setups:
+    input:
+        **stage_inputs("facilitation", "setups"),
+    output:
+        **stage_outputs("facilitation", "setups"),
+    params:
+        values=stage_params("facilitation", "setups"),
+    shell:
+        stage_shell("facilitation", "setups")
+
+
+rule facilitation_simulate:
+    input:
+        **stage_inputs("facilitation", "simulate"),
+    output:
+        **stage_outputs("facilitation", "simulate"),
+    params:
+        values=stage_params("facilitation", "simulate"),
+    resources:
+        llm_clients=1,
+    shell:
+        stage_shell("facilitation", "simulate")
+
+
+rule facilitation_annotate:
+    input:
+        **stage_inputs("facilitation", "annotate"),
+    output:
+        **stage_outputs("facilitation", "annotate"),
+    params:
+        values=stage_params("facilitation", "annotate"),
+    resources:
+        llm_clients=1,
+    shell:
+        stage_shell("facilitation", "annotate")
+
+
+rule facilitation_analyse:
+    input:
+        **stage_inputs("facilitation", "analyse"),
+    output:
+        **stage_outputs("facilitation", "analyse"),
+    params:
+        values=stage_params("facilitation", "analyse"),
+    shell:
+        stage_shell("facilitation", "analyse")
+
+
+rule facilitation_figures:
+    input:
+        **stage_inputs("facilitation", "figures"),
+    output:
+        **stage_outputs("facilitation", "figures"),
+    params:
+        values=stage_params("facilitation", "figures"),
+    shell:
+        stage_shell("facilitation", "figures")

