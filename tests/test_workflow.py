@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -91,41 +92,76 @@ def test_snakemake_and_dvc_agree(project):
         assert smk[name]["cmds"] == {st["cmd"]}, name
 
 
+def ran(out: str) -> set[str]:
+    return set(re.findall(r"Running stage '(\w+)'", out))
+
+
 @pytest.mark.slow
-def test_pipeline_snakemake_then_dvc(project):
-    # 1. Snakemake on the default params.
+def test_pipeline_default_params_snakemake_then_dvc(project):
+    # 1. Snakemake on the default params: every artifact of every stage.
     sh(["snakemake", "--cores", "2"], project)
+    for st in stages.all_stages():
+        for path in st.all_outputs().values():
+            assert (project / path).exists(), path
     personas = project / "results/facilitation/personas.parquet"
-    topics = project / "results/facilitation/topics.parquet"
-    assert read_table(personas).num_rows == 30 and read_table(topics).num_rows == 7
+    assert read_table(personas).num_rows == 30
     prov = read_provenance(personas)
     assert prov["stage"] == "facilitation.personas" and prov["seed"] == 20250101 and prov["params_hash"]
+    comments = project / "results/facilitation/comments.parquet"
+    assert read_provenance(comments)["model"]["smollm2-135m"]["backend"] == "embedded"
+    figures = sorted(p.name for p in (project / "results/facilitation/figures").iterdir() if p.name[0] != ".")
+    assert len(figures) == 8 and {p.rsplit(".", 1)[1] for p in figures} == {"png", "pdf"}
+    analysis_dir = project / "results/facilitation/analysis"
+    for name in ("table2_ols.csv", "table2_ols.md", "table2_ols.tex", "anova.json", "pairwise_ttests.csv",
+                 "interventions.csv", "diversity.csv", "nontroll_toxicity.csv", "agreement.json"):
+        assert (analysis_dir / name).stat().st_size > 0, name
     assert "nothing to be done" in sh(["snakemake", "--cores", "2"], project).stderr.lower()
 
     # 2. DVC takes over what Snakemake produced: up to date, nothing re-run.
     sh(["dvc", "commit", "--force", "--quiet"], project)
     out = sh(["dvc", "repro"], project).stdout
-    assert "Data and pipelines are up to date" in out and "Running stage" not in out
-    before = personas.read_bytes()
+    assert "Data and pipelines are up to date" in out and not ran(out)
 
-    # 3. A params change re-runs only the stages that read the key.
-    out = sh(["dvc", "exp", "run", "-S", "facilitation.topics.n=3"], project).stdout
-    assert "Running stage 'facilitation_topics'" in out and "Running stage 'facilitation_personas'" not in out
-    assert read_table(topics).num_rows == 3 and personas.read_bytes() == before
-
-    # 4. LLM-generated personas through DVC, on the embedded model; metrics visible to DVC.
-    out = sh(["dvc", "exp", "run", "-S", "facilitation.personas.source=llm", "-S", "facilitation.personas.n=2"],
-             project).stdout
-    assert "Running stage 'facilitation_personas'" in out and "Running stage 'facilitation_topics'" not in out
-    table = read_table(personas)
-    assert table.num_rows == 2 and set(table.column("source").to_pylist()) == {"llm"}
-    assert read_provenance(personas)["model"]["backend"] == "embedded"
+    # 3. A params change re-runs only the stages that read the key (and what depends on them).
+    (project / "data" / "human.csv").write_text(
+        "discussion_id,text\nh1,I think the bus is late again\nh1,The bus is never on time here\n"
+        "h2,Taxes should be lower\nh2,Lower taxes mean fewer services\nh2,Services matter more than taxes\n")
+    out = sh(["dvc", "exp", "run", "-S", "facilitation.analysis.human_reference=data/human.csv"], project).stdout
+    assert ran(out) == {"facilitation_analyse", "facilitation_figures"}, out
+    div = pd.read_csv(analysis_dir / "diversity.csv")
+    assert set(div.loc[div.source == "human", "discussion_id"]) == {"human.h1", "human.h2"}
     metrics = sh(["dvc", "metrics", "show", "--json"], project).stdout
-    assert '"calls": 2' in metrics.replace(" ", "").replace('"calls":2', '"calls": 2')
+    assert "results/facilitation/metrics/analyse.json" in metrics and "ols_adj_r2" in metrics
 
-    # 5. Snakemake notices the params change too (rerun trigger: params).
+    # 4. Snakemake sees the same params change (rerun trigger: params) and nothing else.
     dry = sh(["snakemake", "-n", "--cores", "1"], project).stdout
-    assert "rule facilitation_personas:" in dry
+    assert "rule facilitation_analyse:" in dry and "rule facilitation_simulate:" not in dry
+
+
+@pytest.mark.slow
+def test_tiny_study_through_dvc_and_exp_run(project):
+    from socsim.config import deep_merge
+
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    tiny = {"facilitation": {"strategies": ["No Moderator", "No Instructions"], "users_per_discussion": 3,
+                             "user_turns": 2, "comment_max_tokens": 12, "ablations": {"discussions": 0},
+                             "annotation": {"annotators": 2, "max_tokens": 20}}}
+    (project / "params.yaml").write_text(yaml.safe_dump(deep_merge(params, tiny), sort_keys=False))
+    sh(["git", "commit", "-qam", "tiny"], project)
+    out = sh(["dvc", "repro"], project).stdout
+    assert ran(out) == {st.rule_name for st in stages.all_stages()}
+    assert "Data and pipelines are up to date" in sh(["dvc", "repro"], project).stdout
+
+    # LLM-generated personas: everything downstream of personas re-runs, topics does not.
+    out = sh(["dvc", "exp", "run", "-S", "facilitation.personas.source=llm", "-S", "facilitation.personas.n=4"],
+             project).stdout
+    assert "facilitation_personas" in ran(out) and "facilitation_topics" not in ran(out)
+    assert {"facilitation_setups", "facilitation_simulate"} <= ran(out)
+    table = read_table(project / "results/facilitation/personas.parquet")
+    assert table.num_rows == 4 and set(table.column("source").to_pylist()) == {"llm"}
+    assert read_provenance(project / "results/facilitation/personas.parquet")["model"]["backend"] == "embedded"
+    m = yaml.safe_load((project / "results/facilitation/metrics/personas.json").read_text())
+    assert m["calls"] + m["cache_hits"] == 4
 
 
 @pytest.mark.slow

@@ -52,45 +52,61 @@ def facilitator_messages(system_prompt: str, topic: str, context: list[dict]) ->
     ]
 
 
-async def run_discussion(setup: dict, client: LLMClient, sampling: Sampling) -> list[dict]:
-    """Simulate one discussion from its setup row; returns one row per turn."""
-    did, h = setup["discussion_id"], setup["context_h"]
-    users = {p["username"]: p for p in setup["participants"]}
-    turns = TurnManager(list(users), setup["turn_taking"], setup["p_respond"], seed=setup["seed"])
-    spoken: list[dict] = []  # non-silent comments, the pool the context window is drawn from
-    rows: list[dict] = []
+class Transcript:
+    """The turns of one discussion so far. Silent turns are recorded but never enter the context."""
 
-    def record(speaker: dict | None, text: str, tokens: int, is_seed: bool = False) -> None:
+    def __init__(self, setup: dict):
+        self.setup = setup
+        self.rows: list[dict] = []
+        self.spoken: list[dict] = []  # non-silent comments: the pool the context window is drawn from
+
+    def context(self) -> list[dict]:
+        return self.spoken[-self.setup["context_h"]:]
+
+    def record(self, speaker: dict | None, text: str, tokens: int, is_seed: bool = False) -> dict:
+        """Add a turn by a participant (a setup participant) or, with speaker None, the facilitator."""
+        s = self.setup
         silent = not text
         row = {
-            "discussion_id": did, "turn": len(rows), "position": None if silent else len(spoken),
+            "discussion_id": s["discussion_id"], "turn": len(self.rows),
+            "position": None if silent else len(self.spoken),
             "speaker_id": speaker["persona_id"] if speaker else FACILITATOR,
             "speaker_name": speaker["username"] if speaker else FACILITATOR_NAME,
             "role": speaker["role"] if speaker else FACILITATOR, "is_facilitator": speaker is None,
-            "is_silent": silent, "is_seed": is_seed, "text": text, "model": setup["model"],
-            "strategy": setup["strategy"], "condition": setup["condition"],
-            "prompt_hash": prompt_hash(speaker["system_prompt"] if speaker else setup["facilitator_prompt"]),
+            "is_silent": silent, "is_seed": is_seed, "text": text, "model": s["model"],
+            "strategy": s["strategy"], "condition": s["condition"],
+            "prompt_hash": prompt_hash(speaker["system_prompt"] if speaker else s["facilitator_prompt"]),
             "completion_tokens": tokens,
         }
-        rows.append(row)
+        self.rows.append(row)
         if not silent:
-            spoken.append(row)
+            self.spoken.append(row)
+        return row
+
+
+async def run_discussion(setup: dict, client: LLMClient, sampling: Sampling) -> list[dict]:
+    """Simulate one discussion from its setup row; returns one row per turn."""
+    users = {p["username"]: p for p in setup["participants"]}
+    turns = TurnManager(list(users), setup["turn_taking"], setup["p_respond"], seed=setup["seed"])
+    transcript = Transcript(setup)
 
     async def ask(messages: list[dict]) -> tuple[str, int]:
-        req = Request.chat(messages, derive_seed(setup["seed"], "turn", len(rows)), sampling)
+        req = Request.chat(messages, derive_seed(setup["seed"], "turn", len(transcript.rows)), sampling)
         resp = await client.generate(req)
         return resp.text, resp.completion_tokens
 
     # The seed opinion opens the discussion, posted by the first speaker.
-    record(users[turns.next()], setup["topic"], 0, is_seed=True)
+    transcript.record(users[turns.next()], setup["topic"], 0, is_seed=True)
     for _ in range(setup["user_turns"]):
         name = turns.next()
-        text, tokens = await ask(user_messages(users[name]["system_prompt"], setup["topic"], spoken[-h:], name))
-        record(users[name], clean_comment(text, name), tokens)
+        text, tokens = await ask(user_messages(users[name]["system_prompt"], setup["topic"], transcript.context(),
+                                               name))
+        transcript.record(users[name], clean_comment(text, name), tokens)
         if setup["facilitator_prompt"] is not None:
-            text, tokens = await ask(facilitator_messages(setup["facilitator_prompt"], setup["topic"], spoken[-h:]))
-            record(None, clean_comment(text, FACILITATOR_NAME), tokens)
-    return rows
+            text, tokens = await ask(facilitator_messages(setup["facilitator_prompt"], setup["topic"],
+                                                          transcript.context()))
+            transcript.record(None, clean_comment(text, FACILITATOR_NAME), tokens)
+    return transcript.rows
 
 
 async def run_discussions(setups: list[dict], clients: dict[str, LLMClient], max_tokens: int) -> list[dict]:
