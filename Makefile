@@ -32,6 +32,7 @@ test: setup
 
 bench: setup
 	python benchmarks/llm_overhead.py
+	python benchmarks/discussion_speed.py
 
 dvc-export: setup
 	socsim dvc export
