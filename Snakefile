@@ -6,9 +6,11 @@ configfile: "params.yaml"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/facilitation.smk"
+include: "workflow/rules/coherence.smk"
 
 
 rule all:
     default_target: True
     input:
         FACILITATION_TARGETS,
+        COHERENCE_TARGETS,

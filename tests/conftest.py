@@ -36,7 +36,8 @@ class LlamaServer:
     def start(self, timeout: float = 120.0) -> "LlamaServer":
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()), "--host", "127.0.0.1",
                "--port", str(self.port), "--n_ctx", "2048", "--verbose", "false"]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}  # share the cores politely with the tests
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -109,6 +109,9 @@ def test_pipeline_default_params_snakemake_then_dvc(project):
     assert prov["stage"] == "facilitation.personas" and prov["seed"] == 20250101 and prov["params_hash"]
     comments = project / "results/facilitation/comments.parquet"
     assert read_provenance(comments)["model"]["smollm2-135m"]["backend"] == "embedded"
+    coherence = project / "results/coherence"
+    assert (coherence / "analysis/table4_tests.md").read_text().count("|") > 10
+    assert len(list((coherence / "figures").glob("fig*.png"))) == 5
     figures = sorted(p.name for p in (project / "results/facilitation/figures").iterdir() if p.name[0] != ".")
     assert len(figures) == 8 and {p.rsplit(".", 1)[1] for p in figures} == {"png", "pdf"}
     analysis_dir = project / "results/facilitation/analysis"
@@ -145,7 +148,10 @@ def test_tiny_study_through_dvc_and_exp_run(project):
     params = yaml.safe_load((project / "params.yaml").read_text())
     tiny = {"facilitation": {"strategies": ["No Moderator", "No Instructions"], "users_per_discussion": 3,
                              "user_turns": 2, "comment_max_tokens": 12, "ablations": {"discussions": 0},
-                             "annotation": {"annotators": 2, "max_tokens": 20}}}
+                             "annotation": {"annotators": 2, "max_tokens": 20}},
+            "coherence": {"topics": ["favorite_beverage"], "bias_levels": [0, 2], "agents_per_cell": 2,
+                          "pairing": {"max_pairs_per_topic": 3}, "turns_per_agent": 2, "utterance_max_tokens": 16,
+                          "bootstrap": {"repeats": 100}}}
     (project / "params.yaml").write_text(yaml.safe_dump(deep_merge(params, tiny), sort_keys=False))
     sh(["git", "commit", "-qam", "tiny"], project)
     out = sh(["dvc", "repro"], project).stdout
@@ -156,6 +162,7 @@ def test_tiny_study_through_dvc_and_exp_run(project):
     out = sh(["dvc", "exp", "run", "-S", "facilitation.personas.source=llm", "-S", "facilitation.personas.n=4"],
              project).stdout
     assert "facilitation_personas" in ran(out) and "facilitation_topics" not in ran(out)
+    assert not any(name.startswith("coherence_") for name in ran(out))  # another study: untouched
     assert {"facilitation_setups", "facilitation_simulate"} <= ran(out)
     table = read_table(project / "results/facilitation/personas.parquet")
     assert table.num_rows == 4 and set(table.column("source").to_pylist()) == {"llm"}

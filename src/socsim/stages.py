@@ -64,6 +64,7 @@ def register(stage: Stage) -> Stage:
 
 def _load_studies() -> None:
     # Importing a study's package registers its stages.
+    import socsim.coherence.stages  # noqa: F401
     import socsim.facilitation.stages  # noqa: F401
 
 

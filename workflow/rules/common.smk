@@ -39,5 +39,11 @@ def stage_shell(study, name):
     return socsim_stages.get(study, name).command(params_files=PARAMS_FILES)
 
 
+def llm_threads():
+    """An embedded model uses every core: two such jobs at once would only slow each other down.
+    Jobs that talk to a server need one core; `llm_clients` bounds them instead."""
+    return workflow.cores if config["llm"]["backend"] == "embedded" else 1
+
+
 def study_targets(study):
     return [p for st in socsim_stages.studies()[study] for p in st.all_outputs().values()]

@@ -12,6 +12,7 @@ rule facilitation_personas:
         **stage_outputs("facilitation", "personas"),
     params:
         values=stage_params("facilitation", "personas"),
+    threads: llm_threads()
     resources:
         llm_clients=1,
     shell:
@@ -25,6 +26,7 @@ rule facilitation_topics:
         **stage_outputs("facilitation", "topics"),
     params:
         values=stage_params("facilitation", "topics"),
+    threads: llm_threads()
     resources:
         llm_clients=1,
     shell:
@@ -49,6 +51,7 @@ rule facilitation_simulate:
         **stage_outputs("facilitation", "simulate"),
     params:
         values=stage_params("facilitation", "simulate"),
+    threads: llm_threads()
     resources:
         llm_clients=1,
     shell:
@@ -62,6 +65,7 @@ rule facilitation_annotate:
         **stage_outputs("facilitation", "annotate"),
     params:
         values=stage_params("facilitation", "annotate"),
+    threads: llm_threads()
     resources:
         llm_clients=1,
     shell:

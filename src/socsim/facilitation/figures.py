@@ -13,21 +13,10 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from socsim.facilitation.analysis import MAIN  # noqa: E402
+from socsim.io.figures import save  # noqa: E402
 from socsim.stats.regression import stars  # noqa: E402
 
 sns.set_theme(style="whitegrid", context="paper")
-
-
-def save(fig, out_dir: Path, name: str) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for ext in ("png", "pdf"):
-        path = out_dir / f"{name}.{ext}"
-        # Fixed metadata keeps re-runs byte-stable where the backend allows it.
-        fig.savefig(path, dpi=150, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
-        paths.append(path)
-    plt.close(fig)
-    return paths
 
 
 def fig3_pairwise(pairwise: pd.DataFrame, out_dir: Path) -> list[Path]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import re
 
 _MENTION = re.compile(r"@\w+")
@@ -46,3 +47,44 @@ def diversity(texts: list[str]) -> float:
     if not pairs:
         return float("nan")
     return 1.0 - sum(rouge_l_f1(toks[i], toks[j]) for i, j in pairs) / len(pairs)
+
+
+def _ngrams(toks: list[str], n: int) -> dict[tuple, int]:
+    counts: dict[tuple, int] = {}
+    for i in range(len(toks) - n + 1):
+        g = tuple(toks[i:i + n])
+        counts[g] = counts.get(g, 0) + 1
+    return counts
+
+
+def bleu(hypothesis: list[str], references: list[list[str]], max_n: int = 4, epsilon: float = 0.1) -> float:
+    """Sentence BLEU with uniform weights up to `max_n`, clipped counts over several references,
+    zero counts smoothed to `epsilon` (Chen & Cherry's method 1), and the brevity penalty against the
+    reference length closest to the hypothesis."""
+    if not hypothesis or not references:
+        return 0.0
+    log_p = 0.0
+    for n in range(1, max_n + 1):
+        hyp = _ngrams(hypothesis, n)
+        total = sum(hyp.values())
+        if total == 0:
+            log_p += math.log(epsilon)
+            continue
+        max_ref: dict[tuple, int] = {}
+        for ref in references:
+            for g, c in _ngrams(ref, n).items():
+                max_ref[g] = max(max_ref.get(g, 0), c)
+        clipped = sum(min(c, max_ref.get(g, 0)) for g, c in hyp.items())
+        log_p += math.log((clipped if clipped else epsilon) / total)
+    ref_len = min((abs(len(r) - len(hypothesis)), len(r)) for r in references)[1]
+    bp = 1.0 if len(hypothesis) > ref_len else math.exp(1 - ref_len / len(hypothesis))
+    return bp * math.exp(log_p / max_n)
+
+
+def self_bleu(texts: list[str]) -> float:
+    """Mean BLEU of each text against all the others (Zhu et al. 2018); NaN with fewer than two."""
+    toks = [tokens(t, drop_mentions=False) for t in texts]
+    toks = [t for t in toks if t]
+    if len(toks) < 2:
+        return float("nan")
+    return sum(bleu(t, toks[:i] + toks[i + 1:]) for i, t in enumerate(toks)) / len(toks)

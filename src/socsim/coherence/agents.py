@@ -1,0 +1,142 @@
+"""Agents, latent-profile elicitation and pairing (paper 001, sections 3.1-3.2, Appendix A)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from pathlib import Path
+
+import yaml
+
+from socsim.llm import Choice, IntRange, Request, Sampling, derive_seed
+
+GRID_KEYS = ("region", "age", "gender", "urbanicity", "education")
+YES_NO = Choice(("Yes", "No"))
+PREFERENCE = IntRange(1, 5)
+
+
+def read_yaml(path: str | Path) -> dict:
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def grid(prompts: dict) -> list[dict]:
+    """Every demographic background of Table 2 (4 x 5 x 2 x 4 x 6 = 960), in a fixed order."""
+    return [dict(zip(GRID_KEYS, values)) for values in itertools.product(*(prompts["grid"][k] for k in GRID_KEYS))]
+
+
+def bias_cells(levels: list[int]) -> list[tuple[int, str]]:
+    cells = []
+    for b in sorted(levels):
+        cells += [(0, "none")] if b == 0 else [(b, "favor"), (b, "against")]
+    return cells
+
+
+def build_agents(cp: dict, seed: int, topics: dict, prompts: dict) -> list[dict]:
+    """Per topic and bias cell, a seeded sample of backgrounds (the full grid is 4800 agents a topic)."""
+    backgrounds = grid(prompts)
+    by_id = {t["id"]: t for t in topics["topics"]}
+    rows = []
+    for topic_id in cp["topics"]:
+        topic = by_id[topic_id]
+        for level, direction in bias_cells(cp["bias_levels"]):
+            rng = random.Random(derive_seed(seed, "coherence", "agents", topic_id, level, direction))
+            for index in sorted(rng.sample(range(len(backgrounds)), cp["agents_per_cell"])):
+                bg = backgrounds[index]
+                rows.append({
+                    "agent_id": f"{topic_id}.b{level}{direction[0]}.{index:03d}", "topic": topic_id,
+                    "contentiousness": topic["C"], "bias_level": level, "bias_direction": direction,
+                    "background": index, **bg, "persona_prompt": prompts["persona"].format(**bg).strip(),
+                    "bias_prompt": topic["bias"][level][direction] if level else None,
+                })
+    return rows
+
+
+def system_prompt(agent: dict, prompts: dict, task: str) -> str:
+    """Persona, bias, the consistency sentence, then the task instruction."""
+    parts = [agent["persona_prompt"]] + ([agent["bias_prompt"]] if agent["bias_prompt"] else [])
+    parts += [prompts["consistency"].strip(), prompts[task].strip()]
+    return " ".join(parts)
+
+
+def elicitation_requests(agents: list[dict], topics: dict, prompts: dict, seed: int, model: str,
+                         sampling: Sampling) -> list[Request]:
+    """Per agent: the preference question, then the nine openness items (in this order)."""
+    statements = {t["id"]: t["statement"] for t in topics["topics"]}
+    out = []
+    for a in agents:
+        pref_system = system_prompt(a, prompts, "preference_instruction")
+        q = prompts["preference_question"].format(statement=statements[a["topic"]])
+        out.append(Request.chat([{"role": "system", "content": pref_system}, {"role": "user", "content": q}],
+                                derive_seed(seed, "coherence", "elicit", model, a["agent_id"], "P"), sampling,
+                                PREFERENCE))
+        open_system = system_prompt(a, prompts, "openness_instruction")
+        for i, item in enumerate(prompts["openness_items"]):
+            out.append(Request.chat([{"role": "system", "content": open_system},
+                                     {"role": "user", "content": item["text"]}],
+                                    derive_seed(seed, "coherence", "elicit", model, a["agent_id"], "O", i), sampling,
+                                    YES_NO))
+    return out
+
+
+def openness_score(answers: list[str | None], items: list[dict], scoring: str) -> int | None:
+    """Number of Yes (the paper), or with reverse keying a No on a reversed item counts. None if any
+    item did not parse."""
+    if any(a is None for a in answers):
+        return None
+    if scoring == "count":
+        return sum(a == "Yes" for a in answers)
+    if scoring == "reverse_keyed":
+        return sum((a == "No") if item["reverse"] else (a == "Yes") for a, item in zip(answers, items))
+    raise ValueError(f"unknown openness scoring {scoring!r}")
+
+
+def profile_rows(agents: list[dict], responses, prompts: dict, scoring: str, model: str) -> list[dict]:
+    n = 1 + len(prompts["openness_items"])
+    rows = []
+    for i, a in enumerate(agents):
+        pref, *items = responses[i * n:(i + 1) * n]
+        answers = [r.value if r.parse_ok else None for r in items]
+        score = openness_score(answers, prompts["openness_items"], scoring)
+        rows.append({"agent_id": a["agent_id"], "model": model, "preference": pref.value if pref.parse_ok else None,
+                     "preference_raw": pref.text, "preference_ok": pref.parse_ok, "openness": score,
+                     "openness_answers": [r.text for r in items], "openness_ok": score is not None})
+    return rows
+
+
+def profile_key(p: int, o: int, b: int, unit: str) -> str:
+    if unit == "bins":
+        o = "low" if o <= 3 else "mid" if o <= 6 else "high"
+    return f"{p}-{o}-{b}"
+
+
+def pair_agents(profiles: list[dict], agents: dict[str, dict], pairing: dict, seed: int) -> list[dict]:
+    """For every unordered pair of profiles present (per model and topic), k pairs of two different
+    agents. Profiles whose elicitation did not parse take no part."""
+    groups: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for p in profiles:
+        if not (p["preference_ok"] and p["openness_ok"]):
+            continue
+        a = agents[p["agent_id"]]
+        key = profile_key(p["preference"], p["openness"], a["bias_level"], pairing["unit"])
+        groups.setdefault((p["model"], a["topic"]), {}).setdefault(key, []).append(p["agent_id"])
+    rows = []
+    for (model, topic), by_profile in sorted(groups.items()):
+        rng = random.Random(derive_seed(seed, "coherence", "pairs", model, topic))
+        keys = sorted(by_profile)
+        profile_pairs = [(u, v) for u, v in itertools.combinations_with_replacement(keys, 2)
+                         if u != v or len(by_profile[u]) >= 2]  # an agent never talks with itself
+        cap = pairing["max_pairs_per_topic"]
+        if cap is not None and len(profile_pairs) > cap:
+            profile_pairs = sorted(rng.sample(profile_pairs, cap))
+        n = 0
+        for u, v in profile_pairs:
+            for _ in range(pairing["k"]):
+                if u == v:
+                    a1, a2 = rng.sample(by_profile[u], 2)
+                else:
+                    a1, a2 = rng.choice(by_profile[u]), rng.choice(by_profile[v])
+                rows.append({"conversation_id": f"{model}.{topic}.{n:04d}", "model": model, "topic": topic,
+                             "agent1_id": a1, "agent2_id": a2, "profile1": u, "profile2": v})
+                n += 1
+    return rows

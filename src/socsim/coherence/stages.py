@@ -1,0 +1,258 @@
+"""Stages of the coherence study, registered for the CLI, Snakemake and DVC."""
+
+from __future__ import annotations
+
+import asyncio
+
+from socsim.coherence import schemas
+from socsim.io.parquet import atomic_write_bytes, read_table, write_json, write_table
+from socsim.stages import Stage, register
+
+DATA = "data/coherence"
+RESULTS = "results/coherence"
+LLM_KEYS = ("llm.backend", "llm.model_path", "llm.model", "llm.sampling.temperature", "llm.sampling.top_p")
+
+
+def _clients(ctx, models: list[dict]) -> dict:
+    from socsim.facilitation.setups import model_params
+    from socsim.llm import LLMClient
+
+    return {m["name"]: LLMClient.from_params(model_params(ctx.params, m)) for m in models}
+
+
+def _llm_metrics(clients: dict) -> dict:
+    per = {name: c.accounting.as_metrics() for name, c in clients.items()}
+    totals = {k: sum(m[k] for m in per.values()) for k in ("requests", "calls", "cache_hits", "parse_failures",
+                                                           "completion_tokens")}
+    return {**totals, "models": per}
+
+
+def run_agents(ctx) -> None:
+    from socsim.coherence import agents
+
+    rows = agents.build_agents(ctx.params["coherence"], ctx.seed, agents.read_yaml(ctx.path("topics_file")),
+                               agents.read_yaml(ctx.path("prompts_file")))
+    write_table(ctx.path("agents"), rows, schemas.AGENTS, ["agent_id"], ctx.provenance())
+    ctx.write_metrics(agents=len(rows))
+
+
+def run_elicit(ctx) -> None:
+    from socsim.coherence import agents
+
+    cp = ctx.params["coherence"]
+    topics, prompts = agents.read_yaml(ctx.path("topics_file")), agents.read_yaml(ctx.path("prompts_file"))
+    agent_rows = read_table(ctx.path("agents"), schemas.AGENTS).to_pylist()
+    clients = _clients(ctx, cp["agent_models"])
+    rows = []
+    try:
+        for name, client in clients.items():
+            reqs = agents.elicitation_requests(agent_rows, topics, prompts, ctx.seed, name,
+                                               client.sampling(max_tokens=4))
+            rows += agents.profile_rows(agent_rows, client.run(reqs, desc=f"elicit {name}"), prompts,
+                                        cp["openness_scoring"], name)
+        write_table(ctx.path("profiles"), rows, schemas.PROFILES, ["model", "agent_id"],
+                    {**ctx.provenance(), "model": {n: c.identity() for n, c in clients.items()}})
+        ctx.write_metrics(profiles=len(rows), usable=sum(r["preference_ok"] and r["openness_ok"] for r in rows),
+                          **_llm_metrics(clients))
+    finally:
+        for c in clients.values():
+            c.close()
+
+
+def run_pair(ctx) -> None:
+    from socsim.coherence import agents
+
+    agent_rows = {a["agent_id"]: a for a in read_table(ctx.path("agents"), schemas.AGENTS).to_pylist()}
+    profiles = read_table(ctx.path("profiles"), schemas.PROFILES).to_pylist()
+    rows = agents.pair_agents(profiles, agent_rows, ctx.params["coherence"]["pairing"], ctx.seed)
+    write_table(ctx.path("pairs"), rows, schemas.PAIRS, ["conversation_id"], ctx.provenance())
+    ctx.write_metrics(conversations=len(rows))
+
+
+def run_converse(ctx) -> None:
+    from socsim.coherence import agents, dialogue
+
+    cp = ctx.params["coherence"]
+    topics, prompts = agents.read_yaml(ctx.path("topics_file")), agents.read_yaml(ctx.path("prompts_file"))
+    agent_rows = {a["agent_id"]: a for a in read_table(ctx.path("agents"), schemas.AGENTS).to_pylist()}
+    pairs = read_table(ctx.path("pairs"), schemas.PAIRS).to_pylist()
+    clients = _clients(ctx, [m for m in cp["agent_models"] if any(p["model"] == m["name"] for p in pairs)])
+    try:
+        questions = {t["id"]: t["question"] for t in topics["topics"]}
+        rows = asyncio.run(dialogue.run_conversations(pairs, agent_rows, questions, prompts, cp, clients, ctx.seed))
+        write_table(ctx.path("utterances"), rows, schemas.UTTERANCES, ["conversation_id", "turn"],
+                    {**ctx.provenance(), "model": {n: c.identity() for n, c in clients.items()}})
+        ctx.write_metrics(conversations=len(pairs), utterances=len(rows),
+                          ended_by_goodbye=len({r["conversation_id"] for r in rows if r["says_goodbye"]}),
+                          **_llm_metrics(clients))
+    finally:
+        for c in clients.values():
+            c.close()
+
+
+def run_judge(ctx) -> None:
+    from socsim.coherence import agents, dialogue
+
+    cp = ctx.params["coherence"]
+    prompts = agents.read_yaml(ctx.path("prompts_file"))
+    utterances = read_table(ctx.path("utterances"), schemas.UTTERANCES).to_pylist()
+    clients = _clients(ctx, [cp["judge_model"]])
+    (name, client), = clients.items()
+    try:
+        rows = asyncio.run(dialogue.run_judge(utterances, prompts, cp, client, name, ctx.seed))
+        write_table(ctx.path("judgments"), rows, schemas.JUDGMENTS, ["conversation_id", "turn"],
+                    {**ctx.provenance(), "model": {name: client.identity()}})
+        ctx.write_metrics(judgments=len(rows), **_llm_metrics(clients))
+    finally:
+        client.close()
+
+
+def analyse_tables(agents_df, profiles, pairs, judgments, utterances, cp: dict, seed: int) -> dict:
+    """Every table of the analysis, from data frames of the documented schemas (no model calls)."""
+    import pandas as pd
+
+    from socsim.coherence import analysis
+
+    df = analysis.conversation_table(agents_df, profiles, pairs, judgments)
+    bleu = analysis.self_bleu_table(utterances) if utterances is not None else pd.DataFrame(
+        columns=["agent_id", "self_bleu"])
+    df, removed = analysis.filter_repetitive(df, bleu, cp["self_bleu_threshold"])
+    boot = cp["bootstrap"]
+    tables = {f"bootstrap_{k}": v for k, v in analysis.groupings(df, boot, seed).items()}
+    supp = []
+    for model, g in df.groupby("model"):
+        for panel, data, shift in (("linear shift", g, "linear"), ("sigmoid shift", g, "sigmoid"),
+                                   ("B = 2, linear shift", g[g["both_b2"]], "linear")):
+            supp.append(analysis.suppression(data, shift, boot, seed).assign(model=model, panel=panel))
+    tables["suppression"] = pd.concat(supp, ignore_index=True) if supp else pd.DataFrame()
+    tests = [analysis.six_tests(g, cp["alpha"]).assign(model=model) for model, g in df.groupby("model")]
+    tables["six_tests"] = pd.concat(tests, ignore_index=True) if tests else pd.DataFrame(
+        columns=["test", "name", "statistic", "p", "result", "detail", "model"])
+    tables["openness_vs_baseline"] = analysis.openness_vs_baseline(tables["bootstrap_by_open_pair_1_5"])
+    tables["self_bleu"] = bleu
+    tables["conversations"] = df
+    summary = {"conversations": int(len(df)), "removed_by_self_bleu": removed,
+               "self_bleu_threshold": cp["self_bleu_threshold"],
+               "tests_passed": {m: sorted(int(t) for t in g.loc[g["result"] == "pass", "test"])
+                                for m, g in tables["six_tests"].groupby("model")}}
+    return {"tables": tables, "summary": summary}
+
+
+def table4(tests) -> tuple[str, str, str]:
+    """Table 4: pass/fail per agent model and test, as CSV, Markdown and LaTeX."""
+    wide = tests.pivot(index="model", columns="test", values="result").reindex(columns=range(1, 7))
+    mark = {"pass": "✓", "fail": "✗", "n/a": "n/a"}
+    csv = wide.reset_index().to_csv(index=False)
+    md = ["| Model | " + " | ".join(f"Test {t}" for t in range(1, 7)) + " |", "|---" * 7 + "|"]
+    tex = [r"\begin{tabular}{l" + "c" * 6 + "}", r"\hline",
+           "Model & " + " & ".join(f"Test {t}" for t in range(1, 7)) + r" \\", r"\hline"]
+    for model, r in wide.iterrows():
+        md.append(f"| {model} | " + " | ".join(mark.get(r[t], "n/a") for t in range(1, 7)) + " |")
+        tex_mark = {"pass": r"\checkmark", "fail": r"$\times$"}
+        tex.append(model.replace("_", r"\_") + " & " + " & ".join(tex_mark.get(r[t], "n/a") for t in range(1, 7))
+                   + r" \\")
+    tex += [r"\hline", r"\end{tabular}"]
+    note = "\nPass rules: see socsim.coherence.analysis (module docstring) and the README.\n"
+    return csv, "\n".join(md) + "\n" + note, "\n".join(tex) + "\n"
+
+
+def run_analyse(ctx) -> None:
+    cp = ctx.params["coherence"]
+    load = lambda name, schema: read_table(ctx.path(name), schema).to_pandas()  # noqa: E731
+    out = analyse_tables(load("agents", schemas.AGENTS), load("profiles", schemas.PROFILES),
+                         load("pairs", schemas.PAIRS), load("judgments", schemas.JUDGMENTS),
+                         load("utterances", schemas.UTTERANCES), cp, ctx.seed)
+    d = ctx.path("analysis")
+    for name, table in out["tables"].items():
+        atomic_write_bytes(d / f"{name}.csv", table.to_csv(index=False, float_format="%.6g").encode())
+    csv, md, tex = table4(out["tables"]["six_tests"])
+    atomic_write_bytes(d / "table4_tests.csv", csv.encode())
+    atomic_write_bytes(d / "table4_tests.md", md.encode())
+    atomic_write_bytes(d / "table4_tests.tex", tex.encode())
+    write_json(d / "summary.json", out["summary"])
+    write_json(d / "provenance.json", ctx.provenance())
+    ctx.write_metrics(**out["summary"])
+
+
+def run_figures(ctx) -> None:
+    import pandas as pd
+
+    from socsim.coherence import figures
+
+    a, out = ctx.path("analysis"), ctx.path("figures")
+    t = lambda name: pd.read_csv(a / f"{name}.csv")  # noqa: E731
+    figures.fig4_gap(t("bootstrap_by_gap"), out)
+    figures.fig5_suppression(t("suppression"), out)
+    figures.fig6_anchors(t("bootstrap_by_pref_pair"), out)
+    figures.fig7_contentiousness(t("bootstrap_by_pref_pair_contentiousness"),
+                                 t("bootstrap_by_pref_pair_contentiousness_b2"), out)
+    figures.fig8_openness(t("bootstrap_by_open_sum"), t("openness_vs_baseline"), out)
+
+
+MATERIALS = {"topics_file": f"{DATA}/topics.yaml", "prompts_file": f"{DATA}/prompts.yaml"}
+
+register(Stage(
+    study="coherence", name="agents",
+    summary="Agents per topic and bias cell: a seeded sample of the 960 demographic backgrounds (Table 2) with "
+            "no, implicit (Table 5) or explicit (Table 6) bias, in favour or against.",
+    run=run_agents, inputs=dict(MATERIALS), outputs={"agents": f"{RESULTS}/agents.parquet"},
+    metrics=f"{RESULTS}/metrics/agents.json",
+    params=("seed", "coherence.topics", "coherence.bias_levels", "coherence.agents_per_cell"),
+))
+
+register(Stage(
+    study="coherence", name="elicit",
+    summary="Latent profiles per agent model: preference P (1-5) and openness O (Yes count over nine items), "
+            "constrained answers, raw answers and parse flags.",
+    run=run_elicit, inputs={"agents": f"{RESULTS}/agents.parquet", **MATERIALS},
+    outputs={"profiles": f"{RESULTS}/profiles.parquet"}, metrics=f"{RESULTS}/metrics/elicit.json",
+    params=("seed", "coherence.agent_models", "coherence.openness_scoring", *LLM_KEYS), uses_llm=True,
+))
+
+register(Stage(
+    study="coherence", name="pair",
+    summary="For every pair of (P, O, B) profiles present (or bins), k pairs of two different agents (seeded).",
+    run=run_pair, inputs={"agents": f"{RESULTS}/agents.parquet", "profiles": f"{RESULTS}/profiles.parquet"},
+    outputs={"pairs": f"{RESULTS}/pairs.parquet"}, metrics=f"{RESULTS}/metrics/pair.json",
+    params=("seed", "coherence.pairing"),
+))
+
+register(Stage(
+    study="coherence", name="converse",
+    summary="Dyadic conversations, concurrently: agent 1 asks the topic question, turns alternate, 'Goodbye.' "
+            "ends a conversation; one row per utterance.",
+    run=run_converse, inputs={"pairs": f"{RESULTS}/pairs.parquet", "agents": f"{RESULTS}/agents.parquet",
+                              **MATERIALS},
+    outputs={"utterances": f"{RESULTS}/utterances.parquet"}, metrics=f"{RESULTS}/metrics/converse.json",
+    params=("seed", "coherence.agent_models", "coherence.turns_per_agent", "coherence.stop",
+            "coherence.utterance_max_tokens", *LLM_KEYS), uses_llm=True,
+))
+
+register(Stage(
+    study="coherence", name="judge",
+    summary="LLM-as-judge agreement (1-5) after every turn from at most the last 3 statements of each agent; "
+            "-1 for an empty window.",
+    run=run_judge, inputs={"utterances": f"{RESULTS}/utterances.parquet", "prompts_file": f"{DATA}/prompts.yaml"},
+    outputs={"judgments": f"{RESULTS}/judgments.parquet"}, metrics=f"{RESULTS}/metrics/judge.json",
+    params=("seed", "coherence.judge_model", "coherence.judge_window", *LLM_KEYS), uses_llm=True,
+))
+
+register(Stage(
+    study="coherence", name="analyse",
+    summary="Bootstrap group means, expected vs observed agreement and suppression (Table 3), anchors, "
+            "contentiousness, openness, the six tests (Table 4), Self-BLEU filter.",
+    run=run_analyse,
+    inputs={"agents": f"{RESULTS}/agents.parquet", "profiles": f"{RESULTS}/profiles.parquet",
+            "pairs": f"{RESULTS}/pairs.parquet", "judgments": f"{RESULTS}/judgments.parquet",
+            "utterances": f"{RESULTS}/utterances.parquet"},
+    outputs={"analysis": f"{RESULTS}/analysis"}, directories=("analysis",),
+    metrics=f"{RESULTS}/metrics/analyse.json",
+    params=("seed", "coherence.bootstrap", "coherence.alpha", "coherence.self_bleu_threshold"),
+))
+
+register(Stage(
+    study="coherence", name="figures",
+    summary="Figs. 4-8 (PNG + PDF): agreement by gap, suppression, anchors, contentiousness, openness.",
+    run=run_figures, inputs={"analysis": f"{RESULTS}/analysis"}, outputs={"figures": f"{RESULTS}/figures"},
+    directories=("figures",),
+))
