@@ -33,6 +33,7 @@ test: setup
 bench: setup
 	python benchmarks/llm_overhead.py
 	python benchmarks/discussion_speed.py
+	python benchmarks/coherence_analysis.py
 
 dvc-export: setup
 	socsim dvc export
