@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import http.server
-import signal
 import subprocess
 import threading
 import time
@@ -12,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from conftest import LlamaServer, cache_rows, free_port, read_metrics, run_socsim, socsim_cmd, write_params, ROOT
+from conftest import ROOT, LlamaServer, cache_rows, free_port, run_socsim, socsim_cmd, write_params
 from socsim import config
 from socsim.llm import Choice, EndpointUnavailableError, IntRange, LLMClient, LLMError, Request, Sampling, derive_seed
 

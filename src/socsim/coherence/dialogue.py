@@ -8,14 +8,11 @@ statements of each agent (-1 for an empty window). Conversations run concurrentl
 
 from __future__ import annotations
 
-import asyncio
 import re
-import sys
-
-from tqdm import tqdm
 
 from socsim.coherence.agents import system_prompt
-from socsim.llm import IntRange, LLMClient, Request, Sampling, derive_seed
+from socsim.llm import IntRange, LLMClient, Request, derive_seed
+from socsim.progress import gather_with_progress
 
 GOODBYE = re.compile(r"goodbye\.?[\"')\s]*$", re.IGNORECASE)
 JUDGE_SCORE = IntRange(1, 5)
@@ -98,18 +95,11 @@ async def run_conversations(pairs: list[dict], agents: dict[str, dict], question
                             cp: dict, clients: dict[str, LLMClient], seed: int) -> list[dict]:
     for c in clients.values():
         await c.probe()
-    bar = tqdm(total=len(pairs), desc="conversations", unit="conv", file=sys.stderr,
-               mininterval=0.5 if sys.stderr.isatty() else 10.0)
-
-    async def one(pair):
-        out = await converse(pair, agents, questions[pair["topic"]], prompts, cp, clients[pair["model"]], seed)
-        bar.update(1)
-        return out
-
     try:
-        results = await asyncio.gather(*(one(p) for p in pairs))
+        results = await gather_with_progress(
+            (converse(p, agents, questions[p["topic"]], prompts, cp, clients[p["model"]], seed) for p in pairs),
+            "conversations", unit="conv")
     finally:
-        bar.close()
         for c in clients.values():
             await c.backend.aclose()
     return [u for conv in results for u in conv]
@@ -121,17 +111,9 @@ async def run_judge(utterances: list[dict], prompts: dict, cp: dict, client: LLM
     by_conv: dict[str, list[dict]] = {}
     for u in sorted(utterances, key=lambda u: (u["conversation_id"], u["turn"])):
         by_conv.setdefault(u["conversation_id"], []).append(u)
-    bar = tqdm(total=len(by_conv), desc="judging", unit="conv", file=sys.stderr,
-               mininterval=0.5 if sys.stderr.isatty() else 10.0)
-
-    async def one(conv):
-        out = await judge(conv, prompts, cp, client, judge_name, seed)
-        bar.update(1)
-        return out
-
     try:
-        results = await asyncio.gather(*(one(c) for c in by_conv.values()))
+        results = await gather_with_progress(
+            (judge(conv, prompts, cp, client, judge_name, seed) for conv in by_conv.values()), "judging", unit="conv")
     finally:
-        bar.close()
         await client.backend.aclose()
     return [r for rows in results for r in rows]

@@ -8,15 +8,12 @@ so results do not depend on scheduling, and a re-run replays finished turns from
 
 from __future__ import annotations
 
-import asyncio
 import re
-import sys
-
-from tqdm import tqdm
 
 from socsim.facilitation.setups import prompt_hash
 from socsim.facilitation.turns import TurnManager
 from socsim.llm import LLMClient, Request, Sampling, derive_seed
+from socsim.progress import gather_with_progress
 
 FACILITATOR = "facilitator"
 FACILITATOR_NAME = "moderator"
@@ -112,19 +109,14 @@ async def run_discussion(setup: dict, client: LLMClient, sampling: Sampling) -> 
 async def run_discussions(setups: list[dict], clients: dict[str, LLMClient], max_tokens: int) -> list[dict]:
     for client in clients.values():
         await client.probe()
-    bar = tqdm(total=len(setups), desc="discussions", unit="discussion", file=sys.stderr,
-               mininterval=0.5 if sys.stderr.isatty() else 10.0)
 
-    async def one(setup: dict) -> list[dict]:
+    def one(setup: dict):
         client = clients[setup["model"]]
-        rows = await run_discussion(setup, client, client.sampling(max_tokens=max_tokens))
-        bar.update(1)
-        return rows
+        return run_discussion(setup, client, client.sampling(max_tokens=max_tokens))
 
     try:
-        results = await asyncio.gather(*(one(s) for s in setups))
+        results = await gather_with_progress((one(s) for s in setups), "discussions", unit="discussion")
     finally:
-        bar.close()
         for client in clients.values():
             await client.backend.aclose()
     return [row for rows in results for row in rows]

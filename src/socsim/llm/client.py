@@ -8,15 +8,13 @@ no calls and a crashed stage resumes from the calls that finished.
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 from typing import Sequence
-
-from tqdm import tqdm
 
 from socsim.llm.accounting import Accounting
 from socsim.llm.cache import CallCache, request_key
 from socsim.llm.types import Request, Response, Sampling
+from socsim.progress import gather_with_progress
 
 
 class LLMClient:
@@ -93,25 +91,7 @@ class LLMClient:
         """Answer all requests concurrently (bounded by the backend); results in input order."""
         if not self._probed:
             await self.probe()
-        bar = tqdm(total=len(requests), desc=desc, unit="call", file=sys.stderr, dynamic_ncols=True,
-                   mininterval=0.5 if sys.stderr.isatty() else 10.0)
-
-        async def one(req: Request) -> Response:
-            resp = await self.generate(req)
-            bar.update(1)
-            return resp
-
-        try:
-            tasks = [asyncio.ensure_future(one(r)) for r in requests]
-            try:
-                return list(await asyncio.gather(*tasks))
-            except BaseException:
-                for t in tasks:
-                    t.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                raise
-        finally:
-            bar.close()
+        return await gather_with_progress((self.generate(r) for r in requests), desc, unit="call")
 
     def run(self, requests: Sequence[Request], desc: str = "LLM calls") -> list[Response]:
         """Synchronous entry point for a stage: probe, answer everything, release the backend."""

@@ -1,0 +1,37 @@
+"""Progress bars for long stages, and running many coroutines behind one."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Awaitable, Iterable
+
+from tqdm import tqdm
+
+
+def progress_bar(total: int, desc: str, unit: str = "it") -> tqdm:
+    """On stderr; redrawn often on a terminal, every 10 s in a log (Snakemake, a cluster job)."""
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
+                mininterval=0.5 if sys.stderr.isatty() else 10.0)
+
+
+async def gather_with_progress(awaitables: Iterable[Awaitable], desc: str, unit: str = "it") -> list:
+    """Await everything concurrently, results in input order; on a failure cancel the rest."""
+    awaitables = list(awaitables)
+    bar = progress_bar(len(awaitables), desc, unit)
+
+    async def one(aw):
+        result = await aw
+        bar.update(1)
+        return result
+
+    tasks = [asyncio.ensure_future(one(a)) for a in awaitables]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    finally:
+        bar.close()
