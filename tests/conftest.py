@@ -108,3 +108,17 @@ def env_no_proxy():
         env.pop(k, None)
     env["NO_PROXY"] = "127.0.0.1,localhost"
     return env
+
+
+def kill_after_cached_calls(cmd: list[str], cache: Path, calls: int, timeout: float = 300) -> int:
+    """Start a stage, SIGKILL it once `calls` model calls are in its cache, return how many finished."""
+    import signal
+
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + timeout
+    while cache_rows(cache) < calls and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the stage finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    return cache_rows(cache)

@@ -4,9 +4,7 @@ a real simulated discussion, and resume after SIGKILL."""
 from __future__ import annotations
 
 import math
-import signal
 import subprocess
-import time
 from collections import Counter
 
 import numpy as np
@@ -14,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from conftest import ROOT, cache_rows, read_metrics, run_socsim, socsim_cmd, write_params
+from conftest import ROOT, kill_after_cached_calls, read_metrics, run_socsim, socsim_cmd, write_params
 from socsim.facilitation import analysis, annotate, schemas
 from socsim.facilitation.simulate import Transcript, clean_comment
 from socsim.facilitation.turns import TurnManager
@@ -274,15 +272,7 @@ def test_discussion_killed_mid_run_resumes_from_cache(tmp_path):
     comments, metrics = tmp_path / "comments.parquet", tmp_path / "sim.json"
     cmd = socsim_cmd("facilitation", "simulate", "--params", str(params), "--setups", str(paths["setups"]),
                      "--comments", str(comments), "--metrics", str(metrics))
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    cache = tmp_path / "cache" / "llm.sqlite"
-    deadline = time.monotonic() + 300
-    while cache_rows(cache) < 4 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    assert proc.poll() is None, "simulation finished before it could be killed"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
-    done = cache_rows(cache)
+    done = kill_after_cached_calls(cmd, tmp_path / "cache" / "llm.sqlite", 4)
     total = 6 + 6 + 6  # two discussions: 6 user turns each, 6 facilitator turns in one
     assert 4 <= done < total and not comments.exists()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)

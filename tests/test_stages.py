@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import signal
 import subprocess
-import time
 
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import ROOT, cache_rows, read_metrics, run_socsim, socsim_cmd, write_params
+from conftest import ROOT, kill_after_cached_calls, read_metrics, run_socsim, socsim_cmd, write_params
 from socsim.facilitation import schemas
 from socsim.io.parquet import read_provenance, read_table
 
@@ -69,15 +67,7 @@ def test_sigkill_mid_stage_resumes_without_repeating_calls(tmp_path):
     out, metrics = tmp_path / "personas.parquet", tmp_path / "metrics.json"
     cmd = socsim_cmd("facilitation", "personas", "--params", str(params), "--personas", str(out),
                      "--metrics", str(metrics))
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    cache = tmp_path / "cache" / "llm.sqlite"
-    deadline = time.monotonic() + 300
-    while cache_rows(cache) < 3 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.1)
-    assert proc.poll() is None, "stage finished before it could be killed"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
-    done = cache_rows(cache)
+    done = kill_after_cached_calls(cmd, tmp_path / "cache" / "llm.sqlite", 3)
     assert 3 <= done < n
     assert not out.exists() and not metrics.exists()  # nothing half-written
     assert list(tmp_path.glob(".*.tmp")) == []

@@ -26,6 +26,7 @@ class StageContext:
         self.values = config.subset(params, stage.params)
         self.seed = params["seed"]
         self._client = None
+        self._model_clients: dict = {}
 
     def path(self, name: str) -> Path:
         return self.paths[name]
@@ -36,6 +37,23 @@ class StageContext:
 
             self._client = LLMClient.from_params(self.params)
         return self._client
+
+    def model_clients(self, models: list[dict], where: str) -> dict:
+        """One LLM client per model entry (a name plus llm overrides), closed with the context."""
+        from socsim.llm import LLMClient
+
+        clients = {m["name"]: LLMClient.from_params(config.with_llm_overrides(self.params, m, where))
+                   for m in models}
+        self._model_clients.update(clients)
+        return clients
+
+    @staticmethod
+    def llm_metrics(clients: dict) -> dict:
+        """Accounting of several clients: totals, and each model's own."""
+        per = {name: c.accounting.as_metrics() for name, c in clients.items()}
+        totals = {k: sum(m[k] for m in per.values()) for k in ("requests", "calls", "cache_hits", "parse_failures",
+                                                               "completion_tokens")}
+        return {**totals, "models": per}
 
     def model_identity(self) -> dict | None:
         return self._client.identity() if self._client is not None else None
@@ -55,8 +73,9 @@ class StageContext:
         write_json(self.path("metrics"), metrics)
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
+        for client in [self._client, *self._model_clients.values()]:
+            if client is not None:
+                client.close()
 
 
 def _stage_help(stage: stages.Stage) -> str:

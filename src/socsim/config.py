@@ -148,6 +148,15 @@ def load(paths: str | os.PathLike | Iterable[str | os.PathLike] = "params.yaml",
     return validate(params, load_schema(paths[0]))
 
 
+def with_llm_overrides(params: dict, model: dict, where: str) -> dict:
+    """params whose llm section is overridden by one model entry (a name plus any llm keys)."""
+    overrides = {k: v for k, v in model.items() if k != "name"}
+    try:
+        return validate({**params, "llm": deep_merge(params["llm"], overrides)})
+    except ParamsError as exc:
+        raise ParamsError(f"{where} ({model['name']}): {exc}") from None
+
+
 def get_dotted(params: dict, key: str) -> Any:
     node: Any = params
     for part in key.split("."):

@@ -13,20 +13,6 @@ RESULTS = "results/coherence"
 LLM_KEYS = ("llm.backend", "llm.model_path", "llm.model", "llm.sampling.temperature", "llm.sampling.top_p")
 
 
-def _clients(ctx, models: list[dict]) -> dict:
-    from socsim.facilitation.setups import model_params
-    from socsim.llm import LLMClient
-
-    return {m["name"]: LLMClient.from_params(model_params(ctx.params, m)) for m in models}
-
-
-def _llm_metrics(clients: dict) -> dict:
-    per = {name: c.accounting.as_metrics() for name, c in clients.items()}
-    totals = {k: sum(m[k] for m in per.values()) for k in ("requests", "calls", "cache_hits", "parse_failures",
-                                                           "completion_tokens")}
-    return {**totals, "models": per}
-
-
 def run_agents(ctx) -> None:
     from socsim.coherence import agents
 
@@ -42,21 +28,17 @@ def run_elicit(ctx) -> None:
     cp = ctx.params["coherence"]
     topics, prompts = agents.read_yaml(ctx.path("topics_file")), agents.read_yaml(ctx.path("prompts_file"))
     agent_rows = read_table(ctx.path("agents"), schemas.AGENTS).to_pylist()
-    clients = _clients(ctx, cp["agent_models"])
+    clients = ctx.model_clients(cp["agent_models"], "coherence.agent_models")
     rows = []
-    try:
-        for name, client in clients.items():
-            reqs = agents.elicitation_requests(agent_rows, topics, prompts, ctx.seed, name,
-                                               client.sampling(max_tokens=4))
-            rows += agents.profile_rows(agent_rows, client.run(reqs, desc=f"elicit {name}"), prompts,
-                                        cp["openness_scoring"], name)
-        write_table(ctx.path("profiles"), rows, schemas.PROFILES, ["model", "agent_id"],
-                    {**ctx.provenance(), "model": {n: c.identity() for n, c in clients.items()}})
-        ctx.write_metrics(profiles=len(rows), usable=sum(r["preference_ok"] and r["openness_ok"] for r in rows),
-                          **_llm_metrics(clients))
-    finally:
-        for c in clients.values():
-            c.close()
+    for name, client in clients.items():
+        reqs = agents.elicitation_requests(agent_rows, topics, prompts, ctx.seed, name,
+                                           client.sampling(max_tokens=4))
+        rows += agents.profile_rows(agent_rows, client.run(reqs, desc=f"elicit {name}"), prompts,
+                                    cp["openness_scoring"], name)
+    write_table(ctx.path("profiles"), rows, schemas.PROFILES, ["model", "agent_id"],
+                {**ctx.provenance(), "model": {n: c.identity() for n, c in clients.items()}})
+    ctx.write_metrics(profiles=len(rows), usable=sum(r["preference_ok"] and r["openness_ok"] for r in rows),
+                      **ctx.llm_metrics(clients))
 
 
 def run_pair(ctx) -> None:
@@ -76,18 +58,15 @@ def run_converse(ctx) -> None:
     topics, prompts = agents.read_yaml(ctx.path("topics_file")), agents.read_yaml(ctx.path("prompts_file"))
     agent_rows = {a["agent_id"]: a for a in read_table(ctx.path("agents"), schemas.AGENTS).to_pylist()}
     pairs = read_table(ctx.path("pairs"), schemas.PAIRS).to_pylist()
-    clients = _clients(ctx, [m for m in cp["agent_models"] if any(p["model"] == m["name"] for p in pairs)])
-    try:
-        questions = {t["id"]: t["question"] for t in topics["topics"]}
-        rows = asyncio.run(dialogue.run_conversations(pairs, agent_rows, questions, prompts, cp, clients, ctx.seed))
-        write_table(ctx.path("utterances"), rows, schemas.UTTERANCES, ["conversation_id", "turn"],
-                    {**ctx.provenance(), "model": {n: c.identity() for n, c in clients.items()}})
-        ctx.write_metrics(conversations=len(pairs), utterances=len(rows),
-                          ended_by_goodbye=len({r["conversation_id"] for r in rows if r["says_goodbye"]}),
-                          **_llm_metrics(clients))
-    finally:
-        for c in clients.values():
-            c.close()
+    clients = ctx.model_clients([m for m in cp["agent_models"] if any(p["model"] == m["name"] for p in pairs)],
+                                "coherence.agent_models")
+    questions = {t["id"]: t["question"] for t in topics["topics"]}
+    rows = asyncio.run(dialogue.run_conversations(pairs, agent_rows, questions, prompts, cp, clients, ctx.seed))
+    write_table(ctx.path("utterances"), rows, schemas.UTTERANCES, ["conversation_id", "turn"],
+                {**ctx.provenance(), "model": {n: c.identity() for n, c in clients.items()}})
+    ctx.write_metrics(conversations=len(pairs), utterances=len(rows),
+                      ended_by_goodbye=len({r["conversation_id"] for r in rows if r["says_goodbye"]}),
+                      **ctx.llm_metrics(clients))
 
 
 def run_judge(ctx) -> None:
@@ -96,15 +75,12 @@ def run_judge(ctx) -> None:
     cp = ctx.params["coherence"]
     prompts = agents.read_yaml(ctx.path("prompts_file"))
     utterances = read_table(ctx.path("utterances"), schemas.UTTERANCES).to_pylist()
-    clients = _clients(ctx, [cp["judge_model"]])
+    clients = ctx.model_clients([cp["judge_model"]], "coherence.judge_model")
     (name, client), = clients.items()
-    try:
-        rows = asyncio.run(dialogue.run_judge(utterances, prompts, cp, client, name, ctx.seed))
-        write_table(ctx.path("judgments"), rows, schemas.JUDGMENTS, ["conversation_id", "turn"],
-                    {**ctx.provenance(), "model": {name: client.identity()}})
-        ctx.write_metrics(judgments=len(rows), **_llm_metrics(clients))
-    finally:
-        client.close()
+    rows = asyncio.run(dialogue.run_judge(utterances, prompts, cp, client, name, ctx.seed))
+    write_table(ctx.path("judgments"), rows, schemas.JUDGMENTS, ["conversation_id", "turn"],
+                {**ctx.provenance(), "model": {name: client.identity()}})
+    ctx.write_metrics(judgments=len(rows), **ctx.llm_metrics(clients))
 
 
 def analyse_tables(agents_df, profiles, pairs, judgments, utterances, cp: dict, seed: int) -> dict:

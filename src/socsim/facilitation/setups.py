@@ -10,7 +10,6 @@ from pathlib import Path
 
 import yaml
 
-from socsim import config
 from socsim.llm import derive_seed
 
 NO_MODERATOR = "No Moderator"
@@ -114,12 +113,3 @@ def build_setups(fp: dict, seed: int, personas: list[dict], topics: list[dict], 
                         "seed": derive_seed(seed, "facilitation", "discussion", did),
                     })
     return rows
-
-
-def model_params(params: dict, model: dict) -> dict:
-    """params with the llm section overridden by one entry of facilitation.models."""
-    overrides = {k: v for k, v in model.items() if k != "name"}
-    try:
-        return config.validate({**params, "llm": config.deep_merge(params["llm"], overrides)})
-    except config.ParamsError as exc:
-        raise config.ParamsError(f"facilitation.models ({model['name']}): {exc}") from None

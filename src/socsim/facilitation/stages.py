@@ -81,27 +81,18 @@ def run_setups(ctx) -> None:
 def run_simulate(ctx) -> None:
     import asyncio
 
-    from socsim.facilitation import setups, simulate
+    from socsim.facilitation import simulate
     from socsim.io.parquet import read_table
-    from socsim.llm import LLMClient
 
     fp = ctx.params["facilitation"]
     rows_in = read_table(ctx.path("setups"), schemas.SETUPS).to_pylist()
-    clients = {m["name"]: LLMClient.from_params(setups.model_params(ctx.params, m)) for m in fp["models"]
-               if any(r["model"] == m["name"] for r in rows_in)}
-    try:
-        rows = asyncio.run(simulate.run_discussions(rows_in, clients, fp["comment_max_tokens"]))
-        models = {name: c.identity() for name, c in clients.items()}
-        write_table(ctx.path("comments"), rows, schemas.COMMENTS, ["discussion_id", "turn"],
-                    {**ctx.provenance(), "model": models})
-        metrics = {name: c.accounting.as_metrics() for name, c in clients.items()}
-        ctx.write_metrics(discussions=len(rows_in), comments=sum(not r["is_silent"] for r in rows),
-                          silent_turns=sum(r["is_silent"] for r in rows), models=metrics,
-                          **{k: sum(m[k] for m in metrics.values()) for k in ("calls", "cache_hits",
-                                                                               "completion_tokens")})
-    finally:
-        for c in clients.values():
-            c.close()
+    clients = ctx.model_clients([m for m in fp["models"] if any(r["model"] == m["name"] for r in rows_in)],
+                                "facilitation.models")
+    rows = asyncio.run(simulate.run_discussions(rows_in, clients, fp["comment_max_tokens"]))
+    write_table(ctx.path("comments"), rows, schemas.COMMENTS, ["discussion_id", "turn"],
+                {**ctx.provenance(), "model": {name: c.identity() for name, c in clients.items()}})
+    ctx.write_metrics(discussions=len(rows_in), comments=sum(not r["is_silent"] for r in rows),
+                      silent_turns=sum(r["is_silent"] for r in rows), **ctx.llm_metrics(clients))
 
 
 def run_annotate(ctx) -> None:
