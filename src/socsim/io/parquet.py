@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -34,8 +35,24 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         raise
 
 
+def strict_json_value(value: Any) -> Any:
+    """The value with every NaN or infinite float replaced by None and numpy scalars made plain,
+    so that it serialises as strict JSON (RFC 8259 has no NaN nor Infinity)."""
+    if isinstance(value, dict):
+        return {str(k): strict_json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json_value(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalar
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
 def write_json(path: str | Path, value: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    """Strict JSON (NaN and infinities written as null), sorted keys, atomic write."""
+    text = json.dumps(strict_json_value(value), indent=2, sort_keys=True, allow_nan=False)
+    atomic_write_bytes(path, (text + "\n").encode("utf-8"))
 
 
 def write_table(path: str | Path, rows: Sequence[dict], schema: pa.Schema, sort_by: Sequence[str],
