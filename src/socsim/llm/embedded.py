@@ -10,6 +10,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from socsim.llm import hub
 from socsim.llm.constraints import Constraint
 from socsim.llm.errors import LLMConfigError
 from socsim.llm.types import Completion, Request
@@ -99,7 +100,11 @@ class EmbeddedBackend:
 
     def __init__(self, model_path: str | None = None, n_ctx: int = 4096, n_threads: int | None = None,
                  prefix_cache: bool = True, flash_attn: bool = True):
-        self.model_path = Path(model_path) if model_path else default_model_path()
+        self.hub: dict | None = None  # where a hf:// model came from (repo, file, commit)
+        if hub.is_hub_path(model_path):
+            self.model_path, self.hub = hub.resolve(model_path)
+        else:
+            self.model_path = Path(model_path) if model_path else default_model_path()
         if not self.model_path.is_file():
             raise LLMConfigError(f"llm.model_path: GGUF file not found: {self.model_path}")
         self.n_ctx = n_ctx
@@ -123,6 +128,8 @@ class EmbeddedBackend:
                 "model_sha": model_fingerprint(self.model_path),
                 "runtime": f"llama-cpp-python {llama_cpp.__version__}" + (" flash_attn" if self.flash_attn else ""),
             }
+            if self.hub is not None:
+                self._identity["hub"] = self.hub
         return self._identity
 
     @property
