@@ -111,10 +111,20 @@ def test_pairing_covers_every_profile_pair_and_never_self_pairs():
 
 # -- conversation stop and judge window --------------------------------------------------------------
 
+@pytest.mark.parametrize("text", ["I think we covered it. Goodbye.", "Thanks! goodbye", "Goodbye!", "goodbye.",
+                                  "Nice talking.  Goodbye.  \n", 'Take care. Goodbye."', "Take care. Goodbye.'",
+                                  "See you. Goodbye!\u201d", "**Goodbye.**", "(Goodbye.)", "GOODBYE!!"])
+def test_goodbye_accepted(text):
+    assert dialogue.says_goodbye(text)
+
+
+@pytest.mark.parametrize("text", ["Goodbye. But wait, one more point about taxes.", "I said goodbye to him.",
+                                  "No goodbyes yet.", "Goodbye? Not yet.", "", "Taxes are good."])
+def test_goodbye_rejected(text):
+    assert not dialogue.says_goodbye(text)
+
+
 def test_goodbye_stop():
-    assert dialogue.says_goodbye("I think we covered it. Goodbye.")
-    assert dialogue.says_goodbye("Thanks! goodbye")
-    assert not dialogue.says_goodbye("Goodbye. But wait, one more point about taxes.")
     u = [{"speaker": 1, "says_goodbye": False}, {"speaker": 2, "says_goodbye": True}]
     assert dialogue.finished(u, "first_goodbye") and not dialogue.finished(u, "both_goodbye")
     assert dialogue.finished(u + [{"speaker": 1, "says_goodbye": True}], "both_goodbye")
@@ -226,9 +236,17 @@ def test_six_tests_pass_on_coherent_and_fail_on_sycophantic_agents():
     assert good.loc[6, "result"] == "pass" and bad.loc[6, "result"] == "fail"
 
 
-def test_six_tests_without_data_are_not_applicable():
+def test_six_tests_without_data_are_not_applicable_or_too_few():
     tiny = _table([(1, 2, 0, 1, 1, 3), (2, 2, 1, 1, 1, 4)])
-    assert set(an.six_tests(tiny, 0.01)["result"]) == {"n/a"}
+    out = an.six_tests(tiny, 0.01).set_index("test")
+    # two conversations: the correlations have too few cases, the group tests lack their groups
+    assert out.loc[1, "result"] == ("degenerate input: coherence test 1: 2 conversations, the test needs at "
+                                    "least 10")
+    assert out.loc[5, "result"].startswith("degenerate input: coherence test 5: 2 conversations")
+    assert (out.loc[[2, 3, 4, 6], "result"] == "n/a").all()
+    assert out.loc[3, "detail"] == "needs 1-1, 2-5, 3-5, 4-5 pairs; missing: 1-1, 2-5, 3-5, 4-5"
+    empty = an.six_tests(tiny.iloc[:0], 0.01, empty_reason="no judged conversation")
+    assert set(empty["result"]) == {"n/a"} and set(empty["detail"]) == {"no judged conversation"}
 
 
 # -- Self-BLEU --------------------------------------------------------------------------------------
@@ -254,3 +272,453 @@ def test_bleu_and_self_bleu():
     df = pd.DataFrame({"agent1_id": ["q", "s"], "agent2_id": ["r", "t"]})
     kept, removed = an.filter_repetitive(df, table.reset_index(), 0.5)
     assert removed == 1 and kept["agent1_id"].tolist() == ["s"]
+
+
+# -- who opens, turn budget (fake model) --------------------------------------------------------------
+
+class FakeBackend:
+    """Answers every request with reply(request); no model."""
+
+    retries = 0
+
+    def __init__(self, reply, name="fake"):
+        self.reply, self.name, self.requests = reply, name, []
+
+    async def probe(self):
+        return self.identity()
+
+    def identity(self):
+        return {"backend": "fake", "model": self.name}
+
+    async def complete(self, request):
+        from socsim.llm.types import Completion
+
+        self.requests.append(request)
+        return Completion(text=self.reply(request))
+
+    async def aclose(self):
+        pass
+
+
+def fake_client(reply, name="fake"):
+    from socsim.llm import LLMClient
+
+    return LLMClient(FakeBackend(reply, name), None)
+
+
+def _many_profiles(n_agents=400, seed=0):
+    rng = np.random.default_rng(seed)
+    agents, profiles = {}, []
+    for i in range(n_agents):
+        aid = f"t.{i}"
+        agents[aid] = {"agent_id": aid, "topic": "t", "bias_level": 0}
+        profiles.append({"agent_id": aid, "model": "m", "preference": int(rng.integers(1, 6)),
+                         "openness": int(rng.integers(0, 10)), "preference_ok": True, "openness_ok": True})
+    return agents, profiles
+
+
+def test_opener_is_a_seeded_fair_coin_per_pair():
+    agents, profiles = _many_profiles()
+    pairing = {"unit": "profile", "k": 2, "max_pairs_per_topic": None}
+    pairs = ag.pair_agents(profiles, agents, pairing, seed=3)
+    assert len(pairs) > 2000 and {p["opener"] for p in pairs} == {1, 2}
+    share = np.mean([p["opener"] == 1 for p in pairs])
+    assert abs(share - 0.5) < 0.04  # binomial sd ~0.011 at n > 2000
+    pref = {p["agent_id"]: p["preference"] for p in profiles}
+    far = [p for p in pairs if {pref[p["agent1_id"]], pref[p["agent2_id"]]} == {1, 5}]
+    low_opens = [pref[p[f"agent{p['opener']}_id"]] == 1 for p in far]
+    assert len(far) > 50 and 0.3 < np.mean(low_opens) < 0.7  # the P = 1 agent no longer always opens
+    again = ag.pair_agents(profiles, agents, pairing, seed=3)
+    assert [p["opener"] for p in again] == [p["opener"] for p in pairs]  # seeded
+    other = ag.pair_agents(profiles, agents, pairing, seed=4)
+    assert [p["opener"] for p in other] != [p["opener"] for p in pairs]
+    # derived from the conversation id alone, not from a shared RNG's state
+    assert all(p["opener"] == ag.opener(3, p["conversation_id"]) for p in pairs)
+
+
+def _converse(opener, turns, reply, stop="first_goodbye"):
+    import asyncio
+
+    agents = {a: {"agent_id": a, "persona_prompt": f"You are {a}.", "bias_prompt": None} for a in ("x", "y")}
+    pair = {"conversation_id": "c0", "model": "m", "agent1_id": "x", "agent2_id": "y", "opener": opener}
+    cp = {"turns_per_agent": turns, "stop": stop, "utterance_max_tokens": 16}
+    return asyncio.run(dialogue.converse(pair, agents, "Do you like taxes?", PROMPTS, cp, fake_client(reply), 1))
+
+
+@pytest.mark.parametrize("opener", [1, 2])
+@pytest.mark.parametrize("turns", [1, 3, 5])
+def test_each_agent_generates_turns_per_agent_statements(opener, turns):
+    n = iter(range(100))
+    convo = _converse(opener, turns, lambda req: f"statement {next(n)}")
+    assert convo[0]["speaker"] == opener and convo[0]["text"] == "Do you like taxes?"
+    assert convo[0]["agent_id"] == {1: "x", 2: "y"}[opener]
+    generated = convo[1:]
+    assert len(generated) == 2 * turns
+    assert [u["speaker"] for u in generated] == [3 - opener, opener] * turns  # alternating, other one first
+    for s in (1, 2):
+        assert sum(u["speaker"] == s for u in generated) == turns
+
+
+def test_goodbye_ends_the_conversation_early():
+    def reply(req):  # the second generated statement says goodbye
+        return "Well, goodbye!" if len(req.messages) == 3 else "I see your point."
+    convo = _converse(2, 5, reply)
+    assert [u["text"] for u in convo] == ["Do you like taxes?", "I see your point.", "Well, goodbye!"]
+    assert convo[-1]["says_goodbye"] and convo[-1]["speaker"] == 2
+    both = _converse(1, 5, reply, stop="both_goodbye")
+    assert len(both) == 11  # only one agent ever says it: the full budget
+
+
+# -- a judge per agent model, calibration ---------------------------------------------------------
+
+def test_judges_for_agent_models():
+    default = {"name": "judge-a"}
+    assert dialogue.judges_for(["m1", "m2"], default, None) == {"m1": default, "m2": default}
+    other = {"name": "judge-b", "model": "B"}
+    assert dialogue.judges_for(["m1", "m2"], default, {"m2": other}) == {"m1": default, "m2": other}
+    with pytest.raises(ValueError, match="do not exist: m3"):
+        dialogue.judges_for(["m1"], default, {"m3": other})
+    with pytest.raises(ValueError, match="both named 'judge-a'"):
+        dialogue.judges_for(["m1", "m2"], default, {"m2": {"name": "judge-a", "model": "other"}})
+
+
+def test_run_judge_uses_each_models_judge_and_scores_calibration_examples():
+    import asyncio
+
+    utt = [{"conversation_id": f"{m}.c", "turn": t, "speaker": 1 + t % 2, "agent_id": f"{m}{t % 2}",
+            "text": f"text {t}", "says_goodbye": False, "model": m} for m in ("m1", "m2") for t in range(3)]
+    judge_a = fake_client(lambda req: "2", "A")
+
+    def b_reply(req):  # judge B scores the calibration examples right (their text is in the user message)
+        user = req.messages[-1][1]
+        for ex in PROMPTS["judge_examples"]:
+            if ex["conversation"].splitlines()[1].split(": ", 1)[1] in user:
+                return str(ex["score"])
+        return "4"
+    judge_b = fake_client(b_reply, "B")
+    rows, cal = asyncio.run(dialogue.run_judge(utt, PROMPTS, {"judge_window": 3}, {"A": judge_a, "B": judge_b},
+                                               {"m1": "A", "m2": "B"}, seed=1))
+    by = {(r["conversation_id"], r["turn"]): r for r in rows}
+    assert {r["judge_model"] for r in rows if r["conversation_id"] == "m1.c"} == {"A"}
+    assert {r["judge_model"] for r in rows if r["conversation_id"] == "m2.c"} == {"B"}
+    assert by[("m1.c", 2)]["score"] == 2 and by[("m2.c", 2)]["score"] == 4
+    assert [(r["judge_model"], r["reference"], r["score"]) for r in cal] == (
+        [("A", k, 2) for k in range(1, 6)] + [("B", k, k) for k in range(1, 6)])
+    # the calibration request is the judge prompt with the example as the conversation
+    msgs = dialogue.calibration_messages(PROMPTS, PROMPTS["judge_examples"][0])
+    assert msgs[0]["content"] == dialogue.judge_messages(PROMPTS, [])[0]["content"]
+    assert msgs[1]["content"].startswith("Conversation:\nAgent 1: Do you think that remote work")
+
+
+# -- Test 6's rule -----------------------------------------------------------------------------------
+
+def _far_pairs(score_of, n=12, seed=0):
+    """(1-5) pairs at every openness pairing (0-0 ... 9-9), n conversations each."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for o1, o2 in itertools.combinations_with_replacement(range(10), 2):
+        for _ in range(n):
+            rows.append((1, 5, o1, o2, 1, int(np.clip(np.rint(score_of(o1 + o2) + rng.normal(0, 0.6)), 1, 5))))
+    return _table(rows)
+
+
+def test_test6_pooled_rule_passes_coherent_and_fails_incoherent_agents():
+    coherent = _far_pairs(lambda s: 1 + 3 * s / 18)  # agreement rises with openness
+    reversed_ = _far_pairs(lambda s: 4 - 3 * s / 18)  # the least open agree most
+    flat = _far_pairs(lambda s: 3.0)  # openness ignored
+    t6 = lambda df, rule: an.six_tests(df, 0.01, rule).set_index("test").loc[6]  # noqa: E731
+    assert t6(coherent, "pooled")["result"] == "pass"
+    assert t6(reversed_, "pooled")["result"] == "fail" and t6(flat, "pooled")["result"] == "fail"
+    strict = t6(coherent, "strict")
+    assert strict["result"] == "fail"  # the strict rule fails even these coherent agents ...
+    assert 0 < strict["significant"] < strict["comparisons"] == 54  # ... since neighbours barely differ
+    # the count of significant comparisons, computed independently
+    from scipy.stats import mannwhitneyu
+
+    base = coherent.loc[coherent["open_pair"] == "0-0", "agreement"]
+    ps = [mannwhitneyu(base, g["agreement"], alternative="less").pvalue
+          for pair, g in coherent.groupby("open_pair") if pair != "0-0"]
+    assert strict["significant"] == sum(min(p * len(ps), 1) < 0.01 for p in ps)
+    assert t6(coherent, "pooled")["significant"] == strict["significant"]
+    pooled_p = mannwhitneyu(base, coherent.loc[coherent["open_pair"] != "0-0", "agreement"], alternative="less").pvalue
+    assert t6(coherent, "pooled")["p"] == pytest.approx(pooled_p)
+    with pytest.raises(ValueError, match="test6_rule"):
+        an.six_tests(coherent, 0.01, "some")
+
+
+def test_degeneracy_flags_replace_pass_and_fail():
+    from socsim.stats.degeneracy import Flag
+
+    flag = Flag("coherence preferences (m)", "97% of 30 answers are 1 (threshold 90%)")
+    out = an.six_tests(_coherent(), 0.01, flags={1: [flag], 6: [flag]}).set_index("test")
+    assert out.loc[1, "result"] == "degenerate input: coherence preferences (m): 97% of 30 answers are 1 " \
+                                   "(threshold 90%)"
+    assert out.loc[1, "raw_result"] == "pass" and out.loc[6, "result"].startswith("degenerate input")
+    assert (out.loc[[2, 3, 4, 5], "result"] == "pass").all()
+
+
+# -- the sigmoid's steepness -------------------------------------------------------------------------
+
+def test_sigmoid_steepness():
+    s = lambda x, k: 1 / (1 + math.exp(-k * (x - 2)))  # noqa: E731
+    for k in (0.5, 2.0, 6.0):
+        by_hand = (s(1, k) - s(0, k)) / (s(4, k) - s(0, k))
+        assert an.shift_weight(1, "sigmoid", k) == pytest.approx(by_hand)
+        assert an.shift_weight(0, "sigmoid", k) == pytest.approx(0) and an.shift_weight(4, "sigmoid", k) == 1
+    assert an.shift_weight(1, "sigmoid") == an.shift_weight(1, "sigmoid", 2.0)  # the default
+    assert an.shift_weight(1, "sigmoid", 1e-4) == pytest.approx(0.25, abs=1e-4)  # flat: linear
+    assert an.shift_weight(1, "sigmoid", 50) < 1e-9 and an.shift_weight(3, "sigmoid", 50) > 1 - 1e-9  # a step
+    p0 = np.array([0.0, 0.0, 0.2, 0.3, 0.5])
+    assert an.expected_distributions(p0, "sigmoid", 6.0)[1].tolist() == pytest.approx(
+        (p0 + an.shift_weight(1, "sigmoid", 6.0) * (p0[::-1] - p0)).tolist())
+    with pytest.raises(ValueError):
+        an.shift_weight(1, "sigmoid", 0)
+
+
+# -- the analyse and figures stages on synthetic Parquet inputs ---------------------------------------
+
+def coherent_score(p1, p2, o1, o2, c):
+    """Agreement falls with the gap and rises with openness; contentiousness plays no part."""
+    return int(np.clip(5 - abs(p1 - p2) + (o1 + o2 >= 9), 1, 5))
+
+
+def synthetic_run(tmp_path, models=("m",), topics=(("neutral", 1), ("medium", 2), ("hot", 3)), score=coherent_score,
+                  null_profile=False, calibration=(1, 2, 3, 4, 5), prefs=range(1, 6), texts=None):
+    """agents, profiles, pairs, judgments, utterances and calibration Parquet files of the documented
+    schemas (written and read back like the stages do), two agents per (topic, P, O) profile."""
+    from socsim.coherence import schemas
+    from socsim.io.parquet import write_table
+
+    agents, profiles, pairs, judgments, utterances = [], [], [], [], []
+    for topic, c in topics:
+        for p in prefs:
+            for o in (0, 3, 6, 9):
+                for k in range(2):
+                    aid = f"{topic}.{p}.{o}.{k}"
+                    agents.append({"agent_id": aid, "topic": topic, "contentiousness": c, "bias_level": 2 * k,
+                                   "bias_direction": "favor" if k else "none", "background": 0, "region": "r",
+                                   "age": "a", "gender": "g", "urbanicity": "u", "education": "e",
+                                   "persona_prompt": "You are someone.", "bias_prompt": None})
+                    for m in models:
+                        profiles.append({"agent_id": aid, "model": m, "preference": p, "preference_raw": str(p),
+                                         "preference_ok": True, "openness": o, "openness_answers": ["Yes"] * 9,
+                                         "openness_ok": True})
+    if null_profile:  # one agent whose preference did not parse
+        profiles[0].update(preference=None, preference_raw="maybe", preference_ok=False)
+    prof = {(r["model"], r["agent_id"]): r for r in profiles}
+    for m in models:
+        for topic, c in topics:
+            ids = [a["agent_id"] for a in agents if a["topic"] == topic]
+            for i, (a1, a2) in enumerate(itertools.combinations(ids, 2)):
+                cid = f"{m}.{topic}.{i:05d}"
+                pairs.append({"conversation_id": cid, "model": m, "topic": topic, "agent1_id": a1, "agent2_id": a2,
+                              "profile1": "", "profile2": "", "opener": 1 + i % 2})
+                p1, p2 = prof[(m, a1)], prof[(m, a2)]
+                if p1["preference"] is None or p2["preference"] is None:
+                    continue
+                s = score(p1["preference"], p2["preference"], p1["openness"], p2["openness"], c)
+                for t in range(5):  # each agent speaks twice after the question (Self-BLEU needs two)
+                    judgments.append({"conversation_id": cid, "turn": t, "score": s if t == 4 else 3,
+                                      "raw_answer": str(s), "parse_ok": True, "judge_model": "j"})
+                    utterances.append({"conversation_id": cid, "turn": t, "speaker": 1 + t % 2,
+                                       "agent_id": (a1, a2)[t % 2], "model": m, "says_goodbye": False,
+                                       "text": texts(t) if texts else " ".join(
+                                           f"w{(len(utterances) * 7919 + j * 104729) % 1000003}" for j in range(10))})
+    cal = [{"judge_model": "j", "example": i, "reference": i + 1, "score": s, "raw_answer": str(s), "parse_ok": True}
+           for i, s in enumerate(calibration)]
+    paths = {}
+    for name, rows, schema, key in (("agents", agents, schemas.AGENTS, ["agent_id"]),
+                                    ("profiles", profiles, schemas.PROFILES, ["model", "agent_id"]),
+                                    ("pairs", pairs, schemas.PAIRS, ["conversation_id"]),
+                                    ("judgments", judgments, schemas.JUDGMENTS, ["conversation_id", "turn"]),
+                                    ("utterances", utterances, schemas.UTTERANCES, ["conversation_id", "turn"]),
+                                    ("calibration", cal, schemas.JUDGE_CALIBRATION, ["judge_model", "example"])):
+        paths[name] = tmp_path / f"{name}.parquet"
+        write_table(paths[name], rows, schema, key, {})
+    paths.update(paper_file=ROOT / "data/coherence/paper.yaml", analysis=tmp_path / "analysis",
+                 figures=tmp_path / "figures", metrics=tmp_path / "metrics.json")
+    return paths
+
+
+class Ctx:
+    """What a stage's run() reads from its context, without the CLI."""
+
+    def __init__(self, paths, **coherence):
+        from socsim import config
+
+        params = config.validate({"coherence": {"bootstrap": {"repeats": 50}, **coherence}})
+        self.paths, self.params, self.seed, self.metrics = paths, params, 1, None
+
+    def path(self, name):
+        return self.paths[name]
+
+    def provenance(self):
+        return {"stage": "test"}
+
+    def write_metrics(self, **values):
+        self.metrics = values
+
+
+def run_stages(paths, captured=None, monkeypatch=None, **coherence):
+    """socsim coherence analyse + figures; with `captured`, the figures are kept (not only saved)."""
+    import json
+
+    from socsim.coherence import figures, stages
+
+    if captured is not None:
+        real = figures.save
+        monkeypatch.setattr(figures, "save", lambda fig, out, name: captured.setdefault(name, fig) and real(
+            fig, out, name))
+    ctx = Ctx(paths, **coherence)
+    stages.run_analyse(ctx)
+    stages.run_figures(ctx)
+    a = paths["analysis"]
+    strict = lambda text: json.loads(text, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))  # noqa: E731
+    csv = figures.read_csv  # "n/a" stays text
+    return {"summary": strict((a / "summary.json").read_text()), "tests": csv(a / "six_tests.csv"),
+            "table4_md": (a / "table4_tests.md").read_text(), "table4_csv": csv(a / "table4_tests.csv"),
+            "table4_tex": (a / "table4_tests.tex").read_text(), "vs_paper": csv(a / "vs_paper.csv"),
+            "suppression": csv(a / "suppression.csv"), "metrics": ctx.metrics,
+            "figures": sorted(p.name for p in paths["figures"].glob("*.png"))}
+
+
+def _texts(fig):
+    return [t.get_text() for ax in fig.axes for t in ax.texts]
+
+
+FIGS = ["fig4_agreement_by_gap.png", "fig5_suppression.png", "fig6_anchors.png", "fig7_contentiousness.png",
+        "fig8_openness.png"]
+
+
+def test_stages_on_coherent_synthetic_data(tmp_path):
+    out = run_stages(synthetic_run(tmp_path))
+    tests = out["tests"].set_index("test")
+    assert tests.loc[1, "result"] == "pass" and tests.loc[5, "result"] == "pass"
+    assert tests.loc[4, "result"] == "pass"  # contentiousness plays no part
+    assert out["summary"]["degeneracy_flags"] == [] and out["figures"] == FIGS
+    assert "degenerate" not in out["table4_md"]
+    vs = out["vs_paper"].set_index("quantity")
+    # Table 3's gap-0 distribution, computed independently from the inputs
+    conv = pd.read_csv(tmp_path / "analysis/conversations.csv")
+    gap0 = conv.loc[conv["gap"] == 0, "agreement"]
+    for k in range(1, 6):
+        row = vs.loc[f"Table 3: P(score {k}) at gap 0, observed (m)"]
+        assert row["ours"] == pytest.approx((gap0 == k).mean(), abs=1e-6)
+        assert row["difference"] == pytest.approx(row["ours"] - row["paper"], abs=1e-6)
+    assert vs.loc["Table 3: P(score 1) at gap 0, observed (m)", "paper"] == pytest.approx(0.000204)
+    assert vs.loc["Table 4: Test 1 passed (1) or failed (0) (m)", "finding_holds"] == "yes"
+    assert pd.isna(vs.loc["Table 4: Test 2 passed (1) or failed (0) (m)", "paper"])  # no paper row for "m"
+    d4 = vs.loc["Observed - expected mean at gap 4, linear shift (m)"]
+    assert d4["paper"] == pytest.approx(1.8) and d4["finding_holds"] == ("yes" if d4["ours"] > 0 else "no")
+
+
+def test_a_paper_model_is_compared_with_its_own_table4_row(tmp_path):
+    out = run_stages(synthetic_run(tmp_path, models=("qwen2.5-7b",)))
+    vs = out["vs_paper"].set_index("quantity")
+    t1, t2 = (vs.loc[f"Table 4: Test {t} passed (1) or failed (0) (qwen2.5-7b)"] for t in (1, 2))
+    assert t1["paper"] == 1 and t1["ours"] == 1 and t1["finding_holds"] == "yes"
+    assert t2["paper"] == 0 and "Qwen2.5-7B fails Test 2" in t2["finding"]
+
+
+def test_one_unparsed_answer_keeps_integer_profiles(tmp_path, monkeypatch):
+    captured = {}
+    paths = synthetic_run(tmp_path, null_profile=True)
+    from socsim.io.parquet import read_table
+
+    assert read_table(paths["profiles"]).to_pandas()["preference"].dtype == float  # the null makes it float
+    out = run_stages(paths, captured, monkeypatch)
+    conv = pd.read_csv(tmp_path / "analysis/conversations.csv", dtype={"pref_pair": str, "open_pair": str})
+    assert set(conv["pref_pair"]) == {f"{a}-{b}" for a, b in itertools.combinations_with_replacement(range(1, 6), 2)}
+    assert not conv["open_pair"].str.contains(".", regex=False).any()
+    tests = out["tests"].set_index("test")
+    assert tests.loc[3, "raw_result"] in ("pass", "fail") and tests.loc[6, "raw_result"] in ("pass", "fail")
+    labels = [t.get_text() for ax in captured["fig6_anchors"].axes for t in ax.texts]
+    assert "1-5" in labels and "1-1" in labels and not any("." in t for t in labels)
+
+
+def test_several_models_are_drawn_apart_on_sorted_axes(tmp_path, monkeypatch):
+    captured = {}
+    out = run_stages(synthetic_run(tmp_path, models=("m2", "m1")), captured, monkeypatch)
+    assert sorted(out["tests"]["model"].unique()) == ["m1", "m2"]
+    fig5, fig6, fig7 = captured["fig5_suppression"], captured["fig6_anchors"], captured["fig7_contentiousness"]
+    assert len(fig5.axes) == 2 * 3 and len(fig6.axes) == 2 and len(fig7.axes) == 2 * 2
+    for fig in (fig5, fig6, fig7, captured["fig4_agreement_by_gap"]):
+        for ax in fig.axes:
+            lo, hi = ax.get_ylim()
+            assert lo <= 1 and hi >= 5 and lo > 0.5 and hi < 5.5  # the score scale
+    assert [ax.get_title().split(":")[0] for ax in fig5.axes[::3]] == ["m1", "m2"]
+    assert "m1" in fig6.axes[0].get_title() and "m2" in fig6.axes[1].get_title()
+    ticks = [t.get_text() for t in fig7.axes[0].get_xticklabels()]
+    assert ticks == sorted(ticks) and ticks[0] == "1-1" and ticks[-1] == "5-5"
+    # every line of a panel belongs to one model: m1's panel has as many points as m1's table rows
+    by = pd.read_csv(tmp_path / "analysis/bootstrap_by_pref_pair_contentiousness.csv")
+    drawn = sum(len(line.get_xdata()) for line in fig7.axes[0].get_lines() if line.get_linestyle() == "-")
+    assert drawn == ((by["model"] == "m1") & (by["contentiousness"] > 1)).sum()
+
+
+def test_no_judgments_keeps_the_model_row(tmp_path, monkeypatch):
+    from socsim.coherence import schemas
+    from socsim.io.parquet import write_table
+
+    paths = synthetic_run(tmp_path)
+    write_table(paths["judgments"], [], schemas.JUDGMENTS, ["conversation_id", "turn"], {})
+    captured = {}
+    out = run_stages(paths, captured, monkeypatch)
+    tests = out["tests"]
+    assert list(tests["model"]) == ["m"] * 6 and set(tests["result"]) == {"n/a"}
+    assert tests["detail"].iloc[0].startswith("none of ") and "parsed final judgment" in tests["detail"].iloc[0]
+    assert out["table4_md"].count("n/a [1]") == 6 and "[1] n/a: none of" in out["table4_md"]
+    assert out["table4_csv"].iloc[0]["test1"].startswith("n/a: none of")
+    assert out["summary"]["no_data"]["m"].startswith("none of") and out["figures"] == FIGS
+    for name in ("fig4_agreement_by_gap", "fig5_suppression", "fig6_anchors", "fig7_contentiousness",
+                 "fig8_openness"):
+        assert any(t.startswith("no data") for t in _texts(captured[name])), name
+    assert (out["vs_paper"]["finding_holds"].fillna("").isin(["n/a", ""])).all()
+
+
+def test_all_removed_by_self_bleu(tmp_path, monkeypatch):
+    paths = synthetic_run(tmp_path, texts=lambda t: "I agree completely with everything you say")
+    captured = {}
+    out = run_stages(paths, captured, monkeypatch)
+    assert out["summary"]["conversations"] == 0 and out["summary"]["removed_by_self_bleu"] > 0
+    assert set(out["tests"]["result"]) == {"n/a"}
+    assert "removed by the Self-BLEU filter" in out["tests"]["detail"].iloc[0]
+    assert out["suppression"]["note"].str.contains("removed by the Self-BLEU filter").all()
+    assert any("Self-BLEU" in t for t in _texts(captured["fig5_suppression"]))
+
+
+def test_one_topic(tmp_path, monkeypatch):
+    captured = {}
+    out = run_stages(synthetic_run(tmp_path, topics=(("neutral", 1),)), captured, monkeypatch)
+    tests = out["tests"].set_index("test")
+    assert tests.loc[4, "result"] == "n/a" and "two contentiousness levels" in tests.loc[4, "detail"]
+    assert tests.loc[1, "result"] == "pass"
+    assert any("one contentiousness level" in t for t in _texts(captured["fig7_contentiousness"]))
+
+
+def test_degenerate_model_says_so_everywhere(tmp_path):
+    # SmolLM2-135M-like: every preference "1", calibration examples judged 1, 1, 1, 1, 1
+    paths = synthetic_run(tmp_path, prefs=[1], calibration=(1, 1, 1, 1, 1))
+    out = run_stages(paths)
+    flags = out["summary"]["degeneracy_flags"]
+    scopes = {f["scope"] for f in flags}
+    assert {"coherence preferences (m)", "coherence judge calibration (j)"} <= scopes
+    pref = next(f for f in flags if f["scope"] == "coherence preferences (m)")
+    assert pref["reason"] == "100% of 24 answers are 1 (threshold 90%)"
+    assert pref["message"] == "degenerate input: coherence preferences (m): " + pref["reason"]
+    cal = next(f for f in flags if f["scope"] == "coherence judge calibration (j)")
+    assert cal["reason"].startswith("scores its calibration examples 1, 1, 1, 1, 1")
+    assert out["summary"]["degenerate"] is True
+    assert all(r.startswith("degenerate input: ") for r in out["tests"]["result"])
+    assert out["table4_md"].count("degenerate input [") == 6 and "degenerate input: coherence" in out["table4_md"]
+    assert "degenerate input" in out["table4_tex"]
+    assert all(str(c).startswith("degenerate input: ") for c in out["table4_csv"].iloc[0, 1:])
+    assert out["vs_paper"]["finding_holds"].str.startswith("degenerate input").all()
+    assert out["suppression"]["note"].str.startswith("degenerate input").all()
+    assert out["metrics"]["degeneracy_flags"] == len(flags)
+
+
+def test_judge_calibration_alone_flags_the_tests(tmp_path):
+    out = run_stages(synthetic_run(tmp_path, calibration=(5, 4, 3, 2, 1)))  # answers reversed
+    assert [f["scope"] for f in out["summary"]["degeneracy_flags"]] == ["coherence judge calibration (j)"]
+    assert all(r.startswith("degenerate input: coherence judge calibration (j)") for r in out["tests"]["result"])

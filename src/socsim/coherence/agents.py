@@ -110,9 +110,17 @@ def profile_key(p: int, o: int, b: int, unit: str) -> str:
     return f"{p}-{o}-{b}"
 
 
+def opener(seed: int, conversation_id: str) -> int:
+    """Which agent (1 or 2) asks the opening question: a fair coin seeded by the conversation's id
+    (not a shared RNG), so that the lower-preference agent (agent 1) does not always open."""
+    return 1 + derive_seed(seed, "coherence", "opener", conversation_id) % 2
+
+
 def pair_agents(profiles: list[dict], agents: dict[str, dict], pairing: dict, seed: int) -> list[dict]:
     """For every unordered pair of profiles present (per model and topic), k pairs of two different
-    agents. Profiles whose elicitation did not parse take no part."""
+    agents. Profiles whose elicitation did not parse take no part. Agent 1 holds the first profile
+    of the pair (sorted); `opener` (a seeded coin per conversation) says which agent asks the
+    topic's question."""
     groups: dict[tuple[str, str], dict[str, list[str]]] = {}
     for p in profiles:
         if not (p["preference_ok"] and p["openness_ok"]):
@@ -136,7 +144,8 @@ def pair_agents(profiles: list[dict], agents: dict[str, dict], pairing: dict, se
                     a1, a2 = rng.sample(by_profile[u], 2)
                 else:
                     a1, a2 = rng.choice(by_profile[u]), rng.choice(by_profile[v])
-                rows.append({"conversation_id": f"{model}.{topic}.{n:04d}", "model": model, "topic": topic,
-                             "agent1_id": a1, "agent2_id": a2, "profile1": u, "profile2": v})
+                cid = f"{model}.{topic}.{n:04d}"
+                rows.append({"conversation_id": cid, "model": model, "topic": topic, "agent1_id": a1,
+                             "agent2_id": a2, "profile1": u, "profile2": v, "opener": opener(seed, cid)})
                 n += 1
     return rows

@@ -1,9 +1,15 @@
 """Dyadic conversations and the LLM-as-judge (paper 001, Appendix A (d)).
 
-Agent 1 opens with the topic's question; the agents alternate, at most `turns_per_agent` turns
-each; a statement ending with "Goodbye." ends the conversation (the first one, or once both have
-said it). After every turn the judge scores agreement 1-5 from at most the last `window`
-statements of each agent (-1 for an empty window). Conversations run concurrently.
+Who opens: the pair's `opener` (a seeded coin per conversation, see agents.opener) asks the
+topic's question verbatim. Turn budget: after the question the other agent replies and the agents
+alternate; each agent generates exactly `turns_per_agent` statements (the opening question is the
+topic's, not a generated statement) unless a Goodbye ends the conversation earlier (the first one,
+or once both have said it). A statement says Goodbye when it ends with "goodbye" in any case,
+followed by any of . ! and then only closing quotes, brackets, asterisks or whitespace
+("Goodbye.", "goodbye!", "Goodbye." with a closing quote); "Goodbye. But ..." does not end it.
+After every turn the judge scores agreement 1-5 from at most the last `window` statements of each
+agent (-1 for an empty window); the judge also scores the five calibration examples of its own
+prompt (same prompt, constraint and seed scheme). Conversations run concurrently.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from socsim.coherence.agents import system_prompt
 from socsim.llm import IntRange, LLMClient, Request, derive_seed
 from socsim.progress import gather_with_progress
 
-GOODBYE = re.compile(r"goodbye\.?[\"')\s]*$", re.IGNORECASE)
+GOODBYE = re.compile(r"\bgoodbye[.!]*[\"'\u201d\u2019)\]*_\s]*$", re.IGNORECASE)
 JUDGE_SCORE = IntRange(1, 5)
 
 
@@ -63,9 +69,10 @@ async def converse(pair: dict, agents: dict[str, dict], question: str, prompts: 
                            "agent_id": ids[speaker], "text": text, "says_goodbye": says_goodbye(text),
                            "model": pair["model"]})
 
-    add(1, question)
-    speaker = 2
-    while len(utterances) < 2 * cp["turns_per_agent"] and not finished(utterances, cp["stop"]):
+    first = int(pair.get("opener") or 1)
+    add(first, question)
+    speaker = 3 - first
+    while len(utterances) < 1 + 2 * cp["turns_per_agent"] and not finished(utterances, cp["stop"]):
         req = Request.chat(agent_messages(systems[speaker], utterances, speaker),
                            derive_seed(seed, "coherence", "converse", cid, len(utterances)), sampling)
         add(speaker, (await client.generate(req)).text.strip())
@@ -73,9 +80,13 @@ async def converse(pair: dict, agents: dict[str, dict], question: str, prompts: 
     return utterances
 
 
+def judge_sampling(client: LLMClient):
+    return client.sampling(max_tokens=4, temperature=0.0)
+
+
 async def judge(conversation: list[dict], prompts: dict, cp: dict, client: LLMClient, judge_name: str,
                 seed: int) -> list[dict]:
-    sampling = client.sampling(max_tokens=4, temperature=0.0)
+    sampling = judge_sampling(client)
     rows = []
     for k in range(len(conversation)):
         window = judge_window(conversation[: k + 1], cp["judge_window"])
@@ -87,6 +98,31 @@ async def judge(conversation: list[dict], prompts: dict, cp: dict, client: LLMCl
                            derive_seed(seed, "coherence", "judge", base["conversation_id"], k), sampling, JUDGE_SCORE)
         resp = await client.generate(req)
         rows.append({**base, "score": resp.value if resp.parse_ok else None, "raw_answer": resp.text,
+                     "parse_ok": resp.parse_ok})
+    return rows
+
+
+def calibration_messages(prompts: dict, example: dict) -> list[dict]:
+    """The judge prompt applied to one of its own calibration examples (its lines are already
+    "Agent k: ..." statements)."""
+    window = []
+    for line in example["conversation"].splitlines():
+        head, _, text = line.partition(":")
+        window.append({"speaker": int(head.split()[-1]), "text": text.strip()})
+    return judge_messages(prompts, window)
+
+
+async def calibrate(prompts: dict, client: LLMClient, judge_name: str, seed: int) -> list[dict]:
+    """The judge scores the calibration examples of its own prompt, with the prompt, constraint and
+    sampling of the real judgments (seed from the run seed, the judge and the example's index)."""
+    sampling = judge_sampling(client)
+    rows = []
+    for i, example in enumerate(prompts["judge_examples"]):
+        req = Request.chat(calibration_messages(prompts, example),
+                           derive_seed(seed, "coherence", "judge", "calibration", judge_name, i), sampling, JUDGE_SCORE)
+        resp = await client.generate(req)
+        rows.append({"judge_model": judge_name, "example": i, "reference": int(example["score"]),
+                     "score": resp.value if resp.parse_ok else None, "raw_answer": resp.text,
                      "parse_ok": resp.parse_ok})
     return rows
 
@@ -105,15 +141,37 @@ async def run_conversations(pairs: list[dict], agents: dict[str, dict], question
     return [u for conv in results for u in conv]
 
 
-async def run_judge(utterances: list[dict], prompts: dict, cp: dict, client: LLMClient, judge_name: str,
-                    seed: int) -> list[dict]:
-    await client.probe()
+def judges_for(agent_models: list[str], judge_model: dict, judge_models: dict | None) -> dict[str, dict]:
+    """The judge entry of every agent model: `judge_models[agent model]` where given, otherwise
+    `judge_model` (the paper avoids a model judging its own conversations)."""
+    judge_models = judge_models or {}
+    unknown = sorted(set(judge_models) - set(agent_models))
+    if unknown:
+        raise ValueError(f"coherence.judge_models names agent models that do not exist: {', '.join(unknown)} "
+                         f"(agent models: {', '.join(agent_models)})")
+    out = {m: judge_models.get(m, judge_model) for m in agent_models}
+    by_name: dict[str, dict] = {}
+    for entry in out.values():
+        if by_name.setdefault(entry["name"], entry) != entry:
+            raise ValueError(f"two different judge entries are both named {entry['name']!r}")
+    return out
+
+
+async def run_judge(utterances: list[dict], prompts: dict, cp: dict, clients: dict[str, LLMClient],
+                    judge_of: dict[str, str], seed: int) -> tuple[list[dict], list[dict]]:
+    """Judge every conversation with the judge of its agent model (`judge_of`: agent model -> judge
+    name, `clients`: judge name -> client); also each judge's calibration answers."""
+    for c in clients.values():
+        await c.probe()
     by_conv: dict[str, list[dict]] = {}
     for u in sorted(utterances, key=lambda u: (u["conversation_id"], u["turn"])):
         by_conv.setdefault(u["conversation_id"], []).append(u)
     try:
+        calibration = [r for name in sorted(set(judge_of.values())) for r in await calibrate(prompts, clients[name], name, seed)]
         results = await gather_with_progress(
-            (judge(conv, prompts, cp, client, judge_name, seed) for conv in by_conv.values()), "judging", unit="conv")
+            (judge(conv, prompts, cp, clients[judge_of[conv[0]["model"]]], judge_of[conv[0]["model"]], seed)
+             for conv in by_conv.values()), "judging", unit="conv")
     finally:
-        await client.backend.aclose()
-    return [r for rows in results for r in rows]
+        for c in clients.values():
+            await c.backend.aclose()
+    return [r for rows in results for r in rows], calibration

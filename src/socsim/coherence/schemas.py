@@ -37,6 +37,7 @@ PAIRS = pa.schema([
     pa.field("agent2_id", pa.string(), nullable=False),
     pa.field("profile1", pa.string(), nullable=False),  # "P-O-B" (or its bins)
     pa.field("profile2", pa.string(), nullable=False),
+    pa.field("opener", pa.int32(), nullable=False),  # 1 or 2: the agent who asks the topic's question (seeded coin)
 ])
 
 UTTERANCES = pa.schema([
@@ -56,4 +57,13 @@ JUDGMENTS = pa.schema([
     pa.field("raw_answer", pa.string(), nullable=False),
     pa.field("parse_ok", pa.bool_(), nullable=False),
     pa.field("judge_model", pa.string(), nullable=False),
+])
+
+JUDGE_CALIBRATION = pa.schema([  # the judge scoring the calibration examples of its own prompt
+    pa.field("judge_model", pa.string(), nullable=False),
+    pa.field("example", pa.int32(), nullable=False),  # index into prompts.yaml judge_examples
+    pa.field("reference", pa.int32(), nullable=False),  # the score the prompt states for it
+    pa.field("score", pa.int32()),  # the judge's answer; null when it did not parse
+    pa.field("raw_answer", pa.string(), nullable=False),
+    pa.field("parse_ok", pa.bool_(), nullable=False),
 ])

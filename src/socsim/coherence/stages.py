@@ -75,94 +75,60 @@ def run_judge(ctx) -> None:
     cp = ctx.params["coherence"]
     prompts = agents.read_yaml(ctx.path("prompts_file"))
     utterances = read_table(ctx.path("utterances"), schemas.UTTERANCES).to_pylist()
-    clients = ctx.model_clients([cp["judge_model"]], "coherence.judge_model")
-    (name, client), = clients.items()
-    rows = asyncio.run(dialogue.run_judge(utterances, prompts, cp, client, name, ctx.seed))
-    write_table(ctx.path("judgments"), rows, schemas.JUDGMENTS, ["conversation_id", "turn"],
-                {**ctx.provenance(), "model": {name: client.identity()}})
-    ctx.write_metrics(judgments=len(rows), **ctx.llm_metrics(clients))
+    names = list(dict.fromkeys([m["name"] for m in cp["agent_models"]] + sorted({u["model"] for u in utterances})))
+    entries = dialogue.judges_for(names, cp["judge_model"], cp.get("judge_models"))
+    unique = list({e["name"]: e for e in entries.values()}.values())
+    clients = ctx.model_clients(unique, "coherence.judge_models" if cp.get("judge_models") else "coherence.judge_model")
+    judge_of = {m: e["name"] for m, e in entries.items()}
+    rows, calibration = asyncio.run(dialogue.run_judge(utterances, prompts, cp, clients, judge_of, ctx.seed))
+    prov = {**ctx.provenance(), "model": {n: c.identity() for n, c in clients.items()}, "judge_of": judge_of}
+    write_table(ctx.path("judgments"), rows, schemas.JUDGMENTS, ["conversation_id", "turn"], prov)
+    write_table(ctx.path("calibration"), calibration, schemas.JUDGE_CALIBRATION, ["judge_model", "example"], prov)
+    ctx.write_metrics(judgments=len(rows), judges=judge_of,
+                      calibration={n: [r["score"] for r in calibration if r["judge_model"] == n] for n in clients},
+                      **ctx.llm_metrics(clients))
 
 
-def analyse_tables(agents_df, profiles, pairs, judgments, utterances, cp: dict, seed: int) -> dict:
+def analyse_tables(agents_df, profiles, pairs, judgments, utterances, cp: dict, seed: int,
+                   calibration=None) -> dict:
     """Every table of the analysis, from data frames of the documented schemas (no model calls)."""
-    import pandas as pd
-
     from socsim.coherence import analysis
 
-    df = analysis.conversation_table(agents_df, profiles, pairs, judgments)
-    bleu = analysis.self_bleu_table(utterances) if utterances is not None else pd.DataFrame(
-        columns=["agent_id", "self_bleu"])
-    df, removed = analysis.filter_repetitive(df, bleu, cp["self_bleu_threshold"])
-    boot = cp["bootstrap"]
-    tables = {f"bootstrap_{k}": v for k, v in analysis.groupings(df, boot, seed).items()}
-    supp = []
-    for model, g in df.groupby("model"):
-        for panel, data, shift in (("linear shift", g, "linear"), ("sigmoid shift", g, "sigmoid"),
-                                   ("B = 2, linear shift", g[g["both_b2"]], "linear")):
-            supp.append(analysis.suppression(data, shift, boot, seed).assign(model=model, panel=panel))
-    tables["suppression"] = pd.concat(supp, ignore_index=True) if supp else pd.DataFrame()
-    tests = [analysis.six_tests(g, cp["alpha"]).assign(model=model) for model, g in df.groupby("model")]
-    tables["six_tests"] = pd.concat(tests, ignore_index=True) if tests else pd.DataFrame(
-        columns=["test", "name", "statistic", "p", "result", "detail", "model"])
-    tables["openness_vs_baseline"] = analysis.openness_vs_baseline(tables["bootstrap_by_open_pair_1_5"])
-    tables["self_bleu"] = bleu
-    tables["conversations"] = df
-    summary = {"conversations": int(len(df)), "removed_by_self_bleu": removed,
-               "self_bleu_threshold": cp["self_bleu_threshold"],
-               "tests_passed": {m: sorted(int(t) for t in g.loc[g["result"] == "pass", "test"])
-                                for m, g in tables["six_tests"].groupby("model")}}
-    return {"tables": tables, "summary": summary}
-
-
-def table4(tests) -> tuple[str, str, str]:
-    """Table 4: pass/fail per agent model and test, as CSV, Markdown and LaTeX."""
-    wide = tests.pivot(index="model", columns="test", values="result").reindex(columns=range(1, 7))
-    mark = {"pass": "✓", "fail": "✗", "n/a": "n/a"}
-    csv = wide.reset_index().to_csv(index=False)
-    md = ["| Model | " + " | ".join(f"Test {t}" for t in range(1, 7)) + " |", "|---" * 7 + "|"]
-    tex = [r"\begin{tabular}{l" + "c" * 6 + "}", r"\hline",
-           "Model & " + " & ".join(f"Test {t}" for t in range(1, 7)) + r" \\", r"\hline"]
-    for model, r in wide.iterrows():
-        md.append(f"| {model} | " + " | ".join(mark.get(r[t], "n/a") for t in range(1, 7)) + " |")
-        tex_mark = {"pass": r"\checkmark", "fail": r"$\times$"}
-        tex.append(model.replace("_", r"\_") + " & " + " & ".join(tex_mark.get(r[t], "n/a") for t in range(1, 7))
-                   + r" \\")
-    tex += [r"\hline", r"\end{tabular}"]
-    note = "\nPass rules: see socsim.coherence.analysis (module docstring) and the README.\n"
-    return csv, "\n".join(md) + "\n" + note, "\n".join(tex) + "\n"
+    return analysis.analyse(agents_df, profiles, pairs, judgments, utterances, calibration, cp, seed)
 
 
 def run_analyse(ctx) -> None:
+    from socsim.coherence import compare
+    from socsim.io import vs_paper
+
     cp = ctx.params["coherence"]
     load = lambda name, schema: read_table(ctx.path(name), schema).to_pandas()  # noqa: E731
     out = analyse_tables(load("agents", schemas.AGENTS), load("profiles", schemas.PROFILES),
                          load("pairs", schemas.PAIRS), load("judgments", schemas.JUDGMENTS),
-                         load("utterances", schemas.UTTERANCES), cp, ctx.seed)
+                         load("utterances", schemas.UTTERANCES), cp, ctx.seed,
+                         calibration=load("calibration", schemas.JUDGE_CALIBRATION))
     d = ctx.path("analysis")
     for name, table in out["tables"].items():
         atomic_write_bytes(d / f"{name}.csv", table.to_csv(index=False, float_format="%.6g").encode())
-    csv, md, tex = table4(out["tables"]["six_tests"])
+    csv, md, tex = compare.table4(out["tables"]["six_tests"])
     atomic_write_bytes(d / "table4_tests.csv", csv.encode())
     atomic_write_bytes(d / "table4_tests.md", md.encode())
     atomic_write_bytes(d / "table4_tests.tex", tex.encode())
+    rows = compare.vs_paper_rows(out["tables"], out["flags"], vs_paper.read_paper(ctx.path("paper_file")))
+    vs_paper.write(d, rows, "Coherence (paper 001): our run beside the paper's Tables 3 and 4")
     write_json(d / "summary.json", out["summary"])
     write_json(d / "provenance.json", ctx.provenance())
-    ctx.write_metrics(**out["summary"])
+    s = out["summary"]
+    ctx.write_metrics(conversations=s["conversations"], removed_by_self_bleu=s["removed_by_self_bleu"],
+                      tests_passed=s["tests_passed"], degeneracy_flags=len(s["degeneracy_flags"]))
 
 
 def run_figures(ctx) -> None:
-    import pandas as pd
-
     from socsim.coherence import figures
 
     a, out = ctx.path("analysis"), ctx.path("figures")
-    t = lambda name: pd.read_csv(a / f"{name}.csv")  # noqa: E731
-    figures.fig4_gap(t("bootstrap_by_gap"), out)
-    figures.fig5_suppression(t("suppression"), out)
-    figures.fig6_anchors(t("bootstrap_by_pref_pair"), out)
-    figures.fig7_contentiousness(t("bootstrap_by_pref_pair_contentiousness"),
-                                 t("bootstrap_by_pref_pair_contentiousness_b2"), out)
-    figures.fig8_openness(t("bootstrap_by_open_sum"), t("openness_vs_baseline"), out)
+    t = lambda name: figures.read_csv(a / f"{name}.csv")  # noqa: E731
+    figures.all_figures({name: t(name) for name in figures.TABLES}, out)
 
 
 MATERIALS = {"topics_file": f"{DATA}/topics.yaml", "prompts_file": f"{DATA}/prompts.yaml"}
@@ -187,7 +153,8 @@ register(Stage(
 
 register(Stage(
     study="coherence", name="pair",
-    summary="For every pair of (P, O, B) profiles present (or bins), k pairs of two different agents (seeded).",
+    summary="For every pair of (P, O, B) profiles present (or bins), k pairs of two different agents (seeded); "
+            "a seeded coin per pair decides who opens.",
     run=run_pair, inputs={"agents": f"{RESULTS}/agents.parquet", "profiles": f"{RESULTS}/profiles.parquet"},
     outputs={"pairs": f"{RESULTS}/pairs.parquet"}, metrics=f"{RESULTS}/metrics/pair.json",
     params=("seed", "coherence.pairing"),
@@ -195,8 +162,8 @@ register(Stage(
 
 register(Stage(
     study="coherence", name="converse",
-    summary="Dyadic conversations, concurrently: agent 1 asks the topic question, turns alternate, 'Goodbye.' "
-            "ends a conversation; one row per utterance.",
+    summary="Dyadic conversations, concurrently: the pair's opener asks the topic question, turns alternate, "
+            "each agent generates turns_per_agent statements unless 'Goodbye.' ends it; one row per utterance.",
     run=run_converse, inputs={"pairs": f"{RESULTS}/pairs.parquet", "agents": f"{RESULTS}/agents.parquet",
                               **MATERIALS},
     outputs={"utterances": f"{RESULTS}/utterances.parquet"}, metrics=f"{RESULTS}/metrics/converse.json",
@@ -207,23 +174,28 @@ register(Stage(
 register(Stage(
     study="coherence", name="judge",
     summary="LLM-as-judge agreement (1-5) after every turn from at most the last 3 statements of each agent; "
-            "-1 for an empty window.",
+            "-1 for an empty window; a judge per agent model (coherence.judge_models); the judge also scores its "
+            "prompt's five calibration examples.",
     run=run_judge, inputs={"utterances": f"{RESULTS}/utterances.parquet", "prompts_file": f"{DATA}/prompts.yaml"},
-    outputs={"judgments": f"{RESULTS}/judgments.parquet"}, metrics=f"{RESULTS}/metrics/judge.json",
-    params=("seed", "coherence.judge_model", "coherence.judge_window", *LLM_KEYS), uses_llm=True,
+    outputs={"judgments": f"{RESULTS}/judgments.parquet", "calibration": f"{RESULTS}/judge_calibration.parquet"},
+    metrics=f"{RESULTS}/metrics/judge.json",
+    params=("seed", "coherence.agent_models", "coherence.judge_model", "coherence.judge_models",
+            "coherence.judge_window", *LLM_KEYS), uses_llm=True,
 ))
 
 register(Stage(
     study="coherence", name="analyse",
     summary="Bootstrap group means, expected vs observed agreement and suppression (Table 3), anchors, "
-            "contentiousness, openness, the six tests (Table 4), Self-BLEU filter.",
+            "contentiousness, openness, the six tests (Table 4), Self-BLEU filter, degeneracy flags, vs_paper.",
     run=run_analyse,
     inputs={"agents": f"{RESULTS}/agents.parquet", "profiles": f"{RESULTS}/profiles.parquet",
             "pairs": f"{RESULTS}/pairs.parquet", "judgments": f"{RESULTS}/judgments.parquet",
-            "utterances": f"{RESULTS}/utterances.parquet"},
+            "utterances": f"{RESULTS}/utterances.parquet", "calibration": f"{RESULTS}/judge_calibration.parquet",
+            "paper_file": f"{DATA}/paper.yaml"},
     outputs={"analysis": f"{RESULTS}/analysis"}, directories=("analysis",),
     metrics=f"{RESULTS}/metrics/analyse.json",
-    params=("seed", "coherence.bootstrap", "coherence.alpha", "coherence.self_bleu_threshold"),
+    params=("seed", "coherence.bootstrap", "coherence.alpha", "coherence.self_bleu_threshold",
+            "coherence.sigmoid_steepness", "coherence.test6_rule"),
 ))
 
 register(Stage(
