@@ -722,3 +722,17 @@ def test_judge_calibration_alone_flags_the_tests(tmp_path):
     out = run_stages(synthetic_run(tmp_path, calibration=(5, 4, 3, 2, 1)))  # answers reversed
     assert [f["scope"] for f in out["summary"]["degeneracy_flags"]] == ["coherence judge calibration (j)"]
     assert all(r.startswith("degenerate input: coherence judge calibration (j)") for r in out["tests"]["result"])
+
+
+def test_degenerate_inputs_come_before_no_data(tmp_path):
+    # SmolLM2-like preferences, and every conversation repetitive: the inputs' degeneracy is the reason
+    paths = synthetic_run(tmp_path, topics=(("neutral", 1),), prefs=[1],
+                          texts=lambda t: "I agree completely with everything you say")
+    out = run_stages(paths)
+    assert out["summary"]["conversations"] == 0
+    tests = out["tests"]
+    assert tests["result"].str.startswith("degenerate input: coherence preferences (m)").sum() == 5
+    # Test 5 does not depend on preferences, but on the judge's scores (all 5 at gap 0)
+    assert tests.set_index("test").loc[5, "result"].startswith("degenerate input: coherence final judge scores (m)")
+    assert tests["detail"].str.contains("removed by the Self-BLEU filter").all()
+    assert out["suppression"]["note"].str.startswith("degenerate input").all()

@@ -29,15 +29,15 @@ The six tests of section 4.3, with their exact pass rules (alpha = coherence.alp
 
 Tests 3, 4 and 6 also report `significant` of `comparisons` (Bonferroni-corrected p < alpha).
 
-Data a test cannot use: a model without a single usable conversation has every test "n/a" with
-the reason (no judged conversation, all removed by the Self-BLEU filter); a test whose groups are
-absent by design (one topic: no second contentiousness level) is "n/a" with the reason. Otherwise
-a test says "degenerate input: <why>" (socsim.stats.degeneracy) instead of pass / fail when its
-inputs carry no information: one preference value for >= 90% of a model's parsed preferences
+A test says "degenerate input: <why>" (socsim.stats.degeneracy) instead of pass / fail when its
+inputs carry no information (this comes first, even when no conversation is left): one preference value for >= 90% of a model's parsed preferences
 (Tests 1-4, 6, Table 3), one openness value for >= 90% (Tests 5, 6), one final judge score for
 >= 90% of the conversations or a judge that misjudges its own calibration examples (every test,
 Table 3), constant gaps or openness sums, or fewer cases than the test needs (MIN_CORRELATION
-conversations for a correlation, MIN_GROUP per compared group).
+conversations for a correlation, MIN_GROUP per compared group). Otherwise a model without a
+single usable conversation has every test "n/a" with the reason (no judged conversation, all
+removed by the Self-BLEU filter), and so has a test whose groups are absent by design (one topic:
+no second contentiousness level).
 """
 
 from __future__ import annotations
@@ -231,9 +231,7 @@ def six_tests(df: pd.DataFrame, alpha: float, test6_rule: str = "pooled",
     def add(test, statistic=np.nan, p=np.nan, passed=None, detail="", extra=(), significant=np.nan,
             comparisons=np.nan):
         raw = "n/a" if passed is None else ("pass" if passed else "fail")
-        found = dg.collect(flags.get(test, []), *extra)
-        if raw == "n/a" and empty_reason:
-            found = []  # nothing to compute: the reason says why, not the inputs
+        found = dg.collect(flags.get(test, []), *extra)  # degenerate inputs first, even without data
         rows.append({"test": test, "name": TEST_NAMES[test], "statistic": statistic, "p": p,
                      "result": dg.verdict(found, raw), "raw_result": raw, "significant": significant,
                      "comparisons": comparisons, "detail": detail})
@@ -431,10 +429,8 @@ def analyse(agents: pd.DataFrame, profiles: pd.DataFrame, pairs: pd.DataFrame, j
         for panel, shift, b2 in PANELS:
             data = g[g["both_b2"]] if b2 else g
             part = suppression(data, shift, boot, seed, steep).assign(model=model, panel=panel)
-            if reason:
-                part["note"] = f"n/a: {reason}"
-            elif table3:
-                part["note"] = dg.verdict(table3, "")
+            if table3 or reason:
+                part["note"] = dg.verdict(table3, f"n/a: {reason}")
             supp.append(part)
     tables["suppression"] = pd.concat(supp, ignore_index=True) if supp else pd.DataFrame(
         columns=SUPPRESSION_COLUMNS + ["model", "panel"])
