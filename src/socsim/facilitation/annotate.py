@@ -16,8 +16,13 @@ ANSWER = JsonSchema.of({
 
 
 def annotator_prompt(annotator: dict, guide: dict) -> str:
-    return (f"You are a {annotator['age']}-year-old {annotator['sex']} annotator, {annotator['demographic_group']}, "
-            f"education: {annotator['education_level']}, working as {annotator['current_employment']}.\n"
+    """An annotator's system prompt: the same sociodemographic fields as a participant's (Table 1),
+    then the annotation guide as its special instructions."""
+    traits = ", ".join(annotator.get("personality_characteristics") or [])
+    return (f"You are an annotator. About you: you are {annotator['age']} years old, {annotator['sex']}, "
+            f"{annotator['sexual_orientation']}, {annotator['demographic_group']}. "
+            f"Education: {annotator['education_level']}. Work: {annotator['current_employment']}. "
+            f"Personality: {traits}.\n"
             f"{guide['instructions'].strip()}")
 
 

@@ -2,6 +2,12 @@
 
 Two sources each: the versioned files under data/facilitation/, or generation by the LLM
 with a JSON-schema constraint (as the paper generated its personas with GPT-4).
+
+A persona's personality is split in two: `personality_characteristics` (the person's own) and
+`role_traits` (the traits that come from its forum role, e.g. a troll's "quick to insult"). The
+participant prompt shows both; the no-roles ablation drops the role's instructions and its
+traits. Annotators (data/facilitation/annotators.jsonl) carry the same sociodemographic fields
+as participants (Table 1), their special instructions being the annotation guide.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ PERSONA_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "required": ["username", "age", "sex", "education_level", "sexual_orientation", "demographic_group",
-                 "current_employment", "personality_characteristics"],
+                 "current_employment", "personality_characteristics", "role_traits"],
     "properties": {
         "username": {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_]{2,23}$"},
         "age": {"type": "integer", "minimum": 18, "maximum": 99},
@@ -33,8 +39,15 @@ PERSONA_SCHEMA = {
         "current_employment": {"type": "string", "minLength": 2, "maxLength": 60},
         "personality_characteristics": {"type": "array", "minItems": 2, "maxItems": 5,
                                         "items": {"type": "string", "minLength": 2, "maxLength": 30}},
+        "role_traits": {"type": "array", "minItems": 0, "maxItems": 3,
+                        "items": {"type": "string", "minLength": 2, "maxLength": 30}},
     },
 }
+
+# Table 1's fields for annotators: the participants' fields less the username (annotator_id) and
+# the role; their special instructions are the annotation guide.
+ANNOTATOR_FIELDS = ("annotator_id", "age", "sex", "education_level", "sexual_orientation", "demographic_group",
+                    "current_employment", "personality_characteristics")
 
 TOPIC_SCHEMA = {
     "type": "object",
@@ -101,6 +114,7 @@ def _persona_row(i: int, fields: dict, role: str, roles_text: dict[str, str], so
         "current_employment": fields.get("current_employment"),
         "special_instructions": roles_text[role],
         "personality_characteristics": fields.get("personality_characteristics"),
+        "role_traits": fields.get("role_traits") or [],
         "role": role,
         "source": source,
         "parse_ok": ok,
@@ -118,6 +132,7 @@ def personas_from_file(path: str | Path, roles_text: dict[str, str], n: int) -> 
         if role not in ROLES:
             raise ValueError(f"{path}: persona {i + 1} has role {role!r}; expected one of {list(ROLES)}")
         fields = {k: rec.get(k) for k in PERSONA_SCHEMA["properties"]}
+        fields["role_traits"] = fields["role_traits"] or []  # optional in a file: none tied to the role
         missing = [k for k, v in fields.items() if v is None]
         if missing:
             raise ValueError(f"{path}: persona {i + 1} lacks {missing}")
@@ -147,7 +162,9 @@ def persona_requests(n: int, roles: list[str], roles_text: dict[str, str], seed:
             f"Their role on the forum: {roles[i].replace('_', ' ')} ({roles_text[roles[i]]})\n"
             f"Make them {hint.choice(_AGE_BANDS)} years old and from {hint.choice(_REGIONS)}.\n"
             "Give a unique username, age, sex, education level, sexual orientation, demographic group, "
-            "current employment and two to five personality characteristics. Answer with one JSON object."
+            "current employment, two to five personality characteristics of their own, and (role_traits) "
+            "zero to three traits that come from their forum role rather than from who they are. "
+            "Answer with one JSON object."
         )
         messages = [
             {"role": "system", "content": "You write realistic, diverse user profiles for a social-science "
@@ -172,6 +189,18 @@ def personas_from_responses(responses, roles: list[str], roles_text: dict[str, s
             used.add(row["username"])
         rows.append(row)
     return rows
+
+
+def read_annotators(path: str | Path, n: int) -> list[dict]:
+    """The first n annotator personas, each with every field of ANNOTATOR_FIELDS."""
+    records = read_jsonl(path)[:n]
+    if len(records) < n:
+        raise ValueError(f"facilitation.annotation.annotators = {n} but {path} holds {len(records)}")
+    for i, rec in enumerate(records):
+        missing = [k for k in ANNOTATOR_FIELDS if rec.get(k) in (None, "", [])]
+        if missing:
+            raise ValueError(f"{path}: annotator {i + 1} lacks {missing}")
+    return records
 
 
 def topics_from_file(path: str | Path, n: int) -> list[dict]:

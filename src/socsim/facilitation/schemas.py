@@ -12,7 +12,8 @@ PERSONAS = pa.schema([
     pa.field("demographic_group", pa.string()),
     pa.field("current_employment", pa.string()),
     pa.field("special_instructions", pa.string()),
-    pa.field("personality_characteristics", pa.list_(pa.string())),
+    pa.field("personality_characteristics", pa.list_(pa.string())),  # the person's own traits
+    pa.field("role_traits", pa.list_(pa.string())),  # traits that come from the role (dropped without roles)
     pa.field("role", pa.string(), nullable=False),
     pa.field("source", pa.string(), nullable=False),  # "file" or "llm"
     pa.field("parse_ok", pa.bool_(), nullable=False),

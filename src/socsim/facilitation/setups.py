@@ -32,7 +32,7 @@ def conditions(fp: dict) -> list[tuple[Condition, list[str], list[str], int]]:
     out = [(Condition("main", fp["turn_taking"]), models, list(fp["strategies"]), fp["discussions_per_cell"])]
     ab = fp["ablations"]
     if ab["discussions"] > 0:
-        first = [models[0]]
+        first = [ablation_model(fp)]
         for tt in ab["turn_taking"]:
             out.append((Condition(f"tt_{tt}", tt), first, [ab["strategy"]], ab["discussions"]))
         variants = {"no_sdb": {"with_sdb": False}, "no_roles": {"with_roles": False},
@@ -41,6 +41,25 @@ def conditions(fp: dict) -> list[tuple[Condition, list[str], list[str], int]]:
             out.append((Condition(name, fp["turn_taking"], **variants[name]), first, [ab["strategy"]],
                         ab["discussions"]))
     return out
+
+
+def ablation_model(fp: dict) -> str:
+    """The one model the ablations run on (the paper: Qwen 2.5): facilitation.ablations.model, or the
+    first of facilitation.models when that is null."""
+    models = [m["name"] for m in fp["models"]]
+    name = fp["ablations"].get("model") or models[0]
+    if name not in models:
+        raise ValueError(f"facilitation.ablations.model = {name!r} is not one of facilitation.models {models}")
+    return name
+
+
+def user_instructions(instructions: dict, variant: str, users_told_silence: bool) -> str:
+    """The participants' instruction prompt. By default (as the paper) only the facilitator is told
+    it may stay silent; facilitation.silence.users_told adds the same permission for users."""
+    text = instructions[variant].strip()
+    if users_told_silence:
+        text += "\n" + instructions["user_silence"].strip()
+    return text
 
 
 def slug(text: str) -> str:
@@ -57,9 +76,13 @@ def read_yaml(path: str | Path) -> dict:
 
 
 def participant_prompt(persona: dict, instructions: str, with_sdb: bool, with_roles: bool) -> str:
+    """A user's system prompt. Without SDBs: no sociodemographic fields and no personality. Without
+    roles: neither the role's special instructions nor the personality traits tied to the role."""
     parts = [instructions.strip(), f"Your username is @{persona['username']}."]
     if with_sdb:
-        traits = ", ".join(persona["personality_characteristics"] or [])
+        own = list(persona["personality_characteristics"] or [])
+        role_traits = list(persona.get("role_traits") or []) if with_roles else []
+        traits = ", ".join(own + [t for t in role_traits if t not in own])
         parts.append(
             f"About you: you are {persona['age']} years old, {persona['sex']}, {persona['sexual_orientation']}, "
             f"{persona['demographic_group']}. Education: {persona['education_level']}. "
@@ -97,7 +120,7 @@ def build_setups(fp: dict, seed: int, personas: list[dict], topics: list[dict], 
                     rng = random.Random(derive_seed(seed, "facilitation", "setup", did))
                     chosen = rng.sample(personas, k)  # RANDOMSAMPLE(Theta, 7)
                     topic = rng.choice(topics)  # RANDOMSAMPLE(O, 1)
-                    text = instructions[cond.instructions]
+                    text = user_instructions(instructions, cond.instructions, fp["silence"]["users_told"])
                     rows.append({
                         "discussion_id": did, "condition": cond.name, "model": model, "strategy": strategy,
                         "turn_taking": cond.turn_taking, "p_respond": float(fp["p_respond"]),
