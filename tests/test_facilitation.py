@@ -25,20 +25,38 @@ USERS = [f"u{i}" for i in range(7)]
 
 # -- turn taking -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("p", [0.4, 0.1, 0.8])
-def test_respond_reply_rate_matches_p_respond(p):
-    n = 20_000
+def _reply_rate(speakers: list[str]) -> float:
+    return sum(speakers[t] == speakers[t - 2] for t in range(2, len(speakers))) / (len(speakers) - 2)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.1, 0.4, 0.8])
+def test_respond_observed_reply_rate_is_p_respond(p):
+    n = 50_000
     tm = TurnManager(USERS, "respond", p_respond=p, seed=11)
     speakers = [tm.next() for _ in range(n)]
     assert all(a != b for a, b in zip(speakers, speakers[1:]))  # nobody replies to themselves
-    # A turn goes to the user before the last speaker through the reply branch (p), or by chance
-    # through the uniform branch ((1 - p) / (k - 1)).
+    # The paper: the replier with probability p, otherwise *another* participant: the observed
+    # rate P(speaker_t = speaker_t-2) is p itself.
+    assert abs(_reply_rate(speakers) - p) <= 0.01
+    counts = Counter(speakers)
+    assert set(counts) == set(USERS)  # everybody speaks
+
+
+@pytest.mark.parametrize("p", [0.0, 0.4, 0.8])
+def test_respond_uniform_keeps_the_old_rule(p):
+    n = 50_000
+    tm = TurnManager(USERS, "respond_uniform", p_respond=p, seed=5)
+    speakers = [tm.next() for _ in range(n)]
+    # The old rule's other branch may pick the replier again: p + (1 - p) / (k - 1) (0.5 at p = 0.4).
     expected = p + (1 - p) / (len(USERS) - 1)
-    hits = sum(speakers[t] == speakers[t - 2] for t in range(2, n))
-    trials = n - 2
-    ci = 4 * math.sqrt(expected * (1 - expected) / trials)  # ~4 sigma: the test fails only on a real bias
-    assert abs(hits / trials - expected) < ci
-    assert abs(tm.replies / trials - p) < 4 * math.sqrt(p * (1 - p) / trials)
+    assert abs(_reply_rate(speakers) - expected) <= 0.01
+    assert abs(_reply_rate(speakers) - p) > 0.02  # (1 - p) / 6 >= 0.033 away from p
+
+
+def test_respond_with_two_users_alternates():
+    tm = TurnManager(["a", "b"], "respond", p_respond=0.4, seed=1)
+    seq = [tm.next() for _ in range(200)]
+    assert all(x != y for x, y in zip(seq, seq[1:]))
 
 
 def test_round_robin_is_exact_and_random_never_repeats():
@@ -189,19 +207,404 @@ def test_ols_matches_independent_fit_with_clustered_errors():
     assert "Moderation Game×time" in md and "Adj. R²" in md and r"\begin{tabular}" in tex
 
 
-def test_anova_and_pairwise_match_scipy():
+def test_anova_and_pairwise_match_scipy_at_both_levels():
     data = _synthetic_rated(seed=3, per_cell=10, turns=4)
     means = data.groupby(["discussion_id", "strategy", "time", "condition", "is_facilitator"],
                          as_index=False)["toxicity"].mean()
     anova, pairwise = analysis.anova_and_pairwise(means)
+    # Comment level (the paper's): every comment mean is a unit.
     groups = [g["toxicity"].to_numpy() for _, g in means.groupby("strategy")]
-    assert anova["F"] == pytest.approx(sps.f_oneway(*groups).statistic)
-    assert len(pairwise) == 3
-    row = pairwise[(pairwise.strategy_a == "Moderation Game") & (pairwise.strategy_b == "No Moderator")].iloc[0]
-    a = means[means.strategy == "Moderation Game"]["toxicity"]
-    b = means[means.strategy == "No Moderator"]["toxicity"]
-    assert row["p"] == pytest.approx(sps.ttest_ind(a, b).pvalue)
-    assert pairwise["p_holm"].tolist() == pytest.approx(holm(pairwise["p"]).tolist())
+    assert anova["comment"]["F"] == pytest.approx(sps.f_oneway(*groups).statistic)
+    # Discussion level: one mean per discussion, computed independently here.
+    per_d = {s: [g["toxicity"].mean() for _, g in gs.groupby("discussion_id")] for s, gs in means.groupby("strategy")}
+    assert anova["discussion"]["F"] == pytest.approx(sps.f_oneway(*per_d.values()).statistic)
+    assert anova["discussion"]["n"] == {s: 10 for s in per_d} and anova["comment"]["n"]["Rules Only"] == 40
+    assert set(pairwise["level"]) == {"comment", "discussion"} and len(pairwise) == 6
+    for level in ("comment", "discussion"):
+        pw = pairwise[pairwise.level == level]
+        row = pw[(pw.strategy_a == "Moderation Game") & (pw.strategy_b == "No Moderator")].iloc[0]
+        if level == "comment":
+            a = means[means.strategy == "Moderation Game"]["toxicity"]
+            b = means[means.strategy == "No Moderator"]["toxicity"]
+        else:
+            a, b = per_d["Moderation Game"], per_d["No Moderator"]
+        assert row["p"] == pytest.approx(sps.ttest_ind(a, b).pvalue)
+        assert pw["p_holm"].tolist() == pytest.approx(holm(pw["p"]).tolist())  # Holm within a level
+        assert (pw["verdict"] == "").all()
+
+
+def test_discussion_level_test_keeps_its_size_under_clustering():
+    """No strategy effect, a strong discussion effect: treating comments as independent rejects far
+    more often than 5 %; one mean per discussion keeps the nominal rate."""
+    rng = np.random.default_rng(7)
+    rejections = Counter()
+    sims = 300
+    for _ in range(sims):
+        rows = []
+        for strategy in ("No Moderator", "Rules Only"):
+            for d in range(6):
+                u = rng.normal(0, 0.5)
+                rows += [{"discussion_id": f"{strategy}{d}", "strategy": strategy, "condition": "main",
+                          "is_facilitator": False, "toxicity": 2 + u + e} for e in rng.normal(0, 0.3, 10)]
+        anova, _ = analysis.anova_and_pairwise(pd.DataFrame(rows))
+        rejections.update(level for level in ("comment", "discussion") if anova[level]["p"] < 0.05)
+    assert rejections["comment"] / sims > 0.3
+    assert 0.01 <= rejections["discussion"] / sims <= 0.09
+
+
+# -- Table 2's time: the user-comment index ------------------------------------------------------
+
+STRATS = {"No Moderator": (0.0, 0.0), "Moderation Game": (-0.3, -0.05)}
+
+
+def _known_discussions(per_cell=6, turns=10, seed=0):
+    """Comments, annotations and setups whose user-comment toxicity is exactly
+    2 + shift + (-0.01 + slope) * user_index; facilitator turns (spoken or silent) and silent user
+    turns in between, so the position clock differs from the user-comment clock."""
+    rng = np.random.default_rng(seed)
+    rows, ann, setups = [], [], []
+    for strategy, (shift, slope) in STRATS.items():
+        for d in range(per_cell):
+            did = f"main.m.{strategy}.{d}"
+            setup = {**SETUP, "discussion_id": did, "strategy": strategy}
+            t = Transcript(setup)
+            t.record(ALICE, "seed opinion", 0, is_seed=True)
+            for k in range(turns):
+                user = (ALICE, BOB)[k % 2]
+                silent = rng.random() < 0.15
+                t.record(user, "" if silent else f"comment {k}", 1)
+                if strategy != "No Moderator":
+                    t.record(None, "please be civil" if rng.random() < 0.7 else "", 1)
+            user_idx = 0
+            for r in t.rows:
+                if not r["is_facilitator"] and not r["is_silent"]:
+                    user_idx += 1
+                if r["is_silent"] or r["is_seed"]:
+                    continue
+                y = 4.0 if r["is_facilitator"] else 2 + shift + (-0.01 + slope) * user_idx
+                ann += [{"discussion_id": did, "turn": r["turn"], "annotator_id": a, "toxicity": y,
+                         "argument_quality": 3, "parse_ok": True, "raw_answer": "{}"} for a in ("a1", "a2")]
+            rows += t.rows
+            setups.append({"discussion_id": did, "instructions": "full", "with_roles": True,
+                           "condition": "main", "turn_taking": "respond"})
+    return pd.DataFrame(rows), pd.DataFrame(ann), pd.DataFrame(setups)
+
+
+def test_time_is_the_user_comment_index_and_recovers_known_slopes():
+    comments, ann, setups = _known_discussions()
+    rated = analysis.rated_comments(comments, ann, setups)  # default: user_index
+    users = rated[~rated.is_facilitator]
+    assert users["time"].min() == 2  # the seed opinion is user comment 1 and is not rated
+    # The clock ignores facilitator and silent turns: user comments are 2, 3, ... without gaps.
+    for _, g in users.groupby("discussion_id"):
+        times = sorted(set(g["time"]))
+        assert times == list(range(2, 2 + len(times)))
+    res = analysis.toxicity_ols(rated)
+    mg = 'C(strategy, Treatment("No Moderator"))[T.Moderation Game]'
+    coef = res.table["coef"]
+    assert coef["Intercept"] == pytest.approx(2.0, abs=1e-9)
+    assert coef["time"] == pytest.approx(-0.01, abs=1e-9)
+    assert coef[mg] == pytest.approx(-0.3, abs=1e-9)
+    assert coef[f"{mg}:time"] == pytest.approx(-0.05, abs=1e-9)
+    # The old clock (position, facilitator comments included) gives a different answer.
+    old = analysis.toxicity_ols(analysis.rated_comments(comments, ann, setups, time="position"))
+    assert abs(old.table["coef"][f"{mg}:time"] - (-0.05)) > 0.02
+    with pytest.raises(ValueError, match="time"):
+        analysis.rated_comments(comments, ann, setups, time="clock")
+
+
+# -- constant and one-value ratings, missing strategies, no usable rating --------------------------
+
+def _strict(text: str):
+    import json
+
+    def bad(x):
+        raise ValueError(f"not strict JSON: {x}")
+    return json.loads(text, parse_constant=bad)
+
+
+def test_constant_ratings_report_na_with_the_reason(tmp_path):
+    from socsim.io.parquet import write_json
+
+    comments, ann, setups = _known_discussions(per_cell=3, turns=6)
+    ann["toxicity"] = 1.0
+    rated = analysis.rated_comments(comments, ann, setups)
+    flags = analysis.toxicity_flags(rated)
+    assert flags and flags[0].message.startswith("degenerate input: facilitation toxicity ratings: 100%")
+    res = analysis.toxicity_ols(rated)
+    assert res.unavailable and "constant" in res.unavailable and res.table["coef"].isna().all()
+    assert len(res.table) == 4  # every term named, none estimated
+    table, md, tex = analysis.ols_tables(res)
+    assert "*" not in md and "inf" not in md.lower() and "n/a" in md and "degenerate input" in md
+    assert "Adj. R² = n/a" in md and (table["verdict"].str.startswith("n/a: degenerate input")).all()
+    anova, pairwise = analysis.anova_and_pairwise(analysis.comment_means(rated), flags)
+    for level in ("comment", "discussion"):
+        assert anova[level]["F"] is None and anova[level]["verdict"].startswith("degenerate input")
+    assert pairwise["p"].isna().all() and pairwise["verdict"].str.startswith("degenerate input").all()
+    write_json(tmp_path / "anova.json", {"anova": anova, "adj_r2": res.adj_r2, "x": float("-inf")})
+    assert _strict((tmp_path / "anova.json").read_text())["x"] is None
+
+
+def test_one_value_ratings_keep_coefficients_but_withhold_stars():
+    comments, ann, setups = _known_discussions(per_cell=4, turns=10)
+    ann["toxicity"] = 1.0
+    ann.loc[ann.index[::20], "toxicity"] = 3.0  # 5 % informative: 95 % of the answers are 1
+    rated = analysis.rated_comments(comments, ann, setups)
+    res = analysis.toxicity_ols(rated)
+    assert res.unavailable is None and res.table["coef"].notna().all() and res.flags
+    table, md, _ = analysis.ols_tables(res)
+    assert "*" not in md.split("\n\n")[0] and "Stars withheld: degenerate input" in md
+    assert (table["stars"] == "").all()
+
+
+def test_strategy_without_ratings_is_named_and_missing_reference_is_na():
+    comments, ann, setups = _known_discussions(per_cell=3, turns=6)
+    rated = analysis.rated_comments(comments, ann, setups)
+    res = analysis.toxicity_ols(rated, expected_strategies=["Moderation Game", "No Moderator", "Rules Only"])
+    assert "Rules Only" in res.note
+    assert "Rules Only" in analysis.ols_tables(res)[1]
+    anova, _ = analysis.anova_and_pairwise(analysis.comment_means(rated), [], ["No Moderator", "Rules Only"])
+    assert anova["comment"]["no_ratings"] == ["Rules Only"]
+    no_ref = analysis.toxicity_ols(rated[rated.strategy != "No Moderator"], ["Moderation Game", "No Moderator"])
+    assert no_ref.unavailable and "No Moderator" in no_ref.unavailable
+
+
+# -- the analyse and figures stages on Parquet files of the documented schemas ----------------------
+
+def _write_study(d, comments, ann, setups_small):
+    from socsim.io.parquet import write_table
+
+    d.mkdir(parents=True, exist_ok=True)
+    setups = []
+    for _, s in setups_small.iterrows():
+        setups.append({"discussion_id": s.discussion_id, "condition": "main", "model": "m",
+                       "strategy": comments.loc[comments.discussion_id == s.discussion_id, "strategy"].iloc[0],
+                       "turn_taking": "respond", "p_respond": 0.4, "context_h": 2, "user_turns": 6,
+                       "instructions": "full", "with_sdb": True, "with_roles": True, "topic_id": "t1",
+                       "topic": "seed opinion", "participants": [], "facilitator_prompt": None, "seed": 1})
+    write_table(d / "setups.parquet", setups, schemas.SETUPS, ["discussion_id"], {})
+    def records(df, int_cols):
+        out = df.to_dict("records")
+        for r in out:
+            for k in int_cols:
+                r[k] = None if pd.isna(r[k]) else int(round(r[k]))
+        return out
+
+    c = comments.assign(model="m", condition="main", prompt_hash=None, completion_tokens=1)
+    write_table(d / "comments.parquet", records(c, ["position", "turn"]), schemas.COMMENTS, ["discussion_id", "turn"],
+                {})
+    write_table(d / "annotations.parquet", records(ann, ["toxicity", "argument_quality", "turn"]), schemas.ANNOTATIONS,
+                ["discussion_id", "turn", "annotator_id"], {})
+
+
+def _analyse(d, params):
+    return run_socsim("facilitation", "analyse", "--params", str(params), "--setups", str(d / "setups.parquet"),
+                      "--comments", str(d / "comments.parquet"), "--annotations", str(d / "annotations.parquet"),
+                      "--analysis", str(d / "analysis"), "--metrics", str(d / "analyse.json"))
+
+
+def test_analyse_and_figures_stages_say_degenerate_input_plainly(tmp_path):
+    params = write_params(tmp_path / "params.yaml")
+    comments, ann, setups = _known_discussions(per_cell=3, turns=6)
+    ann["toxicity"] = 1.0  # the embedded model's typical answer
+    _write_study(tmp_path, comments, ann, setups)
+    proc = _analyse(tmp_path, params)
+    assert proc.returncode == 0, proc.stderr
+    assert "degenerate input: facilitation toxicity ratings" in proc.stdout
+    out = tmp_path / "analysis"
+    summary = _strict((out / "summary.json").read_text())
+    assert summary["degenerate"] and summary["degeneracy_flags"][0]["message"].startswith("degenerate input")
+    assert {"scope", "reason", "message"} <= set(summary["degeneracy_flags"][0])
+    for name in ("anova.json", "agreement.json", "provenance.json", "summary.json"):
+        _strict((out / name).read_text())
+    _strict((tmp_path / "analyse.json").read_text())
+    vs = pd.read_csv(out / "vs_paper.csv")
+    row = vs[vs.quantity == "Table 2: Moderation Game×time"].iloc[0]
+    assert row["paper"] == pytest.approx(-0.011) and np.isnan(row["ours"])
+    assert vs.loc[vs.quantity.str.startswith("Finding 2"), "finding_holds"].iloc[0].startswith("degenerate input")
+    assert "degenerate input" in (out / "vs_paper.md").read_text()
+    assert "***" not in (out / "table2_ols.md").read_text()
+    proc = run_socsim("facilitation", "figures", "--params", str(params), "--analysis", str(out),
+                      "--figures", str(tmp_path / "figures"))
+    assert proc.returncode == 0, proc.stderr
+    assert len(list((tmp_path / "figures").glob("fig*.png"))) == 4
+
+
+def test_analyse_on_informative_ratings_compares_with_the_paper(tmp_path):
+    params = write_params(tmp_path / "params.yaml")
+    comments, ann, setups = _known_discussions(per_cell=4, turns=10)
+    rng = np.random.default_rng(1)
+    ann["toxicity"] = (ann["toxicity"] + rng.normal(0, 0.8, len(ann))).clip(1, 5)
+    _write_study(tmp_path, comments, ann, setups)
+    proc = _analyse(tmp_path, params)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "analysis"
+    summary = _strict((out / "summary.json").read_text())
+    assert summary["ols"]["available"] and summary["time"] == "user_index"
+    vs = pd.read_csv(out / "vs_paper.csv")
+    ours = vs.set_index("quantity")
+    table = pd.read_csv(out / "table2_ols.csv").set_index("variable")
+    assert ours.loc["Table 2: Moderation Game×time", "ours"] == pytest.approx(table.loc["Moderation Game×time", "coef"],
+                                                                              rel=1e-4)
+    assert ours.loc["Table 2: Moderation Game×time", "difference"] == pytest.approx(
+        table.loc["Moderation Game×time", "coef"] + 0.011, rel=1e-3)
+    assert set(pd.read_csv(out / "pairwise_ttests.csv")["level"]) == {"comment", "discussion"}
+
+
+def test_all_ratings_unparsed_fails_naming_it_after_writing_agreement(tmp_path):
+    params = write_params(tmp_path / "params.yaml")
+    comments, ann, setups = _known_discussions(per_cell=2, turns=4)
+    ann["parse_ok"] = False
+    ann["toxicity"] = np.nan
+    _write_study(tmp_path, comments, ann, setups)
+    proc = _analyse(tmp_path, params)
+    assert proc.returncode != 0
+    assert "every rating failed to parse" in proc.stderr
+    agreement = _strict((tmp_path / "analysis" / "agreement.json").read_text())
+    assert agreement["parse_failure_rate"] == 1.0 and set(agreement["parse_failure_rate_by_annotator"].values()) == {1.0}
+
+
+# -- Fig. 6: basic-prompt ablation against the matching main cell -----------------------------------
+
+def test_troll_groups_compare_the_matching_cell_in_proportions():
+    rows = []
+    def add(cond, model, strategy, trolls, values):
+        for i, v in enumerate(values):
+            rows.append({"discussion_id": f"{cond}{model}{strategy}{trolls}", "turn": i, "condition": cond,
+                         "model": model, "strategy": strategy, "instructions": "basic" if cond != "main" else "full",
+                         "trolls": trolls, "toxicity": v})
+    add("basic_instructions", "q", "No Instructions", "with trolls", [1, 1, 2, 1.5])
+    add("basic_instructions", "q", "No Instructions", "without trolls", [1, 1])
+    add("main", "q", "No Instructions", "with trolls", [2, 2, 3, 1, 2.4])
+    add("main", "q", "No Instructions", "without trolls", [1, 2, 1])
+    add("main", "q", "Rules Only", "with trolls", [5, 5])  # another strategy: not comparable
+    add("main", "other", "No Instructions", "with trolls", [5])  # another model: not comparable
+    g = analysis.troll_groups(pd.DataFrame(rows))
+    assert set(zip(g["prompt"], g["trolls"])) == {("basic prompt", "with trolls"), ("basic prompt", "without trolls"),
+                                                  ("instruction prompt", "with trolls"),
+                                                  ("instruction prompt", "without trolls")}
+    assert (g.model == "q").all() and (g.strategy == "No Instructions").all()
+    sums = g.groupby(["prompt", "trolls"])["proportion"].sum()
+    assert np.allclose(sums, 1.0)
+    main_trolls = g[(g.prompt == "instruction prompt") & (g.trolls == "with trolls")].set_index("toxicity_level")
+    assert main_trolls["n"].iloc[0] == 5 and main_trolls.loc[2, "count"] == 3  # 2, 2, 2.4 -> 2 (halves up: 1.5 -> 2)
+    basic_trolls = g[(g.prompt == "basic prompt") & (g.trolls == "with trolls")].set_index("toxicity_level")
+    assert basic_trolls.loc[2, "proportion"] == pytest.approx(0.5)  # 2 and 1.5
+    assert analysis.troll_groups(pd.DataFrame(rows)[lambda d: d.condition == "main"]).empty
+
+
+# -- ablations' model, Fig. 5 baseline and human-reference note -------------------------------------
+
+def _fp(**over):
+    from socsim import config
+
+    base = {"models": [{"name": "llama"}, {"name": "qwen"}], "strategies": ["No Moderator", "No Instructions"],
+            "users_per_discussion": 3, **over}
+    return config.validate({"facilitation": base})["facilitation"]
+
+
+def test_ablations_run_on_their_model_and_fig5_takes_the_baseline_from_them():
+    from socsim.facilitation import figures, setups
+
+    conds = setups.conditions(_fp(ablations={"model": "qwen"}))
+    assert all(models == ["qwen"] for c, models, _, _ in conds if c.name != "main")
+    assert setups.ablation_model(_fp()) == "llama"  # null: the first model
+    with pytest.raises(ValueError, match="ablations.model"):
+        setups.ablation_model(_fp(ablations={"model": "gpt"}))
+    div = pd.DataFrame([
+        {"discussion_id": "a", "condition": "main", "model": "llama", "strategy": "No Instructions",
+         "turn_taking": "respond", "diversity": 0.5, "source": "synthetic"},
+        {"discussion_id": "b", "condition": "main", "model": "qwen", "strategy": "No Instructions",
+         "turn_taking": "respond", "diversity": 0.6, "source": "synthetic"},
+        {"discussion_id": "c", "condition": "main", "model": "qwen", "strategy": "No Moderator",
+         "turn_taking": "respond", "diversity": 0.7, "source": "synthetic"},
+        {"discussion_id": "d", "condition": "tt_random", "model": "qwen", "strategy": "No Instructions",
+         "turn_taking": "random", "diversity": 0.9, "source": "synthetic"}])
+    base, label = figures.ablation_baseline(div)
+    assert base["discussion_id"].tolist() == ["b"] and "qwen" in label
+    assert "not set" in figures.human_note(div)
+    human = pd.concat([div, pd.DataFrame([{"discussion_id": "human.1", "diversity": 0.8, "source": "human"}])])
+    assert "not set" not in figures.human_note(human)
+
+
+# -- silence -------------------------------------------------------------------------------------------
+
+def test_silence_rule_from_data():
+    from socsim.facilitation.simulate import SilenceRule
+
+    rule = SilenceRule.from_file(ROOT / "data" / "facilitation" / "silence.yaml")
+    for text in ["", "   ", "...", "…", "-", "(silent)", "[no intervention]", "[No intervention needed.]", "(Silence)",
+                 "*stays silent*", "<pass>", "(no comment)", "silent", "Silence.", "No intervention.", "pass",
+                 "[ remains silent ]", "(none)"]:
+        assert rule(text), text
+    for text in ["Please keep it civil.", "I pass on this one, the data is unclear", "Silence is golden, folks",
+                 "@bob (silent) readers matter too", "No.", "ok"]:
+        assert not rule(text), text
+    assert SilenceRule()("...") and not SilenceRule()("(silent)")  # without patterns: empty/punctuation only
+
+
+def test_silent_replies_are_recorded_as_silence_and_counted():
+    from socsim.facilitation.simulate import SilenceRule, silence_metrics
+
+    rule = SilenceRule.from_file(ROOT / "data" / "facilitation" / "silence.yaml")
+    t = Transcript(SETUP)
+    t.record(ALICE, "seed", 0, is_seed=True)
+    t.record(BOB, "you are all wrong", 5)
+    t.record(None, "(silent)", 3, silent=rule("(silent)"))
+    t.record(ALICE, "...", 1, silent=rule("..."))
+    t.record(None, "Please be civil.", 4, silent=rule("Please be civil."))
+    assert [r["is_silent"] for r in t.rows] == [False, False, True, True, False]
+    assert [c["text"] for c in t.context()] == ["you are all wrong", "Please be civil."]
+    assert t.rows[2]["text"] == "(silent)" and t.rows[2]["position"] is None  # kept for audit
+    m = silence_metrics(t.rows)
+    assert m == {"comments": 3, "silent_turns": 2, "facilitator_turns": 2, "facilitator_silent": 1,
+                 "facilitator_interventions": 1, "user_silent": 1, "silent_by_rule": 2}
+    interv = analysis.interventions(pd.DataFrame(t.rows))
+    assert interv["interventions"].tolist() == [1] and interv["opportunities"].tolist() == [2]
+
+
+def test_only_the_facilitator_is_told_it_may_stay_silent():
+    from socsim.facilitation import setups
+
+    instructions = setups.read_yaml(ROOT / "data" / "facilitation" / "instructions.yaml")
+    strategies = setups.read_yaml(ROOT / "data" / "facilitation" / "strategies.yaml")
+    for variant in ("full", "basic"):
+        assert "silent" not in setups.user_instructions(instructions, variant, False).lower()
+        assert "silent" in setups.user_instructions(instructions, variant, True).lower()
+    assert "silent" in setups.facilitator_prompt(strategies, "Rules Only").lower()
+
+
+# -- personas: annotators' fields, role traits ---------------------------------------------------------
+
+def test_annotators_carry_the_participants_fields():
+    from socsim.facilitation import materials
+
+    guide = {"instructions": "Rate toxicity."}
+    annotators = materials.read_annotators(ROOT / "data" / "facilitation" / "annotators.jsonl", 10)
+    for a in annotators:
+        prompt = annotate.annotator_prompt(a, guide)
+        for key in ("age", "sex", "sexual_orientation", "demographic_group", "education_level",
+                    "current_employment"):
+            assert str(a[key]) in prompt, key
+        assert all(t in prompt for t in a["personality_characteristics"]) and prompt.endswith("Rate toxicity.")
+    bad = ROOT / "data" / "facilitation" / "personas.jsonl"  # no annotator_id: rejected
+    with pytest.raises(ValueError, match="lacks"):
+        materials.read_annotators(bad, 1)
+
+
+def test_no_roles_drops_the_role_traits_too():
+    from socsim.facilitation import materials, setups
+
+    roles = materials.read_roles(ROOT / "data" / "facilitation" / "roles.yaml")
+    personas = materials.personas_from_file(ROOT / "data" / "facilitation" / "personas.jsonl", roles, 30)
+    trolls = [p for p in personas if p["role"] == "troll"]
+    assert trolls and all(p["role_traits"] for p in trolls)
+    for p in trolls:
+        with_roles = setups.participant_prompt(p, "Be brief.", True, True)
+        without = setups.participant_prompt(p, "Be brief.", True, False)
+        assert all(t in with_roles for t in p["role_traits"]) and p["special_instructions"] in with_roles
+        assert not any(t in without for t in p["role_traits"]) and p["special_instructions"] not in without
+        assert all(t in without for t in p["personality_characteristics"])
 
 
 # -- real model: a discussion, and resume after SIGKILL ---------------------------------------------

@@ -5,11 +5,23 @@ without simulating.
 - diversity per discussion = 1 - mean ROUGE-L F1 over all pairs of its comments;
 - OLS toxicity ~ C(strategy, Treatment("No Moderator")) * time over user comments (one row per
   annotator rating, as the paper), plain and cluster-robust (by discussion) errors (Table 2);
-- one-way ANOVA across strategies; pairwise t-tests of comment toxicity, raw and Holm p;
-- facilitator interventions per discussion; non-troll toxicity with and without trolls;
-- Krippendorff's alpha (ordinal) between annotators; parse-failure rates.
+- one-way ANOVA across strategies and pairwise Student t-tests (raw and Holm p) at two levels:
+  "comment" (each comment's mean rating is a unit, as the paper's Fig. 3 and ANOVA) and
+  "discussion" (each discussion's mean toxicity is a unit; comments of one discussion are not
+  independent, so this is the honest test of a strategy effect);
+- facilitator interventions per discussion; non-troll toxicity with and without trolls (Fig. 6:
+  the basic-prompt ablation beside the main cell of the same model and strategy);
+- Krippendorff's alpha (ordinal) between annotators; parse-failure rates;
+- degeneracy flags (socsim.stats.degeneracy): toxicity ratings of one value (>= 90 %), constant
+  ratings, too few units for a test. A flagged input makes the tables print
+  "degenerate input: <why>" instead of stars, F/p verdicts or coefficients.
 
-"time" is a comment's position in its discussion (its index among non-silent comments).
+Time (facilitation.analysis.time):
+- "user_index" (default, the paper's): the index of a comment among its discussion's user
+  comments, 1, 2, ...; the seed opinion (posted by a user) is user comment 1, so the first
+  generated user comment has time 2. Facilitator turns and silent turns do not advance it.
+- "position": the comment's index among all non-silent comments, facilitator comments included
+  (the seed is 0), so moderated discussions' clocks run about twice as fast.
 """
 
 from __future__ import annotations
@@ -23,11 +35,16 @@ import pandas as pd
 from scipy import stats as sps
 
 from socsim.facilitation.setups import NO_MODERATOR
+from socsim.stats import degeneracy as dg
 from socsim.stats.multitest import holm
-from socsim.stats.regression import OLSResult, ols_plain_and_clustered, stars
+from socsim.stats.regression import OLSResult, ols_plain_and_clustered, stars, unavailable
 from socsim.stats.text import diversity
 
 MAIN = "main"
+TIME_RULES = ("user_index", "position")
+LEVELS = ("comment", "discussion")
+TOXICITY_SCOPE = "facilitation toxicity ratings"
+BASIC = "basic_instructions"
 
 
 def diversity_table(comments: pd.DataFrame, setups: pd.DataFrame, human: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -47,38 +64,97 @@ def diversity_table(comments: pd.DataFrame, setups: pd.DataFrame, human: pd.Data
     return out.sort_values("discussion_id", ignore_index=True)
 
 
-def rated_comments(comments: pd.DataFrame, annotations: pd.DataFrame, setups: pd.DataFrame) -> pd.DataFrame:
-    """Annotation rows joined to their comment and discussion on ids (never on text)."""
+def user_index(comments: pd.DataFrame) -> pd.Series:
+    """Per comment row: its index (1, 2, ...) among its discussion's non-silent user comments, the
+    seed opinion being 1; NaN for facilitator and silent turns (they do not advance it)."""
+    spoken_user = comments[~comments["is_facilitator"] & ~comments["is_silent"]]
+    idx = spoken_user.sort_values(["discussion_id", "turn"]).groupby("discussion_id").cumcount() + 1
+    return idx.reindex(comments.index).astype("float64")
+
+
+def rated_comments(comments: pd.DataFrame, annotations: pd.DataFrame, setups: pd.DataFrame,
+                   time: str = "user_index") -> pd.DataFrame:
+    """Annotation rows joined to their comment and discussion on ids (never on text), with
+    `time` by the chosen rule (module docstring)."""
+    if time not in TIME_RULES:
+        raise ValueError(f"facilitation.analysis.time must be one of {TIME_RULES}, got {time!r}")
     ann = annotations[annotations["parse_ok"]]
-    cols = ["discussion_id", "turn", "position", "speaker_id", "role", "is_facilitator", "is_silent", "strategy",
-            "model", "condition"]
+    comments = comments.assign(user_index=user_index(comments))
+    cols = ["discussion_id", "turn", "position", "user_index", "speaker_id", "role", "is_facilitator", "is_silent",
+            "strategy", "model", "condition"]
     out = ann.merge(comments[cols], on=["discussion_id", "turn"], how="inner", validate="many_to_one")
     out = out.merge(setups[["discussion_id", "instructions", "with_roles"]], on="discussion_id", how="left",
                     validate="many_to_one")
-    return out.rename(columns={"position": "time"})
+    out["time"] = out[time]
+    return out
 
 
 def comment_means(rated: pd.DataFrame) -> pd.DataFrame:
     """Mean rating per comment over its annotators."""
     keys = ["discussion_id", "turn", "strategy", "model", "condition", "role", "is_facilitator", "time",
             "instructions", "with_roles"]
-    return rated.groupby(keys, as_index=False)[["toxicity", "argument_quality"]].mean()
+    return rated.groupby(keys, as_index=False, dropna=False)[["toxicity", "argument_quality"]].mean()
 
 
-def toxicity_ols(rated: pd.DataFrame) -> OLSResult:
-    users = rated[(rated["condition"] == MAIN) & ~rated["is_facilitator"]].copy()
+def _main_users(df: pd.DataFrame) -> pd.DataFrame:
+    return df[(df["condition"] == MAIN) & ~df["is_facilitator"].astype(bool)]
+
+
+def toxicity_flags(rated: pd.DataFrame) -> list[dg.Flag]:
+    """Flags on the toxicity ratings of the main study's user comments (the input of Table 2, the
+    ANOVA and Fig. 3): one value for >= 90 % of them, or no variance at all."""
+    tox = _main_users(rated)["toxicity"].to_numpy(dtype=float)
+    return dg.collect(dg.one_value(tox, TOXICITY_SCOPE), dg.near_constant(tox, TOXICITY_SCOPE))
+
+
+def missing_strategies(expected: list[str] | None, present) -> list[str]:
+    present = set(present)
+    return [s for s in (expected or []) if s not in present]
+
+
+def _missing_note(missing: list[str]) -> str:
+    return ("no usable ratings for " + ", ".join(missing) + " (not in the model)") if missing else ""
+
+
+def toxicity_ols(rated: pd.DataFrame, expected_strategies: list[str] | None = None) -> OLSResult:
+    """Table 2. n/a with the reason when the ratings are constant, the reference strategy has no
+    ratings, or there are no more ratings than terms; stars withheld (flags) when one rating value
+    makes up >= 90 %. `expected_strategies` (the main study's strategies in the setups) names the
+    strategies without any usable rating in the note."""
+    users = _main_users(rated).dropna(subset=["toxicity", "time"]).copy()
+    formula = f'toxicity ~ C(strategy, Treatment("{NO_MODERATOR}")) * time'
+    flags = toxicity_flags(rated)
+    missing = missing_strategies(expected_strategies, users["strategy"].unique())
+    note = _missing_note(missing)
     strategies = users["strategy"].unique()
     if NO_MODERATOR not in strategies or len(strategies) < 2:
-        raise ValueError("the OLS needs 'No Moderator' and at least one other strategy in the main condition")
-    formula = f'toxicity ~ C(strategy, Treatment("{NO_MODERATOR}")) * time'
+        reason = (f"needs ratings of '{NO_MODERATOR}' (the reference) and of at least one other strategy in "
+                  f"the main study; have: {sorted(strategies) or 'none'}")
+        res = unavailable(users.iloc[:0], formula, "discussion_id", reason, flags)
+        res.note = note
+        return res
+    constant = dg.near_constant(users["toxicity"], TOXICITY_SCOPE)
+    if constant is not None:
+        res = unavailable(users, formula, "discussion_id", constant.message, flags)
+        res.note = note
+        return res
+    k = 2 * len(strategies)
+    few = dg.too_few(len(users), k + 1, "Table 2 OLS", "ratings")
+    if few is not None:
+        res = unavailable(users, formula, "discussion_id", few.message, dg.collect(flags, few))
+        res.note = note
+        return res
     res = ols_plain_and_clustered(users, formula, cluster="discussion_id")
+    res.flags = flags
+    notes = [note] if note else []
     per_strategy = users.groupby("strategy")["discussion_id"].nunique()
     if (per_strategy < 2).any():
         # With one discussion per strategy the strategy terms absorb whole clusters and the
         # cluster-robust errors collapse to zero: they are not identified, so not reported.
         res.table[["se_cluster", "p_cluster"]] = np.nan
-        res.note = ("clustered errors need at least 2 discussions per strategy "
-                    f"(fewest here: {int(per_strategy.min())}); not reported")
+        notes.append("clustered errors need at least 2 discussions per strategy "
+                     f"(fewest here: {int(per_strategy.min())}); not reported")
+    res.note = "; ".join(notes)
     return res
 
 
@@ -87,48 +163,112 @@ def _term_label(term: str) -> str:
     return label.replace(":time", "×time")
 
 
-def ols_tables(res: OLSResult) -> tuple[pd.DataFrame, str, str]:
-    """Table 2 as a data frame (CSV), Markdown and LaTeX."""
+def _num(x: float, fmt: str = ".3f") -> str:
+    return "n/a" if x is None or not np.isfinite(x) else format(x, fmt)
+
+
+def ols_tables(res: OLSResult, time: str = "user_index") -> tuple[pd.DataFrame, str, str]:
+    """Table 2 as a data frame (CSV), Markdown and LaTeX. Unavailable: every cell n/a with the
+    reason; degenerate inputs: coefficients without stars and the flag in place of the stars."""
     t = res.table.reset_index()
     t.insert(0, "variable", [_term_label(x) for x in t["term"]])
-    t["stars"] = [stars(p) for p in t["p"]]
-    t["stars_cluster"] = [stars(p) for p in t["p_cluster"]]
+    degenerate = dg.verdict(res.flags, "") if res.flags else ""
+    if res.unavailable:
+        t["stars"] = t["stars_cluster"] = ""
+        t["verdict"] = "n/a: " + res.unavailable
+    elif degenerate:
+        t["stars"] = t["stars_cluster"] = ""
+        t["verdict"] = degenerate
+    else:
+        t["stars"] = [stars(p) for p in t["p"]]
+        t["stars_cluster"] = [stars(p) for p in t["p_cluster"]]
+        t["verdict"] = ""
     md = ["| Variable | Toxicity | SE | SE (clustered by discussion) |", "| --- | --- | --- | --- |"]
     tex = [r"\begin{tabular}{lrrr}", r"\hline", r"Variable & Toxicity & SE & SE (cluster) \\", r"\hline"]
     for _, r in t.iterrows():
-        se_c = "n/a" if np.isnan(r["se_cluster"]) else f"{r['se_cluster']:.3f}{r['stars_cluster']}"
-        md.append(f"| {r['variable']} | {r['coef']:.3f}{r['stars']} | {r['se']:.3f} | {se_c} |")
+        coef = _num(r["coef"]) + ("" if np.isnan(r["coef"]) else r["stars"])
+        se = _num(r["se"])
+        se_c = _num(r["se_cluster"]) + ("" if np.isnan(r["se_cluster"]) else r["stars_cluster"])
+        md.append(f"| {r['variable']} | {coef} | {se} | {se_c} |")
         name = r["variable"].replace("×", r"$\times$").replace("_", r"\_")
-        tex.append(f"{name} & {r['coef']:.3f}{r['stars']} & {r['se']:.3f} & {se_c} \\\\")
-    note = (f"Adj. R² = {res.adj_r2:.3f}; N = {res.nobs} ratings; {res.n_clusters} discussions. "
-            "Stars: . p<0.1, * p<0.05, ** p<0.01, *** p<0.001 (plain errors / clustered errors)."
-            + (f" Note: {res.note}." if res.note else ""))
-    md += ["", note]
-    tex += [r"\hline", r"\end{tabular}", "% " + note]
+        tex.append(f"{name} & {coef} & {se} & {se_c} \\\\")
+    time_words = ("time = index of the comment among its discussion's user comments (seed opinion = 1)"
+                  if time == "user_index" else "time = position among all non-silent comments (seed = 0)")
+    head = []
+    if res.unavailable:
+        head.append(f"n/a: {res.unavailable}")
+    elif degenerate:
+        head.append(f"Stars withheld: {degenerate}")
+    legend = "" if head else " Stars: . p<0.1, * p<0.05, ** p<0.01, *** p<0.001 (plain errors / clustered errors)."
+    note = (f"Adj. R² = {_num(res.adj_r2)}; N = {res.nobs} ratings; {res.n_clusters} discussions; {time_words}."
+            + legend + (f" Note: {res.note}." if res.note else ""))
+    md += ["", *head, note] if head else ["", note]
+    tex += [r"\hline", r"\end{tabular}", *("% " + h for h in head), "% " + note]
     return t, "\n".join(md) + "\n", "\n".join(tex) + "\n"
 
 
-def anova_and_pairwise(means: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
-    users = means[(means["condition"] == MAIN) & ~means["is_facilitator"]]
-    groups = {s: g["toxicity"].to_numpy() for s, g in users.groupby("strategy")}
+def unit_values(means: pd.DataFrame, level: str) -> pd.DataFrame:
+    """The units of a test: main-study user comments (comment level, each comment's mean over its
+    annotators) or discussions (discussion level, the mean of its comments' toxicity)."""
+    users = _main_users(means).dropna(subset=["toxicity"])
+    if level == "comment":
+        return users[["discussion_id", "strategy", "toxicity"]].reset_index(drop=True)
+    if level == "discussion":
+        return users.groupby(["discussion_id", "strategy"], as_index=False)["toxicity"].mean()
+    raise ValueError(f"level must be one of {LEVELS}")
+
+
+PAIRWISE_COLUMNS = ["level", "strategy_a", "strategy_b", "n_a", "n_b", "mean_a", "mean_b", "diff", "t", "p", "p_holm",
+                    "verdict"]
+
+
+def group_tests(units: pd.DataFrame, level: str, flags: list[dg.Flag] = (),
+                expected_strategies: list[str] | None = None) -> tuple[dict, pd.DataFrame]:
+    """ANOVA and pairwise Student t-tests (raw and Holm p) of toxicity across strategies, one unit
+    per row of `units`. `verdict` is "" for a usable test, else "degenerate input: <why>"."""
+    unit = "comments" if level == "comment" else "discussions"
+    groups = {s: g["toxicity"].to_numpy(dtype=float) for s, g in units.groupby("strategy")}
+    missing = missing_strategies(expected_strategies, groups)
+    anova = {"level": level, "unit": unit, "strategies": sorted(groups),
+             "n": {s: int(len(v)) for s, v in sorted(groups.items())}, "no_ratings": missing, "F": None, "p": None}
     usable = {s: v for s, v in groups.items() if len(v) >= 2}
-    anova = {"strategies": sorted(groups), "n": {s: int(len(v)) for s, v in sorted(groups.items())}}
-    if len(usable) >= 2:
+    few = dg.too_few(len(usable), 2, f"ANOVA at {level} level", f"strategies with at least 2 {unit}")
+    constant = dg.near_constant(units["toxicity"], f"toxicity per {unit[:-1]}")
+    anova_flags = dg.collect(list(flags), few, constant)
+    if few is None and constant is None:
         f, p = sps.f_oneway(*usable.values())
         anova.update(F=float(f), p=float(p))
-    else:
-        anova.update(F=None, p=None)
+    anova["verdict"] = dg.verdict(anova_flags, "")
+    anova["flags"] = dg.as_json(anova_flags)
     rows = []
     for a, b in itertools.combinations(sorted(groups), 2):
         va, vb = groups[a], groups[b]
-        t, p = sps.ttest_ind(va, vb) if len(va) >= 2 and len(vb) >= 2 else (np.nan, np.nan)
-        rows.append({"strategy_a": a, "strategy_b": b, "mean_a": float(np.mean(va)), "mean_b": float(np.mean(vb)),
-                     "diff": float(np.mean(va) - np.mean(vb)), "t": float(t), "p": float(p)})
-    pairwise = pd.DataFrame(rows, columns=["strategy_a", "strategy_b", "mean_a", "mean_b", "diff", "t", "p"])
+        pair_few = dg.too_few(min(len(va), len(vb)), 2, f"t-test {a} vs {b} at {level} level", unit)
+        pair_const = dg.near_constant(np.concatenate([va, vb]), f"toxicity per {unit[:-1]} of {a} and {b}")
+        t = p = np.nan
+        if pair_few is None and pair_const is None:
+            t, p = sps.ttest_ind(va, vb)
+        pair_flags = dg.collect(list(flags), pair_few, pair_const)
+        rows.append({"level": level, "strategy_a": a, "strategy_b": b, "n_a": len(va), "n_b": len(vb),
+                     "mean_a": float(np.mean(va)), "mean_b": float(np.mean(vb)),
+                     "diff": float(np.mean(va) - np.mean(vb)), "t": float(t), "p": float(p),
+                     "verdict": dg.verdict(pair_flags, "")})
+    pairwise = pd.DataFrame(rows, columns=[c for c in PAIRWISE_COLUMNS if c != "p_holm"])
     ok = pairwise["p"].notna()
     pairwise["p_holm"] = np.nan
     pairwise.loc[ok, "p_holm"] = holm(pairwise.loc[ok, "p"].to_numpy())
-    return anova, pairwise
+    return anova, pairwise[PAIRWISE_COLUMNS]
+
+
+def anova_and_pairwise(means: pd.DataFrame, flags: list[dg.Flag] = (),
+                       expected_strategies: list[str] | None = None) -> tuple[dict, pd.DataFrame]:
+    """Both levels: {"comment": anova, "discussion": anova} and one pairwise table with a `level`
+    column (Holm within each level)."""
+    anovas, tables = {}, []
+    for level in LEVELS:
+        anovas[level], table = group_tests(unit_values(means, level), level, flags, expected_strategies)
+        tables.append(table)
+    return anovas, pd.concat(tables, ignore_index=True)
 
 
 def interventions(comments: pd.DataFrame) -> pd.DataFrame:
@@ -146,8 +286,52 @@ def troll_toxicity(means: pd.DataFrame) -> pd.DataFrame:
     users = users.assign(trolls=users["discussion_id"].map(has_troll).map({True: "with trolls",
                                                                             False: "without trolls"}))
     non_troll = users[users["role"] != "troll"]
-    return non_troll[["discussion_id", "turn", "condition", "instructions", "trolls", "toxicity"]].sort_values(
-        ["discussion_id", "turn"], ignore_index=True)
+    return non_troll[["discussion_id", "turn", "condition", "model", "strategy", "instructions", "trolls",
+                      "toxicity"]].sort_values(["discussion_id", "turn"], ignore_index=True)
+
+
+def toxicity_level(x: pd.Series) -> pd.Series:
+    """A comment's mean rating rounded to a level 1-5, halves up."""
+    return np.floor(x.astype(float) + 0.5).astype("Int64")
+
+
+def troll_groups(tt: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 6's data: the basic-prompt ablation beside the main-study cell of the same model and
+    strategy, split by whether the discussion has trolls; per group the proportion of non-troll
+    comments at each toxicity level and the group's n. Empty when there is no basic-prompt
+    ablation (nothing comparable)."""
+    cols = ["model", "strategy", "prompt", "trolls", "toxicity_level", "count", "n", "proportion"]
+    tt = tt.dropna(subset=["toxicity"])
+    basic = tt[tt["condition"] == BASIC]
+    parts = []
+    for (model, strategy), b in basic.groupby(["model", "strategy"]):
+        m = tt[(tt["condition"] == MAIN) & (tt["model"] == model) & (tt["strategy"] == strategy)]
+        parts += [m.assign(prompt="instruction prompt"), b.assign(prompt="basic prompt")]
+    if not parts:
+        return pd.DataFrame(columns=cols)
+    data = pd.concat(parts, ignore_index=True).assign(toxicity_level=lambda d: toxicity_level(d["toxicity"]))
+    keys = ["model", "strategy", "prompt", "trolls"]
+    rows = []
+    for key, g in data.groupby(keys):
+        counts = g["toxicity_level"].value_counts()
+        for level in range(1, 6):
+            c = int(counts.get(level, 0))
+            rows.append({**dict(zip(keys, key)), "toxicity_level": level, "count": c, "n": len(g),
+                         "proportion": c / len(g)})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def observed_reply_rate(comments: pd.DataFrame, setups: pd.DataFrame) -> dict:
+    """P(speaker_t = speaker_t-2) over the user turns of discussions with `respond` turn taking
+    (the paper's 40 %), and the number of turns it is measured on."""
+    respond = setups.loc[setups["turn_taking"].isin(["respond", "respond_uniform"]), "discussion_id"]
+    users = comments[~comments["is_facilitator"] & comments["discussion_id"].isin(respond)]
+    hits = trials = 0
+    for _, g in users.sort_values(["discussion_id", "turn"]).groupby("discussion_id"):
+        s = g["speaker_id"].to_list()
+        hits += sum(s[t] == s[t - 2] for t in range(2, len(s)))
+        trials += max(0, len(s) - 2)
+    return {"rate": hits / trials if trials else None, "turns": trials}
 
 
 def agreement(annotations: pd.DataFrame) -> dict:
@@ -157,14 +341,32 @@ def agreement(annotations: pd.DataFrame) -> dict:
         a: float((~g["parse_ok"]).mean()) for a, g in annotations.groupby("annotator_id")}
     ok = annotations[annotations["parse_ok"]]
     for dim in ("toxicity", "argument_quality"):
+        out[f"krippendorff_alpha_{dim}"] = None
+        if ok.empty:
+            continue
         table = ok.pivot_table(index="annotator_id", columns=["discussion_id", "turn"], values=dim)
         values = table.to_numpy(dtype=float)
         if values.shape[0] >= 2 and np.isfinite(values).sum() >= 2 and len(np.unique(values[np.isfinite(values)])) > 1:
             out[f"krippendorff_alpha_{dim}"] = float(krippendorff.alpha(reliability_data=values,
                                                                        level_of_measurement="ordinal"))
-        else:
-            out[f"krippendorff_alpha_{dim}"] = None
     return out
+
+
+def check_ratings(annotations: pd.DataFrame) -> None:
+    """Raise when no rating is usable (call after writing agreement.json, which holds the rates)."""
+    n = len(annotations)
+    ok = int(annotations["parse_ok"].sum()) if n else 0
+    if ok == 0:
+        raise ValueError(f"every rating failed to parse ({n - ok} of {n}): no toxicity to analyse; "
+                         "agreement.json holds the parse-failure rates per annotator")
+
+
+def toxicity_distribution(rated: pd.DataFrame) -> dict:
+    tox = _main_users(rated)["toxicity"].dropna()
+    if tox.empty:
+        return {}
+    shares = tox.round().astype(int).value_counts(normalize=True).sort_index()
+    return {str(k): float(v) for k, v in shares.items()}
 
 
 def read_human_reference(path: str | Path | None) -> pd.DataFrame | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -19,21 +20,59 @@ from socsim.stats.regression import stars  # noqa: E402
 sns.set_theme(style="whitegrid", context="paper")
 
 
-def fig3_pairwise(pairwise: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """Difference of mean comment toxicity, row strategy minus column strategy, with t-test stars."""
+STAR_P = "p_holm"  # the stars of Fig. 3 show Holm-adjusted p (within each level)
+LEVEL_TITLES = {"comment": "(a) comment level (the paper's test: each comment a unit)",
+                "discussion": "(b) discussion level (each discussion's mean a unit)"}
+
+
+def _no_data(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, transform=ax.transAxes, fontsize=9)
+    ax.set_xticks([])
+
+
+def fig3_pairwise(pairwise: pd.DataFrame, out_dir: Path, flags: list[dict] | None = None) -> list[Path]:
+    """Difference of mean toxicity, row strategy minus column strategy, one panel per test level
+    (comments as units, as the paper; discussions as units). Stars: Student t-tests, Holm-adjusted
+    p within the panel; a degenerate input shows no stars and says why."""
+    pairwise = pairwise.assign(verdict=pairwise.get("verdict", pd.Series("", index=pairwise.index)).fillna(""))
+    if "level" not in pairwise:
+        pairwise = pairwise.assign(level="comment")
+    levels = [lv for lv in LEVEL_TITLES if lv in set(pairwise["level"])] or ["comment"]
     names = sorted(set(pairwise["strategy_a"]) | set(pairwise["strategy_b"]))
-    diff = pd.DataFrame(np.nan, index=names, columns=names)
-    annot = pd.DataFrame("", index=names, columns=names)
-    for _, r in pairwise.iterrows():
-        for a, b, sign in ((r["strategy_a"], r["strategy_b"], 1), (r["strategy_b"], r["strategy_a"], -1)):
-            diff.loc[a, b] = sign * r["diff"]
-            annot.loc[a, b] = f"{sign * r['diff']:.2f}{stars(r['p'])}"
-    fig, ax = plt.subplots(figsize=(1.2 * len(names) + 2, 1.0 * len(names) + 1.5))
-    lim = float(np.nanmax(np.abs(diff.to_numpy()))) if diff.notna().any().any() else 1.0
-    sns.heatmap(diff, annot=annot, fmt="", cmap="coolwarm", center=0, vmin=-lim or -1, vmax=lim or 1, ax=ax,
-                cbar_kws={"label": "toxicity difference (row - column)"})
-    ax.grid(False)
-    ax.set_title("Fig. 3: pairwise differences in comment toxicity\n(. p<0.1, * p<0.05, ** p<0.01, *** p<0.001)")
+    n = max(len(names), 1)
+    fig, axes = plt.subplots(1, len(levels), figsize=(len(levels) * (1.2 * n + 2.5), 1.0 * n + 2.8), squeeze=False)
+    notes = []
+    for ax, level in zip(axes[0], levels):
+        pw = pairwise[pairwise["level"] == level]
+        diff = pd.DataFrame(np.nan, index=names, columns=names)
+        annot = pd.DataFrame("", index=names, columns=names)
+        for _, r in pw.iterrows():
+            for a, b, sign in ((r["strategy_a"], r["strategy_b"], 1), (r["strategy_b"], r["strategy_a"], -1)):
+                diff.loc[a, b] = sign * r["diff"]
+                mark = "" if r["verdict"] else stars(r[STAR_P])
+                annot.loc[a, b] = f"{sign * r['diff']:.2f}{mark}"
+        if not len(pw) or not diff.notna().any().any():
+            _no_data(ax, "no data")
+        else:
+            lim = float(np.nanmax(np.abs(diff.to_numpy()))) or 1.0
+            sns.heatmap(diff, annot=annot, fmt="", cmap="coolwarm", center=0, vmin=-lim, vmax=lim, ax=ax,
+                        cbar_kws={"label": "toxicity difference (row - column)"})
+        ax.grid(False)
+        ax.set_title(LEVEL_TITLES[level], fontsize=9)
+        verdicts = sorted({v for v in pw["verdict"] if v})
+        if verdicts:
+            notes.append(f"{level} level, no stars: " + "; ".join(verdicts[:2])
+                         + (f" (+{len(verdicts) - 2} more)" if len(verdicts) > 2 else ""))
+    for f in flags or []:
+        msg = f["message"] if isinstance(f, dict) else str(f)
+        if not any(msg in n_ for n_ in notes):
+            notes.append(msg)
+    fig.suptitle("Fig. 3: pairwise differences in toxicity between strategies\n"
+                 "stars: two-sample Student t-test, Holm-adjusted p within each panel "
+                 "(. <0.1, * <0.05, ** <0.01, *** <0.001)", fontsize=10, y=1.06)
+    if notes:
+        fig.text(0.01, 0.005, "\n".join(textwrap.fill(n_, 160) for n_ in notes), fontsize=7, va="bottom", color="darkred")
+        fig.subplots_adjust(bottom=0.12 + 0.04 * len(notes))
     return save(fig, out_dir, "fig3_pairwise_toxicity")
 
 
@@ -46,12 +85,31 @@ def fig4_interventions(interv: pd.DataFrame, out_dir: Path) -> list[Path]:
     return save(fig, out_dir, "fig4_interventions")
 
 
-def fig5_diversity(div: pd.DataFrame, ablation_strategy: str, out_dir: Path) -> list[Path]:
+def ablation_baseline(div: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The main-study discussions the ablations are compared with: same model and strategy as the
+    ablation rows (not the alphabetically first model), and a label naming them."""
+    synth = div[div["source"] == "synthetic"]
+    main, abl = synth[synth["condition"] == MAIN], synth[synth["condition"] != MAIN]
+    if not len(abl):
+        return main.iloc[:0], "no ablation discussions"
+    model, strategy = abl["model"].iloc[0], abl["strategy"].iloc[0]
+    return main[(main["model"] == model) & (main["strategy"] == strategy)], f"main study ({model}, {strategy})"
+
+
+def human_note(div: pd.DataFrame) -> str:
+    if (div["source"] == "human").any():
+        return "Human: the discussions of facilitation.analysis.human_reference"
+    return ("No human reference: facilitation.analysis.human_reference is not set, so no human discussions "
+            "are drawn for comparison.")
+
+
+def fig5_diversity(div: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """(a) diversity per model (main study); (b) turn taking and (c) prompt ablations against the
+    main-study cell of the ablations' own model and strategy (taken from the ablation rows)."""
     human = div[div["source"] == "human"].assign(group="Human")
     synth = div[div["source"] == "synthetic"]
     main = synth[synth["condition"] == MAIN]
-    first_model = main["model"].iloc[0] if len(main) else None
-    base = main[(main["strategy"] == ablation_strategy) & (main["model"] == first_model)]
+    base, base_label = ablation_baseline(div)
     panels = {
         "(a) model": main.assign(group=main["model"]),
         "(b) turn taking": pd.concat([base.assign(group=base["turn_taking"]),
@@ -61,25 +119,42 @@ def fig5_diversity(div: pd.DataFrame, ablation_strategy: str, out_dir: Path) -> 
                                   synth[synth["condition"].isin(["no_sdb", "no_roles", "basic_instructions"])]
                                   .pipe(lambda d: d.assign(group=d["condition"]))]),
     }
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4), sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.6), sharey=True)
     for ax, (title, data) in zip(axes, panels.items()):
-        data = pd.concat([data, human], ignore_index=True)
+        data = pd.concat([data, human], ignore_index=True).dropna(subset=["diversity"])
         if len(data):
-            sns.boxplot(data=data, x="group", y="diversity", ax=ax, color="lightgray", showfliers=False)
-            sns.stripplot(data=data, x="group", y="diversity", ax=ax, hue="group", legend=False, size=5)
-        ax.set(title=title, xlabel="", ylabel="diversity (1 - mean ROUGE-L)")
+            order = sorted(set(data["group"]) - {"Human"}) + (["Human"] if len(human) else [])
+            sns.boxplot(data=data, x="group", y="diversity", ax=ax, color="lightgray", showfliers=False, order=order)
+            sns.stripplot(data=data, x="group", y="diversity", ax=ax, hue="group", legend=False, size=5, order=order)
+        else:
+            _no_data(ax, "no data")
+        ax.set(title=title if title == "(a) model" else f"{title}\nbaseline: {base_label}", xlabel="",
+               ylabel="diversity (1 - mean ROUGE-L)")
         ax.tick_params(axis="x", rotation=30)
-    fig.suptitle("Fig. 5: diversity of discussions")
+    note = human_note(div)
+    fig.suptitle("Fig. 5: diversity of discussions", y=1.04)
+    fig.text(0.01, 0.005, note, fontsize=8, va="bottom", color="black" if len(human) else "darkred")
+    fig.subplots_adjust(bottom=0.3)
     return save(fig, out_dir, "fig5_diversity")
 
 
-def fig6_troll_toxicity(tt: pd.DataFrame, out_dir: Path) -> list[Path]:
-    data = tt.assign(toxicity_level=tt["toxicity"].round().astype("Int64"))
-    fig, ax = plt.subplots(figsize=(7, 4))
-    if len(data):
-        data = data.assign(prompt=data["instructions"].map({"full": "instruction prompt", "basic": "basic prompt"}))
-        sns.countplot(data=data.assign(discussion=data["trolls"] + ", " + data["prompt"]), x="toxicity_level",
-                      hue="discussion", ax=ax, order=[1, 2, 3, 4, 5])
-    ax.set(title="Fig. 6: toxicity of non-troll comments with and without trolls", xlabel="toxicity (rounded mean)",
-           ylabel="comments")
+def fig6_troll_toxicity(groups: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Proportion of non-troll comments at each toxicity level, within each group: the basic-prompt
+    ablation and the main-study cell of the same model and strategy, with and without trolls;
+    n per group in the legend."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    if len(groups):
+        model, strategy = groups["model"].iloc[0], groups["strategy"].iloc[0]
+        data = groups[(groups["model"] == model) & (groups["strategy"] == strategy)]
+        data = data.assign(group=data["prompt"] + ", " + data["trolls"] + " (n = " + data["n"].astype(str) + ")")
+        order = sorted(data["group"].unique())
+        sns.barplot(data=data, x="toxicity_level", y="proportion", hue="group", hue_order=order, ax=ax,
+                    order=[1, 2, 3, 4, 5])
+        ax.legend(title="non-troll comments", fontsize=7, title_fontsize=8)
+        subtitle = f"{model}, {strategy}: basic-prompt ablation vs the main study's cell"
+    else:
+        _no_data(ax, "no basic-prompt ablation in the data: nothing comparable to plot")
+        subtitle = "no data"
+    ax.set(title=f"Fig. 6: toxicity of non-troll comments with and without trolls\n{subtitle}",
+           xlabel="toxicity (mean over annotators, rounded)", ylabel="proportion within group")
     return save(fig, out_dir, "fig6_nontroll_toxicity")

@@ -88,11 +88,11 @@ def run_simulate(ctx) -> None:
     rows_in = read_table(ctx.path("setups"), schemas.SETUPS).to_pylist()
     clients = ctx.model_clients([m for m in fp["models"] if any(r["model"] == m["name"] for r in rows_in)],
                                 "facilitation.models")
-    rows = asyncio.run(simulate.run_discussions(rows_in, clients, fp["comment_max_tokens"]))
+    silence = simulate.SilenceRule.from_file(ctx.path("silence_file"))
+    rows = asyncio.run(simulate.run_discussions(rows_in, clients, fp["comment_max_tokens"], silence))
     write_table(ctx.path("comments"), rows, schemas.COMMENTS, ["discussion_id", "turn"],
                 {**ctx.provenance(), "model": {name: c.identity() for name, c in clients.items()}})
-    ctx.write_metrics(discussions=len(rows_in), comments=sum(not r["is_silent"] for r in rows),
-                      silent_turns=sum(r["is_silent"] for r in rows), **ctx.llm_metrics(clients))
+    ctx.write_metrics(discussions=len(rows_in), **simulate.silence_metrics(rows), **ctx.llm_metrics(clients))
 
 
 def run_annotate(ctx) -> None:
@@ -102,10 +102,7 @@ def run_annotate(ctx) -> None:
     fa = ctx.params["facilitation"]["annotation"]
     comments = read_table(ctx.path("comments"), schemas.COMMENTS).to_pylist()
     setup_rows = read_table(ctx.path("setups"), schemas.SETUPS).select(["discussion_id", "context_h"]).to_pylist()
-    annotators = materials.read_jsonl(ctx.path("annotators_file"))[: fa["annotators"]]
-    if len(annotators) < fa["annotators"]:
-        raise ValueError(f"facilitation.annotation.annotators = {fa['annotators']} but "
-                         f"{ctx.path('annotators_file')} holds {len(annotators)}")
+    annotators = materials.read_annotators(ctx.path("annotators_file"), fa["annotators"])
     client = ctx.client()
     keys, requests = annotate.requests(
         comments, {r["discussion_id"]: r["context_h"] for r in setup_rows}, annotators,
@@ -114,59 +111,105 @@ def run_annotate(ctx) -> None:
     rows = annotate.rows(keys, client.run(requests, desc="annotations"))
     write_table(ctx.path("annotations"), rows, schemas.ANNOTATIONS, ["discussion_id", "turn", "annotator_id"],
                 ctx.provenance())
-    ctx.write_metrics(ratings=len(rows))
+    ctx.write_metrics(ratings=len(rows), ratings_parse_ok=sum(r["parse_ok"] for r in rows))
 
 
 def run_analyse(ctx) -> None:
-    from socsim.facilitation import analysis
+    from socsim.facilitation import analysis, paper
+    from socsim.io import vs_paper
     from socsim.io.parquet import atomic_write_bytes, read_table, write_json
+    from socsim.stats import degeneracy as dg
 
+    fa = ctx.params["facilitation"]["analysis"]
     setups_df = read_table(ctx.path("setups"), schemas.SETUPS).to_pandas()
     comments = read_table(ctx.path("comments"), schemas.COMMENTS).to_pandas()
     annotations = read_table(ctx.path("annotations"), schemas.ANNOTATIONS).to_pandas()
-    human = analysis.read_human_reference(ctx.params["facilitation"]["analysis"]["human_reference"])
+    human = analysis.read_human_reference(fa["human_reference"])
     out = ctx.path("analysis")
 
     def csv(df, name):
         atomic_write_bytes(out / name, df.to_csv(index=False, float_format="%.6g").encode())
 
-    rated = analysis.rated_comments(comments, annotations, setups_df)
+    # Parse-failure rates first: written even when no rating is usable (the error says so).
+    agreement = analysis.agreement(annotations)
+    write_json(out / "agreement.json", agreement)
+    analysis.check_ratings(annotations)
+
+    expected = sorted(setups_df.loc[setups_df["condition"] == analysis.MAIN, "strategy"].unique())
+    rated = analysis.rated_comments(comments, annotations, setups_df, time=fa["time"])
     means = analysis.comment_means(rated)
-    csv(analysis.diversity_table(comments, setups_df, human), "diversity.csv")
-    ols = analysis.toxicity_ols(rated)
-    table, md, tex = analysis.ols_tables(ols)
+    div = analysis.diversity_table(comments, setups_df, human)
+    csv(div, "diversity.csv")
+    flags = analysis.toxicity_flags(rated)
+    ols = analysis.toxicity_ols(rated, expected)
+    table, md, tex = analysis.ols_tables(ols, fa["time"])
     csv(table, "table2_ols.csv")
     atomic_write_bytes(out / "table2_ols.md", md.encode())
     atomic_write_bytes(out / "table2_ols.tex", tex.encode())
-    anova, pairwise = analysis.anova_and_pairwise(means)
+    anova, pairwise = analysis.anova_and_pairwise(means, flags, expected)
     write_json(out / "anova.json", anova)
     csv(pairwise, "pairwise_ttests.csv")
-    csv(analysis.interventions(comments), "interventions.csv")
-    csv(analysis.troll_toxicity(means), "nontroll_toxicity.csv")
-    agreement = analysis.agreement(annotations)
-    write_json(out / "agreement.json", agreement)
+    interv = analysis.interventions(comments)
+    csv(interv, "interventions.csv")
+    tt = analysis.troll_toxicity(means)
+    csv(tt, "nontroll_toxicity.csv")
+    csv(analysis.troll_groups(tt), "nontroll_toxicity_groups.csv")
+    reply = analysis.observed_reply_rate(comments, setups_df)
+
+    all_flags = dg.collect(flags, ols.flags, *[[dg.Flag(f["scope"], f["reason"]) for f in a["flags"]]
+                                               for a in anova.values()])
+    vs_paper.write(out, paper.rows(vs_paper.read_paper(ctx.path("paper_file")), ols, anova, interv, reply, div, tt,
+                                   flags), "Facilitation (paper 000): ours vs the paper")
+    summary = {
+        "degeneracy_flags": dg.as_json(all_flags),
+        "degenerate": bool(flags),
+        "time": fa["time"],
+        "discussions": int(setups_df["discussion_id"].nunique()),
+        "discussions_main": int((setups_df["condition"] == analysis.MAIN).sum()),
+        "rated_user_comments_main": int(len(analysis.unit_values(means, "comment"))),
+        "ratings": agreement["ratings"], "parse_failure_rate": agreement["parse_failure_rate"],
+        "toxicity_distribution_main": analysis.toxicity_distribution(rated),
+        "krippendorff_alpha_toxicity": agreement["krippendorff_alpha_toxicity"],
+        "ols": {"available": ols.unavailable is None, "reason": ols.unavailable, "adj_r2": ols.adj_r2,
+                "nobs": ols.nobs, "discussions": ols.n_clusters, "note": ols.note},
+        "anova": {level: {"F": a["F"], "p": a["p"], "verdict": a["verdict"]} for level, a in anova.items()},
+        "strategies_without_ratings": analysis.missing_strategies(expected, analysis.unit_values(
+            means, "comment")["strategy"].unique()),
+        "observed_reply_rate": reply,
+        "facilitator_intervention_rate": (float(interv["interventions"].sum() / interv["opportunities"].sum())
+                                          if len(interv) else None),
+    }
+    write_json(out / "summary.json", summary)
     write_json(out / "provenance.json", ctx.provenance())
-    ctx.write_metrics(ols_adj_r2=round(ols.adj_r2, 4), ols_nobs=ols.nobs, anova_p=anova["p"],
+    ctx.write_metrics(ols_adj_r2=ols.adj_r2, ols_nobs=ols.nobs, anova_p=anova["comment"]["p"],
+                      anova_p_discussion=anova["discussion"]["p"], degeneracy_flags=len(all_flags),
                       parse_failure_rate=agreement["parse_failure_rate"],
                       krippendorff_alpha_toxicity=agreement["krippendorff_alpha_toxicity"])
+    for f in all_flags:
+        print(f.message)
 
 
 def run_figures(ctx) -> None:
+    import json
+
     import pandas as pd
 
     from socsim.facilitation import figures
 
     a = ctx.path("analysis")
     out = ctx.path("figures")
-    figures.fig3_pairwise(pd.read_csv(a / "pairwise_ttests.csv"), out)
+    summary = json.loads((a / "summary.json").read_text()) if (a / "summary.json").is_file() else {}
+    figures.fig3_pairwise(pd.read_csv(a / "pairwise_ttests.csv", keep_default_na=False, na_values=[""]), out,
+                          summary.get("degeneracy_flags", []))
     figures.fig4_interventions(pd.read_csv(a / "interventions.csv"), out)
-    figures.fig5_diversity(pd.read_csv(a / "diversity.csv"), ctx.params["facilitation"]["ablations"]["strategy"], out)
-    figures.fig6_troll_toxicity(pd.read_csv(a / "nontroll_toxicity.csv"), out)
+    figures.fig5_diversity(pd.read_csv(a / "diversity.csv"), out)
+    figures.fig6_troll_toxicity(pd.read_csv(a / "nontroll_toxicity_groups.csv"), out)
 
 
 DESIGN_KEYS = ("seed", "facilitation.models", "facilitation.strategies", "facilitation.discussions_per_cell",
                "facilitation.users_per_discussion", "facilitation.user_turns", "facilitation.context_h",
-               "facilitation.turn_taking", "facilitation.p_respond", "facilitation.ablations")
+               "facilitation.turn_taking", "facilitation.p_respond", "facilitation.ablations",
+               "facilitation.silence")
 
 register(Stage(
     study="facilitation", name="setups",
@@ -185,7 +228,7 @@ register(Stage(
     summary="Run every discussion concurrently: turn taking, context window of h comments, facilitator "
             "interventions or silence; one row per turn.",
     run=run_simulate,
-    inputs={"setups": f"{RESULTS}/setups.parquet"},
+    inputs={"setups": f"{RESULTS}/setups.parquet", "silence_file": f"{DATA}/silence.yaml"},
     outputs={"comments": f"{RESULTS}/comments.parquet"},
     metrics=f"{RESULTS}/metrics/simulate.json",
     params=("facilitation.models", "facilitation.comment_max_tokens", *LLM_KEYS),
@@ -207,11 +250,12 @@ register(Stage(
 
 register(Stage(
     study="facilitation", name="analyse",
-    summary="Diversity, OLS toxicity ~ strategy * time (Table 2; plain and clustered errors), ANOVA, pairwise "
-            "t-tests with Holm, interventions, troll effects, Krippendorff's alpha.",
+    summary="Diversity, OLS toxicity ~ strategy * time (Table 2; plain and clustered errors), ANOVA and pairwise "
+            "t-tests with Holm at comment and discussion level, interventions, troll effects, Krippendorff's "
+            "alpha, degeneracy flags (summary.json), ours vs the paper (vs_paper.csv/.md).",
     run=run_analyse,
     inputs={"setups": f"{RESULTS}/setups.parquet", "comments": f"{RESULTS}/comments.parquet",
-            "annotations": f"{RESULTS}/annotations.parquet"},
+            "annotations": f"{RESULTS}/annotations.parquet", "paper_file": f"{DATA}/paper.yaml"},
     outputs={"analysis": f"{RESULTS}/analysis"},
     directories=("analysis",),
     metrics=f"{RESULTS}/metrics/analyse.json",
@@ -225,5 +269,4 @@ register(Stage(
     inputs={"analysis": f"{RESULTS}/analysis"},
     outputs={"figures": f"{RESULTS}/figures"},
     directories=("figures",),
-    params=("facilitation.ablations.strategy",),
 ))

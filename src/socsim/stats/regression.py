@@ -1,12 +1,21 @@
-"""OLS with plain and cluster-robust standard errors, and regression tables."""
+"""OLS with plain and cluster-robust standard errors, and regression tables.
+
+An OLS that cannot be estimated meaningfully (constant outcome, too few rows, a missing reference
+level) is returned by `unavailable` with its reason: the table keeps one row per term with NaN
+coefficients, so that tables print "n/a" and the reason instead of +-0.000*** and Adj. R2 = -inf.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import patsy
 import statsmodels.formula.api as smf
+
+COLUMNS = ["coef", "se", "p", "se_cluster", "p_cluster"]
 
 
 @dataclass
@@ -18,6 +27,13 @@ class OLSResult:
     n_clusters: int
     formula: str
     note: str = ""
+    unavailable: str | None = None  # why no coefficient is reported (the table is all NaN)
+    flags: list = field(default_factory=list)  # degeneracy flags of the inputs (stars withheld)
+
+
+def _finite_or_nan(x: float) -> float:
+    x = float(x)
+    return x if math.isfinite(x) else float("nan")
 
 
 def ols_plain_and_clustered(data: pd.DataFrame, formula: str, cluster: str) -> OLSResult:
@@ -35,11 +51,29 @@ def ols_plain_and_clustered(data: pd.DataFrame, formula: str, cluster: str) -> O
         "p_cluster": clustered.pvalues,
     })
     table.index.name = "term"
-    return OLSResult(table=table, adj_r2=float(plain.rsquared_adj), r2=float(plain.rsquared), nobs=int(plain.nobs),
-                     n_clusters=int(len(np.unique(groups))), formula=formula)
+    return OLSResult(table=table, adj_r2=_finite_or_nan(plain.rsquared_adj), r2=_finite_or_nan(plain.rsquared),
+                     nobs=int(plain.nobs), n_clusters=int(len(np.unique(groups))), formula=formula)
+
+
+def design_terms(data: pd.DataFrame, formula: str) -> list[str]:
+    """The names of the model's terms (columns of its design matrix), without fitting it."""
+    try:
+        _, X = patsy.dmatrices(formula, data, return_type="dataframe")
+    except Exception:  # noqa: BLE001 - e.g. no rows at all: no terms to name
+        return []
+    return list(X.columns)
+
+
+def unavailable(data: pd.DataFrame, formula: str, cluster: str, reason: str, flags: list | None = None) -> OLSResult:
+    """An OLS reported as n/a with its reason: every term present, every number NaN."""
+    terms = design_terms(data, formula) if len(data) else []
+    table = pd.DataFrame(np.nan, index=pd.Index(terms, name="term"), columns=COLUMNS)
+    n_clusters = int(data[cluster].nunique()) if cluster in data else 0
+    return OLSResult(table=table, adj_r2=float("nan"), r2=float("nan"), nobs=int(len(data)), n_clusters=n_clusters,
+                     formula=formula, unavailable=reason, flags=list(flags or []))
 
 
 def stars(p: float) -> str:
-    if not np.isfinite(p):
+    if p is None or not np.isfinite(p):
         return ""
     return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else "." if p < 0.1 else ""
