@@ -357,6 +357,38 @@ def test_one_value_ratings_keep_coefficients_but_withhold_stars():
     assert (table["stars"] == "").all()
 
 
+def test_perfect_fit_withholds_stars():
+    # The known-slope data is an exact linear function: zero residuals, meaningless standard errors.
+    comments, ann, setups = _known_discussions()
+    res = analysis.toxicity_ols(analysis.rated_comments(comments, ann, setups))
+    assert res.resid_ss < 1e-12 and any("perfect fit" in f.reason for f in res.flags)
+    table, md, _ = analysis.ols_tables(res)
+    assert (table["stars"] == "").all() and "*" not in md.split("\n\n")[0] and "perfect fit" in md
+
+
+def test_no_variance_within_strategies_is_na_not_infinite():
+    # Constant inside each strategy, different between them: F and t would be infinite, p = 0.
+    units = pd.DataFrame({"discussion_id": [f"d{i}" for i in range(6)],
+                          "strategy": ["A", "A", "A", "B", "B", "B"], "toxicity": [1.0, 1, 1, 2, 2, 2]})
+    anova, pairwise = analysis.group_tests(units, "discussion")
+    assert anova["F"] is None and anova["p"] is None and "no variance within any strategy" in anova["verdict"]
+    assert pairwise["p"].isna().all() and pairwise["verdict"].str.contains("t is infinite").all()
+    # a strategy with one unit is named as excluded, not dropped silently
+    units = pd.concat([units, pd.DataFrame({"discussion_id": ["d9"], "strategy": ["C"], "toxicity": [3.0]})], ignore_index=True)
+    units.loc[units.index[:2], "toxicity"] = [1.5, 0.5]
+    anova, _ = analysis.group_tests(units, "discussion")
+    assert anova["excluded"] == {"strategies": ["C"], "reason": "fewer than 2 discussions"}
+    assert np.isfinite(anova["F"])
+
+
+def test_no_ratings_at_all_is_said_so():
+    empty = pd.DataFrame({"annotator_id": pd.Series([], dtype=str), "parse_ok": pd.Series([], dtype=bool)})
+    assert analysis.agreement(empty.assign(toxicity=[], argument_quality=[], discussion_id=[], turn=[]))[
+        "parse_failure_rate"] is None
+    with pytest.raises(ValueError, match="no ratings at all"):
+        analysis.check_ratings(empty)
+
+
 def test_strategy_without_ratings_is_named_and_missing_reference_is_na():
     comments, ann, setups = _known_discussions(per_cell=3, turns=6)
     rated = analysis.rated_comments(comments, ann, setups)

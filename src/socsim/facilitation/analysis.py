@@ -145,7 +145,11 @@ def toxicity_ols(rated: pd.DataFrame, expected_strategies: list[str] | None = No
         res.note = note
         return res
     res = ols_plain_and_clustered(users, formula, cluster="discussion_id")
-    res.flags = flags
+    perfect = None
+    if res.resid_ss <= dg.VARIANCE_TOL * max(1, res.nobs):
+        perfect = dg.Flag("Table 2 OLS", "perfect fit: the residuals are zero, so standard errors and p-values "
+                                         "carry no information")
+    res.flags = dg.collect(flags, perfect)
     notes = [note] if note else []
     per_strategy = users.groupby("strategy")["discussion_id"].nunique()
     if (per_strategy < 2).any():
@@ -235,9 +239,18 @@ def group_tests(units: pd.DataFrame, level: str, flags: list[dg.Flag] = (),
     few = dg.too_few(len(usable), 2, f"ANOVA at {level} level", f"strategies with at least 2 {unit}")
     constant = dg.near_constant(units["toxicity"], f"toxicity per {unit[:-1]}")
     anova_flags = dg.collect(list(flags), few, constant)
+    excluded = sorted(s for s, v in groups.items() if len(v) < 2)
+    if excluded:
+        anova["excluded"] = {"strategies": excluded, "reason": f"fewer than 2 {unit}"}
     if few is None and constant is None:
-        f, p = sps.f_oneway(*usable.values())
-        anova.update(F=float(f), p=float(p))
+        within = np.concatenate([v - v.mean() for v in usable.values()])
+        no_within = dg.near_constant(within, f"toxicity per {unit[:-1]} within strategies")
+        if no_within is not None:
+            anova_flags = dg.collect(anova_flags, dg.Flag(no_within.scope, "no variance within any strategy: "
+                                                                           "F is infinite"))
+        else:
+            f, p = sps.f_oneway(*usable.values())
+            anova.update(F=float(f), p=float(p))
     anova["verdict"] = dg.verdict(anova_flags, "")
     anova["flags"] = dg.as_json(anova_flags)
     rows = []
@@ -246,9 +259,13 @@ def group_tests(units: pd.DataFrame, level: str, flags: list[dg.Flag] = (),
         pair_few = dg.too_few(min(len(va), len(vb)), 2, f"t-test {a} vs {b} at {level} level", unit)
         pair_const = dg.near_constant(np.concatenate([va, vb]), f"toxicity per {unit[:-1]} of {a} and {b}")
         t = p = np.nan
+        pair_flags = dg.collect(list(flags), pair_few, pair_const)
         if pair_few is None and pair_const is None:
             t, p = sps.ttest_ind(va, vb)
-        pair_flags = dg.collect(list(flags), pair_few, pair_const)
+            if not np.isfinite(t):
+                t = p = np.nan
+                pair_flags = dg.collect(pair_flags, dg.Flag(f"t-test {a} vs {b} at {level} level",
+                                                            "no variance within either strategy: t is infinite"))
         rows.append({"level": level, "strategy_a": a, "strategy_b": b, "n_a": len(va), "n_b": len(vb),
                      "mean_a": float(np.mean(va)), "mean_b": float(np.mean(vb)),
                      "diff": float(np.mean(va) - np.mean(vb)), "t": float(t), "p": float(p),
@@ -336,7 +353,7 @@ def observed_reply_rate(comments: pd.DataFrame, setups: pd.DataFrame) -> dict:
 
 def agreement(annotations: pd.DataFrame) -> dict:
     out = {"ratings": int(len(annotations)), "parse_failures": int((~annotations["parse_ok"]).sum())}
-    out["parse_failure_rate"] = out["parse_failures"] / out["ratings"] if out["ratings"] else 0.0
+    out["parse_failure_rate"] = out["parse_failures"] / out["ratings"] if out["ratings"] else None
     out["parse_failure_rate_by_annotator"] = {
         a: float((~g["parse_ok"]).mean()) for a, g in annotations.groupby("annotator_id")}
     ok = annotations[annotations["parse_ok"]]
@@ -356,9 +373,12 @@ def check_ratings(annotations: pd.DataFrame) -> None:
     """Raise when no rating is usable (call after writing agreement.json, which holds the rates)."""
     n = len(annotations)
     ok = int(annotations["parse_ok"].sum()) if n else 0
+    if n == 0:
+        raise ValueError("no ratings at all: the annotations file is empty (no non-silent comment was annotated)")
     if ok == 0:
         raise ValueError(f"every rating failed to parse ({n - ok} of {n}): no toxicity to analyse; "
-                         "agreement.json holds the parse-failure rates per annotator")
+                         "agreement.json (CLI, DVC) and the annotate stage's metrics hold the parse-failure rates per "
+                         "annotator")
 
 
 def toxicity_distribution(rated: pd.DataFrame) -> dict:

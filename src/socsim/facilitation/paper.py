@@ -33,6 +33,7 @@ def rows(paper: dict, ols: OLSResult, anova: dict, interv: pd.DataFrame, reply: 
     out: list[Row] = []
     ours = {_term_label(t): r for t, r in ols.table.iterrows()}
     na = f"n/a: {ols.unavailable}" if ols.unavailable else ""
+    table2_degenerate = dg.verdict(dg.collect(flags, ols.flags), "") or None
 
     # Table 2, coefficient by coefficient.
     for name, ref in (paper.get("table2") or {}).items():
@@ -42,11 +43,13 @@ def rows(paper: dict, ols: OLSResult, anova: dict, interv: pd.DataFrame, reply: 
             note = na or "term not in our model (no ratings of that strategy)"
         elif ols.unavailable:
             note = na
+        elif ols.flags:
+            note = "our p withheld: " + ols.flags[0].message
         else:
             note = f"our p = {r['p']:.3g}" if np.isfinite(r["p"]) else ""
         note = "; ".join(x for x in (note, f"paper stars: {ref['stars'] or 'none'}") if x)
-        out.append(Row(f"Table 2: {name}", coef, ref["coef"], note=note, degenerate=degenerate))
-    out.append(Row("Table 2: Adj. R²", _f(ols.adj_r2), paper.get("adj_r2"), note=na, degenerate=degenerate))
+        out.append(Row(f"Table 2: {name}", coef, ref["coef"], note=note, degenerate=table2_degenerate))
+    out.append(Row("Table 2: Adj. R²", _f(ols.adj_r2), paper.get("adj_r2"), note=na, degenerate=table2_degenerate))
 
     # Finding 1: facilitators lower toxicity.
     strategy_coefs = {n: _f(r["coef"]) for n, r in ours.items() if n != "Intercept" and "time" not in n}

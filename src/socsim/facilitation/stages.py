@@ -111,7 +111,12 @@ def run_annotate(ctx) -> None:
     rows = annotate.rows(keys, client.run(requests, desc="annotations"))
     write_table(ctx.path("annotations"), rows, schemas.ANNOTATIONS, ["discussion_id", "turn", "annotator_id"],
                 ctx.provenance())
-    ctx.write_metrics(ratings=len(rows), ratings_parse_ok=sum(r["parse_ok"] for r in rows))
+    # The parse-failure rates also live here: a failed analyse job loses its outputs under Snakemake.
+    failed: dict[str, list[bool]] = {}
+    for r in rows:
+        failed.setdefault(r["annotator_id"], []).append(not r["parse_ok"])
+    ctx.write_metrics(ratings=len(rows), ratings_parse_ok=sum(r["parse_ok"] for r in rows),
+                      parse_failure_rate_by_annotator={a: sum(f) / len(f) for a, f in sorted(failed.items())})
 
 
 def run_analyse(ctx) -> None:
@@ -162,7 +167,7 @@ def run_analyse(ctx) -> None:
                                    flags), "Facilitation (paper 000): ours vs the paper")
     summary = {
         "degeneracy_flags": dg.as_json(all_flags),
-        "degenerate": bool(flags),
+        "degenerate": bool(all_flags),
         "time": fa["time"],
         "discussions": int(setups_df["discussion_id"].nunique()),
         "discussions_main": int((setups_df["condition"] == analysis.MAIN).sum()),

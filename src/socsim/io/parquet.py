@@ -62,7 +62,8 @@ def write_table(path: str | Path, rows: Sequence[dict], schema: pa.Schema, sort_
     if len(table) and sort_by:
         table = table.sort_by([(c, "ascending") for c in sort_by])
     meta = dict(schema.metadata or {})
-    meta[PROVENANCE_KEY] = json.dumps(provenance, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    meta[PROVENANCE_KEY] = json.dumps(strict_json_value(provenance), sort_keys=True, ensure_ascii=False,
+                                      allow_nan=False).encode("utf-8")
     table = table.replace_schema_metadata(meta)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd", write_statistics=True, use_dictionary=True)

@@ -45,13 +45,12 @@ def parse(model_path: str) -> HubFile:
 def resolve(model_path: str) -> tuple[Path, dict]:
     """The local path of a Hub GGUF (downloaded once into the Hub cache) and its provenance record."""
     from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     ref = parse(model_path)
     try:
         local = Path(hf_hub_download(ref.repo_id, ref.filename, revision=ref.revision,
                                      token=os.environ.get("HF_TOKEN") or False))
-    except (LocalEntryNotFoundError, HfHubHTTPError, OSError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - Hub, HTTP-client and file errors alike: name the URL
         raise LLMConfigError(f"llm.model_path: cannot fetch {ref.url} from the Hugging Face Hub or find it in the "
                              f"local Hub cache: {type(exc).__name__}: {exc}") from None
     # The cache stores files under snapshots/<commit>/<file>: the commit the revision resolved to.

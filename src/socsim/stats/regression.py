@@ -27,6 +27,7 @@ class OLSResult:
     n_clusters: int
     formula: str
     note: str = ""
+    resid_ss: float = float("nan")  # sum of squared residuals (0 for a perfect fit)
     unavailable: str | None = None  # why no coefficient is reported (the table is all NaN)
     flags: list = field(default_factory=list)  # degeneracy flags of the inputs (stars withheld)
 
@@ -52,7 +53,8 @@ def ols_plain_and_clustered(data: pd.DataFrame, formula: str, cluster: str) -> O
     })
     table.index.name = "term"
     return OLSResult(table=table, adj_r2=_finite_or_nan(plain.rsquared_adj), r2=_finite_or_nan(plain.rsquared),
-                     nobs=int(plain.nobs), n_clusters=int(len(np.unique(groups))), formula=formula)
+                     nobs=int(plain.nobs), n_clusters=int(len(np.unique(groups))), formula=formula,
+                     resid_ss=float(plain.ssr))
 
 
 def design_terms(data: pd.DataFrame, formula: str) -> list[str]:
