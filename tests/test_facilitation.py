@@ -481,6 +481,23 @@ def test_analyse_on_informative_ratings_compares_with_the_paper(tmp_path):
     assert ours.loc["Table 2: Moderation Game×time", "difference"] == pytest.approx(
         table.loc["Moderation Game×time", "coef"] + 0.011, rel=1e-3)
     assert set(pd.read_csv(out / "pairwise_ttests.csv")["level"]) == {"comment", "discussion"}
+    # Finding 2 holds only for significant negative x time terms (the sign alone is no finding).
+    elaborate = ["Regulation Room×time", "Constructive Communications×time", "Moderation Game×time"]
+    present = [t for t in elaborate if t in table.index]
+    expect = all(table.loc[t, "coef"] < 0 and table.loc[t, "p"] < 0.05 for t in present)
+    vs_text = pd.read_csv(out / "vs_paper.csv", keep_default_na=False)
+    row = vs_text[vs_text.quantity.str.startswith("Finding 2")].iloc[0]
+    assert present and row["finding_holds"] == ("n/a" if len(present) < 3 else "yes" if expect else "no")
+
+
+def test_a_finding_needs_significant_negative_terms_not_just_the_sign():
+    from socsim.facilitation.paper import _negative_and_significant as holds
+
+    ours = {"A×time": {"p": 0.01}, "B×time": {"p": 0.30}, "C×time": {"p": float("nan")}}
+    assert holds(ours, {"A×time": -0.1})
+    assert not holds(ours, {"A×time": 0.1})  # significant, wrong sign
+    assert not holds(ours, {"A×time": -0.1, "B×time": -0.2})  # right sign, not significant
+    assert not holds(ours, {"C×time": -0.1})  # no p
 
 
 def test_all_ratings_unparsed_fails_naming_it_after_writing_agreement(tmp_path):

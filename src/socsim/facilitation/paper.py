@@ -26,6 +26,13 @@ ALPHA = 0.05
 def _f(x):
     return None if x is None or not np.isfinite(x) else float(x)
 
+MIN_GROUP = 2  # discussions per group before an ordering of group means is called a finding
+
+
+def _negative_and_significant(ours: dict, coefs: dict) -> bool:
+    """The paper's claim is a significant negative coefficient: the sign alone is not enough."""
+    return all(v < 0 and np.isfinite(ours[k]["p"]) and ours[k]["p"] < ALPHA for k, v in coefs.items())
+
 
 def rows(paper: dict, ols: OLSResult, anova: dict, interv: pd.DataFrame, reply: dict, div: pd.DataFrame,
          tt: pd.DataFrame, flags: list[dg.Flag]) -> list[Row]:
@@ -55,9 +62,9 @@ def rows(paper: dict, ols: OLSResult, anova: dict, interv: pd.DataFrame, reply: 
     strategy_coefs = {n: _f(r["coef"]) for n, r in ours.items() if n != "Intercept" and "time" not in n}
     holds = None
     if strategy_coefs and all(v is not None for v in strategy_coefs.values()):
-        holds = all(v < 0 for v in strategy_coefs.values())
-    out.append(Row("Finding 1: every strategy's Table 2 coefficient < 0 (vs No Moderator)", None, None,
-                   finding="LLM facilitators lower toxicity", holds=holds, degenerate=degenerate,
+        holds = _negative_and_significant(ours, strategy_coefs)
+    out.append(Row(f"Finding 1: every strategy's Table 2 coefficient < 0 (vs No Moderator), p < {ALPHA}", None,
+                   None, finding="LLM facilitators lower toxicity", holds=holds, degenerate=table2_degenerate,
                    note=na or ", ".join(f"{k}: {v:.3f}" for k, v in strategy_coefs.items() if v is not None)))
     for level in ("comment", "discussion"):
         a = anova.get(level, {})
@@ -74,10 +81,11 @@ def rows(paper: dict, ols: OLSResult, anova: dict, interv: pd.DataFrame, reply: 
     names = paper.get("finding2_elaborate") or []
     vals = {n: _f(ours[f"{n}×time"]["coef"]) if f"{n}×time" in ours else None for n in names}
     have = {k: v for k, v in vals.items() if v is not None}
-    out.append(Row("Finding 2: " + ", ".join(f"{n}×time" for n in names) + " < 0", None, None,
+    out.append(Row("Finding 2: " + ", ".join(f"{n}×time" for n in names) + f" < 0, p < {ALPHA}", None, None,
                    finding="elaborate strategies reduce toxicity over time vs No Moderator",
-                   holds=(all(v < 0 for v in have.values()) if have and len(have) == len(vals) else None),
-                   degenerate=degenerate,
+                   holds=(_negative_and_significant(ours, {f"{k}×time": v for k, v in have.items()})
+                          if have and len(have) == len(vals) else None),
+                   degenerate=table2_degenerate,
                    note=na or ", ".join(f"{k}: {v:.4f}" for k, v in have.items()) or "terms not estimated"))
 
     # Finding 3: interventions at almost every opportunity.
@@ -101,15 +109,18 @@ def rows(paper: dict, ols: OLSResult, anova: dict, interv: pd.DataFrame, reply: 
         model, strategy = abl["model"].iloc[0], abl["strategy"].iloc[0]
         tt_groups = tt_groups[(tt_groups["model"] == model) & (tt_groups["strategy"] == strategy)]
     by_tt = tt_groups.groupby("turn_taking")["diversity"].mean()
+    few_tt = tt_groups.groupby("turn_taking").size().min() < MIN_GROUP if len(tt_groups) else True
     holds = None
-    if "respond" in by_tt and len(by_tt) >= 2:
+    if "respond" in by_tt and len(by_tt) >= 2 and not few_tt:
         holds = bool(by_tt["respond"] == by_tt.min())
     out.append(Row("Fig. 5b: mean diversity with respond turn taking", _f(by_tt.get("respond", np.nan)), None,
                    finding="the paper's turn taking gives the lowest diversity of the turn-taking functions",
-                   holds=holds, note=", ".join(f"{k}: {v:.3f}" for k, v in by_tt.items()) or "no ablation"))
+                   holds=holds, note=(", ".join(f"{k}: {v:.3f}" for k, v in by_tt.items()) or "no ablation")
+                   + (f"; n/a: fewer than {MIN_GROUP} discussions in a group" if few_tt and len(by_tt) else "")))
     by_model = synth[synth["condition"] == MAIN].groupby("model")["diversity"].mean()
     qwen = [m for m in by_model.index if str(paper.get("ablation_model", "qwen")).lower() in m.lower()]
-    holds = bool(by_model[qwen[0]] == by_model.max()) if qwen and len(by_model) >= 2 else None
+    few_model = bool(len(by_model)) and synth[synth["condition"] == MAIN].groupby("model").size().min() < MIN_GROUP
+    holds = bool(by_model[qwen[0]] == by_model.max()) if qwen and len(by_model) >= 2 and not few_model else None
     out.append(Row("Fig. 5a: mean diversity of the Qwen model", _f(by_model[qwen[0]]) if qwen else None, None,
                    finding="Qwen has the highest diversity of the models", holds=holds,
                    note=", ".join(f"{k}: {v:.3f}" for k, v in by_model.items())
