@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from socsim import config
-from socsim.coherence.stages import analyse_tables
+from socsim.coherence.analysis import analyse
 
 TOPICS = {"taxes": 3, "immigration": 3, "healthcare": 3, "e_scooters": 2, "student_athletes": 2, "remote_work": 2,
           "favorite_season": 1, "beach_vs_mountain": 1, "favorite_beverage": 1}
@@ -55,7 +55,7 @@ def main() -> None:
     agents, profiles, pairs, judgments = synthetic(args.judgments, args.turns)
     cp = config.validate({})["coherence"]
     start = time.perf_counter()
-    out = analyse_tables(agents, profiles, pairs, judgments, None, cp, seed=1)
+    out = analyse(agents, profiles, pairs, judgments, None, None, cp, seed=1)
     wall = time.perf_counter() - start
     tests = out["tables"]["six_tests"][["test", "result"]].to_dict("records")
     print(f"judgments: {len(judgments):,}; conversations: {out['summary']['conversations']:,}")

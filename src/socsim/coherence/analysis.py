@@ -235,7 +235,7 @@ def six_tests(df: pd.DataFrame, alpha: float, test6_rule: str = "pooled",
         rows.append({"test": test, "name": TEST_NAMES[test], "statistic": statistic, "p": p,
                      "result": dg.verdict(found, raw), "raw_result": raw, "significant": significant,
                      "comparisons": comparisons, "detail": detail})
-        raised.extend(f for f in found if f not in raised)
+        raised[:] = dg.collect(raised, found)
 
     def done() -> pd.DataFrame:
         out = pd.DataFrame(rows, columns=TEST_COLUMNS)
@@ -402,7 +402,7 @@ def analyse(agents: pd.DataFrame, profiles: pd.DataFrame, pairs: pd.DataFrame, j
     all_conv = conversation_table(agents, profiles, pairs, judgments)
     bleu = self_bleu_table(utterances) if utterances is not None else pd.DataFrame(columns=["agent_id", "self_bleu"])
     df, removed = filter_repetitive(all_conv, bleu, cp["self_bleu_threshold"])
-    boot, steep = cp["bootstrap"], cp.get("sigmoid_steepness", DEFAULT_STEEPNESS)
+    boot, steep = cp["bootstrap"], cp["sigmoid_steepness"]
     tables = {f"bootstrap_{k}": v for k, v in groupings(df, boot, seed).items()}
     models = models_of(profiles, pairs)
     supp, tests, flags, raised, notes = [], [], {}, [], {}
@@ -421,11 +421,11 @@ def analyse(agents: pd.DataFrame, profiles: pd.DataFrame, pairs: pd.DataFrame, j
         notes[model] = reason
         flags[model] = input_flags(profiles, all_conv, calibration, model)
         per_test = flags_per_test(flags[model])
-        t = six_tests(g, cp["alpha"], cp.get("test6_rule", "pooled"), per_test, reason, scope=model)
-        raised += [f for f in t.attrs.get("flags", []) if f not in raised]
+        t = six_tests(g, cp["alpha"], cp["test6_rule"], per_test, reason, scope=model)
+        raised = dg.collect(raised, t.attrs.get("flags", []))
         tests.append(t.assign(model=model))
         table3 = dg.collect(flags[model]["preferences"], flags[model]["scores"], flags[model]["calibration"])
-        raised += [f for f in table3 if f not in raised]
+        raised = dg.collect(raised, table3)
         for panel, shift, b2 in PANELS:
             data = g[g["both_b2"]] if b2 else g
             part = suppression(data, shift, boot, seed, steep).assign(model=model, panel=panel)
@@ -442,7 +442,7 @@ def analyse(agents: pd.DataFrame, profiles: pd.DataFrame, pairs: pd.DataFrame, j
     removed_by_model = {m: int((all_conv["model"] == m).sum() - (df["model"] == m).sum()) for m in models}
     summary = {
         "conversations": int(len(df)), "removed_by_self_bleu": removed, "removed_by_self_bleu_by_model": removed_by_model,
-        "self_bleu_threshold": cp["self_bleu_threshold"], "test6_rule": cp.get("test6_rule", "pooled"),
+        "self_bleu_threshold": cp["self_bleu_threshold"], "test6_rule": cp["test6_rule"],
         "sigmoid_steepness": steep, "models": models,
         "tests_passed": {m: sorted(int(t) for t in g.loc[g["result"] == "pass", "test"])
                          for m, g in tables["six_tests"].groupby("model")},

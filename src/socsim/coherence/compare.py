@@ -13,11 +13,7 @@ DEGENERATE = "degenerate input"
 
 def _cell(result: str, detail: str) -> str:
     """The text a Table 4 cell stands for: the verdict, or n/a with its reason."""
-    if result in ("pass", "fail"):
-        return result
-    if result == "n/a":
-        return f"n/a: {detail}" if detail else "n/a"
-    return result  # "degenerate input: <why>"
+    return f"n/a: {detail}" if result == "n/a" and detail else result
 
 
 def table4(tests: pd.DataFrame) -> tuple[str, str, str]:

@@ -69,7 +69,7 @@ async def converse(pair: dict, agents: dict[str, dict], question: str, prompts: 
                            "agent_id": ids[speaker], "text": text, "says_goodbye": says_goodbye(text),
                            "model": pair["model"]})
 
-    first = int(pair.get("opener") or 1)
+    first = pair["opener"]
     add(first, question)
     speaker = 3 - first
     while len(utterances) < 1 + 2 * cp["turns_per_agent"] and not finished(utterances, cp["stop"]):

@@ -75,8 +75,11 @@ def run_judge(ctx) -> None:
     cp = ctx.params["coherence"]
     prompts = agents.read_yaml(ctx.path("prompts_file"))
     utterances = read_table(ctx.path("utterances"), schemas.UTTERANCES).to_pylist()
-    names = list(dict.fromkeys([m["name"] for m in cp["agent_models"]] + sorted({u["model"] for u in utterances})))
-    entries = dialogue.judges_for(names, cp["judge_model"], cp.get("judge_models"))
+    present = sorted({u["model"] for u in utterances})
+    # Validate the mapping against every agent model, but judge (and calibrate) only those with conversations.
+    entries = dialogue.judges_for(list(dict.fromkeys([m["name"] for m in cp["agent_models"]] + present)),
+                                  cp["judge_model"], cp.get("judge_models"))
+    entries = {m: entries[m] for m in present}
     unique = list({e["name"]: e for e in entries.values()}.values())
     clients = ctx.model_clients(unique, "coherence.judge_models" if cp.get("judge_models") else "coherence.judge_model")
     judge_of = {m: e["name"] for m, e in entries.items()}
@@ -89,24 +92,16 @@ def run_judge(ctx) -> None:
                       **ctx.llm_metrics(clients))
 
 
-def analyse_tables(agents_df, profiles, pairs, judgments, utterances, cp: dict, seed: int,
-                   calibration=None) -> dict:
-    """Every table of the analysis, from data frames of the documented schemas (no model calls)."""
-    from socsim.coherence import analysis
-
-    return analysis.analyse(agents_df, profiles, pairs, judgments, utterances, calibration, cp, seed)
-
-
 def run_analyse(ctx) -> None:
-    from socsim.coherence import compare
+    from socsim.coherence import analysis, compare
     from socsim.io import vs_paper
 
     cp = ctx.params["coherence"]
     load = lambda name, schema: read_table(ctx.path(name), schema).to_pandas()  # noqa: E731
-    out = analyse_tables(load("agents", schemas.AGENTS), load("profiles", schemas.PROFILES),
-                         load("pairs", schemas.PAIRS), load("judgments", schemas.JUDGMENTS),
-                         load("utterances", schemas.UTTERANCES), cp, ctx.seed,
-                         calibration=load("calibration", schemas.JUDGE_CALIBRATION))
+    out = analysis.analyse(load("agents", schemas.AGENTS), load("profiles", schemas.PROFILES),
+                           load("pairs", schemas.PAIRS), load("judgments", schemas.JUDGMENTS),
+                           load("utterances", schemas.UTTERANCES), load("calibration", schemas.JUDGE_CALIBRATION),
+                           cp, ctx.seed)
     d = ctx.path("analysis")
     for name, table in out["tables"].items():
         atomic_write_bytes(d / f"{name}.csv", table.to_csv(index=False, float_format="%.6g").encode())

@@ -116,34 +116,27 @@ def _missing_note(missing: list[str]) -> str:
     return ("no usable ratings for " + ", ".join(missing) + " (not in the model)") if missing else ""
 
 
-def toxicity_ols(rated: pd.DataFrame, expected_strategies: list[str] | None = None) -> OLSResult:
+def toxicity_ols(rated: pd.DataFrame, expected_strategies: list[str] | None = None,
+                 flags: list[dg.Flag] | None = None) -> OLSResult:
     """Table 2. n/a with the reason when the ratings are constant, the reference strategy has no
     ratings, or there are no more ratings than terms; stars withheld (flags) when one rating value
     makes up >= 90 %. `expected_strategies` (the main study's strategies in the setups) names the
-    strategies without any usable rating in the note."""
+    strategies without any usable rating in the note. `flags`: toxicity_flags(rated), if already known."""
     users = _main_users(rated).dropna(subset=["toxicity", "time"]).copy()
     formula = f'toxicity ~ C(strategy, Treatment("{NO_MODERATOR}")) * time'
-    flags = toxicity_flags(rated)
-    missing = missing_strategies(expected_strategies, users["strategy"].unique())
-    note = _missing_note(missing)
+    flags = toxicity_flags(rated) if flags is None else flags
     strategies = users["strategy"].unique()
+    note = _missing_note(missing_strategies(expected_strategies, strategies))
     if NO_MODERATOR not in strategies or len(strategies) < 2:
         reason = (f"needs ratings of '{NO_MODERATOR}' (the reference) and of at least one other strategy in "
                   f"the main study; have: {sorted(strategies) or 'none'}")
-        res = unavailable(users.iloc[:0], formula, "discussion_id", reason, flags)
-        res.note = note
-        return res
+        return unavailable(users.iloc[:0], formula, "discussion_id", reason, flags, note)
     constant = dg.near_constant(users["toxicity"], TOXICITY_SCOPE)
     if constant is not None:
-        res = unavailable(users, formula, "discussion_id", constant.message, flags)
-        res.note = note
-        return res
-    k = 2 * len(strategies)
-    few = dg.too_few(len(users), k + 1, "Table 2 OLS", "ratings")
+        return unavailable(users, formula, "discussion_id", constant.message, flags, note)
+    few = dg.too_few(len(users), 2 * len(strategies) + 1, "Table 2 OLS", "ratings")
     if few is not None:
-        res = unavailable(users, formula, "discussion_id", few.message, dg.collect(flags, few))
-        res.note = note
-        return res
+        return unavailable(users, formula, "discussion_id", few.message, dg.collect(flags, few), note)
     res = ols_plain_and_clustered(users, formula, cluster="discussion_id")
     perfect = None
     if res.resid_ss <= dg.VARIANCE_TOL * max(1, res.nobs):
@@ -176,37 +169,26 @@ def ols_tables(res: OLSResult, time: str = "user_index") -> tuple[pd.DataFrame, 
     reason; degenerate inputs: coefficients without stars and the flag in place of the stars."""
     t = res.table.reset_index()
     t.insert(0, "variable", [_term_label(x) for x in t["term"]])
-    degenerate = dg.verdict(res.flags, "") if res.flags else ""
-    if res.unavailable:
-        t["stars"] = t["stars_cluster"] = ""
-        t["verdict"] = "n/a: " + res.unavailable
-    elif degenerate:
-        t["stars"] = t["stars_cluster"] = ""
-        t["verdict"] = degenerate
-    else:
-        t["stars"] = [stars(p) for p in t["p"]]
-        t["stars_cluster"] = [stars(p) for p in t["p_cluster"]]
-        t["verdict"] = ""
+    withheld = f"n/a: {res.unavailable}" if res.unavailable else dg.verdict(res.flags, "")
+    t["stars"] = "" if withheld else [stars(p) for p in t["p"]]
+    t["stars_cluster"] = "" if withheld else [stars(p) for p in t["p_cluster"]]
+    t["verdict"] = withheld
     md = ["| Variable | Toxicity | SE | SE (clustered by discussion) |", "| --- | --- | --- | --- |"]
     tex = [r"\begin{tabular}{lrrr}", r"\hline", r"Variable & Toxicity & SE & SE (cluster) \\", r"\hline"]
     for _, r in t.iterrows():
-        coef = _num(r["coef"]) + ("" if np.isnan(r["coef"]) else r["stars"])
+        coef = _num(r["coef"]) + r["stars"]
         se = _num(r["se"])
-        se_c = _num(r["se_cluster"]) + ("" if np.isnan(r["se_cluster"]) else r["stars_cluster"])
+        se_c = _num(r["se_cluster"]) + r["stars_cluster"]
         md.append(f"| {r['variable']} | {coef} | {se} | {se_c} |")
         name = r["variable"].replace("×", r"$\times$").replace("_", r"\_")
         tex.append(f"{name} & {coef} & {se} & {se_c} \\\\")
     time_words = ("time = index of the comment among its discussion's user comments (seed opinion = 1)"
                   if time == "user_index" else "time = position among all non-silent comments (seed = 0)")
-    head = []
-    if res.unavailable:
-        head.append(f"n/a: {res.unavailable}")
-    elif degenerate:
-        head.append(f"Stars withheld: {degenerate}")
+    head = [withheld if res.unavailable else f"Stars withheld: {withheld}"] if withheld else []
     legend = "" if head else " Stars: . p<0.1, * p<0.05, ** p<0.01, *** p<0.001 (plain errors / clustered errors)."
     note = (f"Adj. R² = {_num(res.adj_r2)}; N = {res.nobs} ratings; {res.n_clusters} discussions; {time_words}."
             + legend + (f" Note: {res.note}." if res.note else ""))
-    md += ["", *head, note] if head else ["", note]
+    md += ["", *head, note]
     tex += [r"\hline", r"\end{tabular}", *("% " + h for h in head), "% " + note]
     return t, "\n".join(md) + "\n", "\n".join(tex) + "\n"
 
@@ -351,11 +333,18 @@ def observed_reply_rate(comments: pd.DataFrame, setups: pd.DataFrame) -> dict:
     return {"rate": hits / trials if trials else None, "turns": trials}
 
 
-def agreement(annotations: pd.DataFrame) -> dict:
+def parse_failures(annotations: pd.DataFrame) -> dict:
+    """How many ratings failed to parse, overall and per annotator (null rate without ratings)."""
     out = {"ratings": int(len(annotations)), "parse_failures": int((~annotations["parse_ok"]).sum())}
     out["parse_failure_rate"] = out["parse_failures"] / out["ratings"] if out["ratings"] else None
     out["parse_failure_rate_by_annotator"] = {
         a: float((~g["parse_ok"]).mean()) for a, g in annotations.groupby("annotator_id")}
+    return out
+
+
+def agreement(annotations: pd.DataFrame) -> dict:
+    """Parse-failure rates and Krippendorff's alpha (ordinal) of each rated dimension."""
+    out = parse_failures(annotations)
     ok = annotations[annotations["parse_ok"]]
     for dim in ("toxicity", "argument_quality"):
         out[f"krippendorff_alpha_{dim}"] = None

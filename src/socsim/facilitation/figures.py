@@ -34,9 +34,7 @@ def fig3_pairwise(pairwise: pd.DataFrame, out_dir: Path, flags: list[dict] | Non
     """Difference of mean toxicity, row strategy minus column strategy, one panel per test level
     (comments as units, as the paper; discussions as units). Stars: Student t-tests, Holm-adjusted
     p within the panel; a degenerate input shows no stars and says why."""
-    pairwise = pairwise.assign(verdict=pairwise.get("verdict", pd.Series("", index=pairwise.index)).fillna(""))
-    if "level" not in pairwise:
-        pairwise = pairwise.assign(level="comment")
+    pairwise = pairwise.assign(verdict=pairwise["verdict"].fillna(""))
     levels = [lv for lv in LEVEL_TITLES if lv in set(pairwise["level"])] or ["comment"]
     names = sorted(set(pairwise["strategy_a"]) | set(pairwise["strategy_b"]))
     n = max(len(names), 1)
@@ -64,7 +62,7 @@ def fig3_pairwise(pairwise: pd.DataFrame, out_dir: Path, flags: list[dict] | Non
             notes.append(f"{level} level, no stars: " + "; ".join(verdicts[:2])
                          + (f" (+{len(verdicts) - 2} more)" if len(verdicts) > 2 else ""))
     for f in flags or []:
-        msg = f["message"] if isinstance(f, dict) else str(f)
+        msg = f["message"]
         if not any(msg in n_ for n_ in notes):
             notes.append(msg)
     fig.suptitle("Fig. 3: pairwise differences in toxicity between strategies\n"

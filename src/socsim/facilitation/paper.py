@@ -40,7 +40,7 @@ def rows(paper: dict, ols: OLSResult, anova: dict, interv: pd.DataFrame, reply: 
     out: list[Row] = []
     ours = {_term_label(t): r for t, r in ols.table.iterrows()}
     na = f"n/a: {ols.unavailable}" if ols.unavailable else ""
-    table2_degenerate = dg.verdict(dg.collect(flags, ols.flags), "") or None
+    table2_degenerate = dg.verdict(ols.flags, "") or None  # ols.flags starts with the toxicity flags
 
     # Table 2, coefficient by coefficient.
     for name, ref in (paper.get("table2") or {}).items():

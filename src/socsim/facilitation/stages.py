@@ -112,11 +112,12 @@ def run_annotate(ctx) -> None:
     write_table(ctx.path("annotations"), rows, schemas.ANNOTATIONS, ["discussion_id", "turn", "annotator_id"],
                 ctx.provenance())
     # The parse-failure rates also live here: a failed analyse job loses its outputs under Snakemake.
-    failed: dict[str, list[bool]] = {}
-    for r in rows:
-        failed.setdefault(r["annotator_id"], []).append(not r["parse_ok"])
-    ctx.write_metrics(ratings=len(rows), ratings_parse_ok=sum(r["parse_ok"] for r in rows),
-                      parse_failure_rate_by_annotator={a: sum(f) / len(f) for a, f in sorted(failed.items())})
+    import pandas as pd
+
+    from socsim.facilitation.analysis import parse_failures
+
+    ctx.write_metrics(ratings_parse_ok=sum(r["parse_ok"] for r in rows),
+                      **parse_failures(pd.DataFrame(rows, columns=["annotator_id", "parse_ok"])))
 
 
 def run_analyse(ctx) -> None:
@@ -146,7 +147,7 @@ def run_analyse(ctx) -> None:
     div = analysis.diversity_table(comments, setups_df, human)
     csv(div, "diversity.csv")
     flags = analysis.toxicity_flags(rated)
-    ols = analysis.toxicity_ols(rated, expected)
+    ols = analysis.toxicity_ols(rated, expected, flags)
     table, md, tex = analysis.ols_tables(ols, fa["time"])
     csv(table, "table2_ols.csv")
     atomic_write_bytes(out / "table2_ols.md", md.encode())
@@ -161,8 +162,9 @@ def run_analyse(ctx) -> None:
     csv(analysis.troll_groups(tt), "nontroll_toxicity_groups.csv")
     reply = analysis.observed_reply_rate(comments, setups_df)
 
-    all_flags = dg.collect(flags, ols.flags, *[[dg.Flag(f["scope"], f["reason"]) for f in a["flags"]]
-                                               for a in anova.values()])
+    # ols.flags starts with the toxicity flags; the tests' own flags come back from their JSON form.
+    all_flags = dg.collect(ols.flags, *[[dg.Flag(f["scope"], f["reason"]) for f in a["flags"]]
+                                        for a in anova.values()])
     vs_paper.write(out, paper.rows(vs_paper.read_paper(ctx.path("paper_file")), ols, anova, interv, reply, div, tt,
                                    flags), "Facilitation (paper 000): ours vs the paper")
     summary = {
@@ -171,17 +173,16 @@ def run_analyse(ctx) -> None:
         "time": fa["time"],
         "discussions": int(setups_df["discussion_id"].nunique()),
         "discussions_main": int((setups_df["condition"] == analysis.MAIN).sum()),
-        "rated_user_comments_main": int(len(analysis.unit_values(means, "comment"))),
+        "rated_user_comments_main": int(sum(anova["comment"]["n"].values())),
         "ratings": agreement["ratings"], "parse_failure_rate": agreement["parse_failure_rate"],
         "toxicity_distribution_main": analysis.toxicity_distribution(rated),
         "krippendorff_alpha_toxicity": agreement["krippendorff_alpha_toxicity"],
         "ols": {"available": ols.unavailable is None, "reason": ols.unavailable, "adj_r2": ols.adj_r2,
                 "nobs": ols.nobs, "discussions": ols.n_clusters, "note": ols.note},
         "anova": {level: {"F": a["F"], "p": a["p"], "verdict": a["verdict"]} for level, a in anova.items()},
-        "strategies_without_ratings": analysis.missing_strategies(expected, analysis.unit_values(
-            means, "comment")["strategy"].unique()),
+        "strategies_without_ratings": anova["comment"]["no_ratings"],
         "observed_reply_rate": reply,
-        "facilitator_intervention_rate": (float(interv["interventions"].sum() / interv["opportunities"].sum())
+        "facilitator_intervention_rate_all_conditions": (float(interv["interventions"].sum() / interv["opportunities"].sum())
                                           if len(interv) else None),
     }
     write_json(out / "summary.json", summary)
@@ -203,7 +204,7 @@ def run_figures(ctx) -> None:
 
     a = ctx.path("analysis")
     out = ctx.path("figures")
-    summary = json.loads((a / "summary.json").read_text()) if (a / "summary.json").is_file() else {}
+    summary = json.loads((a / "summary.json").read_text())
     figures.fig3_pairwise(pd.read_csv(a / "pairwise_ttests.csv", keep_default_na=False, na_values=[""]), out,
                           summary.get("degeneracy_flags", []))
     figures.fig4_interventions(pd.read_csv(a / "interventions.csv"), out)

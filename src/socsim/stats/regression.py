@@ -66,13 +66,14 @@ def design_terms(data: pd.DataFrame, formula: str) -> list[str]:
     return list(X.columns)
 
 
-def unavailable(data: pd.DataFrame, formula: str, cluster: str, reason: str, flags: list | None = None) -> OLSResult:
+def unavailable(data: pd.DataFrame, formula: str, cluster: str, reason: str, flags: list | None = None,
+                note: str = "") -> OLSResult:
     """An OLS reported as n/a with its reason: every term present, every number NaN."""
     terms = design_terms(data, formula) if len(data) else []
     table = pd.DataFrame(np.nan, index=pd.Index(terms, name="term"), columns=COLUMNS)
     n_clusters = int(data[cluster].nunique()) if cluster in data else 0
     return OLSResult(table=table, adj_r2=float("nan"), r2=float("nan"), nobs=int(len(data)), n_clusters=n_clusters,
-                     formula=formula, unavailable=reason, flags=list(flags or []))
+                     formula=formula, note=note, unavailable=reason, flags=list(flags or []))
 
 
 def stars(p: float) -> str:
