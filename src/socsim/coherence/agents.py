@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import itertools
-import random
 from pathlib import Path
 
 import yaml
 
-from socsim.llm import Choice, IntRange, Request, Sampling, derive_seed
+from socsim import seeds
+from socsim.llm import Choice, IntRange, Request, Sampling
+from socsim.seeds import derive_seed
 
 GRID_KEYS = ("region", "age", "gender", "urbanicity", "education")
 YES_NO = Choice(("Yes", "No"))
@@ -40,7 +41,7 @@ def build_agents(cp: dict, seed: int, topics: dict, prompts: dict) -> list[dict]
     for topic_id in cp["topics"]:
         topic = by_id[topic_id]
         for level, direction in bias_cells(cp["bias_levels"]):
-            rng = random.Random(derive_seed(seed, "coherence", "agents", topic_id, level, direction))
+            rng = seeds.rng(seed, "coherence", "agents", topic_id, level, direction)
             for index in sorted(rng.sample(range(len(backgrounds)), cp["agents_per_cell"])):
                 bg = backgrounds[index]
                 rows.append({
@@ -130,7 +131,7 @@ def pair_agents(profiles: list[dict], agents: dict[str, dict], pairing: dict, se
         groups.setdefault((p["model"], a["topic"]), {}).setdefault(key, []).append(p["agent_id"])
     rows = []
     for (model, topic), by_profile in sorted(groups.items()):
-        rng = random.Random(derive_seed(seed, "coherence", "pairs", model, topic))
+        rng = seeds.rng(seed, "coherence", "pairs", model, topic)
         keys = sorted(by_profile)
         profile_pairs = [(u, v) for u, v in itertools.combinations_with_replacement(keys, 2)
                          if u != v or len(by_profile[u]) >= 2]  # an agent never talks with itself

@@ -137,7 +137,7 @@ async def run_conversations(pairs: list[dict], agents: dict[str, dict], question
             "conversations", unit="conv")
     finally:
         for c in clients.values():
-            await c.backend.aclose()
+            await c.aclose()
     return [u for conv in results for u in conv]
 
 
@@ -173,5 +173,5 @@ async def run_judge(utterances: list[dict], prompts: dict, cp: dict, clients: di
              for conv in by_conv.values()), "judging", unit="conv")
     finally:
         for c in clients.values():
-            await c.backend.aclose()
+            await c.aclose()
     return [r for rows in results for r in rows], calibration

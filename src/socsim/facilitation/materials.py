@@ -18,7 +18,9 @@ from pathlib import Path
 
 import yaml
 
-from socsim.llm import JsonSchema, Request, Sampling, derive_seed
+from socsim import seeds
+from socsim.llm import JsonSchema, Request, Sampling
+from socsim.seeds import derive_seed
 
 ROLES = ("normal_user", "troll", "community_veteran")
 
@@ -97,7 +99,7 @@ def role_sequence(n: int, shares: dict[str, float], seed: int) -> list[str]:
     for r in by_remainder[: n - sum(counts.values())]:
         counts[r] += 1
     seq = [r for r in ROLES for _ in range(counts[r])]
-    random.Random(derive_seed(seed, "facilitation", "roles")).shuffle(seq)
+    seeds.rng(seed, "facilitation", "roles").shuffle(seq)
     return seq
 
 

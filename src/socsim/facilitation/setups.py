@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from socsim.llm import derive_seed
+from socsim import seeds
+from socsim.seeds import derive_seed
 
 NO_MODERATOR = "No Moderator"
 
@@ -117,7 +117,7 @@ def build_setups(fp: dict, seed: int, personas: list[dict], topics: list[dict], 
             for strategy in strats:
                 for i in range(n):
                     did = f"{cond.name}.{model}.{slug(strategy)}.{i:02d}"
-                    rng = random.Random(derive_seed(seed, "facilitation", "setup", did))
+                    rng = seeds.rng(seed, "facilitation", "setup", did)
                     chosen = rng.sample(personas, k)  # RANDOMSAMPLE(Theta, 7)
                     topic = rng.choice(topics)  # RANDOMSAMPLE(O, 1)
                     text = user_instructions(instructions, cond.instructions, fp["silence"]["users_told"])

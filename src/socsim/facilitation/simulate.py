@@ -167,5 +167,5 @@ async def run_discussions(setups: list[dict], clients: dict[str, LLMClient], max
         results = await gather_with_progress((one(s) for s in setups), "discussions", unit="discussion")
     finally:
         for client in clients.values():
-            await client.backend.aclose()
+            await client.aclose()
     return [row for rows in results for row in rows]

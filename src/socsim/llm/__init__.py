@@ -3,7 +3,7 @@
 from socsim.llm.client import LLMClient
 from socsim.llm.constraints import Choice, Constraint, IntRange, JsonSchema
 from socsim.llm.errors import EndpointUnavailableError, LLMConfigError, LLMError
-from socsim.llm.seeds import derive_seed
+from socsim.seeds import derive_seed
 from socsim.llm.types import Request, Response, Sampling
 
 __all__ = ["LLMClient", "Choice", "Constraint", "IntRange", "JsonSchema", "EndpointUnavailableError",

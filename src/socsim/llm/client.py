@@ -9,16 +9,33 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Sequence
+from typing import Protocol, Sequence
 
 from socsim.llm.accounting import Accounting
 from socsim.llm.cache import CallCache, request_key
-from socsim.llm.types import Request, Response, Sampling
+from socsim.llm.types import Completion, Request, Response, Sampling
 from socsim.progress import gather_with_progress
 
 
+class Backend(Protocol):
+    """What every backend (embedded, tgi, openai) provides; only LLMClient talks to it."""
+
+    retries: int  # retries so far (timeouts, connection errors, 429, 5xx)
+
+    async def probe(self) -> dict: ...  # load the model / check every endpoint; returns identity()
+
+    def identity(self) -> dict: ...  # backend, model id, revision/sha: part of every cache key
+
+    async def complete(self, request: Request) -> Completion: ...
+
+    async def aclose(self) -> None: ...  # release the model / connections (a later call reopens)
+
+
 class LLMClient:
-    def __init__(self, backend, cache: CallCache | None, default_sampling: Sampling | None = None):
+    """Use as `async with client:` (or call `aclose()`): the client releases its backend and
+    closes its call cache itself; `run()` does both for a synchronous stage."""
+
+    def __init__(self, backend: Backend, cache: CallCache | None, default_sampling: Sampling | None = None):
         self.backend = backend
         self.cache = cache
         self.default_sampling = default_sampling or Sampling()
@@ -97,14 +114,24 @@ class LLMClient:
         """Synchronous entry point for a stage: probe, answer everything, release the backend."""
 
         async def main():
-            try:
-                await self.probe()
+            async with self:
                 return await self.generate_all(requests, desc)
-            finally:
-                await self.backend.aclose()
 
         return asyncio.run(main())
 
+    async def __aenter__(self) -> "LLMClient":
+        await self.probe()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Release the backend (model memory, connections); the cache stays open for later calls."""
+        await self.backend.aclose()
+        self._probed = False
+
     def close(self) -> None:
+        """Close the call cache (at the end of the stage)."""
         if self.cache is not None:
             self.cache.close()

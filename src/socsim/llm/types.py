@@ -20,7 +20,7 @@ class Sampling:
 
 @dataclass(frozen=True)
 class Request:
-    """One chat request. `seed` must come from socsim.llm.seeds.derive_seed."""
+    """One chat request. `seed` must come from socsim.seeds.derive_seed."""
 
     messages: tuple[tuple[str, str], ...]  # (role, content) pairs
     seed: int

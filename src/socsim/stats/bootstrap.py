@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from socsim.llm.seeds import derive_seed
+from socsim.seeds import derive_seed
 
 
 def bootstrap_means(values: np.ndarray, draw: int, repeats: int, rng: np.random.Generator) -> np.ndarray:
