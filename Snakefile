@@ -1,16 +1,17 @@
 # socsim: `snakemake --cores all` reproduces every study on the params in params.yaml.
 # Paper-scale settings: `snakemake --cores all --configfile params.paper.yaml` (see README).
+# The rules are generated from the study registry (src/socsim/studies.py) in workflow/rules/common.smk.
 
 configfile: "params.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
-include: "workflow/rules/facilitation.smk"
-include: "workflow/rules/coherence.smk"
 
 
 rule all:
     default_target: True
     input:
-        FACILITATION_TARGETS,
-        COHERENCE_TARGETS,
+        ALL_TARGETS,

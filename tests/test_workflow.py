@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from socsim import dvc, stages
-from socsim.io.parquet import read_provenance, read_table
+from socsim import config, dvc, studies, workflow
+from socsim.io.parquet import read_provenance, read_table, read_tables
 
 BIN = str(Path(sys.executable).parent)
 
@@ -58,57 +58,95 @@ def test_dvc_yaml_is_generated_from_the_registry():
     dvc.check(ROOT / "dvc.yaml")  # raises if someone edited dvc.yaml or a stage without re-exporting
 
 
-def test_rules_name_their_own_stage():
-    """Each Snakemake rule takes input, output, params and shell from the stage of the same name."""
-    for study, study_stages in stages.studies().items():
-        text = (ROOT / "workflow" / "rules" / f"{study}.smk").read_text()
-        rules = re.findall(r"^rule (\w+):", text, flags=re.M)
-        assert sorted(rules) == sorted(s.rule_name for s in study_stages)
-        for st in study_stages:
-            body = text.split(f"rule {st.rule_name}:")[1].split("\nrule ")[0]
-            for helper in ("stage_inputs", "stage_outputs", "stage_params", "stage_shell"):
-                assert f'{helper}("{st.study}", "{st.name}")' in body, (st.rule_name, helper)
+def test_rules_are_generated_one_per_stage():
+    """No hand-written rules: common.smk makes one rule per registered stage, the Snakefile names none."""
+    assert sorted(p.name for p in (ROOT / "workflow" / "rules").glob("*.smk")) == ["common.smk"]
+    assert "rule all:" in (ROOT / "Snakefile").read_text() and "\nrule " not in (ROOT / "workflow/rules/common.smk").read_text()
+    params = config.load([ROOT / "params.yaml"])
+    specs = {r["name"]: r for r in workflow.rules(params)}
+    assert set(specs) == {st.rule_name for _, st in studies.all_stages()}
+    for study, st in studies.all_stages():
+        r = specs[st.rule_name]
+        assert r["llm_clients"] == int(st.uses_llm) and r["log"].endswith(".log") and r["benchmark"].endswith(".tsv")
+        assert ("{wildcards.shard}" in r["shell"]) == bool(st.shards) and ("{shard}" in r["log"]) == bool(st.shards)
+        # every stage depends on its study's code and the shared code; only LLM stages on llm/ and sim/
+        code = r["input"]["code"]
+        assert f"src/socsim/{study.name}/stages.py" in code and "src/socsim/io/parquet.py" in code
+        assert ("src/socsim/llm/client.py" in code) == st.uses_llm
+        assert not any(f"src/socsim/{other.name}/" in c for other in studies.all_studies() if other is not study
+                       for c in code)
+    # figures and tables carry report captions that exist
+    for study in studies.all_studies():
+        for kind in ("figures", "tables"):
+            assert (ROOT / "workflow" / "report" / study.name / f"{kind}.rst").stat().st_size > 50
+
+
+def dvc_expanded(project: Path) -> dict[str, dict]:
+    """dvc.yaml's stages with foreach expanded: 'name@item' -> the stage, `${item}` substituted."""
+    out = {}
+    for name, st in yaml.safe_load((project / "dvc.yaml").read_text())["stages"].items():
+        if "foreach" in st:
+            for item in st["foreach"]:
+                out[f"{name}@{item}"] = yaml.safe_load(yaml.safe_dump(st["do"]).replace("${item}", item))
+        else:
+            out[name] = st
+    return out
 
 
 @pytest.mark.slow
 def test_snakemake_and_dvc_agree(project):
+    """The dry-run jobs of Snakemake and the (expanded) dvc.yaml stages: same commands, inputs, outputs;
+    DVC's folder dependencies on package code are Snakemake's .py files."""
     dry = sh(["snakemake", "--dry-run", "--forceall", "--printshellcmds", "--cores", "1"], project).stdout
-    smk: dict[str, dict] = {}
-    current = None
+    jobs: list[dict] = []
     for line in dry.splitlines():
         if m := re.match(r"^(?:local)?rule (\w+):$", line):
-            current = smk.setdefault(m.group(1), {"outs": set(), "deps": set(), "cmds": set()})
-        elif current is not None and (m := re.match(r"^    (input|output): (.*)$", line)):
-            current["deps" if m.group(1) == "input" else "outs"].update(m.group(2).split(", "))
-        elif current is not None and line.startswith("Shell command: "):
-            current["cmds"].add(line.removeprefix("Shell command: ").strip())
-    smk.pop("all")
-    dvc_stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
-    assert set(smk) == set(dvc_stages)
+            jobs.append({"rule": m.group(1), "outs": set(), "deps": set(), "cmds": set()})
+        elif jobs and (m := re.match(r"^    (input|output): (.*)$", line)):
+            jobs[-1]["deps" if m.group(1) == "input" else "outs"].update(m.group(2).split(", "))
+        elif jobs and line.startswith("Shell command: "):
+            jobs[-1]["cmds"].add(re.sub(r" > \S+\.log 2>&1$", "", line.removeprefix("Shell command: ").strip()))
+    jobs = [j for j in jobs if j["rule"] != "all"]
+    dvc_stages = dvc_expanded(project)
+    assert len(jobs) == len(dvc_stages)
+    by_cmd = {next(iter(j["cmds"])): j for j in jobs}
     for name, st in dvc_stages.items():
+        job = by_cmd[st["cmd"]]  # the same command line
+        assert job["rule"] == name.split("@")[0]
         outs = set(st["outs"]) | {next(iter(m)) for m in st.get("metrics", [])}
-        assert smk[name]["outs"] == outs, name
-        assert smk[name]["deps"] == set(st.get("deps", [])), name
-        assert smk[name]["cmds"] == {st["cmd"]}, name
+        assert job["outs"] == outs, name
+        deps = set()
+        for d in st["deps"]:
+            p = project / d
+            deps |= {str(f.relative_to(project)) for f in p.rglob("*.py")} if d.startswith("src/") and p.is_dir() else {d}
+        assert job["deps"] == deps, name
 
 
 def ran(out: str) -> set[str]:
-    return set(re.findall(r"Running stage '(\w+)'", out))
+    """The DVC stages a run ran (shards of a foreach stage by the stage's name)."""
+    return set(re.findall(r"Running stage '(\w+)(?:@[^']*)?'", out))
 
 
 @pytest.mark.slow
 def test_pipeline_default_params_snakemake_then_dvc(project):
     # 1. Snakemake on the default params: every artifact of every stage.
     sh(["snakemake", "--cores", "2"], project)
-    for st in stages.all_stages():
-        for path in st.all_outputs().values():
-            assert (project / path).exists(), path
+    params = config.load([project / "params.yaml"])
+    for path in workflow.targets(params):
+        assert (project / path).exists(), path
+    # one log and one benchmark per job; every LLM shard wrote its own call cache
+    assert (project / "results/facilitation/logs/simulate/main.smollm2-135m.log").is_file()
+    assert (project / "results/coherence/benchmarks/judge/smollm2-135m.taxes.tsv").is_file()
+    caches = sorted(str(p.relative_to(project / ".socsim-cache")) for p in (project / ".socsim-cache").rglob("*.sqlite"))
+    assert "facilitation/simulate/main.smollm2-135m.sqlite" in caches and "coherence/judge/smollm2-135m.taxes.sqlite" in caches
     personas = project / "results/facilitation/personas.parquet"
     assert read_table(personas).num_rows == 30
     prov = read_provenance(personas)
     assert prov["stage"] == "facilitation.personas" and prov["seed"] == 20250101 and prov["params_hash"]
-    comments = project / "results/facilitation/comments.parquet"
-    assert read_provenance(comments)["model"]["smollm2-135m"]["backend"] == "embedded"
+    comments = project / "results/facilitation/comments/main.smollm2-135m.parquet"
+    prov = read_provenance(comments)
+    assert prov["model"]["smollm2-135m"]["backend"] == "embedded"
+    assert prov["shard"] == {"id": "main.smollm2-135m", "condition": "main", "model": "smollm2-135m"}
     coherence = project / "results/coherence"
     assert (coherence / "analysis/table4_tests.md").read_text().count("|") > 10
     assert len(list((coherence / "figures").glob("fig*.png"))) == 5
@@ -119,6 +157,16 @@ def test_pipeline_default_params_snakemake_then_dvc(project):
                  "interventions.csv", "diversity.csv", "nontroll_toxicity.csv", "agreement.json"):
         assert (analysis_dir / name).stat().st_size > 0, name
     assert "nothing to be done" in sh(["snakemake", "--cores", "2"], project).stderr.lower()
+
+    # The report holds every figure and table of every study.
+    import zipfile
+
+    sh(["snakemake", "--cores", "1", "--report", "report.zip"], project)
+    names = zipfile.ZipFile(project / "report.zip").namelist()
+    for study in studies.all_studies():
+        for kind, ext in (("figures", ".png"), ("analysis", ".csv")):
+            made = {p.name for p in (project / "results" / study.name / kind).glob("*" + ext)}
+            assert made and all(any(n.endswith("/" + m) for n in names) for m in made), (study.name, kind)
 
     # 2. DVC takes over what Snakemake produced: up to date, nothing re-run.
     sh(["dvc", "commit", "--force", "--quiet"], project)
@@ -155,7 +203,7 @@ def test_tiny_study_through_dvc_and_exp_run(project):
     (project / "params.yaml").write_text(yaml.safe_dump(deep_merge(params, tiny), sort_keys=False))
     sh(["git", "commit", "-qam", "tiny"], project)
     out = sh(["dvc", "repro"], project).stdout
-    assert ran(out) == {st.rule_name for st in stages.all_stages()}
+    assert ran(out) == {st.rule_name for _, st in studies.all_stages()}
     assert "Data and pipelines are up to date" in sh(["dvc", "repro"], project).stdout
 
     # LLM-generated personas: everything downstream of personas re-runs, topics does not.

@@ -40,8 +40,16 @@ def schema_path(params_path: str | os.PathLike | None = None) -> Path:
 
 
 def load_schema(params_path: str | os.PathLike | None = None) -> dict:
-    with open(schema_path(params_path), encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+    """params.schema.yaml (seed, llm) with every study's fragment beside it (<study>.schema.yaml)
+    as the schema of its section."""
+    path = schema_path(params_path)
+    with open(path, encoding="utf-8") as fh:
+        schema = yaml.safe_load(fh)
+    for fragment in sorted(path.parent.glob("*.schema.yaml")):
+        if fragment != path:
+            with open(fragment, encoding="utf-8") as fh:
+                schema["properties"][fragment.name.removesuffix(".schema.yaml")] = yaml.safe_load(fh)
+    return schema
 
 
 def _fill_defaults(schema: dict, value: Any) -> Any:
@@ -106,7 +114,7 @@ def validate(params: dict | None, schema: dict | None = None) -> dict:
 
 def _check_semantics(params: dict) -> None:
     """Rules a JSON schema cannot express."""
-    roles = params["facilitation"]["personas"]["roles"]
+    roles = params.get("facilitation", {}).get("personas", {}).get("roles", {"any": 1})
     if sum(roles.values()) <= 0:
         raise ParamsError("facilitation.personas.roles: expected at least one role share > 0")
 

@@ -1,88 +1,354 @@
-"""The registry of pipeline stages: one source of truth for the CLI, Snakemake and DVC.
+"""The study contract: studies, their artifacts and stages, shards, the params view, the stage context.
 
-Each stage names its inputs, outputs, metrics file and the params keys it reads. The CLI
-builds `socsim <study> <stage> --help` from it, the Snakemake rules take their input/output/
-params/shell from it (workflow/rules/common.smk), and `socsim dvc export` writes dvc.yaml
-from it; tests/test_workflow.py proves the three agree.
+A study (`Study`) owns its paths: every artifact it reads or writes is declared once, by name,
+with its path, schema and row keys. A stage (`Stage`) names the artifacts it reads and writes,
+the params keys it reads, whether it calls an LLM and, for simulate/annotate stages, how it is
+sharded (shard ids computed from params, so Snakemake and DVC know them when the DAG is built).
+`socsim <study> <stage>` (cli.py), the Snakemake rules (workflow/rules/common.smk) and dvc.yaml
+(socsim.dvc) are all generated from these declarations; the registry of studies is
+`socsim.studies`. This module imports no study.
 """
 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterator, Literal
+
+import pyarrow as pa
+
+from socsim.config import ParamsError, subset
 
 PARAMS_FILE = "params.yaml"
+SHARD = "{shard}"  # placeholder in a sharded artifact's path (a Snakemake wildcard, a DVC foreach item)
+ALL = "all"  # the shard id of a stage's single shard when it is not split
+
+# The llm keys that change a model's answers, declared once: every LLM stage reads them.
+LLM_KEYS = ("llm.backend", "llm.model_path", "llm.model", "llm.sampling.temperature", "llm.sampling.top_p")
+# The package code every stage runs (relative to src/socsim), and what LLM stages run besides.
+CORE_CODE = ("__init__.py", "stages.py", "studies.py", "config.py", "cli.py", "seeds.py", "progress.py", "io", "stats")
+LLM_CODE = ("llm", "sim")
+SRC = "src/socsim"
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A file or folder a study reads or writes. A sharded artifact has "{shard}" in its path:
+    one Parquet file per shard, read back as one table in `keys` order."""
+
+    path: str
+    schema: pa.Schema | None = None  # Parquet artifacts: the columns and types
+    keys: tuple[str, ...] = ()  # row order of a Parquet artifact (and of its shards, read together)
+    kind: Literal["file", "dir"] = "file"
+    report: str | None = None  # caption (workflow/report/<study>/<report>.rst) for `snakemake --report`
+    pattern: str = "{name}.png"  # files of a reported folder that go into the report
+
+    @property
+    def sharded(self) -> bool:
+        return SHARD in self.path
+
+    def at(self, shard: str) -> str:
+        return self.path.replace(SHARD, shard)
+
+
+ShardFn = Callable[[Mapping], dict[str, dict[str, Any]]]  # params -> {shard id: {column: value}}
 
 
 @dataclass(frozen=True)
 class Stage:
-    study: str
     name: str
     summary: str
-    run: Callable  # run(ctx: StageContext) -> None
-    inputs: dict[str, str] = field(default_factory=dict)  # CLI name -> default path
-    outputs: dict[str, str] = field(default_factory=dict)  # CLI name -> default path (Parquet etc.)
-    metrics: str | None = None  # metrics JSON path (DVC metrics, not cached)
-    params: tuple[str, ...] = ()  # dotted params keys the stage reads
-    directories: tuple[str, ...] = ()  # names of outputs that are directories
+    run: Callable[["StageContext"], None]
+    inputs: tuple[str, ...] = ()  # artifact names
+    outputs: tuple[str, ...] = ()  # artifact names
+    params: tuple[str, ...] = ()  # dotted params keys read (LLM stages also read LLM_KEYS)
     uses_llm: bool = False
+    shards: ShardFn | None = None  # split into one job per shard id (simulate, annotate, ...)
+    study: str = ""  # set by Study
 
     @property
     def rule_name(self) -> str:
         return f"{self.study}_{self.name}"
 
-    def all_outputs(self) -> dict[str, str]:
-        outs = dict(self.outputs)
-        if self.metrics:
-            outs["metrics"] = self.metrics
-        return outs
+    @property
+    def declared(self) -> tuple[str, ...]:
+        return tuple(sorted(set(self.params) | (set(LLM_KEYS) if self.uses_llm else set())))
 
-    def command(self, inputs: dict[str, str] | None = None, outputs: dict[str, str] | None = None,
-                params_files: tuple[str, ...] = (PARAMS_FILE,)) -> str:
-        """The shell command that runs this stage on the given paths."""
-        inputs = inputs or self.inputs
-        outputs = outputs or self.all_outputs()
-        parts = ["socsim", self.study, self.name]
+    @property
+    def code(self) -> tuple[str, ...]:
+        """The package code this stage runs: its study's sub-package and the shared packages."""
+        shared = CORE_CODE + (LLM_CODE if self.uses_llm else ())
+        return tuple(f"{SRC}/{p}" for p in (self.study, *shared))
+
+    def shard_table(self, params: Mapping) -> dict[str, dict[str, Any]]:
+        """Shard id -> shard-key values; the shard function sees only the stage's declared params."""
+        if not self.shards:
+            return {ALL: {}}
+        view = params if isinstance(params, ParamsView) else ParamsView(params, self.declared, self.rule_name)
+        return self.shards(view)
+
+    def shard_ids(self, params: Mapping) -> list[str]:
+        return sorted(self.shard_table(params))
+
+
+def shard_table(values: list[dict[str, Any]], keys: list[str]) -> dict[str, dict[str, Any]]:
+    """Shards of a stage from the distinct combinations of its shard-key values: id -> values.
+    `keys` empty: one shard `all` holding everything. Ids join the values with '.'."""
+    out: dict[str, dict[str, Any]] = {}
+    for v in values:
+        sub = {k: v[k] for k in keys}
+        sid = ".".join(str(sub[k]) for k in keys) or ALL
+        if out.setdefault(sid, sub) != sub:
+            raise ParamsError(f"two shards share the id {sid!r}: {out[sid]} and {sub}")
+        bad = set(sid) - set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-+")
+        if bad:
+            raise ParamsError(f"shard id {sid!r} has characters not allowed in a file name: {''.join(sorted(bad))}")
+    return out
+
+
+class Study:
+    """A study: its artifacts (by name) and its stages, in pipeline order."""
+
+    def __init__(self, name: str, artifacts: dict[str, Artifact], stages: list[Stage]):
+        self.name = name
+        self.artifacts = dict(artifacts)
+        self.stages = [replace(s, study=name) for s in stages]
+        self.results = f"results/{name}"
+        for st in self.stages:
+            for a in (*st.inputs, *st.outputs):
+                if a not in self.artifacts:
+                    raise ValueError(f"stage {name}.{st.name} names an undeclared artifact {a!r}")
+            for a in st.outputs:
+                if self.artifacts[a].sharded and not st.shards:
+                    raise ValueError(f"stage {name}.{st.name} writes sharded {a!r} but declares no shards")
+        for st in self.stages:  # a sharded stage reads a sharded input shard by shard: same shards
+            for a in st.inputs:
+                producer = self.producer(a)
+                if st.shards and self.artifacts[a].sharded and producer.shards is not st.shards:
+                    raise ValueError(f"stage {name}.{st.name} reads {a!r} shard by shard but is sharded differently")
+
+    def _metrics_path(self, st: Stage) -> str:
+        return f"{self.results}/metrics/{st.name}/{SHARD}.json" if st.shards else f"{self.results}/metrics/{st.name}.json"
+
+    def stage(self, name: str) -> Stage:
+        for st in self.stages:
+            if st.name == name:
+                return st
+        raise KeyError(f"no stage {self.name} {name}")
+
+    def producer(self, artifact: str) -> Stage | None:
+        return next((st for st in self.stages if artifact in st.outputs), None)
+
+    def artifact(self, st: Stage, name: str) -> Artifact:
+        return Artifact(self._metrics_path(st)) if name == "metrics" else self.artifacts[name]
+
+    def output_names(self, st: Stage) -> tuple[str, ...]:
+        return (*st.outputs, "metrics")
+
+    def paths(self, st: Stage, params: Mapping | None, shard: str | None = SHARD) -> dict[str, str | list[str]]:
+        """Every input and output of a stage, resolved: a sharded artifact of this stage's own
+        shard is one path (`shard`, or the "{shard}" wildcard), a sharded input of an unsharded
+        stage is the sorted list of its producer's shard files (needs params)."""
+        out: dict[str, str | list[str]] = {}
+        for name in (*st.inputs, *self.output_names(st)):
+            art = self.artifact(st, name)
+            if not art.sharded:
+                out[name] = art.path
+            elif st.shards:
+                out[name] = art.at(shard)
+            else:
+                producer = self.producer(name)
+                out[name] = [art.at(s) for s in producer.shard_ids(params)] if params is not None else art.path
+        return out
+
+    def command(self, st: Stage, paths: dict[str, str | list[str]], params_files=(PARAMS_FILE,),
+                shard: str | None = None) -> str:
+        """The shell command that runs a stage on the given paths."""
+        parts = ["socsim", self.name, st.name]
         for pf in params_files:
             parts += ["--params", pf]
-        for name, path in {**inputs, **outputs}.items():
-            parts += ["--" + name.replace("_", "-"), path]
-        return " ".join(shlex.quote(p) for p in parts)
+        if st.shards:
+            parts += ["--shard", shard or SHARD]
+        for name, value in paths.items():
+            parts += ["--" + name.replace("_", "-"), *([value] if isinstance(value, str) else value)]
+        return " ".join(map(_quote, parts))
+
+    def targets(self, params: Mapping) -> list[str]:
+        """Every output of every stage (all shards): what `snakemake` builds for this study."""
+        out = []
+        for st in self.stages:
+            for name in self.output_names(st):
+                art = self.artifact(st, name)
+                out += [art.at(s) for s in st.shard_ids(params)] if art.sharded else [art.path]
+        return out
 
 
-_REGISTRY: dict[tuple[str, str], Stage] = {}
+def _quote(part: str) -> str:
+    """shlex.quote, leaving the "{shard}" placeholder bare (Snakemake and DVC substitute it)."""
+    return part if shlex.quote(part.replace(SHARD, "x")) == part.replace(SHARD, "x") else shlex.quote(part)
 
 
-def register(stage: Stage) -> Stage:
-    key = (stage.study, stage.name)
-    if key in _REGISTRY:
-        raise ValueError(f"stage {key} registered twice")
-    _REGISTRY[key] = stage
-    return stage
+class ParamsView(Mapping):
+    """Read-only view of params that refuses every key the stage did not declare, so that
+    "a params change re-runs exactly the stages that read it" holds by construction."""
+
+    def __init__(self, data: Mapping, declared: tuple[str, ...], stage: str, prefix: str = ""):
+        self._data, self._declared, self._stage, self._prefix = data, declared, stage, prefix
+
+    def _full(self, key: str) -> str:
+        return f"{self._prefix}.{key}" if self._prefix else str(key)
+
+    def _allowed(self, full: str) -> str | None:
+        """'value' (full is declared or below a declared key), 'view' (above one), None (neither)."""
+        if any(full == d or full.startswith(d + ".") for d in self._declared):
+            return "value"
+        if any(d.startswith(full + ".") for d in self._declared):
+            return "view"
+        return None
+
+    def __getitem__(self, key: str) -> Any:
+        full = self._full(key)
+        kind = self._allowed(full)
+        if kind is None:
+            raise ParamsError(f"stage {self._stage} read params key {full!r}, which it does not declare "
+                              f"(declared: {', '.join(self._declared) or 'none'}); add it to the stage's params")
+        value = self._data[key]
+        return ParamsView(value, self._declared, self._stage, full) if kind == "view" else value
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k in self._data if self._allowed(self._full(k)))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __repr__(self) -> str:
+        return f"ParamsView({self._stage}: {', '.join(self._declared)})"
 
 
-def _load_studies() -> None:
-    # Importing a study's package registers its stages.
-    import socsim.coherence.stages  # noqa: F401
-    import socsim.facilitation.stages  # noqa: F401
+class StageContext:
+    """What a stage's run() receives: its declared params (a view), its resolved paths, its shard,
+    readers and writers of its artifacts, and the LLM clients (closed with the context)."""
 
+    def __init__(self, study: Study, stage: Stage, params: dict, paths: dict[str, Path | list[Path]],
+                 shard: str = ALL):
+        self.study, self.stage, self.shard = study, stage, shard
+        self._params = params
+        self.params = ParamsView(params, stage.declared, f"{study.name}.{stage.name}")
+        self.paths = paths
+        self.values = subset(params, stage.declared)
+        # shard `all` of a sharded stage holds every row (the CLI without --shard)
+        self.shard_values: dict[str, Any] = stage.shard_table(params).get(shard, {}) if shard == ALL else \
+            stage.shard_table(params)[shard]
+        self._clients: dict[str, Any] = {}  # name -> LLMClient ("" = the default llm section)
 
-def all_stages() -> list[Stage]:
-    _load_studies()
-    return list(_REGISTRY.values())
+    @property
+    def label(self) -> str:
+        return f"{self.study.name}.{self.stage.name}"
 
+    @property
+    def seed(self) -> int:
+        return self.params["seed"]
 
-def get(study: str, name: str) -> Stage:
-    _load_studies()
-    try:
-        return _REGISTRY[(study, name)]
-    except KeyError:
-        raise KeyError(f"no stage {study} {name}") from None
+    def path(self, name: str) -> Path:
+        p = self.paths[name]
+        if isinstance(p, list):
+            raise TypeError(f"{name} is a list of shard files; use ctx.read({name!r})")
+        return p
 
+    # -- artifacts ------------------------------------------------------------------------
+    def read(self, name: str, in_shard: bool = False) -> pa.Table:
+        """A Parquet artifact as one table (shard files concatenated, in the artifact's key order);
+        `in_shard`: only the rows of this stage's shard (matching its shard-key columns)."""
+        from socsim.io.parquet import read_tables
 
-def studies() -> dict[str, list[Stage]]:
-    out: dict[str, list[Stage]] = {}
-    for s in all_stages():
-        out.setdefault(s.study, []).append(s)
-    return out
+        art = self.study.artifacts[name]
+        p = self.paths[name]
+        table = read_tables(p if isinstance(p, list) else [p], art.schema, art.keys)
+        if in_shard and self.shard_values:
+            import pyarrow.compute as pc
+
+            mask = None
+            for col, value in self.shard_values.items():
+                m = pc.equal(table[col], value)
+                mask = m if mask is None else pc.and_(mask, m)
+            table = table.filter(mask)
+        return table
+
+    def rows(self, name: str, in_shard: bool = False) -> list[dict]:
+        return self.read(name, in_shard).to_pylist()
+
+    def write(self, name: str, rows: list[dict], **provenance_extra) -> None:
+        from socsim.io.parquet import write_table
+
+        art = self.study.artifacts[name]
+        write_table(self.path(name), rows, art.schema, list(art.keys), self.provenance(**provenance_extra))
+
+    # -- LLM clients ----------------------------------------------------------------------
+    def _cache_path(self) -> str | None:
+        template = self._params["llm"]["cache_path"]
+        if not template:
+            return None
+        return template.format(study=self.study.name, stage=self.stage.name, shard=self.shard)
+
+    def client(self):
+        """The client of params' llm section (one per context, with this shard's call cache)."""
+        return self._client("", self._params)
+
+    def model_clients(self, models: list[dict], where: str) -> dict:
+        """One client per model entry (a name plus llm overrides), each with this shard's call cache."""
+        from socsim.config import with_llm_overrides
+
+        return {m["name"]: self._client(m["name"], with_llm_overrides(self._params, m, where)) for m in models}
+
+    def _client(self, name: str, params: dict):
+        if name not in self._clients:
+            from socsim.llm import LLMClient
+            from socsim.llm.cache import CallCache
+
+            path = self._cache_path()
+            # Clients of one stage share its cache file (one open handle).
+            shared = next((c.cache for c in self._clients.values() if c.cache is not None), None)
+            client = LLMClient.from_params(params, cache_path="")
+            client.cache = shared if shared is not None else (CallCache(path) if path else None)
+            self._clients[name] = client
+        return self._clients[name]
+
+    def model_identity(self) -> dict | None:
+        named = {n: c.identity() for n, c in self._clients.items() if n}
+        if named:
+            return named
+        return self._clients[""].identity() if "" in self._clients else None
+
+    def provenance(self, **extra) -> dict:
+        from socsim.io.provenance import provenance
+
+        prov = provenance(self.label, self.values, self._params["seed"], self.model_identity())
+        if self.stage.shards:
+            prov["shard"] = {"id": self.shard, **self.shard_values}
+        return {**prov, **extra}
+
+    def llm_metrics(self) -> dict:
+        """Accounting of the stage's clients: totals, and each named model's own."""
+        from socsim.llm.accounting import Accounting
+
+        if set(self._clients) <= {""}:
+            c = self._clients.get("")
+            return (c.accounting if c is not None else Accounting()).as_metrics()
+        per = {name: c.accounting.as_metrics() for name, c in self._clients.items() if name}
+        totals = {k: sum(m[k] for m in per.values())
+                  for k in ("requests", "calls", "cache_hits", "parse_failures", "completion_tokens")}
+        return {**totals, "models": per}
+
+    def write_metrics(self, **extra) -> None:
+        """The stage's metrics JSON (DVC metrics): `extra`, and for LLM stages the call accounting."""
+        from socsim.io.parquet import write_json
+
+        metrics = {**self.llm_metrics(), **extra} if self.stage.uses_llm else dict(extra)
+        write_json(self.path("metrics"), metrics)
+
+    def close(self) -> None:
+        caches = {id(c.cache): c.cache for c in self._clients.values() if c.cache is not None}
+        for cache in caches.values():
+            cache.close()

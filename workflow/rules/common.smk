@@ -1,10 +1,11 @@
-# Shared by every study: params validation and the bridge to the stage registry.
-# All logic lives in the socsim package; rules only name a stage.
+# Shared by every study: params validation, and one rule per registered stage, generated from the
+# study contract (socsim.stages, registry socsim.studies). All logic lives in the socsim package.
 
 from snakemake.exceptions import WorkflowError
 
 from socsim import config as socsim_config
-from socsim import stages as socsim_stages
+from socsim import workflow as socsim_smk
+from socsim import studies as socsim_studies
 
 try:
     _validated = socsim_config.validate(config, socsim_config.load_schema(workflow.basedir + "/params.yaml"))
@@ -19,31 +20,43 @@ PARAMS_FILES = tuple(
         ["params.yaml"] + [os.path.relpath(f) for f in getattr(workflow, "overwrite_configfiles", None) or []]
     )
 )
+# An embedded model uses every core, so its jobs run one at a time; jobs that talk to a server need
+# one core each and `llm_clients` (a global resource, see the profiles) bounds them instead.
+LLM_THREADS = workflow.cores if config["llm"]["backend"] == "embedded" else 1
 
 
-def stage_inputs(study, name):
-    return socsim_stages.get(study, name).inputs
+def _outputs(spec):
+    """Snakemake output objects from the package's plain description (folders, report captions)."""
+    out = {}
+    for name, o in spec.items():
+        path = directory(o["path"]) if o["dir"] else o["path"]
+        if o["caption"]:
+            path = report(path, caption=o["caption"], category=o["category"], subcategory=o["subcategory"],
+                          patterns=[o["pattern"]] if o["dir"] else [])
+        out[name] = path
+    return out
 
 
-def stage_outputs(study, name):
-    stage = socsim_stages.get(study, name)
-    return {k: directory(v) if k in stage.directories else v for k, v in stage.all_outputs().items()}
+for _rule in socsim_smk.rules(config, PARAMS_FILES, LLM_THREADS):
+
+    rule:
+        name:
+            _rule["name"]
+        input:
+            **_rule["input"],
+        output:
+            **_outputs(_rule["output"]),
+        params:
+            values=_rule["params"],
+        log:
+            _rule["log"],
+        benchmark:
+            _rule["benchmark"]
+        threads: _rule["threads"]
+        resources:
+            llm_clients=_rule["llm_clients"],
+        shell:
+            _rule["shell"]
 
 
-def stage_params(study, name):
-    """The params values a stage reads: a change re-runs it (rerun trigger 'params')."""
-    return socsim_config.canonical_json(socsim_config.subset(config, socsim_stages.get(study, name).params))
-
-
-def stage_shell(study, name):
-    return socsim_stages.get(study, name).command(params_files=PARAMS_FILES)
-
-
-def llm_threads():
-    """An embedded model uses every core: two such jobs at once would only slow each other down.
-    Jobs that talk to a server need one core; `llm_clients` bounds them instead."""
-    return workflow.cores if config["llm"]["backend"] == "embedded" else 1
-
-
-def study_targets(study):
-    return [p for st in socsim_stages.studies()[study] for p in st.all_outputs().values()]
+ALL_TARGETS = socsim_smk.targets(config)

@@ -90,6 +90,16 @@ def read_table(path: str | Path, schema: pa.Schema | None = None) -> pa.Table:
     return table
 
 
+def read_tables(paths: Sequence[str | Path], schema: pa.Schema | None = None, sort_by: Sequence[str] = ()) -> pa.Table:
+    """Shard files of one artifact as one table, rows in `sort_by` order: the same table whether the
+    artifact was written as one shard or many."""
+    tables = [read_table(p, schema) for p in sorted(map(str, paths))]
+    if len(tables) == 1:
+        return tables[0]
+    table = pa.concat_tables([t.replace_schema_metadata(None) for t in tables])
+    return table.sort_by([(c, "ascending") for c in sort_by]) if len(table) and sort_by else table
+
+
 def read_provenance(path: str | Path) -> dict:
     meta = pq.read_schema(path).metadata or {}
     raw = meta.get(PROVENANCE_KEY)

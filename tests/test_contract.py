@@ -1,0 +1,130 @@
+"""The study contract holds for every registered stage of every study: help text, declared params
+(a view that refuses undeclared keys), artifacts, shards, per-shard caches, no import circle."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from dataclasses import replace
+
+import pyarrow as pa
+import pytest
+import yaml
+
+from conftest import ROOT
+from socsim import cli, config, studies
+from socsim.io.parquet import read_tables, write_table
+from socsim.stages import ALL, ParamsView, StageContext, shard_table
+
+STAGES = studies.all_stages()
+IDS = [st.rule_name for _, st in STAGES]
+
+
+@pytest.fixture(scope="module")
+def params():
+    return config.load([ROOT / "params.yaml"])
+
+
+@pytest.mark.parametrize("study,st", STAGES, ids=IDS)
+def test_help_names_inputs_outputs_and_params(study, st, capsys):
+    with pytest.raises(SystemExit):
+        cli.main([study.name, st.name, "--help"])
+    text = capsys.readouterr().out
+    for name in (*st.inputs, *study.output_names(st)):
+        assert f"--{name.replace('_', '-')}" in text, name
+    keys = text.split("params keys read:")[1]
+    for key in st.declared:
+        assert f"  {key}\n" in keys + "\n", key
+    assert ("--shard" in text) == bool(st.shards)
+
+
+@pytest.mark.parametrize("study,st", STAGES, ids=IDS)
+def test_declared_keys_exist_and_undeclared_keys_are_refused(study, st, params):
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    for key in st.declared:
+        config.get_dotted(raw, key)  # DVC reads every declared key from params.yaml itself
+    view = ParamsView(params, st.declared, st.rule_name)
+    undeclared = sorted(k for k in ("seed", "llm.n_ctx", f"{study.name}.alpha", f"{study.name}.models",
+                                    "facilitation.user_turns", "coherence.turns_per_agent")
+                        if not any(k == d or k.startswith(d + ".") for d in st.declared))
+    assert undeclared
+    for key in undeclared:
+        node, *rest = key.split(".")
+        parts = key.split(".")  # the error names the first level that no declared key lies under
+        refused = next(".".join(parts[:i]) for i in range(1, len(parts) + 1)
+                       if not any(d.startswith(".".join(parts[:i]) + ".") for d in st.declared))
+        with pytest.raises(config.ParamsError, match=rf"stage {st.rule_name} read params key '{refused}'"):
+            value = view[node]
+            for part in rest:
+                value = value[part]
+    for key in st.declared:  # every declared key reads back its value
+        node = view
+        for part in key.split("."):
+            node = node[part]
+        assert node == config.get_dotted(params, key) or isinstance(node, ParamsView)
+
+
+def test_a_stage_that_reads_an_undeclared_key_fails_naming_it(tmp_path, params):
+    """The real personas stage, declared without its own section: it stops at the first read."""
+    study = studies.study("facilitation")
+    st = replace(study.stage("personas"), params=("seed",))
+    paths = {k: tmp_path / "x" for k in ("personas", "metrics")}
+    paths.update({k: ROOT / study.artifacts[k].path for k in st.inputs})
+    ctx = StageContext(study, st, params, paths)
+    with pytest.raises(config.ParamsError, match="stage facilitation.personas read params key 'facilitation'"):
+        st.run(ctx)
+    assert not (tmp_path / "x").exists()
+
+
+def test_contract_imports_no_study():
+    code = ("import sys, socsim.stages, socsim.workflow, socsim.dvc, socsim.cli; "
+            "print(sorted(m for m in sys.modules if m.startswith(('socsim.facilitation', 'socsim.coherence'))))")
+    out = subprocess.run([sys.executable, "-c", code.replace(", socsim.workflow, socsim.dvc, socsim.cli", "")],
+                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.strip() == "[]"
+
+
+def test_shards_come_from_params(params):
+    fac, coh = studies.study("facilitation"), studies.study("coherence")
+    sim, conv = fac.stage("simulate"), coh.stage("converse")
+    assert "main.smollm2-135m" in sim.shard_ids(params)
+    assert conv.shard_ids(params) == [f"smollm2-135m.{t}" for t in sorted(params["coherence"]["topics"])]
+    one = config.validate(config.deep_merge(params, {"facilitation": {"shard_by": []},
+                                                     "coherence": {"shard_by": ["model"]}}))
+    assert sim.shard_ids(one) == [ALL] and conv.shard_ids(one) == ["smollm2-135m"]
+    # consumers of a sharded artifact take every shard file, producers one shard
+    paths = fac.paths(fac.stage("analyse"), params)
+    assert paths["comments"] == [f"results/facilitation/comments/{s}.parquet" for s in sim.shard_ids(params)]
+    assert fac.paths(fac.stage("annotate"), params, "main.x")["comments"] == "results/facilitation/comments/main.x.parquet"
+    with pytest.raises(config.ParamsError, match="not allowed in a file name"):
+        shard_table([{"model": "a/b"}], ["model"])
+
+
+def test_shards_read_back_as_the_unsharded_table(tmp_path):
+    """Split in any way, the shard files of an artifact read back as the table written whole."""
+    schema = pa.schema([("discussion_id", pa.string()), ("turn", pa.int64()), ("text", pa.string())])
+    rows = [{"discussion_id": f"d{d}", "turn": t, "text": f"{d}-{t}"} for d in range(7) for t in range(5)]
+    whole = write_table(tmp_path / "whole.parquet", rows, schema, ["discussion_id", "turn"], {})
+    rng = random.Random(3)
+    shuffled = rng.sample(rows, len(rows))
+    parts = [shuffled[i::3] for i in range(3)]
+    paths = [tmp_path / f"s{i}.parquet" for i in range(3)]
+    for p, part in zip(paths, parts):
+        write_table(p, part, schema, ["discussion_id", "turn"], {"shard": str(p)})
+    merged = read_tables(list(reversed(paths)), schema, ["discussion_id", "turn"])
+    assert merged.replace_schema_metadata(None).equals(whole.replace_schema_metadata(None))
+
+
+def test_each_shard_has_its_own_call_cache(tmp_path, params):
+    study = studies.study("coherence")
+    st = study.stage("judge")
+    p = config.deep_merge(params, {"llm": {"cache_path": str(tmp_path / "{study}" / "{stage}" / "{shard}.sqlite")}})
+    ctx = StageContext(study, st, p, {}, "smollm2-135m.taxes")
+    try:
+        a = ctx.model_clients([{"name": "j1"}, {"name": "j2"}], "coherence.judge_models")
+        assert a["j1"].cache is a["j2"].cache  # one open file per shard
+        assert a["j1"].cache.path == tmp_path / "coherence" / "judge" / "smollm2-135m.taxes.sqlite"
+        assert ctx.shard_values == {"model": "smollm2-135m", "topic": "taxes"}
+    finally:
+        ctx.close()
