@@ -1,0 +1,63 @@
+"""What a speaker (or a judge) sees of the history.
+
+Views take records with the keys they name: the engine's Turn records, or a study's own rows
+(facilitation's comments, coherence's utterances)."""
+
+from __future__ import annotations
+
+
+def window(turns: list[dict], h: int) -> list[dict]:
+    """The last h non-silent turns (`is_silent`)."""
+    return [t for t in turns if not t["is_silent"]][-h:]
+
+
+def per_speaker(turns: list[dict], n: int, key: str = "speaker_id") -> list[dict]:
+    """At most the last n turns of each speaker (told apart by `key`), in order."""
+    seen: dict = {}
+    keep = []
+    for t in reversed(turns):
+        seen[t[key]] = seen.get(t[key], 0) + 1
+        if seen[t[key]] <= n:
+            keep.append(t)
+    return keep[::-1]
+
+
+def render(turns: list[dict], line: str = "@{speaker_name}: {text}") -> str:
+    """One line per turn, `line` formatted with the turn's keys."""
+    return "\n".join(line.format(**t) for t in turns)
+
+
+def as_chat(system: str | None, turns: list[dict], speaker_id: str) -> list[dict]:
+    """The whole history from one speaker's side: its own turns as assistant messages."""
+    head = [{"role": "system", "content": system}] if system is not None else []
+    return head + [{"role": "assistant" if t["speaker_id"] == speaker_id else "user", "content": t["text"]}
+                   for t in turns]
+
+
+class Memory:
+    """What one agent remembers: a summary of what it has forgotten, then the turns since.
+
+    A study appends the turns the agent sees (`append`), and when it likes (e.g. past a length)
+    folds all but the last `keep` entries into a summary it wrote itself, for instance with a
+    model call on `render()` (`summarise`). `render` is what goes into the agent's prompt."""
+
+    def __init__(self, line: str = "@{speaker_name}: {text}", summary_head: str = "Summary so far: "):
+        self.line, self.summary_head = line, summary_head
+        self.summary: str | None = None
+        self.entries: list[dict] = []
+
+    def append(self, turn: dict) -> None:
+        self.entries.append(turn)
+
+    def summarise(self, summary: str, keep: int = 0) -> None:
+        """Replace the summary and every entry but the last `keep` by `summary`."""
+        self.summary = summary
+        self.entries = self.entries[len(self.entries) - keep:] if keep > 0 else []
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def render(self) -> str:
+        parts = [self.summary_head + self.summary] if self.summary is not None else []
+        parts += [render(self.entries, self.line)] if self.entries else []
+        return "\n".join(parts)
