@@ -14,73 +14,41 @@ from scipy import stats as sps
 
 from conftest import ROOT, kill_after_cached_calls, read_metrics, run_socsim, socsim_cmd, write_params
 from socsim.facilitation import analysis, annotate, schemas
-from socsim.facilitation.simulate import Transcript, clean_comment
-from socsim.facilitation.turns import TurnManager
+from socsim.facilitation.simulate import FACILITATOR, clean_comment, comment_rows, episode
 from socsim.io.parquet import read_table
+from socsim.sim import views
+from socsim.sim.episode import Transcript
 from socsim.stats.multitest import holm
 from socsim.stats.text import diversity, lcs_length, rouge_l_f1, tokens
 
-USERS = [f"u{i}" for i in range(7)]
-
-
-# -- turn taking -------------------------------------------------------------------------------
-
-def _reply_rate(speakers: list[str]) -> float:
-    return sum(speakers[t] == speakers[t - 2] for t in range(2, len(speakers))) / (len(speakers) - 2)
-
-
-@pytest.mark.parametrize("p", [0.0, 0.1, 0.4, 0.8])
-def test_respond_observed_reply_rate_is_p_respond(p):
-    n = 50_000
-    tm = TurnManager(USERS, "respond", p_respond=p, seed=11)
-    speakers = [tm.next() for _ in range(n)]
-    assert all(a != b for a, b in zip(speakers, speakers[1:]))  # nobody replies to themselves
-    # The paper: the replier with probability p, otherwise *another* participant: the observed
-    # rate P(speaker_t = speaker_t-2) is p itself.
-    assert abs(_reply_rate(speakers) - p) <= 0.01
-    counts = Counter(speakers)
-    assert set(counts) == set(USERS)  # everybody speaks
-
-
-@pytest.mark.parametrize("p", [0.0, 0.4, 0.8])
-def test_respond_uniform_keeps_the_old_rule(p):
-    n = 50_000
-    tm = TurnManager(USERS, "respond_uniform", p_respond=p, seed=5)
-    speakers = [tm.next() for _ in range(n)]
-    # The old rule's other branch may pick the replier again: p + (1 - p) / (k - 1) (0.5 at p = 0.4).
-    expected = p + (1 - p) / (len(USERS) - 1)
-    assert abs(_reply_rate(speakers) - expected) <= 0.01
-    assert abs(_reply_rate(speakers) - p) > 0.02  # (1 - p) / 6 >= 0.033 away from p
-
-
-def test_respond_with_two_users_alternates():
-    tm = TurnManager(["a", "b"], "respond", p_respond=0.4, seed=1)
-    seq = [tm.next() for _ in range(200)]
-    assert all(x != y for x, y in zip(seq, seq[1:]))
-
-
-def test_round_robin_is_exact_and_random_never_repeats():
-    rr = TurnManager(USERS, "round_robin", seed=1)
-    assert [rr.next() for _ in range(21)] == USERS * 3
-    rnd = TurnManager(USERS, "random", seed=2)
-    seq = [rnd.next() for _ in range(5000)]
-    assert all(a != b for a, b in zip(seq, seq[1:]))
-    counts = Counter(seq)
-    assert set(counts) == set(USERS) and min(counts.values()) > 5000 / 7 * 0.8
-    with pytest.raises(ValueError):
-        TurnManager(USERS, "debate")
-
-
 # -- silence, context, ids -----------------------------------------------------------------------
 
-SETUP = {"discussion_id": "d1", "context_h": 2, "model": "m", "strategy": "No Instructions", "condition": "main",
-         "facilitator_prompt": "moderate"}
 ALICE = {"persona_id": "p1", "username": "alice", "role": "normal_user", "system_prompt": "a"}
 BOB = {"persona_id": "p2", "username": "bob", "role": "troll", "system_prompt": "b"}
+SETUP = {"discussion_id": "d1", "context_h": 2, "model": "m", "strategy": "No Instructions", "condition": "main",
+         "facilitator_prompt": "moderate", "participants": [ALICE, BOB], "topic": "seed opinion", "seed": 1}
+
+
+class Discussion:
+    """Comments recorded as run_discussion records them: engine turns mapped by comment_rows."""
+
+    def __init__(self, setup: dict):
+        self.setup, self.t = setup, Transcript(episode(setup))
+
+    def record(self, speaker: dict | None, text: str, tokens: int, is_seed: bool = False, silent: bool | None = None):
+        self.t.add(speaker["persona_id"] if speaker else FACILITATOR, text, tokens,
+                   (not text) if silent is None else silent, is_seed)
+
+    @property
+    def rows(self) -> list[dict]:
+        return comment_rows(self.setup, self.t.turns)
+
+    def context(self) -> list[dict]:
+        return views.window(self.t.turns, self.setup["context_h"])
 
 
 def test_silent_turns_are_recorded_but_never_in_context():
-    t = Transcript(SETUP)
+    t = Discussion(SETUP)
     t.record(ALICE, "seed opinion", 0, is_seed=True)
     t.record(BOB, "first reply", 5)
     t.record(None, "", 0)  # the facilitator stays silent
@@ -100,7 +68,7 @@ def test_clean_comment():
 
 
 def _comments_with_repeats() -> list[dict]:
-    t = Transcript(SETUP)
+    t = Discussion(SETUP)
     t.record(ALICE, "seed", 0, is_seed=True)
     for _ in range(3):
         t.record(BOB, "same text", 1)
@@ -267,7 +235,7 @@ def _known_discussions(per_cell=6, turns=10, seed=0):
         for d in range(per_cell):
             did = f"main.m.{strategy}.{d}"
             setup = {**SETUP, "discussion_id": did, "strategy": strategy}
-            t = Transcript(setup)
+            t = Discussion(setup)
             t.record(ALICE, "seed opinion", 0, is_seed=True)
             for k in range(turns):
                 user = (ALICE, BOB)[k % 2]
@@ -597,7 +565,7 @@ def test_silent_replies_are_recorded_as_silence_and_counted():
     from socsim.facilitation.simulate import SilenceRule, silence_metrics
 
     rule = SilenceRule.from_file(ROOT / "data" / "facilitation" / "silence.yaml")
-    t = Transcript(SETUP)
+    t = Discussion(SETUP)
     t.record(ALICE, "seed", 0, is_seed=True)
     t.record(BOB, "you are all wrong", 5)
     t.record(None, "(silent)", 3, silent=rule("(silent)"))

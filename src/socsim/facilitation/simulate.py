@@ -1,28 +1,27 @@
-"""Running discussions: users take turns, the facilitator may answer after every user comment.
+"""Running discussions on the engine (socsim.sim): users take turns, the facilitator may answer
+after every user comment.
 
-Every participant (and the facilitator) sees the h most recent non-silent comments. A silent
-turn is recorded, but never enters the context nor the annotation. What counts as silence is a
-SilenceRule (data/facilitation/silence.yaml): an empty reply, one of only punctuation, or one
-matching a pattern such as "(silent)" or "[no intervention]".
-Discussions run concurrently; each request's seed derives from the discussion id and turn,
-so results do not depend on scheduling, and a re-run replays finished turns from the cache.
+A setup row is a self-contained episode: the first speaker of the turn policy posts the topic
+(the seed opinion), then `user_turns` user comments, each followed by the facilitator's turn when
+the setup has one. Every participant (and the facilitator) sees the h most recent non-silent
+comments. A silent turn is recorded, but never enters the context nor the annotation. What counts
+as silence is a SilenceRule (data/facilitation/silence.yaml): an empty reply, one of only
+punctuation, or one matching a pattern such as "(silent)" or "[no intervention]". The turn
+policy draws from random.Random(setup seed); request seeds derive from the setup seed and turn.
 """
 
 from __future__ import annotations
 
+import random
 import re
 
 from socsim.facilitation.setups import prompt_hash
-from socsim.facilitation.turns import TurnManager
-from socsim.llm import LLMClient, Request, Sampling, derive_seed
-from socsim.progress import gather_with_progress
+from socsim.llm import LLMClient, Sampling
+from socsim.sim import policies, runner, stop, views
+from socsim.sim.episode import Episode, Speaker, Turn, play
 
 FACILITATOR = "facilitator"
 FACILITATOR_NAME = "moderator"
-
-
-def format_context(comments: list[dict]) -> str:
-    return "\n".join(f"@{c['speaker_name']}: {c['text']}" for c in comments)
 
 
 def clean_comment(text: str, username: str) -> str:
@@ -62,84 +61,55 @@ class SilenceRule:
         return any(p.fullmatch(t) for p in self.patterns)
 
 
-def user_messages(system_prompt: str, topic: str, context: list[dict], username: str) -> list[dict]:
-    return [
-        {"role": "system", "content": system_prompt},
-        {"role": "user", "content": f"Discussion topic: {topic}\n\nLatest comments:\n{format_context(context)}\n\n"
-                                    f"Write your next comment as @{username}."},
-    ]
+def episode(setup: dict) -> Episode:
+    """The setup row as an engine episode: its participants, then the facilitator (if any)."""
+    speakers = [Speaker(p["persona_id"], p["username"], p["system_prompt"], p["role"]) for p in setup["participants"]]
+    if setup["facilitator_prompt"] is not None:
+        speakers.append(Speaker(FACILITATOR, FACILITATOR_NAME, setup["facilitator_prompt"], FACILITATOR))
+    return Episode(setup["discussion_id"], setup["model"], setup["seed"], tuple(speakers), setup["topic"], ("turn",))
 
 
-def facilitator_messages(system_prompt: str, topic: str, context: list[dict]) -> list[dict]:
-    return [
-        {"role": "system", "content": system_prompt},
-        {"role": "user", "content": f"Discussion topic: {topic}\n\nLatest comments:\n{format_context(context)}\n\n"
-                                    f"Write your intervention as @{FACILITATOR_NAME}, or an empty message to stay "
-                                    "silent."},
-    ]
+def messages(setup: dict, speaker: Speaker, turns: list[dict]) -> list[dict]:
+    task = (f"Write your intervention as @{FACILITATOR_NAME}, or an empty message to stay silent."
+            if speaker.id == FACILITATOR else f"Write your next comment as @{speaker.name}.")
+    return [{"role": "system", "content": speaker.system_prompt},
+            {"role": "user", "content": f"Discussion topic: {setup['topic']}\n\nLatest comments:\n"
+                                        f"{views.render(views.window(turns, setup['context_h']))}\n\n{task}"}]
 
 
-class Transcript:
-    """The turns of one discussion so far. Silent turns are recorded but never enter the context."""
-
-    def __init__(self, setup: dict):
-        self.setup = setup
-        self.rows: list[dict] = []
-        self.spoken: list[dict] = []  # non-silent comments: the pool the context window is drawn from
-
-    def context(self) -> list[dict]:
-        return self.spoken[-self.setup["context_h"]:]
-
-    def record(self, speaker: dict | None, text: str, tokens: int, is_seed: bool = False,
-               silent: bool | None = None) -> dict:
-        """Add a turn by a participant (a setup participant) or, with speaker None, the facilitator.
-        `silent` (default: the text is empty) marks a turn that says nothing; its text is kept."""
-        s = self.setup
-        silent = (not text) if silent is None else bool(silent)
-        row = {
-            "discussion_id": s["discussion_id"], "turn": len(self.rows),
-            "position": None if silent else len(self.spoken),
-            "speaker_id": speaker["persona_id"] if speaker else FACILITATOR,
-            "speaker_name": speaker["username"] if speaker else FACILITATOR_NAME,
-            "role": speaker["role"] if speaker else FACILITATOR, "is_facilitator": speaker is None,
-            "is_silent": silent, "is_seed": is_seed, "text": text, "model": s["model"],
-            "strategy": s["strategy"], "condition": s["condition"],
-            "prompt_hash": prompt_hash(speaker["system_prompt"] if speaker else s["facilitator_prompt"]),
-            "completion_tokens": tokens,
-        }
-        self.rows.append(row)
-        if not silent:
-            self.spoken.append(row)
-        return row
+def comment_rows(setup: dict, turns: list[Turn]) -> list[dict]:
+    """The engine's turn records as COMMENTS rows."""
+    ep = episode(setup)
+    rows = []
+    for t in turns:
+        sp = ep.speaker(t["speaker_id"])
+        rows.append({"discussion_id": t["episode_id"], "turn": t["turn"], "position": t["position"],
+                     "speaker_id": sp.id, "speaker_name": sp.name, "role": sp.role,
+                     "is_facilitator": sp.id == FACILITATOR, "is_silent": t["is_silent"], "is_seed": t["is_opening"],
+                     "text": t["text"], "model": setup["model"], "strategy": setup["strategy"],
+                     "condition": setup["condition"], "prompt_hash": prompt_hash(sp.system_prompt),
+                     "completion_tokens": t["completion_tokens"]})
+    return rows
 
 
 async def run_discussion(setup: dict, client: LLMClient, sampling: Sampling,
                          silence: SilenceRule | None = None) -> list[dict]:
-    """Simulate one discussion from its setup row; returns one row per turn."""
+    """Simulate one discussion from its setup row; returns one COMMENTS row per turn."""
     silence = silence or SilenceRule()
-    users = {p["username"]: p for p in setup["participants"]}
-    turns = TurnManager(list(users), setup["turn_taking"], setup["p_respond"], seed=setup["seed"])
-    transcript = Transcript(setup)
+    ep = episode(setup)
+    users = [p["persona_id"] for p in setup["participants"]]
+    policy = policies.Drawn(setup["turn_taking"], users, random.Random(setup["seed"]), setup["p_respond"])
+    moderated = setup["facilitator_prompt"] is not None
+    if moderated:
+        policy = policies.FollowedBy(policy, FACILITATOR)
 
-    async def ask(messages: list[dict]) -> tuple[str, int]:
-        req = Request.chat(messages, derive_seed(setup["seed"], "turn", len(transcript.rows)), sampling)
-        resp = await client.generate(req)
-        return resp.text, resp.completion_tokens
+    def reply(speaker: Speaker, text: str) -> tuple[str, bool]:
+        text = clean_comment(text, speaker.name)
+        return text, silence(text)
 
-    # The seed opinion opens the discussion, posted by the first speaker.
-    transcript.record(users[turns.next()], setup["topic"], 0, is_seed=True)
-    for _ in range(setup["user_turns"]):
-        name = turns.next()
-        text, tokens = await ask(user_messages(users[name]["system_prompt"], setup["topic"], transcript.context(),
-                                               name))
-        text = clean_comment(text, name)
-        transcript.record(users[name], text, tokens, silent=silence(text))
-        if setup["facilitator_prompt"] is not None:
-            text, tokens = await ask(facilitator_messages(setup["facilitator_prompt"], setup["topic"],
-                                                          transcript.context()))
-            text = clean_comment(text, FACILITATOR_NAME)
-            transcript.record(None, text, tokens, silent=silence(text))
-    return transcript.rows
+    turns = await play(ep, policy, stop.TurnBudget(1 + setup["user_turns"] * (1 + moderated)), client, sampling,
+                       lambda speaker, turns: messages(setup, speaker, turns), reply)
+    return comment_rows(setup, turns)
 
 
 def silence_metrics(rows: list[dict]) -> dict:
@@ -156,16 +126,8 @@ def silence_metrics(rows: list[dict]) -> dict:
 
 async def run_discussions(setups: list[dict], clients: dict[str, LLMClient], max_tokens: int,
                           silence: SilenceRule | None = None) -> list[dict]:
-    for client in clients.values():
-        await client.probe()
-
     def one(setup: dict):
         client = clients[setup["model"]]
         return run_discussion(setup, client, client.sampling(max_tokens=max_tokens), silence)
 
-    try:
-        results = await gather_with_progress((one(s) for s in setups), "discussions", unit="discussion")
-    finally:
-        for client in clients.values():
-            await client.aclose()
-    return [row for rows in results for row in rows]
+    return await runner.run_all(clients, (one(s) for s in setups), "discussions", unit="discussion")
