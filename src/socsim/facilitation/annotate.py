@@ -4,8 +4,8 @@ argument quality, 1-5) seeing the h comments before it. Rows are keyed by
 
 from __future__ import annotations
 
-from socsim.facilitation.simulate import format_context
-from socsim.llm import JsonSchema, Request, Sampling, derive_seed
+from socsim.llm import JsonSchema, Request, Sampling
+from socsim.sim import judge, views
 
 SCALE = list(range(1, 6))
 ANSWER = JsonSchema.of({
@@ -28,15 +28,11 @@ def annotator_prompt(annotator: dict, guide: dict) -> str:
 
 def targets(comments: list[dict], h: dict[str, int]) -> list[tuple[dict, list[dict]]]:
     """(comment, context) for every comment to annotate; context = the h previous non-silent comments."""
-    by_discussion: dict[str, list[dict]] = {}
-    for c in sorted(comments, key=lambda c: (c["discussion_id"], c["turn"])):
-        by_discussion.setdefault(c["discussion_id"], []).append(c)
     out = []
-    for did, rows in by_discussion.items():
-        spoken = [c for c in rows if not c["is_silent"]]
-        for i, c in enumerate(spoken):
-            if not c["is_seed"]:
-                out.append((c, spoken[max(0, i - h[did]):i]))
+    for did, rows in judge.transcripts(comments, "discussion_id").items():
+        h_ = h[did]
+        out += judge.targets(rows, lambda before, c, h_=h_: views.window(before, h_),
+                             lambda c: not c["is_silent"] and not c["is_seed"])
     return out
 
 
@@ -48,19 +44,15 @@ def requests(comments: list[dict], h: dict[str, int], annotators: list[dict], gu
     for a in annotators:
         system = annotator_prompt(a, guide)
         for comment, context in todo:
-            user = (f"Preceding comments:\n{format_context(context) or '(none)'}\n\n"
-                    f"Comment to rate:\n@{comment['speaker_name']}: {comment['text']}\n\n"
-                    f"{guide['answer_format'].strip()}")
-            seed_ = derive_seed(seed, "facilitation", "annotate", comment["discussion_id"], comment["turn"],
-                                a["annotator_id"])
-            reqs.append(Request.chat([{"role": "system", "content": system}, {"role": "user", "content": user}],
-                                     seed_, sampling, ANSWER))
+            user = (f"Preceding comments:\n{views.render(context) or '(none)'}\n\n"
+                    f"Comment to rate:\n{views.render([comment])}\n\n{guide['answer_format'].strip()}")
+            reqs.append(judge.request(system, user, ANSWER, sampling, seed, "facilitation", "annotate",
+                                      comment["discussion_id"], comment["turn"], a["annotator_id"]))
             keys.append((comment, a))
     return keys, reqs
 
 
 def rows(keys: list[tuple[dict, dict]], responses) -> list[dict]:
     return [{"discussion_id": c["discussion_id"], "turn": c["turn"], "annotator_id": a["annotator_id"],
-             "toxicity": r.value["toxicity"] if r.parse_ok else None,
-             "argument_quality": r.value["argument_quality"] if r.parse_ok else None,
-             "parse_ok": r.parse_ok, "raw_answer": r.text} for (c, a), r in zip(keys, responses)]
+             **judge.answer(r, toxicity="toxicity", argument_quality="argument_quality")}
+            for (c, a), r in zip(keys, responses)]
