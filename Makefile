@@ -36,4 +36,4 @@ bench: setup
 	python benchmarks/coherence_analysis.py
 
 dvc-export: setup
-	socsim dvc export
+	python workflow/scripts/export_dvc.py
