@@ -122,6 +122,10 @@ def test_snakemake_and_dvc_agree(project):
         assert job["deps"] == deps, name
 
 
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
 def ran(out: str) -> set[str]:
     """The DVC stages a run ran (shards of a foreach stage by the stage's name)."""
     return set(re.findall(r"Running stage '(\w+)(?:@[^']*)?'", out))
@@ -201,10 +205,34 @@ def test_tiny_study_through_dvc_and_exp_run(project):
                           "pairing": {"max_pairs_per_topic": 3}, "turns_per_agent": 2, "utterance_max_tokens": 16,
                           "bootstrap": {"repeats": 100}}}
     (project / "params.yaml").write_text(yaml.safe_dump(deep_merge(params, tiny), sort_keys=False))
+    sh(["socsim", "dvc", "export"], project)  # the shard ids follow the topics
     sh(["git", "commit", "-qam", "tiny"], project)
     out = sh(["dvc", "repro"], project).stdout
     assert ran(out) == {st.rule_name for _, st in studies.all_stages()}
     assert "Data and pipelines are up to date" in sh(["dvc", "repro"], project).stdout
+    sharded = {s: snapshot(project / "results" / s / "analysis") for s in ("facilitation", "coherence")}
+
+    # A code change re-runs what it touches (Snakemake and DVC), and the call cache makes the re-run free.
+    code = project / "src/socsim/coherence/figures.py"
+    code.write_text(code.read_text() + "\n# a code change\n")
+    dry = sh(["snakemake", "-n", "--cores", "1"], project).stdout
+    assert "rule coherence_converse:" in dry and "rule coherence_figures:" in dry
+    assert "rule facilitation_" not in dry
+    out = sh(["dvc", "repro"], project).stdout
+    assert ran(out) == {st.rule_name for st in studies.study("coherence").stages}
+    for stage in ("elicit", "converse", "judge", "calibrate"):
+        for m in (project / "results/coherence/metrics").glob(f"{stage}*"):
+            for f in ([m] if m.is_file() else m.glob("*.json")):
+                metrics = yaml.safe_load(f.read_text())
+                assert metrics["calls"] == 0 and metrics["cache_hits"] > 0, f  # no model call paid again
+
+    # One shard instead of many: the same analysis, byte for byte.
+    (project / "one.yaml").write_text("facilitation: {shard_by: []}\ncoherence: {shard_by: []}\n")
+    sh(["snakemake", "--cores", "2", "--configfile", "one.yaml"], project)
+    assert (project / "results/facilitation/comments/all.parquet").is_file()
+    assert (project / "results/coherence/judgments/all.parquet").is_file()
+    for study_name, files in sharded.items():
+        assert snapshot(project / "results" / study_name / "analysis") == files, study_name
 
     # LLM-generated personas: everything downstream of personas re-runs, topics does not.
     out = sh(["dvc", "exp", "run", "-S", "facilitation.personas.source=llm", "-S", "facilitation.personas.n=4"],
