@@ -3,6 +3,7 @@ distributions and suppression, each of the six tests on data built to pass and t
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import math
 
@@ -16,6 +17,7 @@ from socsim.coherence import dialogue
 from socsim.stats.bootstrap import bootstrap_means, grouped, interval
 from socsim.stats.text import bleu, self_bleu, tokens
 from socsim.llm.types import Response
+from socsim.seeds import derive_seed
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 PROMPTS = ag.read_yaml(ROOT / "data/coherence/prompts.yaml")
@@ -77,18 +79,22 @@ def _profiles(n=30, seed=0):
     agents, profiles = {}, []
     for i in range(n):
         aid = f"t.{i}"
-        agents[aid] = {"agent_id": aid, "topic": "t", "bias_level": int(rng.integers(0, 3))}
+        agents[aid] = {"agent_id": aid, "topic": "t", "bias_level": int(rng.integers(0, 3)),
+                       "persona_prompt": f"You are agent {i}.", "bias_prompt": "You like taxes." if i % 2 else None}
         profiles.append({"agent_id": aid, "model": "m", "preference": int(rng.integers(1, 6)),
                          "openness": int(rng.integers(0, 3)), "preference_ok": True, "openness_ok": True})
     profiles.append({"agent_id": "t.bad", "model": "m", "preference": None, "openness": None,
                      "preference_ok": False, "openness_ok": False})
-    agents["t.bad"] = {"agent_id": "t.bad", "topic": "t", "bias_level": 0}
+    agents["t.bad"] = {"agent_id": "t.bad", "topic": "t", "bias_level": 0, "persona_prompt": "", "bias_prompt": None}
     return agents, profiles
+
+
+T_TOPICS = {"topics": [{"id": "t", "question": "Do you like taxes?"}]}
 
 
 def test_pairing_covers_every_profile_pair_and_never_self_pairs():
     agents, profiles = _profiles()
-    pairs = ag.pair_agents(profiles, agents, {"unit": "profile", "k": 2, "max_pairs_per_topic": None}, seed=1)
+    pairs = ag.pair_agents(profiles, agents, {"unit": "profile", "k": 2, "max_pairs_per_topic": None}, 1, T_TOPICS, PROMPTS)
     by_profile = {}
     for p in profiles[:-1]:
         by_profile.setdefault(ag.profile_key(p["preference"], p["openness"], agents[p["agent_id"]]["bias_level"],
@@ -103,43 +109,27 @@ def test_pairing_covers_every_profile_pair_and_never_self_pairs():
     for p in pairs:  # each agent has the profile its side says
         for side in (1, 2):
             assert p[f"agent{side}_id"] in by_profile[p[f"profile{side}"]]
-    capped = ag.pair_agents(profiles, agents, {"unit": "profile", "k": 1, "max_pairs_per_topic": 5}, seed=1)
+    capped = ag.pair_agents(profiles, agents, {"unit": "profile", "k": 1, "max_pairs_per_topic": 5}, 1, T_TOPICS, PROMPTS)
     assert len(capped) == 5
-    binned = ag.pair_agents(profiles, agents, {"unit": "bins", "k": 1, "max_pairs_per_topic": None}, seed=1)
+    binned = ag.pair_agents(profiles, agents, {"unit": "bins", "k": 1, "max_pairs_per_topic": None}, 1, T_TOPICS, PROMPTS)
     assert all(p["profile1"].split("-")[1] in {"low", "mid", "high"} for p in binned)
 
 
-# -- conversation stop and judge window --------------------------------------------------------------
+# -- judge window ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text", ["I think we covered it. Goodbye.", "Thanks! goodbye", "Goodbye!", "goodbye.",
-                                  "Nice talking.  Goodbye.  \n", 'Take care. Goodbye."', "Take care. Goodbye.'",
-                                  "See you. Goodbye!\u201d", "**Goodbye.**", "(Goodbye.)", "GOODBYE!!"])
-def test_goodbye_accepted(text):
-    assert dialogue.says_goodbye(text)
-
-
-@pytest.mark.parametrize("text", ["Goodbye. But wait, one more point about taxes.", "I said goodbye to him.",
-                                  "No goodbyes yet.", "Goodbye? Not yet.", "", "Taxes are good."])
-def test_goodbye_rejected(text):
-    assert not dialogue.says_goodbye(text)
-
-
-def test_goodbye_stop():
-    u = [{"speaker": 1, "says_goodbye": False}, {"speaker": 2, "says_goodbye": True}]
-    assert dialogue.finished(u, "first_goodbye") and not dialogue.finished(u, "both_goodbye")
-    assert dialogue.finished(u + [{"speaker": 1, "says_goodbye": True}], "both_goodbye")
-
-
-def test_judge_window_holds_last_three_statements_of_each_agent():
-    convo = [{"turn": t, "speaker": 1 + t % 2, "text": f"s{t}"} for t in range(9)]
-    window = dialogue.judge_window(convo, 3)
-    assert [u["text"] for u in window] == ["s3", "s4", "s5", "s6", "s7", "s8"]
-    assert [u["text"] for u in dialogue.judge_window(convo[:2], 3)] == ["s0", "s1"]
-    msgs = dialogue.judge_messages(PROMPTS, window)
-    assert "Agent 2: s3" in msgs[1]["content"] and "s2" not in msgs[1]["content"]
-    assert msgs[0]["content"].count("Example (score") == 5
-    their_view = dialogue.agent_messages("sys", convo[:3], speaker=2)
-    assert [m["role"] for m in their_view] == ["system", "user", "assistant", "user"]
+def test_judge_sees_the_last_three_statements_of_each_agent():
+    convo = [{"conversation_id": "c", "turn": t, "speaker": 1 + t % 2, "text": f"s{t}"} for t in range(9)]
+    client = fake_client(lambda req: "3")
+    rows = asyncio.run(dialogue.judge(convo, PROMPTS, {"judge_window": 3}, client, "j", seed=1))
+    users = [r.messages[1][1] for r in client.backend.requests]
+    assert users[-1] == "Conversation:\n" + "\n".join(f"Agent {1 + t % 2}: s{t}" for t in range(3, 9)) + "\n\nScore (1-5):"
+    assert users[1] == "Conversation:\nAgent 1: s0\nAgent 2: s1\n\nScore (1-5):"
+    assert client.backend.requests[0].messages[0][1].count("Example (score") == 5
+    assert [r["turn"] for r in rows] == list(range(9)) and {r["score"] for r in rows} == {3}
+    assert [r.seed for r in client.backend.requests] == [derive_seed(1, "coherence", "judge", "c", t) for t in range(9)]
+    empty = asyncio.run(dialogue.judge([{**convo[0], "text": " "}], PROMPTS, {"judge_window": 3}, client, "j", 1))
+    assert empty == [{"conversation_id": "c", "turn": 0, "judge_model": "j", "score": -1, "raw_answer": "",
+                      "parse_ok": True}] and len(client.backend.requests) == 9  # no call for an empty window
 
 
 # -- bootstrap --------------------------------------------------------------------------------------
@@ -311,7 +301,7 @@ def _many_profiles(n_agents=400, seed=0):
     agents, profiles = {}, []
     for i in range(n_agents):
         aid = f"t.{i}"
-        agents[aid] = {"agent_id": aid, "topic": "t", "bias_level": 0}
+        agents[aid] = {"agent_id": aid, "topic": "t", "bias_level": 0, "persona_prompt": "p", "bias_prompt": None}
         profiles.append({"agent_id": aid, "model": "m", "preference": int(rng.integers(1, 6)),
                          "openness": int(rng.integers(0, 10)), "preference_ok": True, "openness_ok": True})
     return agents, profiles
@@ -320,7 +310,7 @@ def _many_profiles(n_agents=400, seed=0):
 def test_opener_is_a_seeded_fair_coin_per_pair():
     agents, profiles = _many_profiles()
     pairing = {"unit": "profile", "k": 2, "max_pairs_per_topic": None}
-    pairs = ag.pair_agents(profiles, agents, pairing, seed=3)
+    pairs = ag.pair_agents(profiles, agents, pairing, 3, T_TOPICS, PROMPTS)
     assert len(pairs) > 2000 and {p["opener"] for p in pairs} == {1, 2}
     share = np.mean([p["opener"] == 1 for p in pairs])
     assert abs(share - 0.5) < 0.04  # binomial sd ~0.011 at n > 2000
@@ -328,21 +318,33 @@ def test_opener_is_a_seeded_fair_coin_per_pair():
     far = [p for p in pairs if {pref[p["agent1_id"]], pref[p["agent2_id"]]} == {1, 5}]
     low_opens = [pref[p[f"agent{p['opener']}_id"]] == 1 for p in far]
     assert len(far) > 50 and 0.3 < np.mean(low_opens) < 0.7  # the P = 1 agent no longer always opens
-    again = ag.pair_agents(profiles, agents, pairing, seed=3)
+    again = ag.pair_agents(profiles, agents, pairing, 3, T_TOPICS, PROMPTS)
     assert [p["opener"] for p in again] == [p["opener"] for p in pairs]  # seeded
-    other = ag.pair_agents(profiles, agents, pairing, seed=4)
+    other = ag.pair_agents(profiles, agents, pairing, 4, T_TOPICS, PROMPTS)
     assert [p["opener"] for p in other] != [p["opener"] for p in pairs]
     # derived from the conversation id alone, not from a shared RNG's state
     assert all(p["opener"] == ag.opener(3, p["conversation_id"]) for p in pairs)
 
 
-def _converse(opener, turns, reply, stop="first_goodbye"):
-    import asyncio
+def test_pairs_are_self_contained_episodes():
+    agents, profiles = _profiles()
+    pairs = ag.pair_agents(profiles, agents, {"unit": "profile", "k": 1, "max_pairs_per_topic": None}, 5, T_TOPICS,
+                           PROMPTS)
+    for p in pairs:
+        assert p["question"] == "Do you like taxes?" and p["seed"] == 5
+        for k in (1, 2):
+            a = agents[p[f"agent{k}_id"]]
+            assert p[f"agent{k}_system_prompt"] == ag.system_prompt(a, PROMPTS, "conversation_instruction")
+            assert p[f"agent{k}_system_prompt"].startswith(a["persona_prompt"])
+    assert {p["agent1_system_prompt"] == p["agent2_system_prompt"] for p in pairs} == {False}
 
-    agents = {a: {"agent_id": a, "persona_prompt": f"You are {a}.", "bias_prompt": None} for a in ("x", "y")}
-    pair = {"conversation_id": "c0", "model": "m", "agent1_id": "x", "agent2_id": "y", "opener": opener}
+
+def _converse(opener, turns, reply, stop="first_goodbye", client=None):
+    pair = {"conversation_id": "c0", "model": "m", "agent1_id": "x", "agent2_id": "y", "opener": opener,
+            "question": "Do you like taxes?", "agent1_system_prompt": "You are x.", "agent2_system_prompt": "You are y.",
+            "seed": 1}
     cp = {"turns_per_agent": turns, "stop": stop, "utterance_max_tokens": 16}
-    return asyncio.run(dialogue.converse(pair, agents, "Do you like taxes?", PROMPTS, cp, fake_client(reply), 1))
+    return asyncio.run(dialogue.converse(pair, cp, client or fake_client(reply)))
 
 
 @pytest.mark.parametrize("opener", [1, 2])
@@ -357,6 +359,18 @@ def test_each_agent_generates_turns_per_agent_statements(opener, turns):
     assert [u["speaker"] for u in generated] == [3 - opener, opener] * turns  # alternating, other one first
     for s in (1, 2):
         assert sum(u["speaker"] == s for u in generated) == turns
+
+
+def test_each_agent_sees_the_conversation_from_its_side_with_seeds_from_ids():
+    client = fake_client(lambda req: "Hm.")
+    convo = _converse(1, 2, None, client=client)
+    reqs = client.backend.requests
+    assert [r.seed for r in reqs] == [derive_seed(1, "coherence", "converse", "c0", t) for t in range(1, 5)]
+    assert reqs[1].message_dicts() == [{"role": "system", "content": "You are x."},
+                                       {"role": "assistant", "content": "Do you like taxes?"},
+                                       {"role": "user", "content": "Hm."}]
+    assert reqs[0].messages[0] == ("system", "You are y.") and reqs[0].sampling.max_tokens == 16
+    assert [u["agent_id"] for u in convo] == ["x", "y", "x", "y", "x"]
 
 
 def test_goodbye_ends_the_conversation_early():
@@ -383,8 +397,6 @@ def test_judges_for_agent_models():
 
 
 def test_run_judge_uses_each_models_judge_and_scores_calibration_examples():
-    import asyncio
-
     utt = [{"conversation_id": f"{m}.c", "turn": t, "speaker": 1 + t % 2, "agent_id": f"{m}{t % 2}",
             "text": f"text {t}", "says_goodbye": False, "model": m} for m in ("m1", "m2") for t in range(3)]
     judge_a = fake_client(lambda req: "2", "A")
@@ -396,8 +408,9 @@ def test_run_judge_uses_each_models_judge_and_scores_calibration_examples():
                 return str(ex["score"])
         return "4"
     judge_b = fake_client(b_reply, "B")
-    rows, cal = asyncio.run(dialogue.run_judge(utt, PROMPTS, {"judge_window": 3}, {"A": judge_a, "B": judge_b},
-                                               {"m1": "A", "m2": "B"}, seed=1))
+    rows = asyncio.run(dialogue.run_judge(utt, PROMPTS, {"judge_window": 3}, {"A": judge_a, "B": judge_b},
+                                          {"m1": "A", "m2": "B"}, seed=1))
+    cal = asyncio.run(dialogue.run_calibration(PROMPTS, {"B": judge_b, "A": judge_a}, seed=1))
     by = {(r["conversation_id"], r["turn"]): r for r in rows}
     assert {r["judge_model"] for r in rows if r["conversation_id"] == "m1.c"} == {"A"}
     assert {r["judge_model"] for r in rows if r["conversation_id"] == "m2.c"} == {"B"}
@@ -405,9 +418,11 @@ def test_run_judge_uses_each_models_judge_and_scores_calibration_examples():
     assert [(r["judge_model"], r["reference"], r["score"]) for r in cal] == (
         [("A", k, 2) for k in range(1, 6)] + [("B", k, k) for k in range(1, 6)])
     # the calibration request is the judge prompt with the example as the conversation
-    msgs = dialogue.calibration_messages(PROMPTS, PROMPTS["judge_examples"][0])
-    assert msgs[0]["content"] == dialogue.judge_messages(PROMPTS, [])[0]["content"]
-    assert msgs[1]["content"].startswith("Conversation:\nAgent 1: Do you think that remote work")
+    cal_req = next(r for r in judge_a.backend.requests if r.seed == derive_seed(1, "coherence", "judge", "calibration",
+                                                                               "A", 0))
+    conv_req = next(r for r in judge_a.backend.requests if r.seed == derive_seed(1, "coherence", "judge", "m1.c", 0))
+    assert cal_req.messages[0] == conv_req.messages[0] and cal_req.constraint == conv_req.constraint
+    assert cal_req.messages[1][1].startswith("Conversation:\nAgent 1: Do you think that remote work")
 
 
 # -- Test 6's rule -----------------------------------------------------------------------------------
@@ -512,7 +527,8 @@ def synthetic_run(tmp_path, models=("m",), topics=(("neutral", 1), ("medium", 2)
             for i, (a1, a2) in enumerate(itertools.combinations(ids, 2)):
                 cid = f"{m}.{topic}.{i:05d}"
                 pairs.append({"conversation_id": cid, "model": m, "topic": topic, "agent1_id": a1, "agent2_id": a2,
-                              "profile1": "", "profile2": "", "opener": 1 + i % 2})
+                              "profile1": "", "profile2": "", "opener": 1 + i % 2, "question": "Q?",
+                              "agent1_system_prompt": "s1", "agent2_system_prompt": "s2", "seed": 1})
                 p1, p2 = prof[(m, a1)], prof[(m, a2)]
                 if p1["preference"] is None or p2["preference"] is None:
                     continue

@@ -117,11 +117,18 @@ def opener(seed: int, conversation_id: str) -> int:
     return 1 + derive_seed(seed, "coherence", "opener", conversation_id) % 2
 
 
-def pair_agents(profiles: list[dict], agents: dict[str, dict], pairing: dict, seed: int) -> list[dict]:
+def pair_agents(profiles: list[dict], agents: dict[str, dict], pairing: dict, seed: int, topics: dict,
+                prompts: dict) -> list[dict]:
     """For every unordered pair of profiles present (per model and topic), k pairs of two different
     agents. Profiles whose elicitation did not parse take no part. Agent 1 holds the first profile
     of the pair (sorted); `opener` (a seeded coin per conversation) says which agent asks the
-    topic's question."""
+    topic's question. Each row is a self-contained episode: it also carries the topic's question,
+    both agents' conversation system prompts and the run seed."""
+    questions = {t["id"]: t["question"] for t in topics["topics"]}
+
+    def conv_prompt(agent_id: str) -> str:
+        return system_prompt(agents[agent_id], prompts, "conversation_instruction")
+
     groups: dict[tuple[str, str], dict[str, list[str]]] = {}
     for p in profiles:
         if not (p["preference_ok"] and p["openness_ok"]):
@@ -147,6 +154,8 @@ def pair_agents(profiles: list[dict], agents: dict[str, dict], pairing: dict, se
                     a1, a2 = rng.choice(by_profile[u]), rng.choice(by_profile[v])
                 cid = f"{model}.{topic}.{n:04d}"
                 rows.append({"conversation_id": cid, "model": model, "topic": topic, "agent1_id": a1,
-                             "agent2_id": a2, "profile1": u, "profile2": v, "opener": opener(seed, cid)})
+                             "agent2_id": a2, "profile1": u, "profile2": v, "opener": opener(seed, cid),
+                             "question": questions[topic], "agent1_system_prompt": conv_prompt(a1),
+                             "agent2_system_prompt": conv_prompt(a2), "seed": seed})
                 n += 1
     return rows

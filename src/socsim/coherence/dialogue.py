@@ -14,102 +14,78 @@ prompt (same prompt, constraint and seed scheme). Conversations run concurrently
 
 from __future__ import annotations
 
-import re
+from socsim.llm import IntRange, LLMClient, Request, Sampling
+from socsim.sim import judge as sim_judge
+from socsim.sim import policies, runner, stop, views
+from socsim.sim.episode import Episode, Speaker, play
+from socsim.sim.stop import says_goodbye
 
-from socsim.coherence.agents import system_prompt
-from socsim.llm import IntRange, LLMClient, Request, derive_seed
-from socsim.progress import gather_with_progress
-
-GOODBYE = re.compile(r"\bgoodbye[.!]*[\"'\u201d\u2019)\]*_\s]*$", re.IGNORECASE)
 JUDGE_SCORE = IntRange(1, 5)
+AGENT_LINE = "Agent {speaker}: {text}"
 
 
-def says_goodbye(text: str) -> bool:
-    return bool(GOODBYE.search(text.strip()))
+def episode(pair: dict) -> Episode:
+    """A pairs row as an engine episode: agents 1 and 2, the topic's question as the opening."""
+    speakers = tuple(Speaker(pair[f"agent{k}_id"], f"Agent {k}", pair[f"agent{k}_system_prompt"]) for k in (1, 2))
+    return Episode(pair["conversation_id"], pair["model"], pair["seed"], speakers, pair["question"],
+                   ("coherence", "converse", pair["conversation_id"]))
 
 
-def finished(utterances: list[dict], stop: str) -> bool:
-    said = {u["speaker"] for u in utterances if u["says_goodbye"]}
-    return bool(said) if stop == "first_goodbye" else said == {1, 2}
+async def converse(pair: dict, cp: dict, client: LLMClient) -> list[dict]:
+    """One conversation from its pairs row; one UTTERANCES row per statement."""
+    ep = episode(pair)
+    ids = [s.id for s in ep.speakers]
+    first = pair["opener"] - 1
+    rules = stop.any_of(stop.TurnBudget(1 + 2 * cp["turns_per_agent"]), stop.Goodbye(cp["stop"] == "both_goodbye"))
+    turns = await play(ep, policies.Alternate(ids[first], ids[1 - first]), rules, client,
+                       client.sampling(max_tokens=cp["utterance_max_tokens"]),
+                       lambda speaker, turns: views.as_chat(speaker.system_prompt, turns, speaker.id))
+    return [{"conversation_id": t["episode_id"], "turn": t["turn"], "speaker": 1 + ids.index(t["speaker_id"]),
+             "agent_id": t["speaker_id"], "text": t["text"], "says_goodbye": says_goodbye(t["text"]),
+             "model": pair["model"]} for t in turns]
 
 
-def agent_messages(system: str, utterances: list[dict], speaker: int) -> list[dict]:
-    """The conversation from one agent's side: its own statements as assistant turns."""
-    msgs = [{"role": "system", "content": system}]
-    for u in utterances:
-        msgs.append({"role": "assistant" if u["speaker"] == speaker else "user", "content": u["text"]})
-    return msgs
+async def run_conversations(pairs: list[dict], cp: dict, clients: dict[str, LLMClient]) -> list[dict]:
+    return await runner.run_all(clients, (converse(p, cp, clients[p["model"]]) for p in pairs), "conversations",
+                                unit="conv")
 
 
-def judge_window(utterances: list[dict], window: int) -> list[dict]:
-    """At most the last `window` statements of each agent, in conversation order."""
-    keep = set()
-    for speaker in (1, 2):
-        keep.update(u["turn"] for u in [u for u in utterances if u["speaker"] == speaker][-window:])
-    return [u for u in utterances if u["turn"] in keep]
-
-
-def judge_messages(prompts: dict, window: list[dict]) -> list[dict]:
-    examples = "\n\n".join(f"Example (score {e['score']}):\n{e['conversation']}" for e in prompts["judge_examples"])
-    convo = "\n".join(f"Agent {u['speaker']}: {u['text']}" for u in window)
-    return [{"role": "system", "content": f"{prompts['judge'].strip()}\n\n{examples}"},
-            {"role": "user", "content": f"Conversation:\n{convo}\n\nScore (1-5):"}]
-
-
-async def converse(pair: dict, agents: dict[str, dict], question: str, prompts: dict, cp: dict,
-                   client: LLMClient, seed: int) -> list[dict]:
-    cid = pair["conversation_id"]
-    ids = {1: pair["agent1_id"], 2: pair["agent2_id"]}
-    systems = {s: system_prompt(agents[a], prompts, "conversation_instruction") for s, a in ids.items()}
-    sampling = client.sampling(max_tokens=cp["utterance_max_tokens"])
-    utterances: list[dict] = []
-
-    def add(speaker: int, text: str) -> None:
-        utterances.append({"conversation_id": cid, "turn": len(utterances), "speaker": speaker,
-                           "agent_id": ids[speaker], "text": text, "says_goodbye": says_goodbye(text),
-                           "model": pair["model"]})
-
-    first = pair["opener"]
-    add(first, question)
-    speaker = 3 - first
-    while len(utterances) < 1 + 2 * cp["turns_per_agent"] and not finished(utterances, cp["stop"]):
-        req = Request.chat(agent_messages(systems[speaker], utterances, speaker),
-                           derive_seed(seed, "coherence", "converse", cid, len(utterances)), sampling)
-        add(speaker, (await client.generate(req)).text.strip())
-        speaker = 3 - speaker
-    return utterances
-
-
-def judge_sampling(client: LLMClient):
+def judge_sampling(client: LLMClient) -> Sampling:
     return client.sampling(max_tokens=4, temperature=0.0)
+
+
+def judge_request(prompts: dict, window: list[dict], sampling: Sampling, seed: int, *ids: object) -> Request:
+    """The judge prompt (with its calibration examples) on a window of "Agent k: ..." statements."""
+    examples = "\n\n".join(f"Example (score {e['score']}):\n{e['conversation']}" for e in prompts["judge_examples"])
+    return sim_judge.request(f"{prompts['judge'].strip()}\n\n{examples}",
+                             f"Conversation:\n{views.render(window, AGENT_LINE)}\n\nScore (1-5):", JUDGE_SCORE,
+                             sampling, seed, "coherence", "judge", *ids)
 
 
 async def judge(conversation: list[dict], prompts: dict, cp: dict, client: LLMClient, judge_name: str,
                 seed: int) -> list[dict]:
+    """Agreement after every utterance from at most the last `judge_window` statements of each
+    agent; -1 (no call) when the window holds no text."""
     sampling = judge_sampling(client)
     rows = []
-    for k in range(len(conversation)):
-        window = judge_window(conversation[: k + 1], cp["judge_window"])
-        base = {"conversation_id": conversation[0]["conversation_id"], "turn": k, "judge_model": judge_name}
-        if not any(u["text"].strip() for u in window):
+    for u, window in sim_judge.targets(
+            conversation, lambda before, u: views.per_speaker(before + [u], cp["judge_window"], "speaker")):
+        base = {"conversation_id": u["conversation_id"], "turn": u["turn"], "judge_model": judge_name}
+        if not any(w["text"].strip() for w in window):
             rows.append({**base, "score": -1, "raw_answer": "", "parse_ok": True})
             continue
-        req = Request.chat(judge_messages(prompts, window),
-                           derive_seed(seed, "coherence", "judge", base["conversation_id"], k), sampling, JUDGE_SCORE)
-        resp = await client.generate(req)
-        rows.append({**base, "score": resp.value if resp.parse_ok else None, "raw_answer": resp.text,
-                     "parse_ok": resp.parse_ok})
+        resp = await client.generate(judge_request(prompts, window, sampling, seed, u["conversation_id"], u["turn"]))
+        rows.append({**base, **sim_judge.answer(resp, score=None)})
     return rows
 
 
-def calibration_messages(prompts: dict, example: dict) -> list[dict]:
-    """The judge prompt applied to one of its own calibration examples (its lines are already
-    "Agent k: ..." statements)."""
+def calibration_window(example: dict) -> list[dict]:
+    """A calibration example's "Agent k: ..." lines as a window."""
     window = []
     for line in example["conversation"].splitlines():
         head, _, text = line.partition(":")
         window.append({"speaker": int(head.split()[-1]), "text": text.strip()})
-    return judge_messages(prompts, window)
+    return window
 
 
 async def calibrate(prompts: dict, client: LLMClient, judge_name: str, seed: int) -> list[dict]:
@@ -118,27 +94,10 @@ async def calibrate(prompts: dict, client: LLMClient, judge_name: str, seed: int
     sampling = judge_sampling(client)
     rows = []
     for i, example in enumerate(prompts["judge_examples"]):
-        req = Request.chat(calibration_messages(prompts, example),
-                           derive_seed(seed, "coherence", "judge", "calibration", judge_name, i), sampling, JUDGE_SCORE)
-        resp = await client.generate(req)
+        req = judge_request(prompts, calibration_window(example), sampling, seed, "calibration", judge_name, i)
         rows.append({"judge_model": judge_name, "example": i, "reference": int(example["score"]),
-                     "score": resp.value if resp.parse_ok else None, "raw_answer": resp.text,
-                     "parse_ok": resp.parse_ok})
+                     **sim_judge.answer(await client.generate(req), score=None)})
     return rows
-
-
-async def run_conversations(pairs: list[dict], agents: dict[str, dict], questions: dict[str, str], prompts: dict,
-                            cp: dict, clients: dict[str, LLMClient], seed: int) -> list[dict]:
-    for c in clients.values():
-        await c.probe()
-    try:
-        results = await gather_with_progress(
-            (converse(p, agents, questions[p["topic"]], prompts, cp, clients[p["model"]], seed) for p in pairs),
-            "conversations", unit="conv")
-    finally:
-        for c in clients.values():
-            await c.aclose()
-    return [u for conv in results for u in conv]
 
 
 def judges_for(agent_models: list[str], judge_model: dict, judge_models: dict | None) -> dict[str, dict]:
@@ -158,20 +117,15 @@ def judges_for(agent_models: list[str], judge_model: dict, judge_models: dict | 
 
 
 async def run_judge(utterances: list[dict], prompts: dict, cp: dict, clients: dict[str, LLMClient],
-                    judge_of: dict[str, str], seed: int) -> tuple[list[dict], list[dict]]:
+                    judge_of: dict[str, str], seed: int) -> list[dict]:
     """Judge every conversation with the judge of its agent model (`judge_of`: agent model -> judge
-    name, `clients`: judge name -> client); also each judge's calibration answers."""
-    for c in clients.values():
-        await c.probe()
-    by_conv: dict[str, list[dict]] = {}
-    for u in sorted(utterances, key=lambda u: (u["conversation_id"], u["turn"])):
-        by_conv.setdefault(u["conversation_id"], []).append(u)
-    try:
-        calibration = [r for name in sorted(set(judge_of.values())) for r in await calibrate(prompts, clients[name], name, seed)]
-        results = await gather_with_progress(
-            (judge(conv, prompts, cp, clients[judge_of[conv[0]["model"]]], judge_of[conv[0]["model"]], seed)
-             for conv in by_conv.values()), "judging", unit="conv")
-    finally:
-        for c in clients.values():
-            await c.aclose()
-    return [r for rows in results for r in rows], calibration
+    name, `clients`: judge name -> client)."""
+    return await runner.run_all(
+        clients, (judge(conv, prompts, cp, clients[judge_of[conv[0]["model"]]], judge_of[conv[0]["model"]], seed)
+                  for conv in sim_judge.transcripts(utterances, "conversation_id").values()), "judging", unit="conv")
+
+
+async def run_calibration(prompts: dict, clients: dict[str, LLMClient], seed: int) -> list[dict]:
+    """Every judge (`clients`: judge name -> client) scores the calibration examples."""
+    return await runner.run_all(clients, (calibrate(prompts, clients[name], name, seed) for name in sorted(clients)),
+                                "calibration", unit="judge")

@@ -38,6 +38,11 @@ PAIRS = pa.schema([
     pa.field("profile1", pa.string(), nullable=False),  # "P-O-B" (or its bins)
     pa.field("profile2", pa.string(), nullable=False),
     pa.field("opener", pa.int32(), nullable=False),  # 1 or 2: the agent who asks the topic's question (seeded coin)
+    # what the conversation needs, so that converse runs each row alone:
+    pa.field("question", pa.string(), nullable=False),  # the topic's opening question, asked verbatim
+    pa.field("agent1_system_prompt", pa.string(), nullable=False),  # persona, bias, consistency, conversation task
+    pa.field("agent2_system_prompt", pa.string(), nullable=False),
+    pa.field("seed", pa.int64(), nullable=False),  # the run seed; request seeds derive from it and the ids
 ])
 
 UTTERANCES = pa.schema([
