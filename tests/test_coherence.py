@@ -556,25 +556,6 @@ def synthetic_run(tmp_path, models=("m",), topics=(("neutral", 1), ("medium", 2)
     return paths
 
 
-class Ctx:
-    """What a stage's run() reads from its context, without the CLI."""
-
-    def __init__(self, paths, **coherence):
-        from socsim import config
-
-        params = config.validate({"coherence": {"bootstrap": {"repeats": 50}, **coherence}})
-        self.paths, self.params, self.seed, self.metrics = paths, params, 1, None
-
-    def path(self, name):
-        return self.paths[name]
-
-    def provenance(self):
-        return {"stage": "test"}
-
-    def write_metrics(self, **values):
-        self.metrics = values
-
-
 def run_stages(paths, captured=None, monkeypatch=None, **coherence):
     """socsim coherence analyse + figures; with `captured`, the figures are kept (not only saved)."""
     import json
@@ -585,16 +566,22 @@ def run_stages(paths, captured=None, monkeypatch=None, **coherence):
         real = figures.save
         monkeypatch.setattr(figures, "save", lambda fig, out, name: captured.setdefault(name, fig) and real(
             fig, out, name))
-    ctx = Ctx(paths, **coherence)
-    stages.run_analyse(ctx)
-    stages.run_figures(ctx)
+    from socsim import config
+    from socsim.stages import StageContext
+
+    params = config.validate({"seed": 1, "coherence": {"bootstrap": {"repeats": 50}, **coherence}})
+    for name in ("analyse", "figures"):  # the real stages with the real context, without the CLI
+        ctx = StageContext(stages.STUDY, stages.STUDY.stage(name), params,
+                           {**paths, "metrics": paths["metrics"].with_name(f"{name}.json")})
+        ctx.stage.run(ctx)
     a = paths["analysis"]
     strict = lambda text: json.loads(text, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))  # noqa: E731
     csv = figures.read_csv  # "n/a" stays text
     return {"summary": strict((a / "summary.json").read_text()), "tests": csv(a / "six_tests.csv"),
             "table4_md": (a / "table4_tests.md").read_text(), "table4_csv": csv(a / "table4_tests.csv"),
             "table4_tex": (a / "table4_tests.tex").read_text(), "vs_paper": csv(a / "vs_paper.csv"),
-            "suppression": csv(a / "suppression.csv"), "metrics": ctx.metrics,
+            "suppression": csv(a / "suppression.csv"),
+            "metrics": json.loads(paths["metrics"].with_name("analyse.json").read_text()),
             "figures": sorted(p.name for p in paths["figures"].glob("*.png"))}
 
 

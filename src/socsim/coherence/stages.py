@@ -42,22 +42,20 @@ def run_pair(ctx) -> None:
     from socsim.coherence import agents
 
     agent_rows = {a["agent_id"]: a for a in ctx.rows("agents")}
-    rows = agents.pair_agents(ctx.rows("profiles"), agent_rows, ctx.params["coherence"]["pairing"], ctx.seed)
+    rows = agents.pair_agents(ctx.rows("profiles"), agent_rows, ctx.params["coherence"]["pairing"], ctx.seed,
+                              agents.read_yaml(ctx.path("topics_file")), agents.read_yaml(ctx.path("prompts_file")))
     ctx.write("pairs", rows)
     ctx.write_metrics(conversations=len(rows))
 
 
 def run_converse(ctx) -> None:
-    from socsim.coherence import agents, dialogue
+    from socsim.coherence import dialogue
 
     cp = ctx.params["coherence"]
-    topics, prompts = agents.read_yaml(ctx.path("topics_file")), agents.read_yaml(ctx.path("prompts_file"))
-    agent_rows = {a["agent_id"]: a for a in ctx.rows("agents")}
-    pairs = ctx.rows("pairs", in_shard=True)
+    pairs = ctx.rows("pairs", in_shard=True)  # self-contained episodes: question, system prompts, seed
     clients = ctx.model_clients([m for m in cp["agent_models"] if any(p["model"] == m["name"] for p in pairs)],
                                 "coherence.agent_models")
-    questions = {t["id"]: t["question"] for t in topics["topics"]}
-    rows = asyncio.run(dialogue.run_conversations(pairs, agent_rows, questions, prompts, cp, clients, ctx.seed))
+    rows = asyncio.run(dialogue.run_conversations(pairs, cp, clients))
     ctx.write("utterances", rows)
     ctx.write_metrics(conversations=len(pairs), utterances=len(rows),
                       ended_by_goodbye=len({r["conversation_id"] for r in rows if r["says_goodbye"]}))
@@ -165,13 +163,13 @@ STUDY = Study("coherence", ARTIFACTS, [
           inputs=("agents", "topics_file", "prompts_file"), outputs=("profiles",),
           params=("seed", "coherence.agent_models", "coherence.openness_scoring"), uses_llm=True),
     Stage("pair", "For every pair of (P, O, B) profiles present (or bins), k pairs of two different agents "
-          "(seeded); a seeded coin per pair decides who opens.", run_pair, inputs=("agents", "profiles"),
+          "(seeded); a seeded coin per pair decides who opens; each row is a self-contained episode (question, both "
+          "system prompts, seed).", run_pair, inputs=("agents", "profiles", "topics_file", "prompts_file"),
           outputs=("pairs",), params=("seed", "coherence.pairing")),
     Stage("converse", "Dyadic conversations of one shard, concurrently: the pair's opener asks the topic question, "
           "turns alternate, each agent generates turns_per_agent statements unless 'Goodbye.' ends it; one row "
-          "per utterance.", run_converse, inputs=("pairs", "agents", "topics_file", "prompts_file"),
-          outputs=("utterances",),
-          params=("seed", "coherence.turns_per_agent", "coherence.stop", "coherence.utterance_max_tokens",
+          "per utterance.", run_converse, inputs=("pairs",), outputs=("utterances",),
+          params=("coherence.turns_per_agent", "coherence.stop", "coherence.utterance_max_tokens",
                   *SHARD_KEYS), uses_llm=True, shards=shards),
     Stage("judge", "LLM-as-judge agreement (1-5) after every turn of one shard's conversations from at most the "
           "last 3 statements of each agent; -1 for an empty window; a judge per agent model "
