@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -68,7 +69,9 @@ def test_rules_are_generated_one_per_stage():
     for study, st in studies.all_stages():
         r = specs[st.rule_name]
         assert r["llm_clients"] == int(st.uses_llm) and r["log"].endswith(".log") and r["benchmark"].endswith(".tsv")
-        assert ("{wildcards.shard}" in r["shell"]) == bool(st.shards) and ("{shard}" in r["log"]) == bool(st.shards)
+        cmd = r["command"](SimpleNamespace(shard="s1"))
+        assert ("--shard s1 " in cmd) == bool(st.shards) and "{shard}" not in cmd
+        assert ("{shard}" in r["log"]) == bool(st.shards)
         # every stage depends on its study's code and the shared code; only LLM stages on llm/ and sim/
         code = r["input"]["code"]
         assert f"src/socsim/{study.name}/stages.py" in code and "src/socsim/io/parquet.py" in code

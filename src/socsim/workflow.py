@@ -49,9 +49,16 @@ def rules(params: Mapping, params_files: tuple[str, ...] = (PARAMS_FILE,), llm_t
             "benchmark": _where(study, st, "benchmarks", "tsv"),
             "threads": llm_threads if st.uses_llm else 1,
             "llm_clients": 1 if st.uses_llm else 0,
-            "shell": study.command(st, paths, params_files).replace(SHARD, "{wildcards.shard}") + " > {log} 2>&1",
+            "command": command_param(study.command(st, paths, params_files)),
         })
     return out
+
+
+def command_param(command: str):
+    """The command of one job as a Snakemake params function (the shard from the wildcards). The rules
+    are made in a loop, so the shell directive, which Snakemake evaluates late, stays a constant
+    ("{params.command} > {log} 2>&1") and each rule's command is bound here, when it is made."""
+    return lambda wildcards: command.replace(SHARD, wildcards.shard) if SHARD in command else command
 
 
 def targets(params: Mapping) -> list[str]:

@@ -48,6 +48,7 @@ for _rule in socsim_smk.rules(config, PARAMS_FILES, LLM_THREADS):
             **_outputs(_rule["output"]),
         params:
             values=_rule["params"],
+            command=_rule["command"],
         log:
             _rule["log"],
         benchmark:
@@ -56,7 +57,7 @@ for _rule in socsim_smk.rules(config, PARAMS_FILES, LLM_THREADS):
         resources:
             llm_clients=_rule["llm_clients"],
         shell:
-            _rule["shell"]
+            "{params.command} > {log} 2>&1"
 
 
 ALL_TARGETS = socsim_smk.targets(config)
