@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from socsim.config import read_yaml
 from socsim import config
 from socsim.facilitation import materials, setups, simulate
 from socsim.llm import LLMClient
@@ -30,8 +31,8 @@ def discussion_setup(seed: int) -> dict:
     roles = materials.read_roles(DATA / "roles.yaml")
     personas = materials.personas_from_file(DATA / "personas.jsonl", roles, 30)
     topics = materials.topics_from_file(DATA / "topics.jsonl", 7)
-    rows = setups.build_setups(fp, seed, personas, topics, setups.read_yaml(DATA / "instructions.yaml"),
-                               setups.read_yaml(DATA / "strategies.yaml"))
+    rows = setups.build_setups(fp, seed, personas, topics, read_yaml(DATA / "instructions.yaml"),
+                               read_yaml(DATA / "strategies.yaml"))
     assert len(rows) == 1
     return rows[0]
 

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from socsim.config import read_yaml
 from socsim.coherence import agents as ag
 from socsim.coherence import analysis as an
 from socsim.coherence import dialogue
@@ -20,8 +21,8 @@ from socsim.llm.types import Response
 from socsim.seeds import derive_seed
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
-PROMPTS = ag.read_yaml(ROOT / "data/coherence/prompts.yaml")
-TOPICS = ag.read_yaml(ROOT / "data/coherence/topics.yaml")
+PROMPTS = read_yaml(ROOT / "data/coherence/prompts.yaml")
+TOPICS = read_yaml(ROOT / "data/coherence/topics.yaml")
 
 
 def resp(text, constraint):

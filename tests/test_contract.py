@@ -78,11 +78,13 @@ def test_a_stage_that_reads_an_undeclared_key_fails_naming_it(tmp_path, params):
 
 
 def test_contract_imports_no_study():
-    code = ("import sys, socsim.stages, socsim.workflow, socsim.dvc, socsim.cli; "
+    """The contract, the registry and the generators import no study until asked for the studies."""
+    code = ("import sys, socsim.stages, socsim.studies, socsim.workflow, socsim.dvc, socsim.cli; "
             "print(sorted(m for m in sys.modules if m.startswith(('socsim.facilitation', 'socsim.coherence'))))")
-    out = subprocess.run([sys.executable, "-c", code.replace(", socsim.workflow, socsim.dvc, socsim.cli", "")],
-                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "[]"
+    stages_src = (ROOT / "src/socsim/stages.py").read_text()
+    assert "facilitation" not in stages_src.split('"""', 2)[2] and "coherence" not in stages_src.split('"""', 2)[2]
 
 
 def test_shards_come_from_params(params):
@@ -128,3 +130,13 @@ def test_each_shard_has_its_own_call_cache(tmp_path, params):
         assert ctx.shard_values == {"model": "smollm2-135m", "topic": "taxes"}
     finally:
         ctx.close()
+
+
+def test_a_stale_shard_list_stops_the_consumer(capsys, monkeypatch):
+    """dvc.yaml exported before a shard key changed lists other shard files than params give: the
+    consumer refuses instead of analysing part of the data."""
+    monkeypatch.chdir(ROOT)
+    rc = cli.main(["coherence", "analyse", "--judgments", "results/coherence/judgments/smollm2-135m.taxes.parquet"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "missing: results/coherence/judgments/smollm2-135m.favorite_beverage.parquet" in err
+    assert "socsim dvc export" in err

@@ -13,6 +13,7 @@ import pytest
 from scipy import stats as sps
 
 from conftest import ROOT, kill_after_cached_calls, read_metrics, run_socsim, socsim_cmd, write_params
+from socsim.config import read_yaml
 from socsim.facilitation import analysis, annotate, schemas
 from socsim.facilitation.simulate import FACILITATOR, clean_comment, comment_rows, episode
 from socsim.io.parquet import read_table
@@ -584,8 +585,8 @@ def test_silent_replies_are_recorded_as_silence_and_counted():
 def test_only_the_facilitator_is_told_it_may_stay_silent():
     from socsim.facilitation import setups
 
-    instructions = setups.read_yaml(ROOT / "data" / "facilitation" / "instructions.yaml")
-    strategies = setups.read_yaml(ROOT / "data" / "facilitation" / "strategies.yaml")
+    instructions = read_yaml(ROOT / "data" / "facilitation" / "instructions.yaml")
+    strategies = read_yaml(ROOT / "data" / "facilitation" / "strategies.yaml")
     for variant in ("full", "basic"):
         assert "silent" not in setups.user_instructions(instructions, variant, False).lower()
         assert "silent" in setups.user_instructions(instructions, variant, True).lower()

@@ -17,7 +17,7 @@ import yaml
 
 from conftest import ROOT
 from socsim import config, dvc, studies, workflow
-from socsim.io.parquet import read_provenance, read_table, read_tables
+from socsim.io.parquet import read_provenance, read_table
 
 BIN = str(Path(sys.executable).parent)
 

@@ -64,6 +64,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_shards(name: str, given: list[str], expected: list[str]) -> None:
+    """Shard files given in the artifact's own folder must be exactly the shards params give: a dvc.yaml
+    exported before a shard key changed would otherwise analyse part of the data without a word."""
+    folder = {str(Path(p).parent) for p in expected}
+    if {str(Path(p).parent) for p in given} != folder:
+        return  # files from elsewhere (a released data set, a test): taken as given
+    missing, extra = sorted(set(expected) - set(given)), sorted(set(given) - set(expected))
+    if missing or extra:
+        raise ValueError(f"--{name.replace('_', '-')}: the shard files differ from the shards of these params "
+                         f"(missing: {', '.join(missing) or 'none'}; not a shard: {', '.join(extra) or 'none'}); "
+                         "after changing a shard key, run `socsim dvc export` (dvc.yaml lists the shards)")
+
+
 def run_stage(args: argparse.Namespace) -> None:
     study: stages.Study = args._study
     st: stages.Stage = args._stage
@@ -82,6 +95,8 @@ def run_stage(args: argparse.Namespace) -> None:
         paths[name] = [Path(v) for v in value] if isinstance(default, list) else Path(value[0])
         if isinstance(default, str) and len(value) != 1:
             raise ValueError(f"--{name.replace('_', '-')} takes one path, got {len(value)}")
+        if isinstance(default, list) and given is not None:
+            _check_shards(name, given, default)
     for name in st.inputs:
         for p in paths[name] if isinstance(paths[name], list) else [paths[name]]:
             if not p.exists():

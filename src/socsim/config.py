@@ -127,9 +127,11 @@ def deep_merge(base: dict, override: dict) -> dict:
     return out
 
 
-def _read_yaml(path: Path) -> dict:
+def read_yaml(path: str | os.PathLike, what: str = "params file") -> dict:
+    """A YAML file holding a mapping (params, study materials), with errors that name the file."""
+    path = Path(path)
     if not path.is_file():
-        raise ParamsError(f"params file not found: {path}")
+        raise ParamsError(f"{what} not found: {path}")
     with open(path, encoding="utf-8") as fh:
         try:
             data = yaml.safe_load(fh) or {}
@@ -147,7 +149,7 @@ def load(paths: str | os.PathLike | Iterable[str | os.PathLike] = "params.yaml",
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
     params: dict = {}
     for path in paths:
-        params = deep_merge(params, _read_yaml(path))
+        params = deep_merge(params, read_yaml(path))
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep:

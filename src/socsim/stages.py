@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal
 
@@ -28,7 +28,7 @@ ALL = "all"  # the shard id of a stage's single shard when it is not split
 # The llm keys that change a model's answers, declared once: every LLM stage reads them.
 LLM_KEYS = ("llm.backend", "llm.model_path", "llm.model", "llm.sampling.temperature", "llm.sampling.top_p")
 # The package code every stage runs (relative to src/socsim), and what LLM stages run besides.
-CORE_CODE = ("__init__.py", "stages.py", "studies.py", "config.py", "cli.py", "seeds.py", "progress.py", "io", "stats")
+CORE_CODE = ("__init__.py", "stages.py", "config.py", "cli.py", "seeds.py", "progress.py", "io", "stats")
 LLM_CODE = ("llm", "sim")
 SRC = "src/socsim"
 
@@ -86,8 +86,7 @@ class Stage:
         """Shard id -> shard-key values; the shard function sees only the stage's declared params."""
         if not self.shards:
             return {ALL: {}}
-        view = params if isinstance(params, ParamsView) else ParamsView(params, self.declared, self.rule_name)
-        return self.shards(view)
+        return self.shards(ParamsView(params, self.declared, self.rule_name))
 
     def shard_ids(self, params: Mapping) -> list[str]:
         return sorted(self.shard_table(params))
@@ -126,6 +125,8 @@ class Study:
         for st in self.stages:  # a sharded stage reads a sharded input shard by shard: same shards
             for a in st.inputs:
                 producer = self.producer(a)
+                if self.artifacts[a].sharded and producer is None:
+                    raise ValueError(f"stage {name}.{st.name} reads sharded {a!r}, which no stage writes")
                 if st.shards and self.artifacts[a].sharded and producer.shards is not st.shards:
                     raise ValueError(f"stage {name}.{st.name} reads {a!r} shard by shard but is sharded differently")
 
@@ -276,6 +277,12 @@ class StageContext:
             table = table.filter(mask)
         return table
 
+    def yaml(self, name: str) -> dict:
+        """A YAML input (study materials), read with errors that name the file."""
+        from socsim.config import read_yaml
+
+        return read_yaml(self.path(name), "materials file")
+
     def rows(self, name: str, in_shard: bool = False) -> list[dict]:
         return self.read(name, in_shard).to_pylist()
 
@@ -290,16 +297,24 @@ class StageContext:
         template = self._params["llm"]["cache_path"]
         if not template:
             return None
-        return template.format(study=self.study.name, stage=self.stage.name, shard=self.shard)
+        try:
+            return template.format(study=self.study.name, stage=self.stage.name, shard=self.shard)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ParamsError(f"llm.cache_path {template!r}: only {{study}}, {{stage}} and {{shard}} may appear in "
+                              f"braces ({exc!r})") from None
 
     def client(self):
         """The client of params' llm section (one per context, with this shard's call cache)."""
         return self._client("", self._params)
 
-    def model_clients(self, models: list[dict], where: str) -> dict:
-        """One client per model entry (a name plus llm overrides), each with this shard's call cache."""
+    def model_clients(self, models: list[dict], where: str, present: list[dict] | None = None) -> dict:
+        """One client per model entry (a name plus llm overrides), each with this shard's call cache;
+        with `present`, only the models that rows of it name (a shard's own models)."""
         from socsim.config import with_llm_overrides
 
+        if present is not None:
+            names = {r["model"] for r in present}
+            models = [m for m in models if m["name"] in names]
         return {m["name"]: self._client(m["name"], with_llm_overrides(self._params, m, where)) for m in models}
 
     def _client(self, name: str, params: dict):

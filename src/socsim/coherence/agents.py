@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
-
-import yaml
 
 from socsim import seeds
 from socsim.llm import Choice, IntRange, Request, Sampling
@@ -14,11 +11,6 @@ from socsim.seeds import derive_seed
 GRID_KEYS = ("region", "age", "gender", "urbanicity", "education")
 YES_NO = Choice(("Yes", "No"))
 PREFERENCE = IntRange(1, 5)
-
-
-def read_yaml(path: str | Path) -> dict:
-    with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
 
 
 def grid(prompts: dict) -> list[dict]:

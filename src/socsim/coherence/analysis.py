@@ -66,6 +66,8 @@ TEST_NAMES = {
 }
 TEST_COLUMNS = ["test", "name", "statistic", "p", "result", "raw_result", "significant", "comparisons", "detail"]
 TEST6_RULES = ("pooled", "strict")
+# The pairing columns of pairs.parquet (the rest is the episode: question, system prompts, seed).
+PAIRING = ["conversation_id", "model", "topic", "agent1_id", "agent2_id", "profile1", "profile2", "opener"]
 DEFAULT_STEEPNESS = 2.0
 
 
@@ -74,7 +76,7 @@ def conversation_table(agents: pd.DataFrame, profiles: pd.DataFrame, pairs: pd.D
     """One row per conversation: both agents' profiles and the final agreement score (joins on ids)."""
     last = judgments.sort_values(["conversation_id", "turn"]).groupby("conversation_id").tail(1)
     last = last[last["parse_ok"] & (last["score"] >= 1)][["conversation_id", "score", "judge_model"]]
-    df = pairs.merge(last, on="conversation_id", how="inner", validate="one_to_one")
+    df = pairs[PAIRING].merge(last, on="conversation_id", how="inner", validate="one_to_one")
     prof = usable_profiles(profiles)[["agent_id", "model", "preference", "openness"]]
     meta = agents[["agent_id", "contentiousness", "bias_level"]]
     for i in (1, 2):

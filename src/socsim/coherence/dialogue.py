@@ -8,8 +8,9 @@ or once both have said it). A statement says Goodbye when it ends with "goodbye"
 followed by any of . ! and then only closing quotes, brackets, asterisks or whitespace
 ("Goodbye.", "goodbye!", "Goodbye." with a closing quote); "Goodbye. But ..." does not end it.
 After every turn the judge scores agreement 1-5 from at most the last `window` statements of each
-agent (-1 for an empty window); the judge also scores the five calibration examples of its own
-prompt (same prompt, constraint and seed scheme). Conversations run concurrently.
+agent (-1 for an empty window); run_calibration (the `calibrate` stage) has each judge score the
+five calibration examples of its own prompt (same prompt, constraint and seed scheme).
+Conversations run concurrently.
 """
 
 from __future__ import annotations

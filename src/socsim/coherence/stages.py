@@ -6,26 +6,26 @@ import asyncio
 
 from socsim.coherence import schemas
 from socsim.io.parquet import atomic_write_bytes, write_json
-from socsim.stages import SHARD, Artifact, Stage, Study, shard_table
+from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
 
 DATA = "data/coherence"
 RESULTS = "results/coherence"
 
 
-def run_agents(ctx) -> None:
+def run_agents(ctx: StageContext) -> None:
     from socsim.coherence import agents
 
-    rows = agents.build_agents(ctx.params["coherence"], ctx.seed, agents.read_yaml(ctx.path("topics_file")),
-                               agents.read_yaml(ctx.path("prompts_file")))
+    rows = agents.build_agents(ctx.params["coherence"], ctx.seed, ctx.yaml("topics_file"),
+                               ctx.yaml("prompts_file"))
     ctx.write("agents", rows)
     ctx.write_metrics(agents=len(rows))
 
 
-def run_elicit(ctx) -> None:
+def run_elicit(ctx: StageContext) -> None:
     from socsim.coherence import agents
 
     cp = ctx.params["coherence"]
-    topics, prompts = agents.read_yaml(ctx.path("topics_file")), agents.read_yaml(ctx.path("prompts_file"))
+    topics, prompts = ctx.yaml("topics_file"), ctx.yaml("prompts_file")
     agent_rows = ctx.rows("agents")
     clients = ctx.model_clients(cp["agent_models"], "coherence.agent_models")
     rows = []
@@ -38,30 +38,29 @@ def run_elicit(ctx) -> None:
     ctx.write_metrics(profiles=len(rows), usable=sum(r["preference_ok"] and r["openness_ok"] for r in rows))
 
 
-def run_pair(ctx) -> None:
+def run_pair(ctx: StageContext) -> None:
     from socsim.coherence import agents
 
     agent_rows = {a["agent_id"]: a for a in ctx.rows("agents")}
     rows = agents.pair_agents(ctx.rows("profiles"), agent_rows, ctx.params["coherence"]["pairing"], ctx.seed,
-                              agents.read_yaml(ctx.path("topics_file")), agents.read_yaml(ctx.path("prompts_file")))
+                              ctx.yaml("topics_file"), ctx.yaml("prompts_file"))
     ctx.write("pairs", rows)
     ctx.write_metrics(conversations=len(rows))
 
 
-def run_converse(ctx) -> None:
+def run_converse(ctx: StageContext) -> None:
     from socsim.coherence import dialogue
 
     cp = ctx.params["coherence"]
     pairs = ctx.rows("pairs", in_shard=True)  # self-contained episodes: question, system prompts, seed
-    clients = ctx.model_clients([m for m in cp["agent_models"] if any(p["model"] == m["name"] for p in pairs)],
-                                "coherence.agent_models")
+    clients = ctx.model_clients(cp["agent_models"], "coherence.agent_models", present=pairs)
     rows = asyncio.run(dialogue.run_conversations(pairs, cp, clients))
     ctx.write("utterances", rows)
     ctx.write_metrics(conversations=len(pairs), utterances=len(rows),
                       ended_by_goodbye=len({r["conversation_id"] for r in rows if r["says_goodbye"]}))
 
 
-def _judges(ctx, utterances: list[dict]) -> tuple[dict, dict[str, str]]:
+def _judges(ctx: StageContext, utterances: list[dict]) -> tuple[dict, dict[str, str]]:
     """The judge clients for the agent models that have conversations, and agent model -> judge name."""
     from socsim.coherence import dialogue
 
@@ -76,28 +75,28 @@ def _judges(ctx, utterances: list[dict]) -> tuple[dict, dict[str, str]]:
     return clients, {m: e["name"] for m, e in entries.items()}
 
 
-def run_judge(ctx) -> None:
-    from socsim.coherence import agents, dialogue
+def run_judge(ctx: StageContext) -> None:
+    from socsim.coherence import dialogue
 
     utterances = ctx.rows("utterances")
     clients, judge_of = _judges(ctx, utterances)
-    rows = asyncio.run(dialogue.run_judge(utterances, agents.read_yaml(ctx.path("prompts_file")),
+    rows = asyncio.run(dialogue.run_judge(utterances, ctx.yaml("prompts_file"),
                                           ctx.params["coherence"], clients, judge_of, ctx.seed))
     ctx.write("judgments", rows, judge_of=judge_of)
     ctx.write_metrics(judgments=len(rows), judges=judge_of)
 
 
-def run_calibrate(ctx) -> None:
-    from socsim.coherence import agents, dialogue
+def run_calibrate(ctx: StageContext) -> None:
+    from socsim.coherence import dialogue
 
     clients, judge_of = _judges(ctx, ctx.rows("utterances"))
-    rows = asyncio.run(dialogue.run_calibration(agents.read_yaml(ctx.path("prompts_file")), clients, ctx.seed))
+    rows = asyncio.run(dialogue.run_calibration(ctx.yaml("prompts_file"), clients, ctx.seed))
     ctx.write("calibration", rows, judge_of=judge_of)
     ctx.write_metrics(judges=judge_of,
                       calibration={n: [r["score"] for r in rows if r["judge_model"] == n] for n in clients})
 
 
-def run_analyse(ctx) -> None:
+def run_analyse(ctx: StageContext) -> None:
     from socsim.coherence import analysis, compare
     from socsim.io import vs_paper
 
@@ -120,7 +119,7 @@ def run_analyse(ctx) -> None:
                       tests_passed=s["tests_passed"], degeneracy_flags=len(s["degeneracy_flags"]))
 
 
-def run_figures(ctx) -> None:
+def run_figures(ctx: StageContext) -> None:
     from socsim.coherence import figures
 
     a, out = ctx.path("analysis"), ctx.path("figures")

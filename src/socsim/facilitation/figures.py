@@ -118,6 +118,7 @@ def fig5_diversity(div: pd.DataFrame, out_dir: Path) -> list[Path]:
                                   .pipe(lambda d: d.assign(group=d["condition"]))]),
     }
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.6), sharey=True)
+    np.random.seed(0)  # seaborn's strip jitter draws from numpy's global generator: same figure every run
     for ax, (title, data) in zip(axes, panels.items()):
         data = pd.concat([data, human], ignore_index=True).dropna(subset=["diversity"])
         if len(data):

@@ -5,9 +5,6 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from pathlib import Path
-
-import yaml
 
 from socsim import seeds
 from socsim.seeds import derive_seed
@@ -68,11 +65,6 @@ def slug(text: str) -> str:
 
 def prompt_hash(text: str | None) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16] if text is not None else None
-
-
-def read_yaml(path: str | Path) -> dict:
-    with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
 
 
 def participant_prompt(persona: dict, instructions: str, with_sdb: bool, with_roles: bool) -> str:

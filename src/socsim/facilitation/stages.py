@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from socsim.facilitation import materials, schemas
-from socsim.stages import SHARD, Artifact, Stage, Study, shard_table
+from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
 
 DATA = "data/facilitation"
 RESULTS = "results/facilitation"
 
 
-def run_personas(ctx) -> None:
+def run_personas(ctx: StageContext) -> None:
     p = ctx.params["facilitation"]["personas"]
     roles_text = materials.read_roles(ctx.path("roles_file"))
     if p["source"] == "file":
@@ -24,7 +24,7 @@ def run_personas(ctx) -> None:
     ctx.write_metrics(rows=len(rows), rows_parse_ok=sum(r["parse_ok"] for r in rows))
 
 
-def run_topics(ctx) -> None:
+def run_topics(ctx: StageContext) -> None:
     t = ctx.params["facilitation"]["topics"]
     if t["source"] == "file":
         rows = materials.topics_from_file(ctx.path("topics_file"), t["n"])
@@ -42,33 +42,32 @@ def run_topics(ctx) -> None:
 
 # -- discussions ---------------------------------------------------------------------------
 
-def run_setups(ctx) -> None:
+def run_setups(ctx: StageContext) -> None:
     from socsim.facilitation import setups
 
     rows = setups.build_setups(
         ctx.params["facilitation"], ctx.seed, ctx.rows("personas"), ctx.rows("topics"),
-        setups.read_yaml(ctx.path("instructions_file")), setups.read_yaml(ctx.path("strategies_file")))
+        ctx.yaml("instructions_file"), ctx.yaml("strategies_file"))
     ctx.write("setups", rows)
     ctx.write_metrics(discussions=len(rows))
 
 
-def run_simulate(ctx) -> None:
+def run_simulate(ctx: StageContext) -> None:
     import asyncio
 
     from socsim.facilitation import simulate
 
     fp = ctx.params["facilitation"]
     rows_in = ctx.rows("setups", in_shard=True)
-    clients = ctx.model_clients([m for m in fp["models"] if any(r["model"] == m["name"] for r in rows_in)],
-                                "facilitation.models")
+    clients = ctx.model_clients(fp["models"], "facilitation.models", present=rows_in)
     silence = simulate.SilenceRule.from_file(ctx.path("silence_file"))
     rows = asyncio.run(simulate.run_discussions(rows_in, clients, fp["comment_max_tokens"], silence))
     ctx.write("comments", rows)
     ctx.write_metrics(discussions=len(rows_in), **simulate.silence_metrics(rows))
 
 
-def run_annotate(ctx) -> None:
-    from socsim.facilitation import annotate, setups
+def run_annotate(ctx: StageContext) -> None:
+    from socsim.facilitation import annotate
 
     fa = ctx.params["facilitation"]["annotation"]
     comments = ctx.rows("comments")
@@ -77,7 +76,7 @@ def run_annotate(ctx) -> None:
     client = ctx.client()
     keys, requests = annotate.requests(
         comments, {r["discussion_id"]: r["context_h"] for r in setup_rows}, annotators,
-        setups.read_yaml(ctx.path("guide_file")), ctx.seed,
+        ctx.yaml("guide_file"), ctx.seed,
         client.sampling(max_tokens=fa["max_tokens"], temperature=fa["temperature"]))
     rows = annotate.rows(keys, client.run(requests, desc="annotations"))
     ctx.write("annotations", rows)
@@ -90,7 +89,7 @@ def run_annotate(ctx) -> None:
                       **parse_failures(pd.DataFrame(rows, columns=["annotator_id", "parse_ok"])))
 
 
-def run_analyse(ctx) -> None:
+def run_analyse(ctx: StageContext) -> None:
     from socsim.facilitation import analysis, paper
     from socsim.io import vs_paper
     from socsim.io.parquet import atomic_write_bytes, write_json
@@ -165,7 +164,7 @@ def run_analyse(ctx) -> None:
         print(f.message)
 
 
-def run_figures(ctx) -> None:
+def run_figures(ctx: StageContext) -> None:
     import json
 
     import pandas as pd

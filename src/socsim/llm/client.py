@@ -32,8 +32,9 @@ class Backend(Protocol):
 
 
 class LLMClient:
-    """Use as `async with client:` (or call `aclose()`): the client releases its backend and
-    closes its call cache itself; `run()` does both for a synchronous stage."""
+    """Use as `async with client:` (or call `aclose()`) to probe and then release the backend;
+    `run()` does so for a synchronous stage. `close()` closes the call cache (a stage's context
+    closes the caches it opened)."""
 
     def __init__(self, backend: Backend, cache: CallCache | None, default_sampling: Sampling | None = None):
         self.backend = backend

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 
 def window(turns: list[dict], h: int) -> list[dict]:
-    """The last h non-silent turns (`is_silent`)."""
-    return [t for t in turns if not t["is_silent"]][-h:]
+    """The last h non-silent turns (`is_silent`); none for h = 0."""
+    return [t for t in turns if not t["is_silent"]][-h:] if h > 0 else []
 
 
 def per_speaker(turns: list[dict], n: int, key: str = "speaker_id") -> list[dict]:
