@@ -90,7 +90,10 @@ def test_contract_imports_no_study():
 def test_shards_come_from_params(params):
     fac, coh = studies.study("facilitation"), studies.study("coherence")
     sim, conv = fac.stage("simulate"), coh.stage("converse")
-    assert "main.smollm2-135m" in sim.shard_ids(params)
+    assert sim.shard_ids(params) == conv.shard_ids(params) == ["smollm2-135m"]  # default: one per model
+    params = config.validate(config.deep_merge(params, {"facilitation": {"shard_by": ["condition", "model"]},
+                                                        "coherence": {"shard_by": ["model", "topic"]}}))
+    assert "main.smollm2-135m" in sim.shard_ids(params) and "tt_random.smollm2-135m" in sim.shard_ids(params)
     assert conv.shard_ids(params) == [f"smollm2-135m.{t}" for t in sorted(params["coherence"]["topics"])]
     one = config.validate(config.deep_merge(params, {"facilitation": {"shard_by": []},
                                                      "coherence": {"shard_by": ["model"]}}))
@@ -121,7 +124,8 @@ def test_shards_read_back_as_the_unsharded_table(tmp_path):
 def test_each_shard_has_its_own_call_cache(tmp_path, params):
     study = studies.study("coherence")
     st = study.stage("judge")
-    p = config.deep_merge(params, {"llm": {"cache_path": str(tmp_path / "{study}" / "{stage}" / "{shard}.sqlite")}})
+    p = config.deep_merge(params, {"llm": {"cache_path": str(tmp_path / "{study}" / "{stage}" / "{shard}.sqlite")},
+                                   "coherence": {"shard_by": ["model", "topic"]}})
     ctx = StageContext(study, st, p, {}, "smollm2-135m.taxes")
     try:
         a = ctx.model_clients([{"name": "j1"}, {"name": "j2"}], "coherence.judge_models")
@@ -138,5 +142,6 @@ def test_a_stale_shard_list_stops_the_consumer(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     rc = cli.main(["coherence", "analyse", "--judgments", "results/coherence/judgments/smollm2-135m.taxes.parquet"])
     err = capsys.readouterr().err
-    assert rc == 2 and "missing: results/coherence/judgments/smollm2-135m.favorite_beverage.parquet" in err
+    assert rc == 2 and "missing: results/coherence/judgments/smollm2-135m.parquet" in err
+    assert "not a shard: results/coherence/judgments/smollm2-135m.taxes.parquet" in err
     assert "socsim dvc export" in err

@@ -142,18 +142,18 @@ def test_pipeline_default_params_snakemake_then_dvc(project):
     for path in workflow.targets(params):
         assert (project / path).exists(), path
     # one log and one benchmark per job; every LLM shard wrote its own call cache
-    assert (project / "results/facilitation/logs/simulate/main.smollm2-135m.log").is_file()
-    assert (project / "results/coherence/benchmarks/judge/smollm2-135m.taxes.tsv").is_file()
+    assert (project / "results/facilitation/logs/simulate/smollm2-135m.log").is_file()
+    assert (project / "results/coherence/benchmarks/judge/smollm2-135m.tsv").is_file()
     caches = sorted(str(p.relative_to(project / ".socsim-cache")) for p in (project / ".socsim-cache").rglob("*.sqlite"))
-    assert "facilitation/simulate/main.smollm2-135m.sqlite" in caches and "coherence/judge/smollm2-135m.taxes.sqlite" in caches
+    assert "facilitation/simulate/smollm2-135m.sqlite" in caches and "coherence/judge/smollm2-135m.sqlite" in caches
     personas = project / "results/facilitation/personas.parquet"
     assert read_table(personas).num_rows == 30
     prov = read_provenance(personas)
     assert prov["stage"] == "facilitation.personas" and prov["seed"] == 20250101 and prov["params_hash"]
-    comments = project / "results/facilitation/comments/main.smollm2-135m.parquet"
+    comments = project / "results/facilitation/comments/smollm2-135m.parquet"
     prov = read_provenance(comments)
     assert prov["model"]["smollm2-135m"]["backend"] == "embedded"
-    assert prov["shard"] == {"id": "main.smollm2-135m", "condition": "main", "model": "smollm2-135m"}
+    assert prov["shard"] == {"id": "smollm2-135m", "model": "smollm2-135m"}
     coherence = project / "results/coherence"
     assert (coherence / "analysis/table4_tests.md").read_text().count("|") > 10
     assert len(list((coherence / "figures").glob("fig*.png"))) == 5
@@ -201,10 +201,13 @@ def test_tiny_study_through_dvc_and_exp_run(project):
     from socsim.config import deep_merge
 
     params = yaml.safe_load((project / "params.yaml").read_text())
-    tiny = {"facilitation": {"strategies": ["No Moderator", "No Instructions"], "users_per_discussion": 3,
+    # fine shards (one per design cell / topic), compared below with one shard
+    tiny = {"facilitation": {"shard_by": ["condition", "model"],
+                             "strategies": ["No Moderator", "No Instructions"], "users_per_discussion": 3,
                              "user_turns": 2, "comment_max_tokens": 12, "ablations": {"discussions": 0},
                              "annotation": {"annotators": 2, "max_tokens": 20}},
-            "coherence": {"topics": ["favorite_beverage"], "bias_levels": [0, 2], "agents_per_cell": 2,
+            "coherence": {"shard_by": ["model", "topic"], "topics": ["favorite_beverage", "taxes"],
+                          "bias_levels": [0, 2], "agents_per_cell": 2,
                           "pairing": {"max_pairs_per_topic": 3}, "turns_per_agent": 2, "utterance_max_tokens": 16,
                           "bootstrap": {"repeats": 100}}}
     (project / "params.yaml").write_text(yaml.safe_dump(deep_merge(params, tiny), sort_keys=False))
