@@ -126,7 +126,8 @@ def test_snakemake_and_dvc_agree(project):
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+    """The files of a folder (not Snakemake's hidden `.snakemake_timestamp` marker)."""
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file() and not p.name.startswith(".")}
 
 
 def ran(out: str) -> set[str]:
