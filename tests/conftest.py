@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -15,6 +16,7 @@ import pytest
 import yaml
 
 from socsim.llm.embedded import default_model_path
+from socsim.llm.types import Completion
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -122,3 +124,26 @@ def kill_after_cached_calls(cmd: list[str], cache: Path, calls: int, timeout: fl
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     return cache_rows(cache)
+
+
+class Scripted:
+    """A backend whose speakers follow a script: reply(request) -> text; records every request."""
+
+    retries = 0
+
+    def __init__(self, reply):
+        self.reply, self.requests, self.closed = reply, [], 0
+
+    async def probe(self):
+        return self.identity()
+
+    def identity(self):
+        return {"backend": "scripted"}
+
+    async def complete(self, request):
+        self.requests.append(request)
+        await asyncio.sleep(0)
+        return Completion(text=self.reply(request), completion_tokens=3)
+
+    async def aclose(self):
+        self.closed += 1

@@ -15,6 +15,8 @@ from socsim.seeds import derive_seed
 from socsim.sim import judge, policies, runner, stop, views
 from socsim.sim.episode import Episode, Speaker, Transcript, play
 
+from conftest import Scripted
+
 USERS = [f"u{i}" for i in range(7)]
 
 
@@ -160,29 +162,6 @@ def test_transcript_records_silent_turns_without_a_position():
 
 
 # -- the loop with scripted speakers ------------------------------------------------------------------
-
-class Scripted:
-    """A backend whose speakers follow a script: reply(request) -> text; records every request."""
-
-    retries = 0
-
-    def __init__(self, reply):
-        self.reply, self.requests, self.closed = reply, [], 0
-
-    async def probe(self):
-        return self.identity()
-
-    def identity(self):
-        return {"backend": "scripted"}
-
-    async def complete(self, request):
-        self.requests.append(request)
-        await asyncio.sleep(0)
-        return Completion(text=self.reply(request), completion_tokens=3)
-
-    async def aclose(self):
-        self.closed += 1
-
 
 def test_play_runs_policy_views_seeds_and_stop():
     backend = Scripted(lambda req: f"  reply {len(req.messages)}  ")

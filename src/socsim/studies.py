@@ -11,7 +11,7 @@ import importlib
 
 from socsim.stages import Stage, Study
 
-STUDY_MODULES = ("socsim.facilitation.stages", "socsim.coherence.stages")
+STUDY_MODULES = ("socsim.facilitation.stages", "socsim.coherence.stages", "socsim.opinion_dynamics.stages")
 
 
 def all_studies() -> list[Study]:

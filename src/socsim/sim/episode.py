@@ -10,7 +10,7 @@ the records to its own output schema.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol, TypedDict
+from typing import Awaitable, Callable, Protocol, TypedDict
 
 from socsim.llm import LLMClient, Request, Sampling
 from socsim.seeds import derive_seed
@@ -78,6 +78,7 @@ class Policy(Protocol):
 
 Messages = Callable[[Speaker, list[Turn]], list[dict]]  # a speaker's view of the turns so far -> chat messages
 Reply = Callable[[Speaker, str], tuple[str, bool]]  # raw model text -> (text to record, silent?)
+Observe = Callable[[Speaker, Turn], Awaitable[None]]  # after each model turn: memories, reflections (may call models)
 
 
 def strip_reply(speaker: Speaker, text: str) -> tuple[str, bool]:
@@ -85,9 +86,11 @@ def strip_reply(speaker: Speaker, text: str) -> tuple[str, bool]:
 
 
 async def play(episode: Episode, policy: Policy, stop: Callable[[Transcript], bool], client: LLMClient,
-               sampling: Sampling, messages: Messages, reply: Reply = strip_reply) -> list[Turn]:
+               sampling: Sampling, messages: Messages, reply: Reply = strip_reply,
+               observe: Observe | None = None) -> list[Turn]:
     """Play one episode: the opening (if any) by the policy's first speaker, then one model turn
-    per policy step until `stop` holds."""
+    per policy step until `stop` holds; `observe` sees every model turn once it is recorded
+    (Concordia's observe step: a study updates its agents' memories there)."""
     t = Transcript(episode)
     if episode.opening is not None:
         t.add(policy.next(), episode.opening, opening=True)
@@ -96,6 +99,8 @@ async def play(episode: Episode, policy: Policy, stop: Callable[[Transcript], bo
         resp = await client.generate(Request.chat(messages(speaker, t.turns), episode.turn_seed(len(t.turns)),
                                                   sampling))
         text, silent = reply(speaker, resp.text)
-        t.add(speaker.id, text, resp.completion_tokens, silent)
+        turn = t.add(speaker.id, text, resp.completion_tokens, silent)
+        if observe is not None:
+            await observe(speaker, turn)
     return t.turns
 

@@ -57,6 +57,11 @@ class Memory:
     def __len__(self) -> int:
         return len(self.entries)
 
+    def messages(self, role: str = "user", key: str = "text") -> list[dict]:
+        """The memory as chat messages: the summary (with its head), then one message per entry."""
+        head = [{"role": role, "content": self.summary_head + self.summary}] if self.summary is not None else []
+        return head + [{"role": role, "content": e[key]} for e in self.entries]
+
     def render(self) -> str:
         parts = [self.summary_head + self.summary] if self.summary is not None else []
         parts += [render(self.entries, self.line)] if self.entries else []

@@ -1,0 +1,170 @@
+"""Setups: one self-contained row per simulation (paper 002, Algorithm 1 and section 4).
+
+Factors: model x topic x framing x confirmation bias x memory x initial distribution x topology x
+repetition (the main grid), the Fig. 5 runs (non-uniform starts) and the two controls per model x
+topic x framing x repetition. A row holds the N agents with their persona texts, initial opinions
+and system prompts, and the full precomputed pair schedule.
+
+Seeds (never a global RNG): the pair schedule, the graph and the opinion assignment derive from
+(run seed, topic, initial distribution, topology, repetition), so by default every condition of a
+(topic, repetition) plays the same pair sequence (common random numbers: sharper contrasts);
+`schedule: independent` adds the model, framing, bias and memory to the schedule's ids.
+"""
+
+from __future__ import annotations
+
+from socsim import seeds
+from socsim.opinion_dynamics import materials, network
+
+# The paper's initial distributions (code names), as shares of N at each value.
+DISTRIBUTIONS = {
+    "uniform": {-2: 0.2, -1: 0.2, 0: 0.2, 1: 0.2, 2: 0.2},
+    "skewed_positive": {2: 0.8, -2: 0.2},
+    "skewed_negative": {-2: 0.8, 2: 0.2},
+    "positive": {2: 1.0},
+    "negative": {-2: 1.0},
+}
+
+
+def multiset(init: str, n: int) -> list[int]:
+    """The initial opinions of a distribution for N agents, sorted (an error when N does not split)."""
+    if init not in DISTRIBUTIONS:
+        raise ValueError(f"unknown initial distribution {init!r} (known: {', '.join(DISTRIBUTIONS)})")
+    out = []
+    for value, share in sorted(DISTRIBUTIONS[init].items()):
+        count = share * n
+        if abs(count - round(count)) > 1e-9:
+            raise ValueError(f"initial distribution {init!r} needs N divisible by {round(1 / min(DISTRIBUTIONS[init].values()))}, got N = {n}")
+        out += [value] * round(count)
+    return out
+
+
+def assign(init: str, personas: list[dict], seed: int, *ids) -> list[int]:
+    """Initial opinion per agent: the uniform start with the 10 listed personas keeps their listed
+    opinions (App. B is a uniform draw); otherwise a seeded permutation of the distribution."""
+    values = multiset(init, len(personas))
+    if init == "uniform" and sorted(p["initial"] for p in personas) == values:
+        return [p["initial"] for p in personas]
+    rng = seeds.rng(seed, "opinion_dynamics", *ids, "opinions")
+    rng.shuffle(values)
+    return values
+
+
+def topology_label(topology: dict) -> str:
+    rest = "".join(f"-{k}{topology[k]}" for k in sorted(topology) if k != "kind")
+    return f"{topology['kind']}{rest}"
+
+
+def system_prompt(prompts: dict, persona: str, claim: str, world: str, bias: str, control: bool = False) -> str:
+    text = prompts["control_system" if control else "system"].format(persona=persona, claim=claim).strip()
+    return " ".join([text, *reminder_parts(prompts, world, bias)])
+
+
+def reminder_parts(prompts: dict, world: str, bias: str) -> list[str]:
+    parts = [prompts["closed_world"].strip()] if world == "closed" else []
+    return parts + ([prompts["bias"][bias].strip()] if bias != "none" else [])
+
+
+def build(od: dict, seed: int, personas: list[dict], topics: list[dict], prompts: dict) -> list[dict]:
+    n, steps = od["n_agents"], od["steps"]
+    if n > len(personas):
+        raise ValueError(f"opinion_dynamics.n_agents = {n}, but the personas file holds only {len(personas)}")
+    if n < 2:
+        raise ValueError("opinion_dynamics.n_agents must be at least 2 (a writer and a reviewer)")
+    agents = personas[:n]
+    by_id = {t["topic"]: t for t in topics}
+    unknown = [t for t in [*od["topics"], *od["fig5"]["topics"]] if t not in by_id]
+    if unknown:
+        raise ValueError(f"opinion_dynamics.topics: unknown topic(s) {', '.join(unknown)} (known: {', '.join(by_id)})")
+    framings = ["true" if f else "false" for f in od["framings"]]
+    models = [m["name"] for m in od["agent_models"]]
+    world, inject = od["world"], od["injection"] == "every_prompt"
+    rows: list[dict] = []
+
+    def schedule(topic, init, topo, rep, extra=()):
+        ids = (topic, init, topology_label(topo), rep)
+        edges = network.edges_of(network.graph(topo, n, seeds.derive_seed(seed, "opinion_dynamics", *ids, "graph")))
+        rng = seeds.rng(seed, "opinion_dynamics", *ids, *extra, "schedule")
+        pairs = network.schedule(n, steps, rng, None if topo["kind"] == "complete" else edges)
+        return edges, pairs, assign(init, agents, seed, topic, init, rep)
+
+    def row(**kw) -> dict:
+        keys = ("model", "topic", "framing", "bias", "memory", "world", "init", "topology", "condition")
+        sim_id = ".".join(str(kw[k]) for k in keys) + f".r{kw['rep']}"
+        topic = by_id[kw["topic"]]
+        return {"sim_id": sim_id, "category": topic["category"], "claim": topic[f"claim_{kw['framing']}"],
+                "seed": seed, **kw}
+
+    def main_runs(model, topic, framing, bias, memory, init, topo, rep):
+        extra = () if od["schedule"] == "shared" else (model, framing, bias, memory)
+        edges, pairs, initial = schedule(topic, init, topo, rep, extra)
+        claim = by_id[topic][f"claim_{framing}"]
+        texts = [materials.persona_text(prompts, p, o) for p, o in zip(agents, initial)]
+        rows.append(row(
+            model=model, topic=topic, framing=framing, bias=bias, memory=memory, world=world, init=init,
+            topology=topology_label(topo), condition="main", rep=rep, n_agents=n, steps=steps,
+            agent_names=[p["name"] for p in agents], initial=initial, personas=texts,
+            system_prompts=[system_prompt(prompts, t, claim, world, bias) for t in texts],
+            reminder=" ".join(reminder_parts(prompts, world, bias)) if inject else "",
+            writers=[w for w, _ in pairs], reviewers=[r for _, r in pairs], edges=[list(e) for e in edges]))
+
+    for model in models:
+        for topic in od["topics"]:
+            for rep in range(od["repetitions"]):
+                for framing in framings:
+                    for bias in od["confirmation_bias"]:
+                        for memory in od["memory"]:
+                            for init in od["initial_distributions"]:
+                                for topo in od["topologies"]:
+                                    main_runs(model, topic, framing, bias, memory, init, topo, rep)
+        fig5 = od["fig5"]
+        for topic in fig5["topics"]:
+            for rep in range(od["repetitions"]):
+                for framing in framings:
+                    for init in fig5["distributions"]:
+                        if not (topic in od["topics"] and "none" in od["confirmation_bias"]
+                                and fig5["memory"] in od["memory"] and init in od["initial_distributions"]
+                                and {"kind": "complete"} in od["topologies"]):
+                            main_runs(model, topic, framing, "none", fig5["memory"], init, {"kind": "complete"}, rep)
+        if od["controls"]["enabled"]:
+            for topic in od["topics"]:
+                for rep in range(od["repetitions"]):
+                    for framing in framings:
+                        rows += controls(od, seed, agents, prompts, by_id[topic], framing, model, rep, row)
+    ids = [r["sim_id"] for r in rows]
+    if len(set(ids)) != len(ids):
+        raise ValueError("two simulations share an id: list each factor level once")
+    return rows
+
+
+def controls(od: dict, seed: int, agents: list[dict], prompts: dict, topic: dict, framing: str, model: str,
+             rep: int, row) -> list[dict]:
+    """Paper 4.3: (a) no interaction, with role play: every agent reports its belief; (b) no
+    interaction, no role play: one bare agent. `independent` (the paper's text, default): `reports`
+    fresh reports per agent, each its own context; otherwise (the original code) T steps, one
+    uniformly random agent reporting with the memory of its own earlier reports."""
+    c, world = od["controls"], od["world"]
+    claim = topic[f"claim_{framing}"]
+    initial = assign("uniform", agents, seed, topic["topic"], "uniform", rep)
+    texts = [materials.persona_text(prompts, p, o) for p, o in zip(agents, initial)]
+    memory = "none" if c["independent"] else c["memory"]
+    reminder = " ".join(reminder_parts(prompts, world, "none")) if od["injection"] == "every_prompt" else ""
+    n = len(agents)
+    if c["independent"]:
+        roleplay = [i for _ in range(c["reports"]) for i in range(n)]
+        bare = [0] * c["reports"]
+    else:
+        rng = seeds.rng(seed, "opinion_dynamics", topic["topic"], rep, "control_schedule")
+        roleplay = [rng.randrange(n) for _ in range(od["steps"])]
+        bare = [0] * od["steps"]
+    common = dict(model=model, topic=topic["topic"], framing=framing, bias="none", memory=memory, world=world,
+                  init="uniform", topology="none", rep=rep)
+    return [
+        row(**common, condition="control_roleplay", n_agents=n, steps=len(roleplay),
+            agent_names=[p["name"] for p in agents], initial=initial, personas=texts,
+            system_prompts=[system_prompt(prompts, t, claim, world, "none", control=True) for t in texts],
+            reminder=reminder, writers=[-1] * len(roleplay), reviewers=roleplay, edges=[]),
+        row(**common, condition="control_bare", n_agents=1, steps=len(bare), agent_names=["(no role)"],
+            initial=[None], personas=[""], system_prompts=[None], reminder="", writers=[-1] * len(bare),
+            reviewers=bare, edges=[]),
+    ]

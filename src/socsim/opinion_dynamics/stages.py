@@ -1,0 +1,258 @@
+"""The opinion-dynamics study (paper 002): its artifacts and stages (the study contract, socsim.stages)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pandas as pd
+
+from socsim.io.parquet import write_json
+from socsim.opinion_dynamics import schemas
+from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
+
+DATA = "data/opinion_dynamics"
+RESULTS = "results/opinion_dynamics"
+OD = "opinion_dynamics"
+
+
+def run_materials(ctx: StageContext) -> None:
+    from socsim.opinion_dynamics import materials
+
+    personas = materials.persona_rows(ctx.yaml("personas_file"))
+    topics = materials.topic_rows(ctx.yaml("topics_file"))
+    ctx.write("personas", personas)
+    ctx.write("topics", topics)
+    ctx.write_metrics(personas=len(personas), topics=len(topics))
+
+
+def run_setups(ctx: StageContext) -> None:
+    from socsim.opinion_dynamics import setups
+
+    rows = setups.build(ctx.params[OD], ctx.seed, ctx.rows("personas"), ctx.rows("topics"), ctx.yaml("prompts_file"))
+    ctx.write("setups", rows)
+    ctx.write_metrics(simulations=len(rows), by_condition=dict(pd.Series([r["condition"] for r in rows]).value_counts()
+                                                                .sort_index()))
+
+
+def run_simulate(ctx: StageContext) -> None:
+    from socsim.opinion_dynamics import simulate
+
+    od = ctx.params[OD]
+    setups = ctx.rows("setups", in_shard=True)
+    clients = ctx.model_clients(od["agent_models"], "opinion_dynamics.agent_models", present=setups)
+    rows = asyncio.run(simulate.run_simulations(setups, ctx.yaml("prompts_file"), od, clients))
+    ctx.write("events", rows)
+    ctx.write_metrics(simulations=len(setups), steps=len(rows),
+                      truncated_events=sum(r["truncated_events"] for r in rows),
+                      steps_with_truncation=sum(r["truncated_events"] > 0 for r in rows))
+
+
+def _classifier(ctx: StageContext, entry: dict, where: str):
+    return next(iter(ctx.model_clients([entry], where).items()))
+
+
+def run_classify(ctx: StageContext) -> None:
+    from socsim.opinion_dynamics import classify
+
+    cl = ctx.params[OD]["classifier"]
+    events = ctx.rows("events")
+    claims = {s["sim_id"]: s["claim"] for s in ctx.rows("setups")}
+    name, client = _classifier(ctx, cl["model"], "opinion_dynamics.classifier.model")
+    rows = asyncio.run(classify.classify(events, claims, ctx.yaml("prompts_file"), cl, client, name, ctx.seed))
+    ctx.write("ratings", rows)
+    failed = sum(not r["parse_ok"] for r in rows)
+    ctx.write_metrics(reports=len(rows), parse_failed=failed, parse_failure_rate=failed / len(rows) if rows else None)
+
+
+def run_validate(ctx: StageContext) -> None:
+    """The classifier against a second classifier (a model entry) or human ratings (a CSV)."""
+    from socsim.opinion_dynamics import classify
+
+    od = ctx.params[OD]
+    v, cl = od["validation"], od["classifier"]
+    out = ctx.path("validation")
+    ratings = ctx.rows("ratings")
+    if v["against"] is None:
+        write_json(out, {"status": "not requested", "how": "set opinion_dynamics.validation.against to a CSV of "
+                         "human ratings (sim_id, t, opinion) or a second classifier (a name plus llm keys)"})
+        ctx.write_metrics(validated=0)
+        return
+    if isinstance(v["against"], str):
+        human = pd.read_csv(v["against"])
+        missing = {"sim_id", "t", "opinion"} - set(human.columns)
+        if missing:
+            raise ValueError(f"{v['against']}: human ratings need the columns sim_id, t, opinion (missing: "
+                             f"{', '.join(sorted(missing))})")
+        other = {(r.sim_id, int(r.t)): int(r.opinion) for r in human.itertuples()}
+        against = f"human ratings ({v['against']})"
+    else:
+        events = ctx.rows("events")
+        claims = {s["sim_id"]: s["claim"] for s in ctx.rows("setups")}
+        from socsim import seeds
+
+        events = sorted(seeds.rng(ctx.seed, OD, "validate").sample(events, min(v["sample"], len(events))),
+                        key=lambda e: (e["sim_id"], e["t"]))
+        name, client = _classifier(ctx, v["against"], "opinion_dynamics.validation.against")
+        second = asyncio.run(classify.classify(events, claims, ctx.yaml("prompts_file"), cl, client, name, ctx.seed))
+        other = {(r["sim_id"], r["t"]): r["opinion"] for r in second}
+        against = f"second classifier {name}"
+    pairs = [(r["opinion"], other[(r["sim_id"], r["t"])]) for r in ratings if (r["sim_id"], r["t"]) in other]
+    result = {"classifier": cl["model"]["name"], "against": against,
+              **classify.agreement([a for a, _ in pairs], [b for _, b in pairs])}
+    write_json(out, result)
+    ctx.write_metrics(validated=result["n"], agreement=result["agreement"], cohen_kappa=result["cohen_kappa"],
+                      krippendorff_alpha=result["krippendorff_alpha"])
+
+
+def run_trajectories(ctx: StageContext) -> None:
+    from socsim.opinion_dynamics import analysis
+
+    rows = analysis.trajectories(ctx.rows("setups"), ctx.rows("ratings"))
+    ctx.write("trajectories", rows)
+    ctx.write_metrics(rows=len(rows), sources=dict(pd.Series([r["source"] for r in rows]).value_counts().sort_index()))
+
+
+def run_baseline(ctx: StageContext) -> None:
+    from socsim.opinion_dynamics import baseline
+
+    b = ctx.params[OD]["baseline"]
+    rows = []
+    for s in ctx.rows("setups"):
+        if s["condition"] != "main":
+            continue
+        pairs = list(zip(s["writers"], s["reviewers"]))
+        for kind, cfg in (("deffuant", b["deffuant"]), ("degroot", b["degroot"])):
+            matrix = baseline.run(kind, s["initial"], pairs, cfg["mu"], cfg.get("epsilon"))
+            rows += [{"sim_id": s["sim_id"], "baseline": kind, "agent": i, "t": t, "opinion": int(v)}
+                     for t, row in enumerate(matrix) for i, v in enumerate(row)]
+    ctx.write("baseline", rows)
+    ctx.write_metrics(rows=len(rows))
+
+
+def run_analyse(ctx: StageContext) -> None:
+    from socsim.io import tables, vs_paper
+    from socsim.opinion_dynamics import analysis
+    from socsim.stats import degeneracy as dg
+
+    od = ctx.params[OD]
+    ddof, alpha = od["metrics"]["ddof"], od["alpha"]
+    setups = ctx.read("setups").to_pandas()
+    traj = ctx.read("trajectories").to_pandas()
+    ratings = ctx.read("ratings").to_pandas()
+    d = ctx.path("analysis")
+    ps = analysis.per_sim(setups, traj, ddof)
+    tables.write(ps, d, "per_sim", "Per simulation: B, D (population and sample SD) and dynamics")
+    flags_of = analysis.classifier_flags(ratings)
+    main = ps[ps.condition == "main"]
+    by1 = analysis.CELL
+    t1 = analysis.aggregate(main, by1)
+    d_note = f"D = {'population' if ddof == 0 else 'sample'} SD (metrics.ddof = {ddof}); mean over topics ± SE"
+    tables.write(t1, d, "table1", "Table 1: B and D per condition (all topics)", [d_note], analysis.show(t1, by1))
+    by2 = ["category", *by1]
+    t2 = analysis.aggregate(main, by2)
+    tables.write(t2, d, "table2", "Table 2: B and D per topic category", [d_note], analysis.show(t2, by2))
+    ctrl = ps[ps.condition != "main"]
+    by_c = ["model", "condition", "framing", "bias"]
+    tc = analysis.aggregate(ctrl, by_c)
+    tables.write(tc, d, "controls", "Controls: B and D over every classified report (no interaction)", [d_note],
+                 analysis.show(tc, by_c))
+    tst = analysis.tests(ps, flags_of, alpha)
+    tables.write(tst, d, "tests", "The paper's tests (one-sample t of B, paired framing t, ANOVA of D by bias)",
+                 [f"alpha = {alpha}"])
+    base = analysis.baseline_table(ps, ctx.read("baseline").to_pandas(), setups, ddof)
+    tables.write(base, d, "baseline", "B and D: LLM runs beside the numeric baselines (same N, T, schedule, start)",
+                 [d_note])
+    rows = analysis.vs_paper_rows(t1, tst, ps, vs_paper.read_paper(ctx.path("paper_file")), flags_of, alpha)
+    vs_paper.write(d, rows, "Opinion dynamics (paper 002): our run beside the paper's Table 1 (seed version)")
+    flags = dg.collect(*flags_of.values())
+    summary = {"simulations": int(len(ps)), "main": int(len(main)), "controls": int(len(ctrl)),
+               "d_definition": d_note, "parse_failed": int(ps.parse_failed.sum()),
+               "agents_never_reviewed": int(ps.never_reviewed.sum()),
+               "degenerate": bool(flags), "degeneracy_flags": dg.as_json(flags)}
+    write_json(d / "summary.json", summary)
+    write_json(d / "provenance.json", ctx.provenance())
+    for f in flags:
+        print(f.message)
+    ctx.write_metrics(simulations=summary["simulations"], degeneracy_flags=len(flags))
+
+
+def run_figures(ctx: StageContext) -> None:
+    from socsim.opinion_dynamics import figures
+
+    setups = ctx.read("setups").to_pandas()
+    traj = ctx.read("trajectories").to_pandas()
+    a, out = ctx.path("analysis"), ctx.path("figures")
+    csv = lambda name: pd.read_csv(a / f"{name}.csv", dtype={"framing": str})  # noqa: E731 ("false" stays a string)
+    ps = csv("per_sim")
+    names = figures.trajectory_figures(setups, traj, out)
+    names += figures.final_distributions(ps, traj, setups, out)
+    names += figures.bias_diversity_figure(csv("table1"), csv("baseline"), ps[ps.condition != "main"], out)
+    ctx.write_metrics(figures=sorted(names))
+
+
+def shards(params) -> dict[str, dict]:
+    """Simulate/classify shards: one per (agent model, topic), or coarser by `opinion_dynamics.shard_by`."""
+    od = params[OD]
+    topics = list(dict.fromkeys([*od["topics"], *od["fig5"]["topics"]]))
+    return shard_table([{"model": m["name"], "topic": t} for m in od["agent_models"] for t in topics],
+                       list(od["shard_by"]))
+
+
+SHARD_KEYS = ("opinion_dynamics.agent_models", "opinion_dynamics.topics", "opinion_dynamics.fig5.topics",
+              "opinion_dynamics.shard_by")
+DESIGN = ("seed", "opinion_dynamics.agent_models", "opinion_dynamics.topics", "opinion_dynamics.framings",
+          "opinion_dynamics.confirmation_bias", "opinion_dynamics.memory", "opinion_dynamics.world",
+          "opinion_dynamics.initial_distributions", "opinion_dynamics.topologies", "opinion_dynamics.n_agents",
+          "opinion_dynamics.steps", "opinion_dynamics.repetitions", "opinion_dynamics.schedule",
+          "opinion_dynamics.injection", "opinion_dynamics.fig5", "opinion_dynamics.controls")
+CLASSIFIER = ("seed", "opinion_dynamics.classifier")
+
+ARTIFACTS = {
+    "personas_file": Artifact(f"{DATA}/personas.yaml"), "topics_file": Artifact(f"{DATA}/topics.yaml"),
+    "prompts_file": Artifact(f"{DATA}/prompts.yaml"), "paper_file": Artifact(f"{DATA}/paper.yaml"),
+    "personas": Artifact(f"{RESULTS}/personas.parquet", schemas.PERSONAS, ("persona_id",)),
+    "topics": Artifact(f"{RESULTS}/topics.parquet", schemas.TOPICS, ("topic",)),
+    "setups": Artifact(f"{RESULTS}/setups.parquet", schemas.SETUPS, ("sim_id",)),
+    "events": Artifact(f"{RESULTS}/events/{SHARD}.parquet", schemas.EVENTS, ("sim_id", "t")),
+    "ratings": Artifact(f"{RESULTS}/ratings/{SHARD}.parquet", schemas.RATINGS, ("sim_id", "t")),
+    "validation": Artifact(f"{RESULTS}/validation.json"),
+    "trajectories": Artifact(f"{RESULTS}/trajectories.parquet", schemas.TRAJECTORIES, ("sim_id", "agent", "t")),
+    "baseline": Artifact(f"{RESULTS}/baseline.parquet", schemas.BASELINE, ("sim_id", "baseline", "agent", "t")),
+    "analysis": Artifact(f"{RESULTS}/analysis", kind="dir", report="tables", pattern="{name}.csv"),
+    "figures": Artifact(f"{RESULTS}/figures", kind="dir", report="figures"),
+}
+
+STUDY = Study(OD, ARTIFACTS, [
+    Stage("materials", "The 10 personas (App. B) and the 15 topics with both framings (App. H) as tables.",
+          run_materials, inputs=("personas_file", "topics_file"), outputs=("personas", "topics")),
+    Stage("setups", "One self-contained row per simulation: factors, N agents with persona texts, initial opinions "
+          "and system prompts, the full pair schedule (seeded from ids, shared across the conditions of a topic and "
+          "repetition); Fig. 5 runs and the two controls.", run_setups,
+          inputs=("personas", "topics", "prompts_file"), outputs=("setups",), params=DESIGN),
+    Stage("simulate", "T steps per simulation on the engine: the writer tweets, the reviewer reports its belief with "
+          "reasoning; cumulative or reflective memory; controls report without interaction. One row per step.",
+          run_simulate, inputs=("setups", "prompts_file"), outputs=("events",),
+          params=("opinion_dynamics.max_tokens", "opinion_dynamics.memory_max_tokens",
+                  "opinion_dynamics.history_layout", "opinion_dynamics.reflective_variant", *SHARD_KEYS),
+          uses_llm=True, shards=shards),
+    Stage("classify", "The opinion classifier: every report to -2..2 under a constraint (temperature 0), raw answer "
+          "and parse flag kept.", run_classify, inputs=("events", "setups", "prompts_file"), outputs=("ratings",),
+          params=(*CLASSIFIER, *SHARD_KEYS), uses_llm=True, shards=shards),
+    Stage("validate", "Agreement, Cohen's kappa and Krippendorff's alpha of the classifier against a second classifier "
+          "or human ratings (opinion_dynamics.validation.against; null = not requested).", run_validate,
+          inputs=("ratings", "events", "setups", "prompts_file"), outputs=("validation",),
+          params=(*CLASSIFIER, "opinion_dynamics.validation"), uses_llm=True),
+    Stage("trajectories", "One row per (simulation, agent, t = 0..T): the initial, classified or carried opinion "
+          "(a failed parse carries the previous one, flagged).", run_trajectories, inputs=("setups", "ratings"),
+          outputs=("trajectories",)),
+    Stage("baseline", "Numeric agent-based baselines on the same N, T, pair schedule and scale: Deffuant bounded "
+          "confidence and DeGroot-style averaging.", run_baseline, inputs=("setups",), outputs=("baseline",),
+          params=("opinion_dynamics.baseline",)),
+    Stage("analyse", "B and D per simulation (population and sample SD), Tables 1 and 2, controls, the paper's tests, "
+          "baselines side by side, degeneracy flags, vs_paper.", run_analyse,
+          inputs=("setups", "trajectories", "ratings", "baseline", "paper_file"), outputs=("analysis",),
+          params=("opinion_dynamics.metrics", "opinion_dynamics.alpha")),
+    Stage("figures", "Opinion trajectories (Figs. 4-6 layout) and controls, final distributions, B and D by "
+          "condition with the baselines (PNG + PDF).", run_figures, inputs=("setups", "trajectories", "analysis"),
+          outputs=("figures",)),
+])
