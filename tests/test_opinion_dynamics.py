@@ -17,6 +17,7 @@ import yaml
 
 from conftest import ROOT, Scripted, cache_rows, kill_after_cached_calls, read_metrics, run_socsim, socsim_cmd, write_params
 from socsim import config
+from socsim.io import vs_paper
 from socsim.llm import LLMClient
 from socsim.opinion_dynamics import analysis, classify, materials, setups, simulate
 
@@ -135,8 +136,10 @@ def _run(setup, od=None, reply=None):
 def test_memory_event_cases_and_ordinals():
     assert [materials.ordinal(k) for k in (1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 24, 101, 111, 112)] == \
         ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "23rd", "24th", "101st", "111th", "112th"]
-    # agent 0: write, write, review, review, write
+    # agent 0: write, write, review, review, write; agent 1 first reviews (none -> review)
     rows, reqs = _run(_setup([0, 0, 1, 2, 0], [1, 2, 0, 0, 1]))
+    assert PROMPTS["events"]["none_review"].format(tweet=rows[0]["tweet"], reasoning=f"Reasoning: {rows[0]['report']}") \
+        in [m["content"] for m in reqs[4].message_dicts()]  # agent 1 writes at step 3 and remembers its review
     prev0 = [r["writer_prev"] if r["writer"] == 0 else r["reviewer_prev"] for r in rows]
     assert prev0 == ["none", "write", "write", "review", "review"]
     last_write = reqs[8].message_dicts()  # step 5's write: agent 0's fifth event
@@ -149,6 +152,14 @@ def test_memory_event_cases_and_ordinals():
         PROMPTS["events"]["write_review"].format(k="2nd", tweet=tweets[2], reasoning=f"Reasoning: {reports[2]}"),
         PROMPTS["events"]["review_review"].format(tweet=tweets[3], reasoning=f"Reasoning: {reports[3]}"),
     ]
+    # the prompts name the ordinals: step 2's write follows the 1st tweet, step 3's review the 2nd
+    assert PROMPTS["write"]["write"].format(name="Benjamin Lee", claim=rows and _setup([0], [1])["claim"], k_prev="1st") \
+        in reqs[2].message_dicts()[-1]["content"]
+    assert "after writing your 2nd tweet" in reqs[5].message_dicts()[-1]["content"]
+    # after step 5's write the memory holds the review -> write event of the 3rd tweet
+    rows6, reqs6 = _run(_setup([0, 0, 1, 2, 0, 1], [1, 2, 0, 0, 1, 0]))
+    assert PROMPTS["events"]["review_write"].format(k="3rd", tweet=rows6[4]["tweet"]) in \
+        [m["content"] for m in reqs6[11].message_dicts()]
     task = last_write[-1]["content"]
     assert task.startswith(PROMPTS["write"]["review"].format(name="Benjamin Lee", claim=rows and _setup([0], [1])["claim"]))
     assert task.endswith(PROMPTS["write_cue"])
@@ -398,3 +409,51 @@ def test_stages_on_the_embedded_model_deterministic_and_resumable(tmp_path):
     m = read_metrics(out2 / "metrics/simulate/all.json")
     assert m["cache_hits"] == done and m["calls"] == 24 - done
     assert pd.read_parquet(out2 / "events/all.parquet").equals(events)  # the same simulation after the resume
+
+
+def test_vs_paper_verdicts_follow_the_tests():
+    """The truth finding holds only when every false-framing B is significantly negative and B is
+    higher under true framing; a degenerate test makes the row degenerate, never a verdict."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for f, b in product(["false", "true"], ["none", "weak", "strong"]):
+        for i in range(6):
+            d = {"none": 0.5, "weak": 0.8, "strong": 1.2}[b] + rng.normal(0, 0.05)
+            rows.append({"sim_id": f"{f}{b}{i}", "model": "m", "topology": "complete", "init": "uniform",
+                         "memory": "cumulative", "framing": f, "bias": b, "topic": f"t{i}", "category": "science",
+                         "condition": "main", "rep": 0, "n_agents": 10, "D": d, "D_pop": d,
+                         "B": (-1.2 if f == "false" else 0.4) + rng.normal(0, 0.2)})
+    ps = pd.DataFrame(rows)
+    setups_df = pd.DataFrame([{"condition": "main", "init": "uniform", "initial": [-2, -2, -1, -1, 0, 0, 1, 1, 2, 2]}])
+    paper = load("paper")
+    vs = vs_paper.table(analysis.vs_paper_rows(ps, setups_df, analysis.tests(ps, {}, 0.05), paper, 0.05))
+    row = lambda q: vs[vs.quantity.str.contains(q, regex=False)].iloc[0]  # noqa: E731
+    assert row("mean B under false framing").finding_holds == "yes"
+    assert math.isclose(row("mean B under false framing").paper, np.mean([-1.42, -1.13, -1.09]))
+    assert row("B(true) - B(false)").finding_holds == "yes"
+    assert row("ANOVA F of D by bias").finding_holds == "yes" and row("ANOVA F of D by bias").paper == 25.43
+    t1 = row("Table 1 (m, complete): cumulative, false framing, none bias: B")
+    assert math.isclose(t1.ours, ps[(ps.framing == "false") & (ps.bias == "none")].B.mean()) and t1.paper == -1.42
+    assert row("uniform start: D (sample SD").ours == pytest.approx(1.4907, abs=1e-4)
+    flipped = ps.assign(B=-ps.B)  # B positive under false framing: the finding does not hold
+    vs = vs_paper.table(analysis.vs_paper_rows(flipped, setups_df, analysis.tests(flipped, {}, 0.05), paper, 0.05))
+    assert row("mean B under false framing").finding_holds == "no" and row("B(true) - B(false)").finding_holds == "no"
+    flags = analysis.classifier_flags(pd.DataFrame({"model": ["m"] * 10, "opinion": [1] * 10}))
+    vs = vs_paper.table(analysis.vs_paper_rows(ps, setups_df, analysis.tests(ps, flags, 0.05), paper, 0.05))
+    assert row("mean B under false framing").finding_holds.startswith("degenerate input: opinion classifier")
+
+
+def test_classifier_agreement_against_known_ratings():
+    a = [2, 2, 1, 0, -1, -2, -2, 0, 1, 1]
+    b = [2, 1, 1, 0, -1, -2, -1, 0, 1, 2]
+    res = classify.agreement(a, b + [None] * 0)
+    assert res["n"] == 10 and res["agreement"] == 0.7
+    # Cohen's kappa by hand: po = 0.7; pe = sum over labels of p_a * p_b
+    pa = {v: a.count(v) / 10 for v in range(-2, 3)}
+    pb = {v: b.count(v) / 10 for v in range(-2, 3)}
+    pe = sum(pa[v] * pb[v] for v in pa)
+    assert res["cohen_kappa"] == pytest.approx((0.7 - pe) / (1 - pe))
+    assert res["confusion"][0] == [1, 1, 0, 0, 0]  # rater a's +2 row: one +2, one +1 from rater b
+    assert 0.5 < res["krippendorff_alpha"] <= 1
+    same = classify.agreement([0] * 5, [0] * 5)
+    assert same["krippendorff_alpha"] is None and "undefined" in same["note"]

@@ -160,6 +160,10 @@ def test_pipeline_default_params_snakemake_then_dvc(project):
     assert len(list((coherence / "figures").glob("fig*.png"))) == 5
     figures = sorted(p.name for p in (project / "results/facilitation/figures").iterdir() if p.name[0] != ".")
     assert len(figures) == 8 and {p.rsplit(".", 1)[1] for p in figures} == {"png", "pdf"}
+    od = project / "results/opinion_dynamics"
+    assert (od / "analysis/vs_paper.md").read_text().count("Table 1") >= 8  # B and D of 4 cells
+    assert (od / "logs/simulate/smollm2-135m.log").is_file() and (od / "analysis/table1.tex").is_file()
+    assert any(p.name.startswith("trajectories_") for p in (od / "figures").glob("*.png"))
     analysis_dir = project / "results/facilitation/analysis"
     for name in ("table2_ols.csv", "table2_ols.md", "table2_ols.tex", "anova.json", "pairwise_ttests.csv",
                  "interventions.csv", "diversity.csv", "nontroll_toxicity.csv", "agreement.json"):
@@ -210,21 +214,25 @@ def test_tiny_study_through_dvc_and_exp_run(project):
             "coherence": {"shard_by": ["model", "topic"], "topics": ["favorite_beverage", "taxes"],
                           "bias_levels": [0, 2], "agents_per_cell": 2,
                           "pairing": {"max_pairs_per_topic": 3}, "turns_per_agent": 2, "utterance_max_tokens": 16,
-                          "bootstrap": {"repeats": 100}}}
+                          "bootstrap": {"repeats": 100}},
+            "opinion_dynamics": {"shard_by": ["model", "topic"], "topics": ["fire", "sky_color"], "n_agents": 5,
+                                 "steps": 3, "confirmation_bias": ["none"], "max_tokens": 12,
+                                 "controls": {"reports": 1}}}
     (project / "params.yaml").write_text(yaml.safe_dump(deep_merge(params, tiny), sort_keys=False))
     sh(["socsim", "dvc", "export"], project)  # the shard ids follow the topics
     sh(["git", "commit", "-qam", "tiny"], project)
     out = sh(["dvc", "repro"], project).stdout
     assert ran(out) == {st.rule_name for _, st in studies.all_stages()}
     assert "Data and pipelines are up to date" in sh(["dvc", "repro"], project).stdout
-    sharded = {s: snapshot(project / "results" / s / "analysis") for s in ("facilitation", "coherence")}
+    sharded = {s: snapshot(project / "results" / s / "analysis") for s in ("facilitation", "coherence", "opinion_dynamics")}
+    assert (project / "results/opinion_dynamics/events/smollm2-135m.fire.parquet").is_file()
 
     # A code change re-runs what it touches (Snakemake and DVC), and the call cache makes the re-run free.
     code = project / "src/socsim/coherence/figures.py"
     code.write_text(code.read_text() + "\n# a code change\n")
     dry = sh(["snakemake", "-n", "--cores", "1"], project).stdout
     assert "rule coherence_converse:" in dry and "rule coherence_figures:" in dry
-    assert "rule facilitation_" not in dry
+    assert "rule facilitation_" not in dry and "rule opinion_dynamics_" not in dry
     out = sh(["dvc", "repro"], project).stdout
     assert ran(out) == {st.rule_name for st in studies.study("coherence").stages}
     for stage in ("elicit", "converse", "judge", "calibrate"):
@@ -234,10 +242,12 @@ def test_tiny_study_through_dvc_and_exp_run(project):
                 assert metrics["calls"] == 0 and metrics["cache_hits"] > 0, f  # no model call paid again
 
     # One shard instead of many: the same analysis, byte for byte.
-    (project / "one.yaml").write_text("facilitation: {shard_by: []}\ncoherence: {shard_by: []}\n")
+    (project / "one.yaml").write_text("facilitation: {shard_by: []}\ncoherence: {shard_by: []}\n"
+                                      "opinion_dynamics: {shard_by: []}\n")
     sh(["snakemake", "--cores", "2", "--configfile", "one.yaml"], project)
     assert (project / "results/facilitation/comments/all.parquet").is_file()
     assert (project / "results/coherence/judgments/all.parquet").is_file()
+    assert (project / "results/opinion_dynamics/ratings/all.parquet").is_file()
     for study_name, files in sharded.items():
         assert snapshot(project / "results" / study_name / "analysis") == files, study_name
 
@@ -245,7 +255,7 @@ def test_tiny_study_through_dvc_and_exp_run(project):
     out = sh(["dvc", "exp", "run", "-S", "facilitation.personas.source=llm", "-S", "facilitation.personas.n=4"],
              project).stdout
     assert "facilitation_personas" in ran(out) and "facilitation_topics" not in ran(out)
-    assert not any(name.startswith("coherence_") for name in ran(out))  # another study: untouched
+    assert not any(name.startswith(("coherence_", "opinion_dynamics_")) for name in ran(out))  # other studies: untouched
     assert {"facilitation_setups", "facilitation_simulate"} <= ran(out)
     table = read_table(project / "results/facilitation/personas.parquet")
     assert table.num_rows == 4 and set(table.column("source").to_pylist()) == {"llm"}

@@ -231,51 +231,79 @@ def baseline_table(ps: pd.DataFrame, base: pd.DataFrame, setups: pd.DataFrame, d
     return aggregate(both.rename(columns={"source": "run"}), ["run", *CELL])
 
 
-def vs_paper_rows(t1: pd.DataFrame, tst: pd.DataFrame, ps: pd.DataFrame, paper: dict,
-                  flags_of: dict[str, list[dg.Flag]], alpha: float) -> list[vs_paper.Row]:
+def _verdict_of(rows: pd.DataFrame) -> tuple[bool | None, str | None]:
+    """(holds, degenerate message) of a finding that needs every test row significant."""
+    deg = [r for r in rows.result if str(r).startswith("degenerate input")]
+    if deg or rows.empty:
+        return None, (deg[0] if deg else None)
+    return bool((rows.result == "significant").all()), None
+
+
+def vs_paper_rows(ps: pd.DataFrame, setups: pd.DataFrame, tst: pd.DataFrame, paper: dict, alpha: float
+                  ) -> list[vs_paper.Row]:
+    """Every Table 1 / Table 2 cell we ran beside the seed paper's (D as population SD, as the
+    tables), v4's global-warming runs, the two findings, and the uniform start's sample SD."""
     rows: list[vs_paper.Row] = []
+    main = ps[(ps.condition == "main") & (ps.init == "uniform")]
+    pop = main.assign(D=main.D_pop)  # the paper's tables: population SD whatever metrics.ddof says
+    for by, ref_of, name in ((CELL, lambda r: paper["table1"], "Table 1"),
+                             (["category", *CELL], lambda r: paper["table2"].get(r.category, {}), "Table 2")):
+        for r in aggregate(pop, by).itertuples(index=False):
+            p = ref_of(r).get(r.memory, {}).get(r.framing, {}).get(r.bias)
+            if p is None:
+                continue
+            where = f" {r.category}" if name == "Table 2" else ""
+            label = f"{name}{where} ({r.model}, {r.topology}): {r.memory}, {r.framing} framing, {r.bias} bias"
+            note = f"mean over {r.n_topics} topic(s)"
+            rows.append(vs_paper.Row(f"{label}: B", r.B, p["B"], note=note))
+            rows.append(vs_paper.Row(f"{label}: D (population SD)", r.D, p["D"], note=note))
+    gw = paper.get("global_warming_v4", {})
+    for r in main[main.topic == "global_warming"].itertuples(index=False):
+        p = gw.get(r.memory, {}).get(r.framing, {}).get(r.bias)
+        if p is not None:
+            label = f"global warming, arXiv v4 Table 6 ({r.model}, {r.topology}, rep {r.rep}): {r.memory}, {r.framing}, {r.bias}"
+            rows.append(vs_paper.Row(f"{label}: B", r.B, p["B"], note="one run each"))
+            rows.append(vs_paper.Row(f"{label}: D (population SD)", r.D_pop, p["D"], note="one run each"))
     ref = paper["table1"]
-    for r in t1.itertuples(index=False):
-        p = ref.get(r.memory, {}).get(r.framing, {}).get(r.bias)
-        if p is None or r.init != "uniform":
-            continue
-        label = f"Table 1 ({r.model}, {r.topology}): {r.memory}, {r.framing} framing, {r.bias} bias"
-        note = f"mean over {r.n_topics} topic(s)"
-        rows.append(vs_paper.Row(f"{label}: B", r.B, p["B"], note=note))
-        rows.append(vs_paper.Row(f"{label}: D (population SD)", r.D, p["D"], note=note))
-    for model, mp in ps[(ps.condition == "main") & (ps.init == "uniform")].groupby("model", sort=True):
-        fl = flags_of.get(model, [])
-        for memory, g in mp.groupby("memory", sort=True):
-            ref_m = ref.get(memory, {})
-            false_b = g[g.framing == "false"].groupby("topic").B.mean()
-            paper_false = np.mean([c["B"] for c in ref_m.get("false", {}).values()]) if ref_m else None
-            one = tst[(tst.test == "one-sample t: B vs 0") & (tst.model == model) & (tst.memory == memory)
-                      & (tst.framing == "false")]
-            ok = [p for p in one.p if p is not None and not pd.isna(p)]
-            f1 = dg.collect(fl, dg.too_few(len(false_b), MIN_TEST_UNITS, f"B under false framing ({memory})", "topics"))
-            rows.append(vs_paper.Row(
-                f"{model}, {memory}: mean B under false framing (all bias levels)", false_b.mean() if len(false_b) else None,
-                paper_false, finding=paper["findings"]["truth"],
-                holds=(bool(false_b.mean() < 0 and ok and max(ok) < alpha) if ok else None),
-                degenerate=f1[0].message if f1 else None,
-                note="holds: mean < 0 and the one-sample t of every false-framing cell significant"))
-            an = tst[(tst.test == "one-way ANOVA: D by bias") & (tst.model == model) & (tst.memory == memory)]
-            f_paper = paper.get("anova_v4", {}).get(memory, {}).get("F")
-            for a in an.itertuples(index=False):
-                d_by = g.groupby("bias").D.mean()
-                degenerate = a.result if str(a.result).startswith("degenerate input") else None
-                holds = None
-                if not degenerate and a.p is not None and not pd.isna(a.p):
-                    holds = bool(a.p < alpha and "none" in d_by and "strong" in d_by and d_by["strong"] > d_by["none"])
-                rows.append(vs_paper.Row(f"{model}, {memory} ({a.topology}): ANOVA F of D by bias", a.statistic, f_paper,
-                                         finding=paper["findings"]["bias_diversity"], holds=holds, degenerate=degenerate,
-                                         note="paper: arXiv v4 App. M; holds: p < alpha and mean D strong > none"))
-    start = ps[(ps.condition == "main") & (ps.init == "uniform")]
+    for (model, topology, memory), g in main.groupby(["model", "topology", "memory"], sort=True):
+        biases = sorted(set(g.bias), key=BIAS_ORDER.get)
+        sel = (tst.model == model) & (tst.topology == topology) & (tst.memory == memory) & (tst.init == "uniform")
+        paper_b = {f: np.mean([ref.get(memory, {}).get(f, {}).get(b, {}).get("B", np.nan) for b in biases])
+                   for f in ("false", "true")}
+        one = tst[sel & (tst.test == "one-sample t: B vs 0") & (tst.framing == "false")]
+        holds, deg = _verdict_of(one)
+        false_b = g[g.framing == "false"].B
+        if holds is not None:
+            holds = holds and bool((one["mean"] < 0).all())
+        scope = f"{model}, {memory} ({topology}), bias {'/'.join(biases)}"
+        rows.append(vs_paper.Row(f"{scope}: mean B under false framing", false_b.mean() if len(false_b) else None,
+                                 paper_b["false"], finding=paper["findings"]["truth"], holds=holds, degenerate=deg,
+                                 note="holds: every false-framing cell's B < 0 with a significant one-sample t"))
+        pair = tst[sel & (tst.test == "paired t: B true vs false")]
+        holds, deg = _verdict_of(pair)
+        if holds is not None:
+            holds = holds and bool((pair["mean"] > 0).all())
+        diff = g[g.framing == "true"].B.mean() - false_b.mean() if {"true", "false"} <= set(g.framing) else None
+        rows.append(vs_paper.Row(f"{scope}: B(true) - B(false)", diff, paper_b["true"] - paper_b["false"],
+                                 finding=paper["findings"]["truth"], holds=holds, degenerate=deg,
+                                 note="holds: B higher under true framing in every bias cell (paired t, Bonferroni)"))
+        an = tst[sel & (tst.test == "one-way ANOVA: D by bias")]
+        d_by = g.groupby("bias").D_pop.mean()
+        for a in an.itertuples(index=False):
+            holds, deg = _verdict_of(an)
+            if holds is not None:
+                holds = holds and "none" in d_by and "strong" in d_by and bool(d_by["strong"] > d_by["none"])
+            three = len(biases) == 3
+            rows.append(vs_paper.Row(f"{scope}: ANOVA F of D by bias", a.statistic,
+                                     paper.get("anova_v4", {}).get(memory, {}).get("F") if three else None,
+                                     finding=paper["findings"]["bias_diversity"], holds=holds, degenerate=deg,
+                                     note="paper: arXiv v4 App. M, F(2) over 3 levels" if three else
+                                     f"paper's F(2) needs all 3 bias levels; ran {len(biases)}; holds: p < alpha "
+                                     "and mean D strong > none"))
+    start = setups[(setups.condition == "main") & (setups.init == "uniform")]
     if len(start):
-        n = int(start.n_agents.iloc[0])
-        uniform = [v for v in (-2, -1, 0, 1, 2) for _ in range(n // 5)] if n % 5 == 0 else []
-        if uniform:
-            rows.append(vs_paper.Row("uniform start: D (sample SD, ddof 1)", float(np.std(uniform, ddof=1)),
-                                     paper["uniform_start"]["D_sample"],
-                                     note=f"N = {n}; the population SD of the same start is {np.std(uniform):.4f}"))
+        initial = list(start.iloc[0]["initial"])
+        rows.append(vs_paper.Row("uniform start: D (sample SD, ddof 1)", float(np.std(initial, ddof=1)),
+                                 paper["uniform_start"]["D_sample"],
+                                 note=f"N = {len(initial)}; the population SD of the same start is {np.std(initial):.4f}"))
     return rows

@@ -98,13 +98,3 @@ def run(kind: str, initial: list[int], pairs: list[tuple[int, int]], mu: float,
         reported[r] = report(x[r])
         out[t] = reported
     return out
-
-
-def bias_diversity(values, ddof: int) -> tuple[float, float]:
-    """Bias B = mean and diversity D = standard deviation with `ddof` (0: population, 1: sample)."""
-    a = np.asarray(values, dtype=float)
-    if a.ndim != 1 or a.size == 0:
-        raise ValueError(f"values must be a non-empty 1-D sequence (got shape {a.shape})")
-    if not _int(ddof) or ddof < 0 or ddof >= a.size:
-        raise ValueError(f"ddof must be an integer in 0..{a.size - 1} for {a.size} values (got {ddof!r})")
-    return float(a.mean()), float(a.std(ddof=ddof))

@@ -26,11 +26,12 @@ ANSWER = Choice(("-2", "-1", "0", "1", "2"))
 
 
 def request(prompts: dict, event: dict, claim: str, client: LLMClient, cl: dict, seed: int, name: str):
-    text = prompts["classifier"].format(report=event["report"].strip(), claim=claim,
+    template = prompts["classifier" if event.get("tweet") is not None else "classifier_control"]  # controls: no tweet
+    text = template.format(report=event["report"].strip(), claim=claim,
                                         options=classifier_options(prompts, cl["paper_typo"]))
     sampling = client.sampling(max_tokens=cl["max_tokens"], temperature=cl["temperature"])
-    return Request.chat([{"role": "user", "content": text}], derive_seed(seed, "opinion_dynamics", "classify", name, event["sim_id"], event["t"]),
-                        sampling, ANSWER)
+    seed = derive_seed(seed, "opinion_dynamics", "classify", name, event["sim_id"], event["t"])
+    return Request.chat([{"role": "user", "content": text}], seed, sampling, ANSWER)
 
 
 def rating(event: dict, resp, name: str) -> dict:
@@ -50,20 +51,11 @@ async def classify(events: list[dict], claims: dict[str, str], prompts: dict, cl
     return await runner.run_all({name: client}, (one(e) for e in events), f"classify ({name})", unit="report")
 
 
-def cohen_kappa(a, b, labels=(-2, -1, 0, 1, 2)) -> float | None:
-    """Unweighted Cohen's kappa of two raters' paired labels (None when chance agreement is 1)."""
-    a, b = np.asarray(a), np.asarray(b)
-    if a.size == 0:
-        return None
-    po = float(np.mean(a == b))
-    pe = sum(float(np.mean(a == v)) * float(np.mean(b == v)) for v in labels)
-    return None if pe >= 1 else (po - pe) / (1 - pe)
-
-
 def agreement(a, b) -> dict:
     """Exact agreement, Cohen's kappa, Krippendorff's alpha (ordinal) and the confusion matrix
     (rows a = +2..-2, columns b = +2..-2, as v4 App. N prints it) of paired ratings."""
     import krippendorff
+    from statsmodels.stats.inter_rater import cohens_kappa
 
     pairs = [(int(x), int(y)) for x, y in zip(a, b) if x is not None and y is not None]
     out = {"n": len(pairs), "unpaired": len(list(a)) - len(pairs)}
@@ -77,6 +69,7 @@ def agreement(a, b) -> dict:
     if len(set(x) | set(y)) > 1:
         alpha = float(krippendorff.alpha(reliability_data=np.vstack([x, y]).astype(float),
                                          level_of_measurement="ordinal", value_domain=order[::-1]))
-    return {**out, "agreement": float(np.mean(x == y)), "cohen_kappa": cohen_kappa(x, y),
+    kappa = None if len(set(x) | set(y)) == 1 else float(cohens_kappa(np.array(confusion), return_results=False))
+    return {**out, "agreement": float(np.mean(x == y)), "cohen_kappa": kappa,
             "krippendorff_alpha": alpha, "confusion": confusion,
             "note": "" if alpha is not None else "one value only: Krippendorff's alpha undefined"}

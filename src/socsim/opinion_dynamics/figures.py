@@ -101,7 +101,7 @@ def final_distributions(ps: pd.DataFrame, traj: pd.DataFrame, setups: pd.DataFra
                     continue
                 ax.hist(vals, bins=np.arange(-2.5, 3.0, 1.0), color="#66C2FF", edgecolor="black")
                 ax.axvline(vals.mean(), ls=":", color="black")
-                ax.set_title(f"{f}, {b}: B = {vals.mean():.2f}, D = {vals.std():.2f} (pop.)", fontsize=8)
+                ax.set_title(f"{f}, {b}: B = {vals.mean():.2f}, D = {vals.std():.2f} (pooled, pop. SD)", fontsize=8)
                 ax.set_xticks([-2, -1, 0, 1, 2])
         fig.suptitle(f"Final opinions at t = T: {' / '.join(key)} (pooled over topics)", fontsize=9)
         name = "final_distribution_" + "_".join(key)
@@ -110,7 +110,8 @@ def final_distributions(ps: pd.DataFrame, traj: pd.DataFrame, setups: pd.DataFra
     return names
 
 
-def bias_diversity_figure(t1: pd.DataFrame, baseline: pd.DataFrame, controls: pd.DataFrame, out: Path) -> list[str]:
+def bias_diversity_figure(t1: pd.DataFrame, baseline: pd.DataFrame, controls: pd.DataFrame, out: Path,
+                          d_label: str) -> list[str]:
     """B and D (mean +- SE over topics) by condition, with the numeric baselines and the controls."""
     names = []
     for model, g in t1.groupby("model", sort=True):
@@ -128,7 +129,7 @@ def bias_diversity_figure(t1: pd.DataFrame, baseline: pd.DataFrame, controls: pd
             for k, (cond, c) in enumerate(controls[controls.model == model].groupby(["condition", "framing"], sort=True)):
                 ax.axhline(c[col].mean(), ls="--", lw=0.8, color=f"C{k + 3}", label=f"{cond[0].replace('_', ' ')} ({cond[1]})")
             ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
-            ax.set_title({"B": "bias B (mean final opinion)", "D": "diversity D (population SD)"}[col], fontsize=9)
+            ax.set_title({"B": "bias B (mean final opinion)", "D": f"diversity D ({d_label})"}[col], fontsize=9)
             ax.axhline(0, color="grey", lw=0.5)
         axes[1].legend(fontsize=6, loc="best")
         fig.suptitle(f"B and D by condition ({model}); error bars: SE over topics", fontsize=9)

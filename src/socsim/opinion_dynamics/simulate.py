@@ -173,11 +173,11 @@ class Simulation:
             first = self.reflections == 0
             self.reflections += agent.events == 0
             agent.memory.append({"text": event})
-            if first:
-                prompt = self.p["reflect_first"].format(event=event)
-            else:
+            if first:  # the event is in memory: the prompt asks to reflect on "the experience above"
+                prompt = self.p["reflect_code_first"]
+            else:  # the just-added event leaves memory and fills the summary slot as a message repr
                 popped = agent.memory.entries.pop()["text"]
-                prompt = self.p["reflect_update"].format(summary=f"HumanMessage(content={popped!r})", event=event)
+                prompt = self.p["reflect_code_update"].format(summary=f"HumanMessage(content={popped!r})")
             msgs = self.context(agent, prompt, t)
         seed = derive_seed(self.s["seed"], "opinion_dynamics", self.s["sim_id"], turn, "reflect")
         resp = await self.client.generate(Request.chat(msgs, seed, self.sampling))

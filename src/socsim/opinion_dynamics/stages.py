@@ -162,8 +162,8 @@ def run_analyse(ctx: StageContext) -> None:
     base = analysis.baseline_table(ps, ctx.read("baseline").to_pandas(), setups, ddof)
     tables.write(base, d, "baseline", "B and D: LLM runs beside the numeric baselines (same N, T, schedule, start)",
                  [d_note])
-    rows = analysis.vs_paper_rows(t1, tst, ps, vs_paper.read_paper(ctx.path("paper_file")), flags_of, alpha)
-    vs_paper.write(d, rows, "Opinion dynamics (paper 002): our run beside the paper's Table 1 (seed version)")
+    rows = analysis.vs_paper_rows(ps, setups, tst, vs_paper.read_paper(ctx.path("paper_file")), alpha)
+    vs_paper.write(d, rows, "Opinion dynamics (paper 002): our run beside the paper's Tables 1 and 2 (seed) and v4")
     flags = dg.collect(*flags_of.values())
     summary = {"simulations": int(len(ps)), "main": int(len(main)), "controls": int(len(ctrl)),
                "d_definition": d_note, "parse_failed": int(ps.parse_failed.sum()),
@@ -186,7 +186,8 @@ def run_figures(ctx: StageContext) -> None:
     ps = csv("per_sim")
     names = figures.trajectory_figures(setups, traj, out)
     names += figures.final_distributions(ps, traj, setups, out)
-    names += figures.bias_diversity_figure(csv("table1"), csv("baseline"), ps[ps.condition != "main"], out)
+    d_label = "population SD" if ctx.params[OD]["metrics"]["ddof"] == 0 else "sample SD"
+    names += figures.bias_diversity_figure(csv("table1"), csv("baseline"), ps[ps.condition != "main"], out, d_label)
     ctx.write_metrics(figures=sorted(names))
 
 
