@@ -255,5 +255,5 @@ STUDY = Study(OD, ARTIFACTS, [
           params=("opinion_dynamics.metrics", "opinion_dynamics.alpha")),
     Stage("figures", "Opinion trajectories (Figs. 4-6 layout) and controls, final distributions, B and D by "
           "condition with the baselines (PNG + PDF).", run_figures, inputs=("setups", "trajectories", "analysis"),
-          outputs=("figures",)),
+          outputs=("figures",), params=("opinion_dynamics.metrics",)),
 ])
