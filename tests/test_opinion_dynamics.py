@@ -214,6 +214,31 @@ def test_controls_independent_reports_and_truncation():
     assert all(sum(len(m["content"]) for m in q.message_dicts()[2:-1]) <= 100 * simulate.CHARS_PER_TOKEN for q in reqs)
 
 
+def test_layouts_injection_world_and_the_codes_controls():
+    od = od_params(confirmation_bias=["strong"])
+    merged_rows, reqs = _run(_setup([0, 1], [1, 0]), od_params(history_layout="merged"))
+    assert all(len(q.messages) == 2 and q.message_dicts()[1]["role"] == "user" for q in reqs)  # system + one user
+    assert merged_rows[0]["tweet"] in reqs[2].message_dicts()[1]["content"]  # memory merged into the one message
+    strong = next(r for r in setups.build(od, 1, PERSONAS, TOPICS, PROMPTS) if r["condition"] == "main")
+    quiet = next(r for r in setups.build({**od, "injection": "system_only"}, 1, PERSONAS, TOPICS, PROMPTS)
+                 if r["condition"] == "main")
+    assert strong["reminder"] and quiet["reminder"] == "" and quiet["system_prompts"] == strong["system_prompts"]
+    open_world = next(r for r in setups.build({**od, "world": "open"}, 1, PERSONAS, TOPICS, PROMPTS)
+                      if r["condition"] == "main")
+    closed = PROMPTS["closed_world"].strip()
+    assert closed in strong["system_prompts"][0] and closed not in open_world["system_prompts"][0]
+    assert closed not in open_world["reminder"] and PROMPTS["bias"]["strong"].strip() in open_world["reminder"]
+    code = od_params(steps=8, controls={"enabled": True, "independent": False})
+    ctrl = next(r for r in setups.build(code, 1, PERSONAS, TOPICS, PROMPTS) if r["condition"] == "control_roleplay")
+    assert len(ctrl["reviewers"]) == 8 and ctrl["memory"] == "cumulative"
+    rows, reqs = _run(ctrl, code)
+    again = [i for i, a in enumerate(ctrl["reviewers"]) if a in ctrl["reviewers"][:i]]
+    assert again  # some agent reports twice: its second prompt remembers the first report
+    i = again[0]
+    assert any(rows[ctrl["reviewers"].index(ctrl["reviewers"][i])]["report"] in m["content"]
+               for m in reqs[i].message_dicts()[2:-1])
+
+
 # -- the classifier --------------------------------------------------------------------------------
 
 def _classify(events, answer, claims=None):

@@ -187,6 +187,27 @@ def test_play_runs_policy_views_seeds_and_stop():
         assert len(turns) == n and [t["is_silent"] for t in turns[1:4]] == [True, True, False]
 
 
+def test_observe_sees_every_model_turn_and_memory_renders_as_messages():
+    """The engine's observe step (a study writes memories there) runs after each model turn, before
+    the next speaker's view is built, and not for the opening."""
+    seen, memories = [], {"a": views.Memory(summary_head="S: "), "b": views.Memory(summary_head="S: ")}
+
+    async def observe(speaker, turn):
+        seen.append((speaker.id, turn["turn"], turn["text"]))
+        memories[speaker.id].append({"text": f"I said {turn['text']}"})
+        if len(memories[speaker.id]) == 2:
+            memories[speaker.id].summarise("two turns", keep=1)
+
+    backend = Scripted(lambda req: f"r{len(req.messages)}")
+    turns = asyncio.run(play(EP, policies.Alternate("b", "a"), stop.TurnBudget(5), LLMClient(backend, None),
+                             Sampling(), lambda sp, ts: [{"role": "system", "content": sp.system_prompt},
+                                                         *memories[sp.id].messages()], observe=observe))
+    assert seen == [(t["speaker_id"], t["turn"], t["text"]) for t in turns[1:]]
+    assert [len(r.messages) for r in backend.requests] == [1, 1, 2, 2]  # each view holds what observe wrote
+    assert memories["a"].messages() == [{"role": "user", "content": "S: two turns"},
+                                        {"role": "user", "content": "I said r2"}]  # a summarised after its 2nd turn
+
+
 # -- judging over transcripts ---------------------------------------------------------------------------
 
 def _resp(text, constraint):
