@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -23,7 +24,8 @@ def write(df: pd.DataFrame, out_dir: str | Path, name: str, title: str, notes: l
     out_dir = Path(out_dir)
     atomic_write_bytes(out_dir / f"{name}.csv", df.to_csv(index=False, float_format="%.6g").encode())
     df = df if shown is None else shown
-    cells = df.astype(object).where(df.notna(), "n/a").astype(str)
+    cells = df.astype(object).map(lambda v: "n/a" if v is None or (isinstance(v, float) and math.isnan(v))
+                                  else f"{v:.4g}" if isinstance(v, float) else str(v))
     md = [f"# {title}", "", "| " + " | ".join(map(str, df.columns)) + " |", "|---" * len(df.columns) + "|"]
     md += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in cells.itertuples(index=False)]
     md += ["", *(f"- {n}" for n in notes)]
