@@ -164,6 +164,11 @@ def test_pipeline_default_params_snakemake_then_dvc(project):
     assert (od / "analysis/vs_paper.md").read_text().count("Table 1") >= 8  # B and D of 4 cells
     assert (od / "logs/simulate/smollm2-135m.log").is_file() and (od / "analysis/table1.tex").is_file()
     assert any(p.name.startswith("trajectories_") for p in (od / "figures").glob("*.png"))
+    db = project / "results/debate"
+    ingest = yaml.safe_load((db / "metrics/ingest.json").read_text())
+    assert ingest["complete"] == 6 and len(ingest["dropped"]) == 1  # the fixture's incomplete session
+    assert (db / "analysis/table3.md").is_file() and (db / "figures/fig2_group_level.png").is_file()
+    assert (db / "comparison/utterance_metrics.csv").is_file()
     analysis_dir = project / "results/facilitation/analysis"
     for name in ("table2_ols.csv", "table2_ols.md", "table2_ols.tex", "anova.json", "pairwise_ttests.csv",
                  "interventions.csv", "diversity.csv", "nontroll_toxicity.csv", "agreement.json"):
@@ -217,14 +222,17 @@ def test_tiny_study_through_dvc_and_exp_run(project):
                           "bootstrap": {"repeats": 100}},
             "opinion_dynamics": {"shard_by": ["model", "topic"], "topics": ["fire", "sky_color"], "n_agents": 5,
                                  "steps": 3, "confirmation_bias": ["none"], "max_tokens": 12,
-                                 "controls": {"reports": 1}}}
+                                 "controls": {"reports": 1}},
+            "debate": {"shard_by": ["model", "mode"], "modes": [1, 3], "max_tokens": 12, "opinion_max_tokens": 48}}
     (project / "params.yaml").write_text(yaml.safe_dump(deep_merge(params, tiny), sort_keys=False))
     sh(["socsim", "dvc", "export"], project)  # the shard ids follow the topics
     sh(["git", "commit", "-qam", "tiny"], project)
     out = sh(["dvc", "repro"], project).stdout
     assert ran(out) == {st.rule_name for _, st in studies.all_stages()}
     assert "Data and pipelines are up to date" in sh(["dvc", "repro"], project).stdout
-    sharded = {s: snapshot(project / "results" / s / "analysis") for s in ("facilitation", "coherence", "opinion_dynamics")}
+    sharded = {s: snapshot(project / "results" / s / "analysis") for s in ("facilitation", "coherence", "opinion_dynamics",
+                                                                           "debate")}
+    assert (project / "results/debate/simulated/smollm2-135m.3.parquet").is_file()
     assert (project / "results/opinion_dynamics/events/smollm2-135m.fire.parquet").is_file()
 
     # A code change re-runs what it touches (Snakemake and DVC), and the call cache makes the re-run free.
@@ -232,7 +240,7 @@ def test_tiny_study_through_dvc_and_exp_run(project):
     code.write_text(code.read_text() + "\n# a code change\n")
     dry = sh(["snakemake", "-n", "--cores", "1"], project).stdout
     assert "rule coherence_converse:" in dry and "rule coherence_figures:" in dry
-    assert "rule facilitation_" not in dry and "rule opinion_dynamics_" not in dry
+    assert "rule facilitation_" not in dry and "rule opinion_dynamics_" not in dry and "rule debate_" not in dry
     out = sh(["dvc", "repro"], project).stdout
     assert ran(out) == {st.rule_name for st in studies.study("coherence").stages}
     for stage in ("elicit", "converse", "judge", "calibrate"):
@@ -243,7 +251,7 @@ def test_tiny_study_through_dvc_and_exp_run(project):
 
     # One shard instead of many: the same analysis, byte for byte.
     (project / "one.yaml").write_text("facilitation: {shard_by: []}\ncoherence: {shard_by: []}\n"
-                                      "opinion_dynamics: {shard_by: []}\n")
+                                      "opinion_dynamics: {shard_by: []}\ndebate: {shard_by: []}\n")
     sh(["snakemake", "--cores", "2", "--configfile", "one.yaml"], project)
     assert (project / "results/facilitation/comments/all.parquet").is_file()
     assert (project / "results/coherence/judgments/all.parquet").is_file()
@@ -255,7 +263,7 @@ def test_tiny_study_through_dvc_and_exp_run(project):
     out = sh(["dvc", "exp", "run", "-S", "facilitation.personas.source=llm", "-S", "facilitation.personas.n=4"],
              project).stdout
     assert "facilitation_personas" in ran(out) and "facilitation_topics" not in ran(out)
-    assert not any(name.startswith(("coherence_", "opinion_dynamics_")) for name in ran(out))  # other studies: untouched
+    assert not any(name.startswith(("coherence_", "opinion_dynamics_", "debate_")) for name in ran(out))  # others untouched
     assert {"facilitation_setups", "facilitation_simulate"} <= ran(out)
     table = read_table(project / "results/facilitation/personas.parquet")
     assert table.num_rows == 4 and set(table.column("source").to_pylist()) == {"llm"}

@@ -1,0 +1,1 @@
+"""DEBATE study (paper 003): LLM twins of human debaters, compared with the humans."""

@@ -1,0 +1,210 @@
+"""Statistics of the DEBATE study: Appendix H (Friedman + Wilcoxon across models), the group-level
+(Fig. 2) and individual-level (Fig. 3) opinion-dynamics analyses of Sect. 6 (spec section 5)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+VAR_TOL = 1e-12
+
+
+def _num(x) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _friedman(data: np.ndarray) -> tuple[float | None, float | None]:
+    """Friedman chi2 and p for blocks (rows) x treatments (columns), as scipy.stats.friedmanchisquare
+    computes it (mid-ranks, tie correction), for any number of treatments >= 2."""
+    n, k = data.shape
+    ranks = np.apply_along_axis(stats.rankdata, 1, data)
+    ties = 0.0
+    for row in data:
+        _, counts = np.unique(row, return_counts=True)
+        ties += float((counts ** 3 - counts).sum())
+    c = 1.0 - ties / (k * (k * k - 1) * n)
+    if c <= 0:
+        return None, None
+    chi2 = (12.0 / (n * k * (k + 1)) * float((ranks.sum(axis=0) ** 2).sum()) - 3.0 * n * (k + 1)) / c
+    return chi2, float(stats.chi2.sf(chi2, k - 1))
+
+
+def appendix_h(values: pd.DataFrame, best: str, alternative: str) -> dict:
+    """Appendix H: Friedman test across models (blocks = settings), then one-sided paired Wilcoxon
+    signed-rank tests of `best` against each other model.
+
+    `values`: models (index) x settings (columns), e.g. the 6 models x (Depth, Breadth) x modes 1-3 of
+    one metric. `alternative`: "greater" where higher is better (S_sem, ROUGE-L), "less" where lower is
+    (Delta_stance). Settings with a missing value are dropped (complete blocks only). The Wilcoxon test
+    is R's wilcox.test with ties: normal approximation, continuity correction, zero differences dropped;
+    with these the paper's 18 numbers reproduce from its printed tables (spec section 5).
+
+    Returns {"chi2", "df", "p", "n_settings", "n_models", "best", "alternative", "wilcoxon": {model: p}}
+    (a Wilcoxon p is None when every difference is zero); with fewer than 2 models or 2 complete
+    settings, {"note": why} and no numbers.
+    """
+    if alternative not in ("greater", "less", "two-sided"):
+        raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided', not {alternative!r}")
+    if best not in values.index:
+        raise ValueError(f"best model {best!r} is not among the models {list(values.index)}")
+    table = values.astype(float).dropna(axis=1, how="any")
+    n_models, n_settings = table.shape
+    if n_models < 2:
+        return {"note": f"{n_models} model(s); the Friedman test needs at least 2"}
+    if n_settings < 2:
+        return {"note": f"{n_settings} complete setting(s); the Friedman test needs at least 2"}
+    if n_models >= 3:
+        chi2, p = stats.friedmanchisquare(*[table.loc[m].to_numpy() for m in table.index])
+    else:  # scipy wants 3 treatments; the same statistic (with its tie correction) for 2
+        chi2, p = _friedman(table.to_numpy().T)
+    if chi2 is None or not math.isfinite(chi2):
+        return {"note": "Friedman test not computable: every setting ties all models"}
+    out = {"chi2": _num(chi2), "df": n_models - 1, "p": _num(p), "n_settings": n_settings,
+           "n_models": n_models, "best": best, "alternative": alternative, "wilcoxon": {}}
+    x_best = table.loc[best].to_numpy()
+    for model in table.index:
+        if model == best:
+            continue
+        x = table.loc[model].to_numpy()
+        if np.all(x_best - x == 0):
+            out["wilcoxon"][model] = None
+            continue
+        res = stats.wilcoxon(x_best, x, alternative=alternative, method="approx", correction=True,
+                             zero_method="wilcox")
+        out["wilcoxon"][model] = _num(res.pvalue)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Group level (Fig. 2)
+
+QUANTITIES = ("s1", "s2", "s3", "o_init", "o_final")
+# name -> (variable before, variable after, statistic)
+GROUP_TESTS = {
+    "tweet mean": ("s1", "s3", "mean"),
+    "tweet SD": ("s1", "s3", "sd"),
+    "opinion mean": ("o_init", "o_final", "mean"),
+    "opinion SD": ("o_init", "o_final", "sd"),
+}
+
+
+def _paired_t(after: np.ndarray, before: np.ndarray) -> tuple[float | None, float | None, int, float | None, str | None]:
+    """ttest_rel(after, before) over the pairs with both values: (t, p, n, mean change, note)."""
+    ok = np.isfinite(after) & np.isfinite(before)
+    d = after[ok] - before[ok]
+    n = int(d.size)
+    mean = float(d.mean()) if n else None
+    if n < 2:
+        return None, None, n, mean, f"{n} group(s) with both values; a paired t-test needs at least 2"
+    if float(np.var(d)) <= VAR_TOL:
+        return None, None, n, mean, "the change is the same in every group (zero variance)"
+    res = stats.ttest_rel(after[ok], before[ok])
+    return _num(res.statistic), _num(res.pvalue), n, mean, None
+
+
+def group_level(members: pd.DataFrame, ddof: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fig. 2: group (session) statistics and their paired t-tests over groups.
+
+    `members`: session_id, worker_id, source ("human" | "llm"), s1, s2, s3 (tweet stance per round,
+    already reverse-coded), o_init, o_final.
+
+    First frame: per session x source x quantity (s1, s2, s3, o_init, o_final) the mean and the SD
+    (`ddof`, default 1 as R's sd) over the group's members; columns session_id, source, quantity, mean,
+    sd, n. Second frame: for tweet mean/SD (round 3 vs round 1) and opinion mean/SD (final vs initial):
+    "llm change" and "human change" = ttest_rel(after, before) over that source's groups, and
+    "llm change vs human change" = ttest_rel(change_LLM, change_human) over the groups that have both
+    (sign: LLM minus human). Columns quantity, test, t, p, n_groups, mean_change, note (why t and p are
+    missing, NaN in the frame: fewer than 2 groups, or a constant change).
+    """
+    need = ["session_id", "worker_id", "source", *QUANTITIES]
+    missing = [c for c in need if c not in members.columns]
+    if missing:
+        raise ValueError(f"group_level: missing columns {missing}")
+    rows = []
+    for (session, source), g in members.groupby(["session_id", "source"], sort=True):
+        for q in QUANTITIES:
+            v = g[q].astype(float).to_numpy()
+            v = v[np.isfinite(v)]
+            rows.append({"session_id": session, "source": source, "quantity": q,
+                         "mean": float(v.mean()) if v.size else np.nan,
+                         "sd": float(v.std(ddof=ddof)) if v.size > ddof else np.nan, "n": int(v.size)})
+    per_group = pd.DataFrame(rows, columns=["session_id", "source", "quantity", "mean", "sd", "n"])
+
+    wide = per_group.pivot_table(index="session_id", columns=["source", "quantity"], values=["mean", "sd"],
+                                 dropna=False)
+    sessions = sorted(per_group["session_id"].unique())
+
+    def column(stat: str, source: str, q: str) -> np.ndarray:
+        key = (stat, source, q)
+        if key not in wide.columns:
+            return np.full(len(sessions), np.nan)
+        return wide[key].reindex(sessions).astype(float).to_numpy()
+
+    tests = []
+    for name, (before, after, stat) in GROUP_TESTS.items():
+        changes = {}
+        for source in ("llm", "human"):
+            a, b = column(stat, source, after), column(stat, source, before)
+            changes[source] = a - b
+            t, p, n, mean, note = _paired_t(a, b)
+            tests.append({"quantity": name, "test": f"{source} change", "t": t, "p": p, "n_groups": n,
+                          "mean_change": mean, "note": note})
+        t, p, n, mean, note = _paired_t(changes["llm"], changes["human"])
+        tests.append({"quantity": name, "test": "llm change vs human change", "t": t, "p": p, "n_groups": n,
+                      "mean_change": mean, "note": note})
+    return per_group, pd.DataFrame(tests, columns=["quantity", "test", "t", "p", "n_groups", "mean_change", "note"])
+
+
+# ---------------------------------------------------------------------------------------------------
+# Individual level (Fig. 3)
+
+OUTCOMES = {"tweet": ("s1", "s3"), "opinion": ("o_init", "o_final")}
+PREDICTORS = ("own initial", "partner minus own", "abs partner minus own")
+
+
+def individual_level(members: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 3: Pearson r between each member's change and three predictors, per source.
+
+    `members`: session_id, worker_id, source, s1, s3, o_init, o_final, partner1 (the round-1 partner's
+    worker_id, looked up within the same session and source). Outcomes: tweet = s3 - s1, opinion =
+    o_final - o_init. Predictors: own initial (s1 / o_init), partner minus own at the start (partner's
+    s1 - own s1 / partner's o_init - own o_init), and its absolute value. Members with a missing value
+    (or a partner not found) are left out of that correlation. Columns source, outcome, predictor, r, p,
+    n, note; r and p are missing (NaN in the frame) with a note when n < 3 or a variable is constant.
+    """
+    need = ["session_id", "worker_id", "source", "s1", "s3", "o_init", "o_final", "partner1"]
+    missing = [c for c in need if c not in members.columns]
+    if missing:
+        raise ValueError(f"individual_level: missing columns {missing}")
+    rows = []
+    for source in sorted(members["source"].unique()):
+        m = members[members["source"] == source].reset_index(drop=True)
+        lookup = {(s, w): i for i, (s, w) in enumerate(zip(m["session_id"], m["worker_id"]))}
+        partner = [lookup.get((s, p)) for s, p in zip(m["session_id"], m["partner1"])]
+        for outcome, (start, end) in OUTCOMES.items():
+            own = m[start].astype(float).to_numpy()
+            change = m[end].astype(float).to_numpy() - own
+            other = np.array([own[j] if j is not None else np.nan for j in partner], dtype=float)
+            preds = {"own initial": own, "partner minus own": other - own,
+                     "abs partner minus own": np.abs(other - own)}
+            for name in PREDICTORS:
+                x = preds[name]
+                ok = np.isfinite(x) & np.isfinite(change)
+                n = int(ok.sum())
+                r = p = note = None
+                if n < 3:
+                    note = f"{n} member(s) with both values; a correlation needs at least 3"
+                elif np.var(x[ok]) <= VAR_TOL:
+                    note = f"the predictor is constant ({x[ok][0]:.4g})"
+                elif np.var(change[ok]) <= VAR_TOL:
+                    note = f"the change is constant ({change[ok][0]:.4g})"
+                else:
+                    res = stats.pearsonr(x[ok], change[ok])
+                    r, p = _num(res.statistic), _num(res.pvalue)
+                rows.append({"source": source, "outcome": outcome, "predictor": name, "r": r, "p": p, "n": n,
+                             "note": note})
+    return pd.DataFrame(rows, columns=["source", "outcome", "predictor", "r", "p", "n", "note"])
