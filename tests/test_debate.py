@@ -172,3 +172,34 @@ def test_sect6_members_reverse_code_only_truth_framed_topics():
     assert list(a.loc["llm"].s3) == [1.5, 1.5] and list(b.loc["llm"].s3) == [-1.5, -1.5]
     assert list(b.loc["llm"].o_final) == [2.5, 2.5] and list(b.loc["human"].o_init) == [-1.5, -1.5]
     assert set(mem.partner1) == {"A0", "A1", "B0", "B1"}
+
+
+def test_mode1_is_teacher_forced_in_order_without_the_target():
+    rows, reqs = run(1)
+    # the request for round 1, dyad (a, b), position 3: sees human k1, k2 in order, not k3
+    r1 = [texts(q) for q in reqs if "human tweet r1" in texts(q) and "human tweet r2" not in texts(q)]
+    third = [t for t in r1 if "human r1 k2 aaaaa" in t or "human r1 k2 bbbbb" in t]
+    assert third
+    t = third[0]
+    assert t.index("human r1 k1") < t.index("human r1 k2") and "human r1 k3" not in t
+
+
+def test_mode3_never_sees_human_tweets_after_round_one_and_ablations_keep_round_one():
+    _, reqs = run(3)
+    assert not any("human tweet r2" in texts(q) or "human tweet r3" in texts(q) for q in reqs)
+    _, base = run(2)
+    _, ablated = run(2, "no_prior_chats")
+    first_round = lambda rs: [texts(q) for q in rs if "human tweet r2" not in texts(q) and "human tweet r3" not in texts(q)]  # noqa: E731
+    assert first_round(base) == first_round(ablated)  # round 1 has no prior chats to drop
+    late = [texts(q) for q in ablated if "human tweet r3" in texts(q)]
+    assert late and all("human tweet r1" not in t for t in late)  # tau^1 dropped from later rounds
+
+
+def test_settings_run_ablations_on_the_first_model_only():
+    from socsim.debate.stages import settings
+
+    dp = {"agent_models": [{"name": "a"}, {"name": "b"}], "modes": [1, 3], "ablations": ["original", "no_prior_chats"],
+          "topic_sets": ["depth"]}
+    got = {(s["model"], s["mode"], s["ablation"]) for s in settings(dp)}
+    assert got == {("a", 1, "original"), ("a", 3, "original"), ("b", 1, "original"), ("b", 3, "original"),
+                   ("a", 1, "no_prior_chats"), ("a", 3, "no_prior_chats")}

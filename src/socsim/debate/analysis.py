@@ -51,8 +51,11 @@ def utterance_metrics(simulated: pd.DataFrame, annotations: pd.DataFrame, human_
                                         dp["length_unit"], encoder.encode).assign(on_topic_filter="none")],
                     ignore_index=True)
     out = out.sort_values(["on_topic_filter", *SETTING]).reset_index(drop=True)
-    human_rate = float(human.on_topic.fillna(False).astype(bool).mean()) if len(human) else None
+    labelled = human[human.session_id.isin(set(human_annotations.session_id))]  # the run's sessions only
+    human_rate = float(labelled.on_topic.fillna(False).astype(bool).mean()) if len(labelled) else None
+    dataset_rate = float(labelled.validity.eq("VALID").mean()) if len(labelled) else None
     return {"metrics": out, "encoder": {**encoder.identity(), "human_on_topic_rate": human_rate,
+                                        "human_on_topic_rate_dataset_validity": dataset_rate,
                                         "human_on_topic": dp["human_on_topic"]}}
 
 
@@ -133,16 +136,16 @@ def analyse(metrics: pd.DataFrame, tables: dict, dp: dict, paper: dict, out: Pat
         t_abl = m[m.model == models[0]][["mode", "ablation", *METRICS, "n_used", "n_excluded"]]
         io_tables.write(t_abl, out, abl_t, f"{abl_t.capitalize()} ({ts}): memory ablations ({models[0]})")
         for r in m.itertuples(index=False):
-            for table in ([main_t] if r.ablation == "original" else []) + [abl_t]:
+            for table in ([main_t] if r.ablation == "original" else []) + ([abl_t] if r.model == models[0] else []):
                 ref, who = _paper_row(paper, table, r.model, r.mode, r.ablation)
                 if ref is None:
                     continue
                 deg = next((f.message for f in flags), None)
                 for metric in METRICS:
                     rows.append(vs_paper.Row(f"{table.capitalize()} {ts}, {r.model}, mode {r.mode}, {r.ablation}: {metric}",
-                                             getattr(r, metric), ref.get(metric),
+                                             getattr(r, metric), ref.get(metric), degenerate=deg,
                                              note=f"paper: {who}; {r.n_used} utterances compared, {r.n_excluded} "
-                                                  "without an on-topic human comparator" + (f"; {deg}" if deg else "")))
+                                                  "without an on-topic human comparator"))
         orig = m[m.ablation == "original"]
         for model, g in orig.groupby("model"):
             by_mode = g.set_index("mode").s_sem

@@ -27,17 +27,26 @@ def examples(prompts: dict, statement: str) -> tuple[str, str]:
     return topic, "\n".join(f'- "{i["message"]}" -> {i["label"]}' for i in ex["items"])
 
 
-async def annotate(items: list[dict], tweets: dict, names: dict, statements: dict[str, str], prompts: dict,
-                   ap: dict, client: LLMClient, annotator: str, seed: int) -> list[dict]:
-    """One annotation row per item (an utterance or a tweet of one source: human or a setting).
-    `tweets`: (session, round, worker) -> the tweet text that source's dyad saw."""
-    sampling = client.sampling(max_tokens=ap["max_tokens"], temperature=ap["temperature"])
+def dyad_turns(items: list[dict]) -> dict[tuple, list[dict]]:
+    """(session, round, dyad) -> its utterances in order."""
     dyads: dict[tuple, list[dict]] = {}
     for it in items:
-        if it["kind"] == "utterance":
+        if it.get("kind", "utterance") == "utterance":
             dyads.setdefault((it["session_id"], it["round"], it["dyad"]), []).append(it)
     for turns in dyads.values():
         turns.sort(key=lambda t: t["k"])
+    return dyads
+
+
+async def annotate(items: list[dict], tweets: dict, names: dict, statements: dict[str, str], prompts: dict,
+                   ap: dict, client: LLMClient, annotator: str, seed: int,
+                   history: dict[tuple, list[dict]] | None = None) -> list[dict]:
+    """One annotation row per item (an utterance or a tweet of one source: human or a setting).
+    `tweets`: (session, round, worker) -> the tweet text that source's dyad saw; `history`: the
+    utterances each on-topic judgment sees before its target (default: the items' own dyads; Mode 1:
+    the human turns the twin answered)."""
+    sampling = client.sampling(max_tokens=ap["max_tokens"], temperature=ap["temperature"])
+    dyads = history if history is not None else dyad_turns(items)
     labels = stance_choice(prompts)
     opts = ", ".join(f'"{x}"' for x in prompts["labels"])
 

@@ -41,26 +41,42 @@ def fig2(group: pd.DataFrame, out: Path) -> str:
 
 
 def fig3(members: pd.DataFrame, out: Path) -> str:
-    fig, axes = plt.subplots(2, 2, figsize=(8, 6.5))
+    """Change against the own initial value and against the round-1 partner's minus one's own,
+    humans and twins in one panel each, with least-squares lines and their 95 % bands."""
+    fig, axes = plt.subplots(2, 3, figsize=(11, 6.5))
     for i, (what, (start, end)) in enumerate({"tweet": ("s1", "s3"), "opinion": ("o_init", "o_final")}.items()):
-        for j, source in enumerate(("human", "llm")):
+        for j, predictor in enumerate(("own initial", "partner minus own", "abs partner minus own")):
             ax = axes[i][j]
-            m = members[members.source == source]
-            x, y = m[start].astype(float), m[end].astype(float) - m[start].astype(float)
-            ok = x.notna() & y.notna()
-            if ok.sum() < 3:
-                _no_data(ax, f"{int(ok.sum())} member(s) with both values")
-            else:
-                ax.scatter(x[ok], y[ok], s=12, color=COLOURS[source])
-                if x[ok].nunique() > 1:
-                    b, a = np.polyfit(x[ok], y[ok], 1)
-                    xs = np.linspace(x[ok].min(), x[ok].max(), 20)
-                    ax.plot(xs, a + b * xs, color="black", lw=1)
-                    r = np.corrcoef(x[ok], y[ok])[0, 1] if y[ok].nunique() > 1 else float("nan")
-                    ax.set_title(f"{what}, {source}: r = {r:.2f} (n = {int(ok.sum())})", fontsize=8)
-            ax.set_xlabel(f"initial ({start})", fontsize=8)
-            ax.set_ylabel(f"change ({end} - {start})", fontsize=8)
-    fig.suptitle("Fig. 3: individual change vs initial stance (Depth, Mode 3)", fontsize=9)
+            shown = 0
+            for source in ("human", "llm"):
+                m = members[members.source == source].reset_index(drop=True)
+                own = m[start].astype(float)
+                lookup = {(s, w): v for s, w, v in zip(m.session_id, m.worker_id, own)}
+                other = pd.Series([lookup.get((s, p), np.nan) for s, p in zip(m.session_id, m.partner1)], dtype=float)
+                x = {"own initial": own, "partner minus own": other - own,
+                     "abs partner minus own": (other - own).abs()}[predictor]
+                y = m[end].astype(float) - own
+                ok = x.notna() & y.notna()
+                if ok.sum() < 3:
+                    continue
+                shown += 1
+                xs, ys = x[ok].to_numpy(), y[ok].to_numpy()
+                ax.scatter(xs, ys, s=12, color=COLOURS[source], label=source, alpha=0.7)
+                if np.unique(xs).size > 1:
+                    b, a = np.polyfit(xs, ys, 1)
+                    grid = np.linspace(xs.min(), xs.max(), 30)
+                    fit = a + b * grid
+                    resid = ys - (a + b * xs)
+                    s2 = resid.var(ddof=2) if xs.size > 2 else 0.0
+                    se = np.sqrt(s2 * (1 / xs.size + (grid - xs.mean()) ** 2 / ((xs - xs.mean()) ** 2).sum()))
+                    ax.plot(grid, fit, color=COLOURS[source], lw=1)
+                    ax.fill_between(grid, fit - 1.96 * se, fit + 1.96 * se, color=COLOURS[source], alpha=0.15)
+            if not shown:
+                _no_data(ax, "fewer than 3 members with both values")
+            ax.set_xlabel(predictor, fontsize=8)
+            ax.set_ylabel(f"{what} change ({end} - {start})", fontsize=8)
+        axes[i][0].legend(fontsize=7)
+    fig.suptitle("Fig. 3: individual change (Depth, Mode 3); Pearson r in analysis/individual_level", fontsize=9)
     fig.tight_layout()
     save(fig, out, "fig3_individual")
     return "fig3_individual"

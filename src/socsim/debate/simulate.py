@@ -156,11 +156,17 @@ class Session:
             return self.memory(speaker.id, r, current) + [{"role": "user", "content": self.p["utterance"].format(
                 partner=partner)}]
 
+        raws: list[str] = []
+
+        def reply(speaker, text):
+            raws.append(text)  # the model's own text is kept beside the cleaned one
+            return clean(text), False
+
         turns = await play(ep, policies.Schedule(order), stop.TurnBudget(len(order)), self.client, self.sampling,
-                           messages, lambda speaker, text: (clean(text), False))
+                           messages, reply)
         self.sim_turns[(r, dyad)] = [{"speaker": t["speaker_id"], "text": t["text"]} for t in turns]
-        for k, t in enumerate(turns, 1):
-            self.row(r, "utterance", dyad, k, t["speaker_id"], self.partner[(r, t["speaker_id"])], t["text"])
+        for k, (t, raw) in enumerate(zip(turns, raws), 1):
+            self.row(r, "utterance", dyad, k, t["speaker_id"], self.partner[(r, t["speaker_id"])], t["text"], raw=raw)
 
     async def final_opinion(self, worker: str) -> None:
         labels = list(self.p["labels"])

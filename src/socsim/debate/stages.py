@@ -53,8 +53,12 @@ def selected(ctx: StageContext) -> list[dict]:
 
 
 def settings(dp: dict) -> list[dict]:
+    """model x mode x ablation x topic set; the ablations other than `original` run on the first model
+    only (the paper ran them on gpt-4o-mini)."""
+    first = dp["agent_models"][0]["name"]
     return [{"model": m["name"], "mode": mode, "ablation": a, "topic_set": ts}
-            for m in dp["agent_models"] for mode in dp["modes"] for a in dp["ablations"] for ts in dp["topic_sets"]]
+            for m in dp["agent_models"] for mode in dp["modes"] for a in dp["ablations"] for ts in dp["topic_sets"]
+            if a == "original" or m["name"] == first]
 
 
 def _mine(ctx: StageContext, rows: list[dict]) -> list[dict]:
@@ -97,14 +101,16 @@ def run_annotate(ctx: StageContext) -> None:
     human_tweets = {(t["session_id"], t["round"], t["worker_id"]): t["text"] for t in ctx.rows("tweets")}
     names, statements = _lookups(ctx)
     (ap, (name, client)) = _annotator(ctx)
+    human_history = annotate.dyad_turns(ctx.rows("human_utterances"))
     rows = []
     for key, group in pd.DataFrame(sim, columns=[f.name for f in schemas.SIMULATED]).groupby(
             ["model", "mode", "ablation", "topic_set"], sort=True):
         items = group.to_dict("records")
         seen = dict(human_tweets)  # Mode 3 rounds 2 and 3: the dyad saw the simulated tweets
         seen.update({(t["session_id"], t["round"], t["speaker"]): t["text"] for t in items if t["kind"] == "tweet"})
+        history = human_history if key[1] == 1 else None  # Mode 1 answered the human turns
         rows += asyncio.run(annotate.annotate(items, seen, names, statements, ctx.yaml("prompts_file"), ap, client,
-                                              name, ctx.seed))
+                                              name, ctx.seed, history))
     ctx.write("annotations", rows)
     ctx.write_metrics(annotated=len(rows))
 
@@ -208,7 +214,8 @@ STUDY = Study(DB, ARTIFACTS, [
           shards=shards),
     Stage("annotate", "Stance (six labels, -2.5..2.5) of every simulated utterance and tweet and on-topic "
           "(VALID/INVALID) of every simulated utterance, constrained LLM judges.", run_annotate,
-          inputs=("simulated", "sessions", "participants", "tweets", "prompts_file"), outputs=("annotations",),
+          inputs=("simulated", "sessions", "participants", "tweets", "human_utterances", "prompts_file"),
+          outputs=("annotations",),
           params=(*ANNOTATOR, *SHARD_KEYS), uses_llm=True, shards=shards),
     Stage("annotate_human", "Stance and on-topic labels of the human utterances and tweets of the run's sessions.",
           run_annotate_human, inputs=("sessions", "participants", "tweets", "human_utterances", "prompts_file"),
@@ -220,7 +227,7 @@ STUDY = Study(DB, ARTIFACTS, [
     Stage("analyse", "Tables 3/4/9/10 in the paper's layout, group-level (Fig. 2) and individual-level (Fig. 3) "
           "opinion dynamics, Appendix H, degeneracy flags, vs_paper.", run_analyse,
           inputs=("comparison", "sessions", "participants", "tweets", "simulated", "annotations", "human_annotations",
-                  "paper_file"), outputs=("analysis",), params=("debate.agent_models", "debate.length_unit", "debate.group_sd_ddof", "debate.alpha")),
+                  "paper_file"), outputs=("analysis",), params=("debate.agent_models", "debate.length_unit", "debate.group_sd_ddof")),
     Stage("figures", "Fig. 2 (group-level tweet stance and opinion, humans vs twins), Fig. 3 (individual change), "
           "the utterance metrics by mode (PNG + PDF).", run_figures, inputs=("analysis",), outputs=("figures",)),
 ])
