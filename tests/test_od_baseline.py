@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import math
 import random
 from collections import Counter
 

@@ -147,13 +147,13 @@ def test_memory_event_cases_and_ordinals():
     tweets = [r["tweet"] for r in rows]
     reports = [r["report"] for r in rows]
     assert events == [
-        PROMPTS["events"]["none_write"].format(k="1st", claim=rows and _setup([0], [1])["claim"], tweet=tweets[0]),
+        PROMPTS["events"]["none_write"].format(k="1st", claim=_setup([0], [1])["claim"], tweet=tweets[0]),
         PROMPTS["events"]["write_write"].format(k="2nd", k_prev="1st", tweet=tweets[1]),
         PROMPTS["events"]["write_review"].format(k="2nd", tweet=tweets[2], reasoning=f"Reasoning: {reports[2]}"),
         PROMPTS["events"]["review_review"].format(tweet=tweets[3], reasoning=f"Reasoning: {reports[3]}"),
     ]
     # the prompts name the ordinals: step 2's write follows the 1st tweet, step 3's review the 2nd
-    assert PROMPTS["write"]["write"].format(name="Benjamin Lee", claim=rows and _setup([0], [1])["claim"], k_prev="1st") \
+    assert PROMPTS["write"]["write"].format(name="Benjamin Lee", claim=_setup([0], [1])["claim"], k_prev="1st") \
         in reqs[2].message_dicts()[-1]["content"]
     assert "after writing your 2nd tweet" in reqs[5].message_dicts()[-1]["content"]
     # after step 5's write the memory holds the review -> write event of the 3rd tweet
@@ -161,7 +161,7 @@ def test_memory_event_cases_and_ordinals():
     assert PROMPTS["events"]["review_write"].format(k="3rd", tweet=rows6[4]["tweet"]) in \
         [m["content"] for m in reqs6[11].message_dicts()]
     task = last_write[-1]["content"]
-    assert task.startswith(PROMPTS["write"]["review"].format(name="Benjamin Lee", claim=rows and _setup([0], [1])["claim"]))
+    assert task.startswith(PROMPTS["write"]["review"].format(name="Benjamin Lee", claim=_setup([0], [1])["claim"]))
     assert task.endswith(PROMPTS["write_cue"])
     # the model's answers are never assistant turns; the persona is repeated as the first user message
     assert all(m["role"] in ("system", "user") for r in reqs for m in r.message_dicts())
@@ -471,7 +471,7 @@ def test_vs_paper_verdicts_follow_the_tests():
 def test_classifier_agreement_against_known_ratings():
     a = [2, 2, 1, 0, -1, -2, -2, 0, 1, 1]
     b = [2, 1, 1, 0, -1, -2, -1, 0, 1, 2]
-    res = classify.agreement(a, b + [None] * 0)
+    res = classify.agreement(a, b)
     assert res["n"] == 10 and res["agreement"] == 0.7
     # Cohen's kappa by hand: po = 0.7; pe = sum over labels of p_a * p_b
     pa = {v: a.count(v) / 10 for v in range(-2, 3)}

@@ -10,7 +10,6 @@ from collections import Counter
 import pytest
 
 from socsim.llm import IntRange, LLMClient, Request, Response, Sampling
-from socsim.llm.types import Completion
 from socsim.seeds import derive_seed
 from socsim.sim import judge, policies, runner, stop, views
 from socsim.sim.episode import Episode, Speaker, Transcript, play
