@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import http.server
+import json
+import os
 import subprocess
 import threading
 import time
@@ -11,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from conftest import ROOT, LlamaServer, cache_rows, free_port, run_socsim, socsim_cmd, write_params
+from conftest import ROOT, LlamaServer, cache_rows, free_port, read_metrics, run_socsim, socsim_cmd, write_params
 from socsim import config
 from socsim.llm import Choice, EndpointUnavailableError, IntRange, LLMClient, LLMError, Request, Sampling, derive_seed
 
@@ -159,3 +162,130 @@ def test_server_killed_mid_stage_retries_then_fails_clearly(tmp_path):
     assert "failed after 3 tries" in stderr and server.url in stderr
     assert not out.exists()
     assert 2 <= cache_rows(cache) < 40  # the calls that finished are kept for the next run
+
+
+def personas_params(tmp_path, endpoints, n, **llm):
+    llm = {"backend": "openai", "dialect": "llama_cpp", "endpoints": endpoints, "concurrency": 1,
+           "retries": {"max_tries": 3, "backoff_base": 0.05}, **llm}
+    return write_params(tmp_path / "params.yaml", llm=llm,
+                        facilitation={"personas": {"source": "llm", "n": n, "max_tokens": 96}})
+
+
+def test_pool_of_two_survives_one_killed_mid_stage(tmp_path):
+    a, b = LlamaServer().start(), LlamaServer().start()
+    try:
+        n = 16
+        params = personas_params(tmp_path, [a.url, b.url], n)
+        out, metrics = tmp_path / "personas.parquet", tmp_path / "m.json"
+        proc = subprocess.Popen(socsim_cmd("facilitation", "personas", "--params", str(params), "--personas",
+                                           str(out), "--metrics", str(metrics)),
+                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cache = tmp_path / "cache" / "llm.sqlite"
+        deadline = time.monotonic() + 300
+        while cache_rows(cache) < 4 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        assert proc.poll() is None, "stage finished before a server could be killed"
+        a.stop()  # SIGKILL one of the two mid-stage
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        a.stop()
+        b.stop()
+    assert proc.returncode == 0, stderr
+    assert f"LLM endpoint {a.url} taken out of the pool" in stderr
+    m = read_metrics(metrics)
+    ea, eb = m["endpoints"][a.url], m["endpoints"][b.url]
+    assert ea["removed"] and not eb["removed"]
+    assert ea["calls"] >= 1 and eb["calls"] > ea["calls"]  # both served; b took a's share after it died
+    assert ea["failures"] >= 3 and ea["retries"] >= 1 and eb["failures"] == 0  # requests and health checks
+    assert ea["calls"] + eb["calls"] == m["calls"] == n and m["retries"] == ea["retries"]
+    assert m["endpoint_calls"] == {a.url: ea["calls"], b.url: eb["calls"]}
+    assert len(pq_rows(out)) == n
+
+
+def pq_rows(path):
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()
+
+
+def test_stage_fails_only_when_every_endpoint_is_gone(tmp_path):
+    a, b = LlamaServer().start(), LlamaServer().start()
+    try:
+        c = server_client(tmp_path, [a.url, b.url], retries={"max_tries": 3, "backoff_base": 0.01})
+
+        async def go():
+            async with c:
+                first = await c.generate_all([ask("Yes or No?", i) for i in range(2)])
+                a.stop()
+                b.stop()  # both die after the stage started
+                return first, await c.generate_all([ask("Yes or No?", i) for i in range(2, 6)])
+
+        with pytest.raises(EndpointUnavailableError, match="every LLM endpoint failed after 3 tries") as info:
+            asyncio.run(go())
+    finally:
+        a.stop()
+        b.stop()
+    msg = str(info.value)
+    assert f"{a.url} (" in msg and f"{b.url} (" in msg and "ConnectError" in msg
+    stats = c.backend.endpoint_stats()
+    assert stats[a.url]["removed"] and stats[b.url]["removed"]
+    assert stats[a.url]["failures"] >= 3 and stats[b.url]["failures"] >= 3
+    assert c.accounting.calls == 2 and cache_rows(tmp_path / "cache.sqlite") == 2
+
+
+def test_endpoint_down_at_start_is_left_out_while_another_answers(tmp_path, llama_server):
+    dead = f"http://127.0.0.1:{free_port()}"
+    c = server_client(tmp_path, [dead, llama_server.url])
+    out = c.run([ask("Yes or No?", i, Choice(("Yes", "No"))) for i in range(3)])
+    assert all(r.parse_ok for r in out)
+    stats = c.backend.endpoint_stats()
+    assert stats[dead] == {"calls": 0, "failures": 0, "retries": 0, "removed": True}
+    assert stats[llama_server.url]["calls"] == 3
+
+
+KEY = "sk-socsim-test-5f1c9a2e7b"  # a made-up key that must appear in no file
+
+
+@pytest.fixture(scope="module")
+def keyed_server():
+    server = LlamaServer(api_key=KEY).start()
+    yield server
+    server.stop()
+
+
+def test_server_with_api_key(tmp_path, keyed_server, monkeypatch):
+    # Right key, from the variable params name: the stage runs; the key is in no artifact, log or cache.
+    params = personas_params(tmp_path, [keyed_server.url], 3, api_key_env="SOCSIM_TEST_KEY")
+    env = {**os.environ, "SOCSIM_TEST_KEY": KEY}
+    out, metrics = tmp_path / "personas.parquet", tmp_path / "m.json"
+    args = ("facilitation", "personas", "--params", str(params), "--personas", str(out), "--metrics", str(metrics))
+    ok = run_socsim(*args, env=env)
+    assert ok.returncode == 0, ok.stderr
+    assert len(pq_rows(out)) == 3 and read_metrics(metrics)["calls"] == 3
+
+    # Missing variable, wrong key: a clear error naming the variable, never the key.
+    missing = run_socsim(*args, env={k: v for k, v in env.items() if k != "SOCSIM_TEST_KEY"})
+    assert missing.returncode == 2
+    assert "environment variable SOCSIM_TEST_KEY" in missing.stderr and "not set" in missing.stderr
+    wrong = run_socsim(*args, env={**env, "SOCSIM_TEST_KEY": "sk-wrong-" + KEY[::-1]})
+    assert wrong.returncode == 2
+    assert "refused the API key from the environment variable SOCSIM_TEST_KEY (HTTP 401)" in wrong.stderr
+    no_key = run_socsim(*args[:3], str(personas_params(tmp_path, [keyed_server.url], 3)), *args[4:], env=env)
+    assert no_key.returncode == 2 and "requires an API key" in no_key.stderr and "llm.api_key_env" in no_key.stderr
+    assert "Traceback" not in missing.stderr + wrong.stderr + no_key.stderr
+
+    texts = [ok.stdout, ok.stderr, missing.stderr, wrong.stderr, no_key.stderr]
+    files = [f for f in tmp_path.rglob("*") if f.is_file()]
+    assert any(f.suffix == ".sqlite" for f in files)  # the cache is among the files searched
+    for blob in [t.encode() for t in texts] + [f.read_bytes() for f in files]:
+        assert KEY.encode() not in blob and KEY[::-1].encode() not in blob
+
+
+def test_api_key_per_endpoint(tmp_path, keyed_server, llama_server, monkeypatch):
+    monkeypatch.setenv("SOCSIM_TEST_KEY", KEY)
+    c = server_client(tmp_path, [{"url": keyed_server.url, "api_key_env": "SOCSIM_TEST_KEY"}, llama_server.url])
+    out = c.run([ask("Yes or No?", i, Choice(("Yes", "No"))) for i in range(4)])
+    assert all(r.parse_ok for r in out)
+    stats = c.backend.endpoint_stats()
+    assert stats[keyed_server.url]["calls"] >= 1 and stats[llama_server.url]["calls"] >= 1
+    assert KEY not in json.dumps(c.identity()) and KEY not in json.dumps(c.accounting.as_metrics())

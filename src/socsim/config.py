@@ -67,6 +67,8 @@ def _fill_defaults(schema: dict, value: Any) -> Any:
 def _describe(schema: dict) -> str:
     """What the schema expects, in words."""
     parts = []
+    if "oneOf" in schema:
+        return " or ".join(_describe(s) for s in schema["oneOf"])
     if "enum" in schema:
         parts.append("one of " + ", ".join(json.dumps(v) for v in schema["enum"]))
     elif "type" in schema:

@@ -16,6 +16,7 @@ class Accounting:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     endpoint_calls: dict = field(default_factory=dict)  # calls answered per endpoint
+    endpoints: dict = field(default_factory=dict)  # server pools: {url: calls, failures, retries, removed}
     _start: float = field(default_factory=time.perf_counter, repr=False)
     _gen_first: float | None = field(default=None, repr=False)
     _gen_last: float | None = field(default=None, repr=False)
@@ -51,6 +52,7 @@ class Accounting:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "endpoint_calls": dict(sorted(self.endpoint_calls.items())),
+            **({"endpoints": dict(sorted(self.endpoints.items()))} if self.endpoints else {}),
             "wall_s": round(time.perf_counter() - self._start, 3),
             "generation_wall_s": round(gen, 3),
             "tokens_per_s": round(self.completion_tokens / gen, 2) if gen > 0 else 0.0,

@@ -57,7 +57,7 @@ class LLMClient:
 
             backend = ServerBackend(llm["backend"], llm["endpoints"], dialect=llm["dialect"], model=llm["model"],
                                     concurrency=llm["concurrency"], timeout=llm["timeout"],
-                                    retry=RetryPolicy(**llm["retries"]))
+                                    retry=RetryPolicy(**llm["retries"]), api_key_env=llm["api_key_env"])
         path = cache_path if cache_path is not None else llm["cache_path"]
         return cls(backend, CallCache(path) if path else None, Sampling(**llm["sampling"]))
 
@@ -87,11 +87,12 @@ class LLMClient:
             acc.cache_hits += 1
         else:
             acc.call_started()
-            retries_before = self.backend.retries
             try:
                 completion = await self.backend.complete(request)
             finally:
-                acc.retries += self.backend.retries - retries_before
+                acc.retries = self.backend.retries  # the backend's total: concurrent requests share it
+                if hasattr(self.backend, "endpoint_stats"):  # server pools: calls, failures, retries per endpoint
+                    acc.endpoints = self.backend.endpoint_stats()
             acc.call_finished(completion.prompt_tokens, completion.completion_tokens, completion.endpoint)
             if self.cache is not None:
                 self.cache.put(key, completion, self.identity())

@@ -2,24 +2,38 @@
 AsyncInferenceClient, over a pool of base URLs.
 
 The two differ only in their structured-output dialect (and in how they report the model).
-Requests go to the least-busy endpoint, with a bounded number in flight per endpoint;
-connection errors, timeouts, 429 and 5xx are retried with exponential backoff and jitter.
+
+The pool: each request goes to the least-busy live endpoint, with a bounded number in flight per
+endpoint. Connection errors, timeouts, 429 and 5xx are retried with exponential backoff and jitter,
+on another endpoint when one is ready. An endpoint that fails backs off (no request goes to it) and is
+health-checked when its backoff ends; after `max_tries` failures in a row (one per backoff window) it
+is taken out of the pool and its requests go to the others. Only when every endpoint is out does a
+request fail, with an error naming each endpoint and its last error. An endpoint that does not answer the health
+probe at the start is left out the same way (with a warning), as long as one does answer.
+
+API keys: a server that requires one (vLLM's --api-key, a hosted endpoint) gets it from the
+environment variable that params name (`llm.api_key_env`, or `api_key_env` of one endpoint). The key
+itself is never stored: not in params, identity (cache keys, provenance), metrics, nor any message.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import sys
+import time
 from dataclasses import dataclass
 
 import httpx2
 from huggingface_hub import AsyncInferenceClient
 from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError
 
-from socsim.llm.errors import EndpointUnavailableError, LLMError
+from socsim.llm.errors import EndpointUnavailableError, LLMConfigError, LLMError
 from socsim.llm.types import Completion, Request
 
 RETRYABLE_STATUS = {408, 425, 429, 500, 502, 503, 504}
+AUTH_STATUS = {401, 403}
 
 
 @dataclass(frozen=True)
@@ -34,14 +48,54 @@ class RetryPolicy:
         return random.uniform(cap / 2, cap)
 
 
+@dataclass(frozen=True)
+class EndpointSpec:
+    """One base URL and the environment variable holding its API key (None: no key sent)."""
+
+    url: str
+    api_key_env: str | None = None
+
+    @classmethod
+    def parse(cls, entry: "str | dict | EndpointSpec", api_key_env: str | None = None) -> "EndpointSpec":
+        if isinstance(entry, EndpointSpec):
+            return entry
+        if isinstance(entry, str):
+            return cls(entry.rstrip("/"), api_key_env)
+        return cls(entry["url"].rstrip("/"), entry.get("api_key_env", api_key_env))
+
+    def api_key(self) -> str | None:
+        """The key from the environment, read when the pool starts; a clear error if it is unset."""
+        if not self.api_key_env:
+            return None
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise LLMConfigError(
+                f"LLM endpoint {self.url} needs an API key from the environment variable {self.api_key_env} "
+                f"(llm.api_key_env), which is not set; export it before the run (it is never written anywhere)")
+        return key
+
+
 class _Endpoint:
-    def __init__(self, url: str, concurrency: int, timeout: float):
-        self.url = url.rstrip("/")
+    def __init__(self, spec: EndpointSpec, api_key: str | None, concurrency: int, timeout: float):
+        self.url = spec.url
+        self.spec = spec
         self.semaphore = asyncio.Semaphore(concurrency)
         self.in_flight = 0  # waiting for or holding the semaphore
         self.active = 0  # holding it: requests sent and not yet answered
         self.max_active = 0
-        self.client = AsyncInferenceClient(base_url=self.url, timeout=timeout)
+        self.calls = 0  # requests it answered
+        self.failures = 0  # attempts that failed on it (retryable errors)
+        self.retries = 0  # of those, the ones retried (here or on another endpoint)
+        self.strikes = 0  # failures in a row, counted once per backoff window
+        self.retry_at = 0.0  # monotonic time before which it is backing off
+        self.removed = False
+        self.last_error: str | None = None
+        self.api_key = api_key
+        self.recheck: asyncio.Task | None = None  # health checks while it backs off
+        self.client = AsyncInferenceClient(base_url=self.url, timeout=timeout, api_key=api_key)
+
+    def stats(self) -> dict:
+        return {"calls": self.calls, "failures": self.failures, "retries": self.retries, "removed": self.removed}
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -52,21 +106,37 @@ def _retryable(exc: BaseException) -> bool:
     return False
 
 
-def _describe(exc: BaseException) -> str:
+def _status(exc: BaseException) -> int | None:
     if isinstance(exc, HfHubHTTPError) and exc.response is not None:
-        return f"HTTP {exc.response.status_code}: {str(exc).splitlines()[0][:200]}"
+        return exc.response.status_code
+    return None
+
+
+def _describe(exc: BaseException) -> str:
+    if _status(exc) is not None:
+        return f"HTTP {_status(exc)}: {str(exc).splitlines()[0][:200]}"
     return f"{type(exc).__name__}: {exc}"[:300]
 
 
+def _auth_error(spec: EndpointSpec, status: int) -> LLMError:
+    if spec.api_key_env:
+        return LLMConfigError(f"LLM endpoint {spec.url} refused the API key from the environment variable "
+                              f"{spec.api_key_env} (HTTP {status}); check its value")
+    return LLMConfigError(f"LLM endpoint {spec.url} requires an API key (HTTP {status}); set llm.api_key_env "
+                          f"to the name of the environment variable that holds it")
+
+
 class ServerBackend:
-    def __init__(self, kind: str, endpoints: list[str], dialect: str | None = None, model: str | None = None,
-                 concurrency: int = 8, timeout: float = 120.0, retry: RetryPolicy | None = None):
+    def __init__(self, kind: str, endpoints: list, dialect: str | None = None, model: str | None = None,
+                 concurrency: int = 8, timeout: float = 120.0, retry: RetryPolicy | None = None,
+                 api_key_env: str | None = None):
         if kind not in ("tgi", "openai"):
             raise ValueError(f"unknown server backend {kind!r}")
         self.kind = kind
         self.dialect = dialect or kind
         self.model = model
-        self.endpoint_urls = [u.rstrip("/") for u in endpoints]
+        self.specs = [EndpointSpec.parse(e, api_key_env) for e in endpoints]
+        self.endpoint_urls = [s.url for s in self.specs]
         self.concurrency = concurrency
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
@@ -76,16 +146,20 @@ class ServerBackend:
         self._rr = 0
 
     # -- health ---------------------------------------------------------------------------
-    async def _probe_one(self, client: httpx2.AsyncClient, url: str) -> dict:
+    async def _probe_one(self, client: httpx2.AsyncClient, spec: EndpointSpec, key: str | None) -> dict:
+        url = spec.url
         paths = ["/info", "/v1/models"] if self.kind == "tgi" else ["/v1/models", "/info"]
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
         last = None
         for path in paths:
             try:
-                resp = await client.get(url + path)
+                resp = await client.get(url + path, headers=headers)
             except httpx2.HTTPError as exc:
                 raise EndpointUnavailableError(
                     f"LLM endpoint {url} is unreachable ({type(exc).__name__}: {exc}); start the server or fix "
                     f"llm.endpoints in params.yaml") from None
+            if resp.status_code in AUTH_STATUS:
+                raise _auth_error(spec, resp.status_code)
             if resp.status_code == 200:
                 data = resp.json()
                 if path == "/info":
@@ -94,25 +168,41 @@ class ServerBackend:
                 models = data.get("data") or []
                 ids = [m.get("id") for m in models]
                 if self.model and self.model not in ids:
-                    raise EndpointUnavailableError(
-                        f"LLM endpoint {url} does not serve llm.model={self.model!r} (it lists {ids})")
+                    raise LLMError(f"LLM endpoint {url} does not serve llm.model={self.model!r} (it lists {ids})")
                 return {"model_id": self.model or (ids[0] if ids else None), "model_sha": None,
                         "server": "openai-compatible"}
             last = f"HTTP {resp.status_code} on {path}"
         raise EndpointUnavailableError(f"LLM endpoint {url} failed its health probe ({last})")
 
     async def probe(self) -> dict:
-        """Check every endpoint before a stage starts; record the model they serve."""
+        """Check every endpoint before a stage starts and record the model they serve. An endpoint that
+        does not answer is left out (with a warning) while another does; a wrong key, a wrong model or a
+        pool serving different models stops the stage."""
+        keys = [s.api_key() for s in self.specs]
         async with httpx2.AsyncClient(timeout=min(self.timeout, 10.0)) as client:
-            infos = await asyncio.gather(*(self._probe_one(client, u) for u in self.endpoint_urls))
-        models = {(i["model_id"], i["model_sha"]) for i in infos}
+            results = await asyncio.gather(*(self._probe_one(client, s, k) for s, k in zip(self.specs, keys)),
+                                           return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException) and not isinstance(r, EndpointUnavailableError):
+                raise r
+        up = [(s, k, r) for s, k, r in zip(self.specs, keys, results) if not isinstance(r, BaseException)]
+        down = [str(r) for r in results if isinstance(r, BaseException)]
+        if not up:
+            raise EndpointUnavailableError("; ".join(down) if len(down) == 1 else
+                                           "no LLM endpoint answered: " + "; ".join(down))
+        for msg in down:
+            print(f"socsim: warning: {msg}; going on with the other endpoints", file=sys.stderr)
+        models = {(i["model_id"], i["model_sha"]) for _, _, i in up}
         if len(models) > 1:
-            listing = ", ".join(f"{u} -> {i['model_id']}@{i['model_sha']}" for u, i in zip(self.endpoint_urls, infos))
+            listing = ", ".join(f"{s.url} -> {i['model_id']}@{i['model_sha']}" for s, _, i in up)
             raise LLMError(f"llm.endpoints serve different models ({listing}); a pool must serve one model")
-        info = infos[0]
+        info = up[0][2]
         self._identity = {"backend": self.kind, "dialect": self.dialect, "model_id": info["model_id"],
                           "model_sha": info["model_sha"], "runtime": info["server"]}
-        self._endpoints = [_Endpoint(u, self.concurrency, self.timeout) for u in self.endpoint_urls]
+        self._endpoints = [_Endpoint(s, k, self.concurrency, self.timeout) for s, k in zip(self.specs, keys)]
+        for ep, (spec, result) in zip(self._endpoints, zip(self.specs, results)):
+            if isinstance(result, BaseException):
+                ep.removed, ep.last_error = True, str(result)
         return self._identity
 
     def identity(self) -> dict:
@@ -120,13 +210,69 @@ class ServerBackend:
             raise LLMError("server backend used before probe()")
         return self._identity
 
+    def endpoint_stats(self) -> dict[str, dict]:
+        """Per endpoint: calls answered, failed attempts, retries, and whether it was taken out."""
+        return {ep.url: ep.stats() for ep in self._endpoints or []}
+
     # -- calls ----------------------------------------------------------------------------
-    def _pick(self) -> _Endpoint:
+    def _live(self) -> list[_Endpoint]:
         assert self._endpoints is not None
-        n = len(self._endpoints)
-        order = [self._endpoints[(self._rr + i) % n] for i in range(n)]
-        self._rr = (self._rr + 1) % n
-        return min(order, key=lambda e: e.in_flight)
+        return [ep for ep in self._endpoints if not ep.removed]
+
+    async def _pick(self) -> _Endpoint:
+        """The least-busy live endpoint that is not backing off (waiting for one if all are); ties
+        rotate so that an idle pool spreads its first requests."""
+        while True:
+            live = self._live()
+            if not live:
+                raise self._all_down()
+            now = time.monotonic()
+            ready = [ep for ep in live if ep.retry_at <= now]
+            if ready:
+                n = len(ready)
+                order = [ready[(self._rr + i) % n] for i in range(n)]
+                self._rr += 1
+                return min(order, key=lambda e: e.in_flight)
+            await asyncio.sleep(min(ep.retry_at for ep in live) - now)
+
+    def _all_down(self) -> EndpointUnavailableError:
+        listing = "; ".join(f"{ep.url} ({ep.last_error})" for ep in self._endpoints or [])
+        return EndpointUnavailableError(
+            f"every LLM endpoint failed after {self.retry.max_tries} tries and was taken out of the pool: {listing}")
+
+    def _failed(self, ep: _Endpoint, exc: BaseException) -> None:
+        """Count a failed try on an endpoint. A failure while it already backs off (other requests that
+        were in flight) is the same outage, not a new strike; after `max_tries` strikes it is taken out.
+        While it backs off no request is sent to it, and a health check after each backoff tells
+        whether it is back (strikes cleared) or still down (one more strike)."""
+        ep.failures += 1
+        ep.last_error = _describe(exc)
+        now = time.monotonic()
+        if now < ep.retry_at or ep.removed:
+            return
+        ep.strikes += 1
+        if ep.strikes >= self.retry.max_tries:
+            ep.removed = True
+            if len(self._endpoints or []) > 1:
+                print(f"socsim: warning: LLM endpoint {ep.url} taken out of the pool after {ep.strikes} failed "
+                      f"tries ({ep.last_error})", file=sys.stderr)
+            return
+        ep.retry_at = now + self.retry.delay(ep.strikes)
+        if ep.recheck is None or ep.recheck.done():
+            ep.recheck = asyncio.get_running_loop().create_task(self._recheck(ep))
+
+    async def _recheck(self, ep: _Endpoint) -> None:
+        while not ep.removed and ep.strikes:
+            await asyncio.sleep(max(0.0, ep.retry_at - time.monotonic()))
+            if ep.removed or not ep.strikes or time.monotonic() < ep.retry_at:
+                continue  # a request meanwhile succeeded there, or failed and pushed the backoff on
+            try:
+                async with httpx2.AsyncClient(timeout=min(self.timeout, 10.0)) as client:
+                    await self._probe_one(client, ep.spec, ep.api_key)
+            except LLMError as exc:
+                self._failed(ep, exc)
+            else:
+                ep.strikes, ep.retry_at = 0, 0.0
 
     async def _call(self, ep: _Endpoint, request: Request) -> Completion:
         kwargs = dict(
@@ -148,32 +294,48 @@ class ServerBackend:
                           finish_reason=choice.finish_reason, endpoint=ep.url)
 
     async def complete(self, request: Request) -> Completion:
+        """One request: tried on the least-busy live endpoint; a retryable failure sends it to the next
+        ready endpoint (or, with none ready, after the backoff). It fails when every endpoint is out,
+        or after `max_tries` tries per endpoint of the pool (endpoints that answer their health checks
+        but refuse every request)."""
         if self._endpoints is None:
             await self.probe()
         errors: list[str] = []
-        for attempt in range(1, self.retry.max_tries + 1):
-            ep = self._pick()
+        while True:
+            ep = await self._pick()
             ep.in_flight += 1
             try:
                 async with ep.semaphore:
+                    if ep.removed:  # taken out while this request waited for a slot: not a try
+                        continue
                     ep.active += 1
                     ep.max_active = max(ep.max_active, ep.active)
                     try:
-                        return await self._call(ep, request)
+                        completion = await self._call(ep, request)
                     finally:
                         ep.active -= 1
+                ep.calls += 1
+                ep.strikes, ep.retry_at = 0, 0.0
+                return completion
             except Exception as exc:  # noqa: BLE001 - classified below
+                if _status(exc) in AUTH_STATUS:
+                    raise _auth_error(ep.spec, _status(exc)) from None
                 if not _retryable(exc):
                     raise LLMError(f"LLM request to {ep.url} failed: {_describe(exc)}") from exc
                 errors.append(f"{ep.url}: {_describe(exc)}")
+                self._failed(ep, exc)
             finally:
                 ep.in_flight -= 1
-            if attempt < self.retry.max_tries:
-                self.retries += 1
-                await asyncio.sleep(self.retry.delay(attempt))
-        raise EndpointUnavailableError(
-            f"LLM request failed after {self.retry.max_tries} tries; last errors: " + " | ".join(errors[-3:]))
+            if not self._live():
+                raise self._all_down()
+            if len(errors) >= self.retry.max_tries * len(self._endpoints or [1]):
+                raise EndpointUnavailableError(f"LLM request failed after {len(errors)} tries; last errors: "
+                                               + " | ".join(errors[-3:]))
+            ep.retries += 1
+            self.retries += 1
 
     async def aclose(self) -> None:
         for ep in self._endpoints or []:
+            if ep.recheck is not None:
+                ep.recheck.cancel()
             await ep.client.close()
