@@ -5,58 +5,37 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
+import shutil
+import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
 
-from socsim.llm.embedded import default_model_path
+from socsim.llm.local import LlamaServer, free_port  # noqa: F401 - used by the test modules
 from socsim.llm.types import Completion
 
 ROOT = Path(__file__).resolve().parents[1]
+BIN = str(Path(sys.executable).parent)  # the venv's tools (snakemake, dvc, socsim)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """One SLURM cluster for the session (tests/slurm_cluster.py): packages installed if needed (as root;
+    skipped with the reason elsewhere, never skipped under CI=true), daemons stopped at the end."""
+    from slurm_cluster import SlurmCluster, ensure_packages
 
-
-class LlamaServer:
-    """`python -m llama_cpp.server` serving the embedded GGUF on a loopback port."""
-
-    def __init__(self, port: int | None = None):
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc: subprocess.Popen | None = None
-
-    def start(self, timeout: float = 120.0) -> "LlamaServer":
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()), "--host", "127.0.0.1",
-               "--port", str(self.port), "--n_ctx", "2048", "--verbose", "false"]
-        env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}  # share the cores politely with the tests
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {self.proc.returncode}")
-            try:
-                with urllib.request.urlopen(self.url + "/v1/models", timeout=2) as resp:
-                    if resp.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.3)
-        self.stop()
-        raise RuntimeError("llama_cpp.server did not come up in time")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=30)
+    ensure_packages()
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    cluster.start()
+    print(f"\nSLURM cluster up in {cluster.startup_seconds:.1f} s (node {cluster.node}, partition "
+          f"{cluster.partition}, {cluster.workdir})")
+    yield cluster
+    cluster.stop()
+    print(f"\nSLURM cluster stopped in {cluster.shutdown_seconds:.1f} s")
 
 
 @pytest.fixture(scope="session")
@@ -64,6 +43,37 @@ def llama_server():
     server = LlamaServer().start()
     yield server
     server.stop()
+
+
+def tool_env() -> dict:
+    env = dict(os.environ)
+    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t",
+               DVC_NO_ANALYTICS="1")
+    return env
+
+
+def sh(args: list[str], cwd: Path, check: bool = True, timeout: float = 2400) -> subprocess.CompletedProcess:
+    proc = subprocess.run(args, cwd=cwd, env=tool_env(), capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def copy_project(dest: Path) -> Path:
+    """A fresh git repository at `dest` holding the project's tracked and untracked-but-not-ignored files."""
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split("\0")
+    for rel in filter(None, files):
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    (dest / "dvc.lock").unlink(missing_ok=True)
+    sh(["git", "init", "-q"], dest)
+    sh(["git", "add", "-A"], dest)
+    sh(["git", "commit", "-qm", "init"], dest)
+    return dest
 
 
 def write_params(path: Path, **sections) -> Path:
@@ -112,17 +122,29 @@ def env_no_proxy():
     return env
 
 
-def kill_after_cached_calls(cmd: list[str], cache: Path, calls: int, timeout: float = 300) -> int:
-    """Start a stage, SIGKILL it once `calls` model calls are in its cache, return how many finished."""
-    import signal
+def signal_after_cached_calls(cmd: list[str], cache: Path, calls: int, sig: int,
+                              timeout: float = 300) -> subprocess.CompletedProcess:
+    """Start a stage, send it `sig` once `calls` model calls are in its cache, wait for it to end:
+    its exit code and stderr."""
+    import tempfile
 
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + timeout
-    while cache_rows(cache) < calls and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    assert proc.poll() is None, "the stage finished before it could be killed"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    with tempfile.TemporaryFile("w+") as err:  # a file, not a pipe: a full pipe would stall the stage
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        deadline = time.monotonic() + timeout
+        while cache_rows(cache) < calls and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the stage finished before it could be signalled"
+        proc.send_signal(sig)
+        proc.wait(timeout=120)
+        err.seek(0)
+        return subprocess.CompletedProcess(cmd, proc.returncode, "", err.read())
+
+
+def kill_after_cached_calls(cmd: list[str], cache: Path, calls: int, timeout: float = 300,
+                            sig: int = signal.SIGKILL) -> int:
+    """Start a stage, send it `sig` (SIGKILL: no clean-up at all) once `calls` model calls are in its
+    cache, return how many finished."""
+    signal_after_cached_calls(cmd, cache, calls, sig, timeout)
     return cache_rows(cache)
 
 

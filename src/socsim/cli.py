@@ -6,8 +6,12 @@ Also `socsim params validate` and `socsim dvc export|check`.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import textwrap
+import threading
+import time
+from datetime import datetime
 from pathlib import Path
 
 from socsim import config, stages, studies
@@ -102,14 +106,91 @@ def run_stage(args: argparse.Namespace) -> None:
             if not p.exists():
                 raise FileNotFoundError(f"input --{name.replace('_', '-')} not found: {p}")
     ctx = stages.StageContext(study, st, params, paths, shard)
+    # Start and end times in the stage's log (Snakemake sends stderr there): when jobs of a cluster run
+    # overlapped, and how long each waited, can be read off the logs.
+    name = f"{ctx.label}" + (f" shard {shard}" if st.shards else "")
+    started = time.time()
+    print(f"socsim: {name} started {_stamp(started)}", file=sys.stderr, flush=True)
     try:
         st.run(ctx)
+        print(f"socsim: {name} finished {_stamp(time.time())} ({time.time() - started:.1f} s)", file=sys.stderr,
+              flush=True)
+    except KeyboardInterrupt:
+        _remove_partial_folders(study, st, paths, started)
+        raise StageInterrupted(ctx._cache_path() if st.uses_llm else None) from None
+    except BaseException:
+        _remove_partial_folders(study, st, paths, started)
+        raise
     finally:
         ctx.close()
 
 
+def _remove_partial_folders(study: stages.Study, st: stages.Stage, paths: dict, started: float) -> None:
+    """A stage that stopped while writing a folder output (tables, figures) leaves it half new, half
+    old: remove a folder it wrote into, as Snakemake removes a failed job's outputs (one it did not
+    touch, say after a params error, is left as it was). File outputs need nothing: they are written
+    atomically, so each is the old one or the new one, whole."""
+    import shutil
+
+    for name in study.output_names(st):
+        folder = paths[name]
+        if study.artifact(st, name).kind != "dir" or not isinstance(folder, Path) or not folder.is_dir():
+            continue
+        if any(f.stat().st_mtime >= started - 0.05 for f in [folder, *folder.rglob("*")]):  # clock granularity
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _stamp(t: float) -> str:
+    """A local ISO 8601 time with milliseconds and the UTC offset."""
+    return datetime.fromtimestamp(t).astimezone().isoformat(timespec="milliseconds")
+
+
+_signal = signal.SIGINT  # the signal that stopped the stage
+
+
+class StageInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during a stage: an output not written yet is not there at all (atomic
+    writes), and the calls that finished are in the stage's call cache, so a re-run resumes."""
+
+    def __init__(self, cache: str | None):
+        super().__init__()
+        self.cache = cache
+
+
+def _on_sigterm(signum, frame) -> None:
+    """A scheduler's SIGTERM (a cancelled or timed-out job) stops the stage as Ctrl-C does. Python's
+    default kills the process on the spot, without running `finally` blocks: temporary files stay,
+    caches stay open. Inside asyncio.run the SIGINT handler is the runner's, which cancels the main
+    task so that pending calls unwind cleanly; elsewhere it raises KeyboardInterrupt."""
+    global _signal
+    _signal = signum
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+    else:  # SIGINT ignored (a background job of a non-interactive shell)
+        raise KeyboardInterrupt
+
+
+def run_stage_on_signals(args: argparse.Namespace) -> None:
+    """run_stage with SIGTERM handled as Ctrl-C (the previous handler restored after, for callers
+    in-process such as the tests)."""
+    global _signal
+    _signal = signal.SIGINT
+    if threading.current_thread() is not threading.main_thread():  # only the main thread sets handlers
+        return run_stage(args)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        run_stage(args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    return run_args(build_parser().parse_args(argv))
+
+
+def run_args(args: argparse.Namespace) -> int:
+    """Run parsed arguments; the exit code (2: an error with its message, 130/143: interrupted)."""
     try:
         if args.study == "params":
             import yaml
@@ -123,10 +204,15 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 dvc.check("dvc.yaml")
         else:
-            run_stage(args)
+            run_stage_on_signals(args)
     except (config.ParamsError, LLMError, SchemaError, FileNotFoundError, ValueError) as exc:
         print(f"socsim: error: {textwrap.indent(str(exc), '  ').strip()}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:
+        cache = exc.cache if isinstance(exc, StageInterrupted) else None
+        kept = f"; finished calls are in the cache {cache}" if cache else ""
+        print(f"socsim: interrupted ({signal.Signals(_signal).name}){kept}; re-run to resume", file=sys.stderr)
+        return 128 + _signal
     return 0
 
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from socsim.io import tables as io_tables
 from socsim.io import vs_paper
-from socsim.io.parquet import write_json
+from socsim.io.parquet import atomic_write_bytes, write_json
 from socsim.stats import degeneracy as dg
 
 KEYS = ["session_id", "round", "kind", "dyad", "k", "speaker"]
@@ -161,9 +161,9 @@ def analyse(metrics: pd.DataFrame, tables: dict, dp: dict, paper: dict, out: Pat
                                      degenerate=flags[0].message if flags else None))
     # Sect. 6 on the Depth groups of Mode 3
     mem = members(tables, models[0])
-    mem.to_csv(out / "members.csv", index=False, float_format="%.6g")
+    atomic_write_bytes(out / "members.csv", mem.to_csv(index=False, float_format="%.6g").encode())
     summary, group_tests = stats.group_level(mem, dp["group_sd_ddof"])
-    summary.to_csv(out / "group_level.csv", index=False, float_format="%.6g")
+    atomic_write_bytes(out / "group_level.csv", summary.to_csv(index=False, float_format="%.6g").encode())
     io_tables.write(group_tests, out, "group_tests", "Fig. 2: group-level changes (paired t over groups)")
     indiv = stats.individual_level(mem)
     io_tables.write(indiv, out, "individual_level", "Fig. 3: individual change vs initial stance and partner")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -20,18 +20,27 @@ class SchemaError(ValueError):
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write to a temporary file in the same folder, fsync, then rename over the target."""
+    """Write to a temporary file in the same folder, fsync, then rename over the target: a reader,
+    or a run that stops midway (an error, Ctrl-C, a scheduler's SIGTERM), sees the old file or the
+    new one, never part of one, and no temporary file is left behind.
+
+    The file gets the mode open() would give it (0666 less the umask), not tempfile's 0600: in a
+    results folder shared by a group, its members can read the artifacts."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # Named before it exists, so that an interrupt arriving anywhere below can remove it.
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except FileExistsError:
+        raise  # another writer's temporary file by that name (64 random bits): not ours to remove
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

@@ -9,14 +9,23 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 from socsim.config import canonical_json
+from socsim.llm.errors import CacheFileError
 from socsim.llm.types import Completion, Request
 
-
+# The file's layout, stamped in its header when socsim creates it, so that a socsim that changes
+# the layout later tells old caches from new ones instead of misreading them.
+SCHEMA_VERSION = 1  # PRAGMA user_version
+APPLICATION_ID = 0x534F4353  # PRAGMA application_id, "SOCS": a socsim call cache, not another program's database
+# Version 1 as socsim wrote it before it stamped the header (both pragmas 0): (name, type, not null, key).
+V1_COLUMNS = [("key", "TEXT", 0, 1), ("completion", "TEXT", 1, 0), ("model", "TEXT", 1, 0)]
+CREATE_V1 = "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, completion TEXT NOT NULL, model TEXT NOT NULL)"
 
 
 def request_key(model_identity: dict, request: Request) -> str:
@@ -25,18 +34,86 @@ def request_key(model_identity: dict, request: Request) -> str:
 
 
 class CallCache:
+    """One cache file. Opening it checks that it is a call cache this socsim reads (intact, socsim's,
+    of this schema version), so that a bad file stops the stage before its first call, with a message
+    that names the file, rather than as an sqlite3 traceback mid-run. A missing or empty file is a
+    fresh cache."""
+
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Created here as open() creates a file (0666 less the umask): SQLite creates it 0644 whatever
+        # the umask, and gives the -wal and -shm files the cache file's mode, so a group sharing a
+        # results folder could not write each other's caches.
+        try:
+            os.close(os.open(self.path, os.O_RDONLY | os.O_CREAT, 0o666))
+        except OSError as exc:
+            raise CacheFileError(f"the call cache {self.path} cannot be opened: {exc.strerror}") from None
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA busy_timeout=60000")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, completion TEXT NOT NULL, "
-            "model TEXT NOT NULL)"
-        )
+        try:
+            self._open()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _fresh_start(self) -> str:
+        return (f"move {self.path} (with any -wal and -shm file beside it) away or delete it to start a fresh cache "
+                "(its cached calls are lost and paid again), or point llm.cache_path at another file")
+
+    def _open(self) -> None:
+        try:
+            self._conn.execute("PRAGMA busy_timeout=60000")
+            # Read-only checks first: a file that is not a cache is left as it was.
+            problems = [row[0] for row in self._conn.execute("PRAGMA quick_check")]
+            if problems != ["ok"]:
+                raise CacheFileError(f"the call cache {self.path} is damaged ({'; '.join(problems[:3])}); "
+                                     f"{self._fresh_start()}")
+            with self._transaction("BEGIN"):  # one snapshot: another process may be stamping the file
+                stamped = self._check_layout()
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            if not stamped:
+                with self._transaction("BEGIN IMMEDIATE"):
+                    if not self._check_layout():
+                        self._conn.execute(CREATE_V1)
+                        self._conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                        self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            if exc.sqlite_errorname in ("SQLITE_NOTADB", "SQLITE_CORRUPT"):
+                raise CacheFileError(f"the call cache {self.path} is not an SQLite database, or a damaged one ({exc}); "
+                                     f"{self._fresh_start()}") from None
+            raise CacheFileError(f"the call cache {self.path} cannot be opened: {exc}") from None
+
+    @contextmanager
+    def _transaction(self, begin: str):
+        self._conn.execute(begin)
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def _check_layout(self) -> bool:
+        """True for a cache of this schema version; False for an empty file or a version-1 cache
+        written before socsim stamped its caches (both adopted: stamped); else CacheFileError."""
+        app_id = self._conn.execute("PRAGMA application_id").fetchone()[0]
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        if app_id == APPLICATION_ID:
+            if version == SCHEMA_VERSION:
+                return True
+            newer = " (a newer socsim wrote it: upgrade socsim to reuse its calls)" if version > SCHEMA_VERSION else ""
+            raise CacheFileError(f"the call cache {self.path} has schema version {version} and this socsim reads "
+                                 f"version {SCHEMA_VERSION} only{newer}; or point llm.cache_path at another file to "
+                                 "start a fresh cache")
+        tables = sorted(row[0] for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+        columns = [(c[1], c[2], c[3], c[5]) for c in self._conn.execute("PRAGMA table_info(calls)")]
+        if app_id == 0 and version == 0 and (not tables or (tables == ["calls"] and columns == V1_COLUMNS)):
+            return False
+        raise CacheFileError(f"the call cache {self.path} is another program's SQLite database, not a socsim call "
+                             f"cache (tables: {', '.join(tables) or 'none'}; application_id {app_id}, user_version "
+                             f"{version}); point llm.cache_path at another file, or move that database away")
 
     def get(self, key: str) -> Completion | None:
         with self._lock:

@@ -11,3 +11,7 @@ class LLMConfigError(LLMError):
 
 class EndpointUnavailableError(LLMError):
     """A server endpoint did not answer the health probe, or failed past the retry budget."""
+
+
+class CacheFileError(LLMError):
+    """The call cache file cannot be used as one: damaged, another program's, or of a newer schema."""
