@@ -3,11 +3,8 @@ and real `snakemake` / `dvc repro` / `dvc exp run` runs on the default params in
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import sys
+from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,44 +12,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, copy_project, sh
 from socsim import config, dvc, studies, workflow
 from socsim.io.parquet import read_provenance, read_table
 
-BIN = str(Path(sys.executable).parent)
-
-
-def tool_env() -> dict:
-    env = dict(os.environ)
-    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
-    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t",
-               DVC_NO_ANALYTICS="1")
-    return env
-
-
-def sh(args: list[str], cwd: Path, check: bool = True, timeout: float = 2400) -> subprocess.CompletedProcess:
-    proc = subprocess.run(args, cwd=cwd, env=tool_env(), capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc
-
-
 @pytest.fixture
 def project(tmp_path) -> Path:
-    """A fresh git repository holding the project's tracked and untracked-but-not-ignored files."""
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT,
-                           capture_output=True, text=True, check=True).stdout.split("\0")
-    dest = tmp_path / "proj"
-    for rel in filter(None, files):
-        src = ROOT / rel
-        if src.is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    (dest / "dvc.lock").unlink(missing_ok=True)
-    sh(["git", "init", "-q"], dest)
-    sh(["git", "add", "-A"], dest)
-    sh(["git", "commit", "-qm", "init"], dest)
-    return dest
+    return copy_project(tmp_path / "proj")
 
 
 def test_dvc_yaml_is_generated_from_the_registry():
@@ -212,18 +178,7 @@ def test_tiny_study_through_dvc_and_exp_run(project):
 
     params = yaml.safe_load((project / "params.yaml").read_text())
     # fine shards (one per design cell / topic), compared below with one shard
-    tiny = {"facilitation": {"shard_by": ["condition", "model"],
-                             "strategies": ["No Moderator", "No Instructions"], "users_per_discussion": 3,
-                             "user_turns": 2, "comment_max_tokens": 12, "ablations": {"discussions": 0},
-                             "annotation": {"annotators": 2, "max_tokens": 20}},
-            "coherence": {"shard_by": ["model", "topic"], "topics": ["favorite_beverage", "taxes"],
-                          "bias_levels": [0, 2], "agents_per_cell": 2,
-                          "pairing": {"max_pairs_per_topic": 3}, "turns_per_agent": 2, "utterance_max_tokens": 16,
-                          "bootstrap": {"repeats": 100}},
-            "opinion_dynamics": {"shard_by": ["model", "topic"], "topics": ["fire", "sky_color"], "n_agents": 5,
-                                 "steps": 3, "confirmation_bias": ["none"], "max_tokens": 12,
-                                 "controls": {"reports": 1}},
-            "debate": {"shard_by": ["model", "mode"], "modes": [1, 3], "max_tokens": 12, "opinion_max_tokens": 48}}
+    tiny = yaml.safe_load((ROOT / "tests/params.tiny.yaml").read_text())
     (project / "params.yaml").write_text(yaml.safe_dump(deep_merge(params, tiny), sort_keys=False))
     sh(["socsim", "dvc", "export"], project)  # the shard ids follow the topics
     sh(["git", "commit", "-qam", "tiny"], project)
@@ -286,3 +241,38 @@ def test_snakemake_rejects_bad_params_naming_the_key(project):
     assert 'llm.backend: expected one of "embedded", "tgi", "openai", got "gpt5"' in text
     assert "facilitation.personas.nn: unknown key" in text
     assert not (project / "results").exists()
+
+
+def test_slurm_profile_covers_every_llm_stage():
+    """The cluster profile gives every stage that calls a model the LLM resources, and no other stage;
+    a new LLM stage without them would run with the analysis defaults (30 minutes)."""
+    profile = yaml.safe_load((ROOT / "workflow/profiles/slurm/config.yaml").read_text())
+    llm_rules = {st.rule_name for _, st in studies.all_stages() if st.uses_llm}
+    assert set(profile["set-resources"]) == llm_rules
+    assert profile["slurm-status-command"] == "squeue" and profile["resources"]["llm_clients"] >= 1
+    assert "slurm_account" not in profile["default-resources"]
+    assert all(r["runtime"] > profile["default-resources"]["runtime"] for r in profile["set-resources"].values())
+
+
+def job_interval(log: Path) -> tuple[datetime, datetime]:
+    """A stage's start and end from the times socsim writes into its log."""
+    text = log.read_text()
+    start = re.search(r"started (\S+)", text).group(1)
+    end = re.search(r"finished (\S+)", text).group(1)
+    return datetime.fromisoformat(start), datetime.fromisoformat(end)
+
+
+@pytest.mark.slow
+def test_llm_clients_bounds_the_jobs_that_talk_to_servers(project, llama_server):
+    """Two LLM shards ready at once on two cores: with llm_clients=1 they never overlap, with 2 they do."""
+    llm = {"backend": "openai", "dialect": "llama_cpp", "endpoints": [llama_server.url], "concurrency": 1}
+    (project / "server.yaml").write_text(yaml.safe_dump({"llm": llm}))
+    shards = ("smollm2-135m.fire", "smollm2-135m.sky_color")
+    targets = [f"results/opinion_dynamics/events/{s}.parquet" for s in shards]
+    logs = [project / f"results/opinion_dynamics/logs/simulate/{s}.log" for s in shards]
+    for clients, overlap in ((1, False), (2, True)):
+        # (the targets first: --configfile and --forcerun take every word after them)
+        sh(["snakemake", *targets, "--cores", "2", "--resources", f"llm_clients={clients}", "--configfile",
+            "tests/params.tiny.yaml", "server.yaml", "--forcerun", "opinion_dynamics_simulate"], project)
+        (a0, a1), (b0, b1) = (job_interval(log) for log in logs)
+        assert (a0 < b1 and b0 < a1) == overlap, (clients, a0, a1, b0, b1)

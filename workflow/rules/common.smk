@@ -20,9 +20,19 @@ PARAMS_FILES = tuple(
         ["params.yaml"] + [os.path.relpath(f) for f in getattr(workflow, "overwrite_configfiles", None) or []]
     )
 )
+
+
+def _total_cores():
+    """--cores of a local run; None on a cluster run without it (the profile's cpus_per_task places jobs)."""
+    try:
+        return workflow.cores
+    except WorkflowError:
+        return None
+
+
 # An embedded model uses every core, so its jobs run one at a time; jobs that talk to a server need
 # one core each and `llm_clients` (a global resource, see the profiles) bounds them instead.
-LLM_THREADS = workflow.cores if config["llm"]["backend"] == "embedded" else 1
+LLM_THREADS = (_total_cores() or 1) if config["llm"]["backend"] == "embedded" else 1
 
 
 def _outputs(spec):
