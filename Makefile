@@ -41,6 +41,7 @@ bench: setup
 	python benchmarks/llm_overhead.py
 	python benchmarks/discussion_speed.py
 	python benchmarks/coherence_analysis.py
+	python benchmarks/endpoint_pool.py
 
 dvc-export: setup
 	python workflow/scripts/export_dvc.py

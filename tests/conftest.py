@@ -129,7 +129,10 @@ def signal_after_cached_calls(cmd: list[str], cache: Path, calls: int, sig: int,
     import tempfile
 
     with tempfile.TemporaryFile("w+") as err:  # a file, not a pipe: a full pipe would stall the stage
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        # SIGINT at its default in the child: a test run in the background of a non-interactive shell
+        # inherits SIGINT ignored, and Python would then keep ignoring Ctrl-C.
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + timeout
         while cache_rows(cache) < calls and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)

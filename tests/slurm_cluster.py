@@ -135,7 +135,10 @@ def read_pid_file(path: Path) -> int | None:
 
 
 def foreign_system_conf() -> bool:
-    """True when /etc/slurm/slurm.conf exists and is not one this module wrote (its first line is not MARKER)."""
+    """True when /etc/slurm/slurm.conf exists and is not one this module wrote (its first line is not MARKER);
+    a symbolic link (even a dangling one) is never ours: writing would go through it."""
+    if SYSTEM_CONF.is_symlink():
+        return True
     try:
         with open(SYSTEM_CONF, errors="replace") as f:
             return f.readline().rstrip("\n") != MARKER
@@ -375,6 +378,11 @@ class SlurmCluster:
             # Cancel what is left so no slurmstepd outlives slurmd; best effort.
             subprocess.run(["scancel", "--partition", self.partition], env=self.env(), stdin=subprocess.DEVNULL,
                            capture_output=True, timeout=15, check=False)
+            deadline = time.monotonic() + 10  # let the cancelled jobs end before slurmd goes
+            while time.monotonic() < deadline and subprocess.run(
+                    ["squeue", "-h", "-p", self.partition], env=self.env(), stdin=subprocess.DEVNULL,
+                    capture_output=True, text=True, timeout=15, check=False).stdout.strip():
+                time.sleep(0.2)
         for name in ("slurmd", "slurmctld"):
             proc = getattr(self, name)
             if proc is not None:

@@ -228,9 +228,10 @@ def test_a_signal_mid_stage_leaves_no_partial_artifact_and_the_finished_calls(tm
 
 
 @pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError, None])
-def test_a_stage_stopped_while_writing_a_folder_leaves_no_half_folder(tmp_path, capsys, stop):
-    """A folder output (figures) half written when the stage stops is removed, as Snakemake removes a
-    failed job's outputs; a stage that stops before writing into it (a params error) leaves it alone."""
+def test_a_stage_interrupted_while_writing_a_folder_leaves_no_half_folder(tmp_path, capsys, stop):
+    """A folder output (figures) half written when the stage is interrupted is removed, as Snakemake
+    removes a failed job's outputs; a stage that stops on an error of its own keeps what it wrote (a
+    diagnostic), and one that stops before writing leaves the folder alone."""
     from dataclasses import replace
 
     from socsim import studies
@@ -258,8 +259,9 @@ def test_a_stage_stopped_while_writing_a_folder_leaves_no_half_folder(tmp_path, 
             cli.run_stage(args)
     else:
         assert cli.run_args(args) == (130 if stop is KeyboardInterrupt else 2)
-    if stop is None:
-        assert (figures / "old.png").read_bytes() == b"an earlier run's figure"
-    else:
+    if stop is KeyboardInterrupt:
         assert not figures.exists()
+    else:
+        assert (figures / "old.png").read_bytes() == b"an earlier run's figure"
+        assert (figures / "fig1.png").exists() == (stop is RuntimeError)
     assert not (tmp_path / "m.json").exists()

@@ -52,8 +52,10 @@ def test_probe_constraints_and_pool(tmp_path, llama_server):
 class FlakyProxy:
     """A loopback HTTP proxy that answers the first POSTs with the given error codes, then forwards."""
 
-    def __init__(self, target: str, failures: list[int]):
+    def __init__(self, target: str, failures: list[int], delay: float = 0.0):
         self.failures = list(failures)
+        self.delay = delay  # seconds added to every POST (a slow endpoint)
+        self.auth: list[str | None] = []  # the Authorization header of every request
         self.lock = threading.Lock()
         proxy = self
 
@@ -63,6 +65,9 @@ class FlakyProxy:
 
             def _forward(self, method):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if method == "POST" else None
+                proxy.auth.append(self.headers.get("Authorization"))
+                if method == "POST" and proxy.delay:
+                    time.sleep(proxy.delay)
                 with proxy.lock:
                     code = proxy.failures.pop(0) if (method == "POST" and proxy.failures) else None
                 if code:
@@ -289,3 +294,23 @@ def test_api_key_per_endpoint(tmp_path, keyed_server, llama_server, monkeypatch)
     stats = c.backend.endpoint_stats()
     assert stats[keyed_server.url]["calls"] >= 1 and stats[llama_server.url]["calls"] >= 1
     assert KEY not in json.dumps(c.identity()) and KEY not in json.dumps(c.accounting.as_metrics())
+
+
+def test_pool_sends_more_to_the_faster_endpoint(tmp_path, llama_server):
+    # Least busy first, decided when a slot frees: a slow endpoint gets fewer requests, not half.
+    with FlakyProxy(llama_server.url, [], delay=1.5) as slow:
+        c = server_client(tmp_path, [slow.url, llama_server.url], concurrency=1)
+        out = c.run([ask("Yes or No?", i, max_tokens=2) for i in range(10)])
+    assert len(out) == 10 and all(r.completion_tokens >= 1 for r in out)
+    stats = c.backend.endpoint_stats()
+    assert stats[slow.url]["calls"] >= 1 and stats[llama_server.url]["calls"] >= 7, stats
+    assert all(ep.max_active <= 1 for ep in c.backend._endpoints)
+
+
+def test_no_hugging_face_token_goes_to_a_server(tmp_path, llama_server, monkeypatch):
+    # huggingface_hub sends the user's HF token when given no key; socsim's servers must never see it.
+    monkeypatch.setenv("HF_TOKEN", "hf_socsim_test_token_not_for_servers")
+    with FlakyProxy(llama_server.url, []) as proxy:
+        c = server_client(tmp_path, [proxy.url])
+        c.run([ask("Yes or No?", 1, max_tokens=2)])
+    assert proxy.auth and not any("hf_socsim_test_token" in (a or "") for a in proxy.auth)

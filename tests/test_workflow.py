@@ -4,6 +4,7 @@ and real `snakemake` / `dvc repro` / `dvc exp run` runs on the default params in
 from __future__ import annotations
 
 import re
+import shutil
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -271,6 +272,7 @@ def test_llm_clients_bounds_the_jobs_that_talk_to_servers(project, llama_server)
     targets = [f"results/opinion_dynamics/events/{s}.parquet" for s in shards]
     logs = [project / f"results/opinion_dynamics/logs/simulate/{s}.log" for s in shards]
     for clients, overlap in ((1, False), (2, True)):
+        shutil.rmtree(project / ".socsim-cache/opinion_dynamics/simulate", ignore_errors=True)  # real calls
         # (the targets first: --configfile and --forcerun take every word after them)
         sh(["snakemake", *targets, "--cores", "2", "--resources", f"llm_clients={clients}", "--configfile",
             "tests/params.tiny.yaml", "server.yaml", "--forcerun", "opinion_dynamics_simulate"], project)

@@ -118,18 +118,16 @@ def run_stage(args: argparse.Namespace) -> None:
     except KeyboardInterrupt:
         _remove_partial_folders(study, st, paths, started)
         raise StageInterrupted(ctx._cache_path() if st.uses_llm else None) from None
-    except BaseException:
-        _remove_partial_folders(study, st, paths, started)
-        raise
     finally:
         ctx.close()
 
 
 def _remove_partial_folders(study: stages.Study, st: stages.Stage, paths: dict, started: float) -> None:
-    """A stage that stopped while writing a folder output (tables, figures) leaves it half new, half
-    old: remove a folder it wrote into, as Snakemake removes a failed job's outputs (one it did not
-    touch, say after a params error, is left as it was). File outputs need nothing: they are written
-    atomically, so each is the old one or the new one, whole."""
+    """A stage interrupted (Ctrl-C, SIGTERM) while writing a folder output (tables, figures) leaves it
+    half new, half old: remove a folder it wrote into, as Snakemake removes a failed job's outputs (one
+    it did not touch is left as it was). A stage that stops on an error of its own keeps what it wrote
+    (e.g. the agreement table that says why every rating failed). File outputs need nothing: they are
+    written atomically, so each is the old one or the new one, whole."""
     import shutil
 
     for name in study.output_names(st):

@@ -33,6 +33,7 @@ from socsim.llm.errors import EndpointUnavailableError, LLMConfigError, LLMError
 from socsim.llm.types import Completion, Request
 
 RETRYABLE_STATUS = {408, 425, 429, 500, 502, 503, 504}
+NO_KEY = "EMPTY"  # the Bearer token sent to servers that need no key (OpenAI clients' convention)
 AUTH_STATUS = {401, 403}
 
 
@@ -79,9 +80,7 @@ class _Endpoint:
     def __init__(self, spec: EndpointSpec, api_key: str | None, concurrency: int, timeout: float):
         self.url = spec.url
         self.spec = spec
-        self.semaphore = asyncio.Semaphore(concurrency)
-        self.in_flight = 0  # waiting for or holding the semaphore
-        self.active = 0  # holding it: requests sent and not yet answered
+        self.active = 0  # requests sent to it and not yet answered (at most llm.concurrency)
         self.max_active = 0
         self.calls = 0  # requests it answered
         self.failures = 0  # attempts that failed on it (retryable errors)
@@ -92,7 +91,9 @@ class _Endpoint:
         self.last_error: str | None = None
         self.api_key = api_key
         self.recheck: asyncio.Task | None = None  # health checks while it backs off
-        self.client = AsyncInferenceClient(base_url=self.url, timeout=timeout, api_key=api_key)
+        # Without a key of ours, huggingface_hub would send the user's Hugging Face token (HF_TOKEN, the
+        # login) to this server: a placeholder goes instead, which servers without keys ignore.
+        self.client = AsyncInferenceClient(base_url=self.url, timeout=timeout, api_key=api_key or NO_KEY)
 
     def stats(self) -> dict:
         return {"calls": self.calls, "failures": self.failures, "retries": self.retries, "removed": self.removed}
@@ -144,6 +145,7 @@ class ServerBackend:
         self._endpoints: list[_Endpoint] | None = None
         self._identity: dict | None = None
         self._rr = 0
+        self._changed: asyncio.Future | None = None  # set when a slot frees or an endpoint's state changes
 
     # -- health ---------------------------------------------------------------------------
     async def _probe_one(self, client: httpx2.AsyncClient, spec: EndpointSpec, key: str | None) -> dict:
@@ -199,7 +201,12 @@ class ServerBackend:
         info = up[0][2]
         self._identity = {"backend": self.kind, "dialect": self.dialect, "model_id": info["model_id"],
                           "model_sha": info["model_sha"], "runtime": info["server"]}
+        before = {ep.url: ep for ep in self._endpoints or []}
+        self._changed = None  # a future of an earlier event loop (asyncio.run) must not be awaited here
         self._endpoints = [_Endpoint(s, k, self.concurrency, self.timeout) for s, k in zip(self.specs, keys)]
+        for ep in self._endpoints:  # a stage that probes again (one client, several runs) keeps counting
+            if ep.url in before:
+                ep.calls, ep.failures, ep.retries = before[ep.url].calls, before[ep.url].failures, before[ep.url].retries
         for ep, (spec, result) in zip(self._endpoints, zip(self.specs, results)):
             if isinstance(result, BaseException):
                 ep.removed, ep.last_error = True, str(result)
@@ -219,21 +226,35 @@ class ServerBackend:
         assert self._endpoints is not None
         return [ep for ep in self._endpoints if not ep.removed]
 
-    async def _pick(self) -> _Endpoint:
-        """The least-busy live endpoint that is not backing off (waiting for one if all are); ties
+    async def _acquire(self) -> _Endpoint:
+        """A slot on the least-busy live endpoint that is not backing off, taken when one is free (so
+        that a slow or failing endpoint gets fewer requests, not an equal share queued up front); ties
         rotate so that an idle pool spreads its first requests."""
         while True:
             live = self._live()
             if not live:
                 raise self._all_down()
             now = time.monotonic()
-            ready = [ep for ep in live if ep.retry_at <= now]
+            ready = [ep for ep in live if ep.retry_at <= now and ep.active < self.concurrency]
             if ready:
                 n = len(ready)
-                order = [ready[(self._rr + i) % n] for i in range(n)]
+                ep = min((ready[(self._rr + i) % n] for i in range(n)), key=lambda e: e.active)
                 self._rr += 1
-                return min(order, key=lambda e: e.in_flight)
-            await asyncio.sleep(min(ep.retry_at for ep in live) - now)
+                ep.active += 1
+                ep.max_active = max(ep.max_active, ep.active)
+                return ep
+            if self._changed is None or self._changed.done():
+                self._changed = asyncio.get_running_loop().create_future()
+            backoffs = [ep.retry_at - now for ep in live if ep.retry_at > now]
+            try:
+                await asyncio.wait_for(asyncio.shield(self._changed), min(backoffs) if backoffs else None)
+            except asyncio.TimeoutError:
+                pass
+
+    def _wake(self) -> None:
+        """Let the requests waiting for a slot look again."""
+        if self._changed is not None and not self._changed.done():
+            self._changed.set_result(None)
 
     def _all_down(self) -> EndpointUnavailableError:
         listing = "; ".join(f"{ep.url} ({ep.last_error})" for ep in self._endpoints or [])
@@ -253,6 +274,7 @@ class ServerBackend:
         ep.strikes += 1
         if ep.strikes >= self.retry.max_tries:
             ep.removed = True
+            self._wake()
             if len(self._endpoints or []) > 1:
                 print(f"socsim: warning: LLM endpoint {ep.url} taken out of the pool after {ep.strikes} failed "
                       f"tries ({ep.last_error})", file=sys.stderr)
@@ -269,10 +291,11 @@ class ServerBackend:
             try:
                 async with httpx2.AsyncClient(timeout=min(self.timeout, 10.0)) as client:
                     await self._probe_one(client, ep.spec, ep.api_key)
-            except LLMError as exc:
+            except Exception as exc:  # noqa: BLE001 - any failed check is a strike (unreachable, bad answer)
                 self._failed(ep, exc)
             else:
                 ep.strikes, ep.retry_at = 0, 0.0
+            self._wake()
 
     async def _call(self, ep: _Endpoint, request: Request) -> Completion:
         kwargs = dict(
@@ -294,7 +317,7 @@ class ServerBackend:
                           finish_reason=choice.finish_reason, endpoint=ep.url)
 
     async def complete(self, request: Request) -> Completion:
-        """One request: tried on the least-busy live endpoint; a retryable failure sends it to the next
+        """One request: sent to the least-busy live endpoint; a retryable failure sends it to the next
         ready endpoint (or, with none ready, after the backoff). It fails when every endpoint is out,
         or after `max_tries` tries per endpoint of the pool (endpoints that answer their health checks
         but refuse every request)."""
@@ -302,21 +325,9 @@ class ServerBackend:
             await self.probe()
         errors: list[str] = []
         while True:
-            ep = await self._pick()
-            ep.in_flight += 1
+            ep = await self._acquire()
             try:
-                async with ep.semaphore:
-                    if ep.removed:  # taken out while this request waited for a slot: not a try
-                        continue
-                    ep.active += 1
-                    ep.max_active = max(ep.max_active, ep.active)
-                    try:
-                        completion = await self._call(ep, request)
-                    finally:
-                        ep.active -= 1
-                ep.calls += 1
-                ep.strikes, ep.retry_at = 0, 0.0
-                return completion
+                completion = await self._call(ep, request)
             except Exception as exc:  # noqa: BLE001 - classified below
                 if _status(exc) in AUTH_STATUS:
                     raise _auth_error(ep.spec, _status(exc)) from None
@@ -324,8 +335,13 @@ class ServerBackend:
                     raise LLMError(f"LLM request to {ep.url} failed: {_describe(exc)}") from exc
                 errors.append(f"{ep.url}: {_describe(exc)}")
                 self._failed(ep, exc)
+            else:
+                ep.calls += 1
+                ep.strikes, ep.retry_at = 0, 0.0
+                return completion
             finally:
-                ep.in_flight -= 1
+                ep.active -= 1
+                self._wake()
             if not self._live():
                 raise self._all_down()
             if len(errors) >= self.retry.max_tries * len(self._endpoints or [1]):
