@@ -143,6 +143,18 @@ def test_server_down_at_start_stops_stage_and_writes_nothing(tmp_path):
     assert list(tmp_path.glob(".*.tmp")) == []
 
 
+def personas_until_cached(params, out, metrics, cache, rows: int) -> subprocess.Popen:
+    """Start the LLM personas stage and return once `rows` of its calls are in its cache (still running)."""
+    proc = subprocess.Popen(socsim_cmd("facilitation", "personas", "--params", str(params), "--personas", str(out),
+                                       "--metrics", str(metrics)),
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while cache_rows(cache) < rows and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert proc.poll() is None, "the stage finished before a server could be killed"
+    return proc
+
+
 def test_server_killed_mid_stage_retries_then_fails_clearly(tmp_path):
     server = LlamaServer().start()
     try:
@@ -150,15 +162,8 @@ def test_server_killed_mid_stage_retries_then_fails_clearly(tmp_path):
                               llm={"backend": "openai", "dialect": "llama_cpp", "endpoints": [server.url],
                                    "concurrency": 1, "retries": {"max_tries": 3, "backoff_base": 0.05}},
                               facilitation={"personas": {"source": "llm", "n": 40}})
-        out = tmp_path / "personas.parquet"
-        proc = subprocess.Popen(socsim_cmd("facilitation", "personas", "--params", str(params), "--personas",
-                                           str(out), "--metrics", str(tmp_path / "m.json")),
-                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        cache = tmp_path / "cache" / "llm.sqlite"
-        deadline = time.monotonic() + 300
-        while cache_rows(cache) < 2 and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.2)
-        assert proc.poll() is None, "stage finished before the server could be killed"
+        out, cache = tmp_path / "personas.parquet", tmp_path / "cache" / "llm.sqlite"
+        proc = personas_until_cached(params, out, tmp_path / "m.json", cache, 2)
         server.stop()  # SIGKILL the server mid-stage
         _, stderr = proc.communicate(timeout=120)
     finally:
@@ -182,14 +187,7 @@ def test_pool_of_two_survives_one_killed_mid_stage(tmp_path):
         n = 16
         params = personas_params(tmp_path, [a.url, b.url], n)
         out, metrics = tmp_path / "personas.parquet", tmp_path / "m.json"
-        proc = subprocess.Popen(socsim_cmd("facilitation", "personas", "--params", str(params), "--personas",
-                                           str(out), "--metrics", str(metrics)),
-                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        cache = tmp_path / "cache" / "llm.sqlite"
-        deadline = time.monotonic() + 300
-        while cache_rows(cache) < 4 and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.1)
-        assert proc.poll() is None, "stage finished before a server could be killed"
+        proc = personas_until_cached(params, out, metrics, tmp_path / "cache" / "llm.sqlite", 4)
         a.stop()  # SIGKILL one of the two mid-stage
         _, stderr = proc.communicate(timeout=300)
     finally:

@@ -204,10 +204,10 @@ class ServerBackend:
         before = {ep.url: ep for ep in self._endpoints or []}
         self._changed = None  # a future of an earlier event loop (asyncio.run) must not be awaited here
         self._endpoints = [_Endpoint(s, k, self.concurrency, self.timeout) for s, k in zip(self.specs, keys)]
-        for ep in self._endpoints:  # a stage that probes again (one client, several runs) keeps counting
-            if ep.url in before:
-                ep.calls, ep.failures, ep.retries = before[ep.url].calls, before[ep.url].failures, before[ep.url].retries
-        for ep, (spec, result) in zip(self._endpoints, zip(self.specs, results)):
+        for ep, result in zip(self._endpoints, results):
+            if ep.url in before:  # a stage that probes again (one client, several runs) keeps counting
+                old = before[ep.url]
+                ep.calls, ep.failures, ep.retries = old.calls, old.failures, old.retries
             if isinstance(result, BaseException):
                 ep.removed, ep.last_error = True, str(result)
         return self._identity
