@@ -19,8 +19,17 @@ import pandas as pd
 from socsim import config
 from socsim.coherence.analysis import analyse
 
-TOPICS = {"taxes": 3, "immigration": 3, "healthcare": 3, "e_scooters": 2, "student_athletes": 2, "remote_work": 2,
-          "favorite_season": 1, "beach_vs_mountain": 1, "favorite_beverage": 1}
+TOPICS = {
+    "taxes": 3,
+    "immigration": 3,
+    "healthcare": 3,
+    "e_scooters": 2,
+    "student_athletes": 2,
+    "remote_work": 2,
+    "favorite_season": 1,
+    "beach_vs_mountain": 1,
+    "favorite_beverage": 1,
+}
 
 
 def synthetic(n_judgments: int, turns: int, seed: int = 0):
@@ -28,22 +37,51 @@ def synthetic(n_judgments: int, turns: int, seed: int = 0):
     n_conv = n_judgments // turns
     n_agents = max(1000, n_conv // 5)
     topic = rng.choice(list(TOPICS), n_agents)
-    agents = pd.DataFrame({"agent_id": [f"a{i}" for i in range(n_agents)], "topic": topic,
-                           "contentiousness": [TOPICS[t] for t in topic], "bias_level": rng.integers(0, 3, n_agents)})
-    profiles = pd.DataFrame({"agent_id": agents["agent_id"], "model": "bench", "preference": rng.integers(1, 6, n_agents),
-                             "openness": rng.integers(0, 10, n_agents), "preference_ok": True, "openness_ok": True})
+    agents = pd.DataFrame(
+        {
+            "agent_id": [f"a{i}" for i in range(n_agents)],
+            "topic": topic,
+            "contentiousness": [TOPICS[t] for t in topic],
+            "bias_level": rng.integers(0, 3, n_agents),
+        }
+    )
+    profiles = pd.DataFrame(
+        {
+            "agent_id": agents["agent_id"],
+            "model": "bench",
+            "preference": rng.integers(1, 6, n_agents),
+            "openness": rng.integers(0, 10, n_agents),
+            "preference_ok": True,
+            "openness_ok": True,
+        }
+    )
     a1, a2 = rng.integers(0, n_agents, n_conv), rng.integers(0, n_agents, n_conv)
     a2 = np.where(a1 == a2, (a2 + 1) % n_agents, a2)
-    pairs = pd.DataFrame({"conversation_id": [f"c{i:07d}" for i in range(n_conv)], "model": "bench",
-                          "topic": topic[a1], "agent1_id": agents["agent_id"].to_numpy()[a1],
-                          "agent2_id": agents["agent_id"].to_numpy()[a2], "profile1": "", "profile2": ""})
+    pairs = pd.DataFrame(
+        {
+            "conversation_id": [f"c{i:07d}" for i in range(n_conv)],
+            "model": "bench",
+            "topic": topic[a1],
+            "agent1_id": agents["agent_id"].to_numpy()[a1],
+            "agent2_id": agents["agent_id"].to_numpy()[a2],
+            "profile1": "",
+            "profile2": "",
+        }
+    )
     gap = np.abs(profiles["preference"].to_numpy()[a1] - profiles["preference"].to_numpy()[a2])
     final = np.clip(np.rint(4.4 - 0.2 * gap + rng.normal(0, 0.8, n_conv)), 1, 5).astype(int)
     scores = np.clip(final[:, None] + rng.integers(-1, 2, (n_conv, turns)), 1, 5)
     scores[:, -1] = final
-    judgments = pd.DataFrame({"conversation_id": np.repeat(pairs["conversation_id"].to_numpy(), turns),
-                              "turn": np.tile(np.arange(turns), n_conv), "score": scores.ravel(),
-                              "raw_answer": "", "parse_ok": True, "judge_model": "bench"})
+    judgments = pd.DataFrame(
+        {
+            "conversation_id": np.repeat(pairs["conversation_id"].to_numpy(), turns),
+            "turn": np.tile(np.arange(turns), n_conv),
+            "score": scores.ravel(),
+            "raw_answer": "",
+            "parse_ok": True,
+            "judge_model": "bench",
+        }
+    )
     return agents, profiles, pairs, judgments
 
 

@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from socsim.config import read_yaml
 from socsim import config
+from socsim.config import read_yaml
 from socsim.facilitation import materials, setups, simulate
 from socsim.llm import LLMClient
 
@@ -26,13 +26,23 @@ SYNDISCO_WORDS_PER_S = 11.4
 
 
 def discussion_setup(seed: int) -> dict:
-    fp = config.validate({"facilitation": {"strategies": ["No Instructions"], "user_turns": 14, "context_h": 3,
-                                           "users_per_discussion": 7, "ablations": {"discussions": 0}}})["facilitation"]
+    fp = config.validate(
+        {
+            "facilitation": {
+                "strategies": ["No Instructions"],
+                "user_turns": 14,
+                "context_h": 3,
+                "users_per_discussion": 7,
+                "ablations": {"discussions": 0},
+            }
+        }
+    )["facilitation"]
     roles = materials.read_roles(DATA / "roles.yaml")
     personas = materials.personas_from_file(DATA / "personas.jsonl", roles, 30)
     topics = materials.topics_from_file(DATA / "topics.jsonl", 7)
-    rows = setups.build_setups(fp, seed, personas, topics, read_yaml(DATA / "instructions.yaml"),
-                               read_yaml(DATA / "strategies.yaml"))
+    rows = setups.build_setups(
+        fp, seed, personas, topics, read_yaml(DATA / "instructions.yaml"), read_yaml(DATA / "strategies.yaml")
+    )
     assert len(rows) == 1
     return rows[0]
 
@@ -43,8 +53,9 @@ def main() -> None:
     ap.add_argument("--no-prefix-cache", action="store_true")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        params = config.validate({"llm": {"cache_path": str(Path(tmp) / "c.sqlite"),
-                                          "prefix_cache": not args.no_prefix_cache}})
+        params = config.validate(
+            {"llm": {"cache_path": str(Path(tmp) / "c.sqlite"), "prefix_cache": not args.no_prefix_cache}}
+        )
         client = LLMClient.from_params(params)
         asyncio.run(client.probe())  # load the model outside the timing
         words = turns = 0
@@ -60,8 +71,10 @@ def main() -> None:
     rate = words / wall
     print(f"discussions: {args.repeats}, generated turns: {turns}, words: {words}, wall: {wall:.1f} s")
     print(f"prompt tokens: {m['prompt_tokens']}, completion tokens: {m['completion_tokens']}")
-    print(f"socsim: {rate:.1f} words/s; SynDisco 1.0.2 reference: {SYNDISCO_WORDS_PER_S} words/s; "
-          f"speed-up {rate / SYNDISCO_WORDS_PER_S:.2f}x (target >= 5x)")
+    print(
+        f"socsim: {rate:.1f} words/s; SynDisco 1.0.2 reference: {SYNDISCO_WORDS_PER_S} words/s; "
+        f"speed-up {rate / SYNDISCO_WORDS_PER_S:.2f}x (target >= 5x)"
+    )
 
 
 if __name__ == "__main__":

@@ -21,16 +21,29 @@ from socsim.llm import LLMClient, Request, Sampling, derive_seed
 from socsim.llm.local import LlamaServer
 from socsim.llm.server import ServerBackend
 
-TOPICS = ["public transport", "remote work", "social media", "electric cars", "online privacy", "voting",
-          "city parks", "school uniforms"]
+TOPICS = [
+    "public transport",
+    "remote work",
+    "social media",
+    "electric cars",
+    "online privacy",
+    "voting",
+    "city parks",
+    "school uniforms",
+]
 
 
 def make_requests(n: int, max_tokens: int, round_no: int) -> list[Request]:
     # Fixed length answers (ignore_eos is not in the OpenAI API; a long max_tokens with a chatty prompt
     # keeps most answers at the cap), distinct seeds per round so no server-side cache can help.
-    return [Request.chat([{"role": "user", "content": f"Write a long, detailed essay about {TOPICS[i % len(TOPICS)]}."}],
-                         derive_seed(7, "pool-bench", round_no, i), Sampling(0.8, 0.95, max_tokens))
-            for i in range(n)]
+    return [
+        Request.chat(
+            [{"role": "user", "content": f"Write a long, detailed essay about {TOPICS[i % len(TOPICS)]}."}],
+            derive_seed(7, "pool-bench", round_no, i),
+            Sampling(0.8, 0.95, max_tokens),
+        )
+        for i in range(n)
+    ]
 
 
 def throughput(urls: list[str], requests: list[Request], concurrency: int) -> tuple[float, dict]:
@@ -65,7 +78,7 @@ def main() -> None:
         for rnd in range(args.rounds):
             reqs = make_requests(args.requests, args.max_tokens, rnd)
             order = [(one, [servers[0].url]), (two, [s.url for s in servers])]
-            for results, urls in (order if rnd % 2 == 0 else order[::-1]):
+            for results, urls in order if rnd % 2 == 0 else order[::-1]:
                 rate, calls = throughput(urls, reqs, args.concurrency)
                 results.append(rate)
                 if len(urls) == 2:

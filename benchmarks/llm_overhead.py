@@ -33,17 +33,29 @@ PROMPTS = [
 
 
 def make_requests(n: int, max_tokens: int, round_no: int) -> list[Request]:
-    return [Request.chat([{"role": "system", "content": "You are a forum user. Be brief."},
-                          {"role": "user", "content": PROMPTS[i % len(PROMPTS)]}],
-                         derive_seed(42, "bench", round_no, i), Sampling(0.7, 0.95, max_tokens))
-            for i in range(n)]
+    return [
+        Request.chat(
+            [
+                {"role": "system", "content": "You are a forum user. Be brief."},
+                {"role": "user", "content": PROMPTS[i % len(PROMPTS)]},
+            ],
+            derive_seed(42, "bench", round_no, i),
+            Sampling(0.7, 0.95, max_tokens),
+        )
+        for i in range(n)
+    ]
 
 
 def raw_rate(llm, requests: list[Request]) -> float:
     tokens, start = 0, time.perf_counter()
     for r in requests:
-        out = llm.create_chat_completion(messages=r.message_dicts(), temperature=r.sampling.temperature,
-                                         top_p=r.sampling.top_p, max_tokens=r.sampling.max_tokens, seed=r.seed)
+        out = llm.create_chat_completion(
+            messages=r.message_dicts(),
+            temperature=r.sampling.temperature,
+            top_p=r.sampling.top_p,
+            max_tokens=r.sampling.max_tokens,
+            seed=r.seed,
+        )
         tokens += out["usage"]["completion_tokens"]
     return tokens / (time.perf_counter() - start)
 
@@ -81,8 +93,9 @@ def main() -> None:
             ours.append(rate)
             print(f"round {rnd + 1}: raw {raw[-1]:.1f} tok/s, socsim {ours[-1]:.1f} tok/s", flush=True)
         # Cached re-run of every round's requests: must make no model call.
-        cached_calls = sum(socsim_rate(client, make_requests(args.requests, args.max_tokens, rnd))[1]
-                           for rnd in range(args.rounds))
+        cached_calls = sum(
+            socsim_rate(client, make_requests(args.requests, args.max_tokens, rnd))[1] for rnd in range(args.rounds)
+        )
 
     raw_med, ours_med = statistics.median(raw), statistics.median(ours)
     print(f"raw llama.cpp decoding rate : {raw_med:.1f} tokens/s (median of {args.rounds} rounds)")

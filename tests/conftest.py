@@ -31,8 +31,10 @@ def slurm_cluster(tmp_path_factory):
     ensure_packages()
     cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
     cluster.start()
-    print(f"\nSLURM cluster up in {cluster.startup_seconds:.1f} s (node {cluster.node}, partition "
-          f"{cluster.partition}, {cluster.workdir})")
+    print(
+        f"\nSLURM cluster up in {cluster.startup_seconds:.1f} s (node {cluster.node}, partition "
+        f"{cluster.partition}, {cluster.workdir})"
+    )
     yield cluster
     cluster.stop()
     print(f"\nSLURM cluster stopped in {cluster.shutdown_seconds:.1f} s")
@@ -48,8 +50,13 @@ def llama_server():
 def tool_env() -> dict:
     env = dict(os.environ)
     env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
-    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t",
-               DVC_NO_ANALYTICS="1")
+    env.update(
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@t",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@t",
+        DVC_NO_ANALYTICS="1",
+    )
     return env
 
 
@@ -62,8 +69,13 @@ def sh(args: list[str], cwd: Path, check: bool = True, timeout: float = 2400) ->
 
 def copy_project(dest: Path) -> Path:
     """A fresh git repository at `dest` holding the project's tracked and untracked-but-not-ignored files."""
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT,
-                           capture_output=True, text=True, check=True).stdout.split("\0")
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\0")
     for rel in filter(None, files):
         src = ROOT / rel
         if src.is_file():
@@ -122,8 +134,9 @@ def env_no_proxy():
     return env
 
 
-def signal_after_cached_calls(cmd: list[str], cache: Path, calls: int, sig: int,
-                              timeout: float = 300) -> subprocess.CompletedProcess:
+def signal_after_cached_calls(
+    cmd: list[str], cache: Path, calls: int, sig: int, timeout: float = 300
+) -> subprocess.CompletedProcess:
     """Start a stage, send it `sig` once `calls` model calls are in its cache, wait for it to end:
     its exit code and stderr."""
     import tempfile
@@ -131,8 +144,14 @@ def signal_after_cached_calls(cmd: list[str], cache: Path, calls: int, sig: int,
     with tempfile.TemporaryFile("w+") as err:  # a file, not a pipe: a full pipe would stall the stage
         # SIGINT at its default in the child: a test run in the background of a non-interactive shell
         # inherits SIGINT ignored, and Python would then keep ignoring Ctrl-C.
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, text=True,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         deadline = time.monotonic() + timeout
         while cache_rows(cache) < calls and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
@@ -143,8 +162,9 @@ def signal_after_cached_calls(cmd: list[str], cache: Path, calls: int, sig: int,
         return subprocess.CompletedProcess(cmd, proc.returncode, "", err.read())
 
 
-def kill_after_cached_calls(cmd: list[str], cache: Path, calls: int, timeout: float = 300,
-                            sig: int = signal.SIGKILL) -> int:
+def kill_after_cached_calls(
+    cmd: list[str], cache: Path, calls: int, timeout: float = 300, sig: int = signal.SIGKILL
+) -> int:
     """Start a stage, send it `sig` (SIGKILL: no clean-up at all) once `calls` model calls are in its
     cache, return how many finished."""
     signal_after_cached_calls(cmd, cache, calls, sig, timeout)

@@ -73,8 +73,9 @@ def ensure_packages() -> None:
     if not missing:
         return
     if os.geteuid() != 0:
-        unavailable(f"{', '.join(missing)} not installed and not root, so cannot apt-get install "
-                    f"{' '.join(DEBIAN_PACKAGES)}")
+        unavailable(
+            f"{', '.join(missing)} not installed and not root, so cannot apt-get install {' '.join(DEBIAN_PACKAGES)}"
+        )
     if shutil.which("apt-get") is None:
         unavailable(f"{', '.join(missing)} not installed and apt-get is not available")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
@@ -84,8 +85,7 @@ def ensure_packages() -> None:
     )
     for cmd in steps:
         try:
-            res = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                 timeout=600)
+            res = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
         except subprocess.TimeoutExpired:
             unavailable(f"`{' '.join(cmd)}` timed out after 600 s")
         if res.returncode != 0:
@@ -171,11 +171,11 @@ class SlurmCluster:
         self.real_memory_mb = real_memory_mb
         self.node = socket.gethostname().split(".")[0]  # what `hostname -s` prints
         self.conf_path = self.workdir / "slurm.conf"
-        self.state_dir = self.workdir / "state"      # StateSaveLocation
-        self.spool_dir = self.workdir / "spool"      # SlurmdSpoolDir
-        self.run_dir = self.workdir / "run"          # pid files
+        self.state_dir = self.workdir / "state"  # StateSaveLocation
+        self.spool_dir = self.workdir / "spool"  # SlurmdSpoolDir
+        self.run_dir = self.workdir / "run"  # pid files
         self.log_dir = self.workdir / "log"
-        self.munge_dir = self.workdir / "munge"      # key, seed, pid, log: 0700
+        self.munge_dir = self.workdir / "munge"  # key, seed, pid, log: 0700
         # The munge socket lives in its own 0755 directory under /tmp, made at start() and removed at stop():
         # munged refuses a socket whose ancestors are not all world-executable (pytest's tmp dirs are 0700),
         # and a Unix socket path must fit in 108 bytes.
@@ -236,7 +236,7 @@ class SlurmCluster:
 
     # ------------------------------------------------------------------ start
 
-    def start(self, timeout: float = 30.0) -> "SlurmCluster":
+    def start(self, timeout: float = 30.0) -> SlurmCluster:
         """Start munged, slurmctld and slurmd; return once the node is `idle`. Stops what it started on error."""
         missing = missing_programs()
         if missing:
@@ -246,14 +246,17 @@ class SlurmCluster:
             unavailable("the single-node SLURM test cluster runs its daemons as root; not root here")
         if foreign_system_conf():
             # A machine with a SLURM of its own: not ours to touch (skipped there; a failure under CI=true).
-            unavailable(f"{SYSTEM_CONF} exists and was not written by this test fixture; refusing to overwrite "
-                        "it. Run the SLURM tests on a machine without a SLURM configuration, or move it aside.")
+            unavailable(
+                f"{SYSTEM_CONF} exists and was not written by this test fixture; refusing to overwrite "
+                "it. Run the SLURM tests on a machine without a SLURM configuration, or move it aside."
+            )
         taken = [p for p in (SLURMCTLD_PORT, SLURMD_PORT) if port_in_use(p)]
         if taken:
             raise RuntimeError(
                 f"port(s) {', '.join(map(str, taken))} already in use: a SLURM daemon is running already "
                 "(a previous test run that was not torn down, or a system slurm service). Stop it by its pid "
-                f"(see `ss -ltnp 'sport = :{SLURMCTLD_PORT}'` and `ss -ltnp 'sport = :{SLURMD_PORT}'`) and retry.")
+                f"(see `ss -ltnp 'sport = :{SLURMCTLD_PORT}'` and `ss -ltnp 'sport = :{SLURMD_PORT}'`) and retry."
+            )
         t0 = time.monotonic()
         try:
             self._prepare_dirs()
@@ -316,24 +319,32 @@ class SlurmCluster:
         # munged daemonises: the command returns once the daemon is up and has written its pid file.
         res = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, timeout=30)
         if res.returncode != 0:
-            raise RuntimeError(f"munged exited with {res.returncode}:\n{tail(self.log_dir / 'munged.stderr')}\n"
-                               f"{tail(self.log_dir / 'munged.log')}")
+            raise RuntimeError(
+                f"munged exited with {res.returncode}:\n{tail(self.log_dir / 'munged.stderr')}\n"
+                f"{tail(self.log_dir / 'munged.log')}"
+            )
         deadline = time.monotonic() + 10
         while True:
             self.munged_pid = read_pid_file(pid_file)
             if self.munged_pid is not None and self.munge_socket.exists():
                 break
             if time.monotonic() > deadline:
-                raise RuntimeError(f"munged did not write {pid_file} / {self.munge_socket}:\n"
-                                   f"{tail(self.log_dir / 'munged.log')}")
+                raise RuntimeError(
+                    f"munged did not write {pid_file} / {self.munge_socket}:\n{tail(self.log_dir / 'munged.log')}"
+                )
             time.sleep(0.05)
 
     def _popen(self, program: str, args: list[str]) -> subprocess.Popen:
         # Never inherit pytest's stdin/stdout/stderr: a capturing test would block on the inherited pipe.
         out = open(self.log_dir / f"{program}.stderr", "ab")
         self._open_files.append(out)
-        return subprocess.Popen([find_program(program), *args], stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, env=self.env())
+        return subprocess.Popen(
+            [find_program(program), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=self.env(),
+        )
 
     def _wait_idle(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -342,14 +353,21 @@ class SlurmCluster:
             for name, proc in (("slurmctld", self.slurmctld), ("slurmd", self.slurmd)):
                 if proc.poll() is not None:
                     raise RuntimeError(f"{name} exited with {proc.returncode} during start-up\n{self.log_tails()}")
-            res = subprocess.run(["sinfo", "-h", "-o", "%t", "-p", self.partition], env=self.env(),
-                                 stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=10)
+            res = subprocess.run(
+                ["sinfo", "-h", "-o", "%t", "-p", self.partition],
+                env=self.env(),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=10,
+            )
             state = res.stdout.strip()
             if res.returncode == 0 and state == "idle":
                 return
             time.sleep(0.2)
-        raise RuntimeError(f"node {self.node} not idle after {timeout:.0f} s (sinfo state: {state!r})\n"
-                           f"{self.log_tails()}")
+        raise RuntimeError(
+            f"node {self.node} not idle after {timeout:.0f} s (sinfo state: {state!r})\n{self.log_tails()}"
+        )
 
     def log_tails(self, lines: int = 25) -> str:
         parts = []
@@ -376,12 +394,27 @@ class SlurmCluster:
         t0 = time.monotonic()
         if self.slurmctld is not None and self.slurmctld.poll() is None:
             # Cancel what is left so no slurmstepd outlives slurmd; best effort.
-            subprocess.run(["scancel", "--partition", self.partition], env=self.env(), stdin=subprocess.DEVNULL,
-                           capture_output=True, timeout=15, check=False)
+            subprocess.run(
+                ["scancel", "--partition", self.partition],
+                env=self.env(),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=15,
+                check=False,
+            )
             deadline = time.monotonic() + 10  # let the cancelled jobs end before slurmd goes
-            while time.monotonic() < deadline and subprocess.run(
-                    ["squeue", "-h", "-p", self.partition], env=self.env(), stdin=subprocess.DEVNULL,
-                    capture_output=True, text=True, timeout=15, check=False).stdout.strip():
+            while (
+                time.monotonic() < deadline
+                and subprocess.run(
+                    ["squeue", "-h", "-p", self.partition],
+                    env=self.env(),
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    text=True,
+                    timeout=15,
+                    check=False,
+                ).stdout.strip()
+            ):
                 time.sleep(0.2)
         for name in ("slurmd", "slurmctld"):
             proc = getattr(self, name)
@@ -456,10 +489,13 @@ def snakemake_slurm_args() -> list[str]:
     """
     return [
         # Without slurmdbd `sacct` fails, and with the default (sacct) Snakemake waits forever.
-        "--slurm-status-command", "squeue",
+        "--slurm-status-command",
+        "squeue",
         # Default 40 s before the first status check; keep MinJobAge >= 3x this.
-        "--slurm-init-seconds-before-status-checks", "8",
-        "--latency-wait", "5",
+        "--slurm-init-seconds-before-status-checks",
+        "8",
+        "--latency-wait",
+        "5",
         # By default the plugin deletes the logs of successful jobs; job_ids_in_logs() reads them.
         "--slurm-keep-successful-logs",
     ]

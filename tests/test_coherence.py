@@ -11,14 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from socsim.config import read_yaml
 from socsim.coherence import agents as ag
 from socsim.coherence import analysis as an
 from socsim.coherence import dialogue
-from socsim.stats.bootstrap import bootstrap_means, grouped, interval
-from socsim.stats.text import bleu, self_bleu, tokens
+from socsim.config import read_yaml
 from socsim.llm.types import Response
 from socsim.seeds import derive_seed
+from socsim.stats.bootstrap import bootstrap_means, grouped, interval
+from socsim.stats.text import bleu, self_bleu, tokens
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 PROMPTS = read_yaml(ROOT / "data/coherence/prompts.yaml")
@@ -27,11 +27,20 @@ TOPICS = read_yaml(ROOT / "data/coherence/topics.yaml")
 
 def resp(text, constraint):
     value, ok, err = constraint.parse(text)
-    return Response(text=text, value=value, parse_ok=ok, parse_error=err, prompt_tokens=0, completion_tokens=0,
-                    finish_reason="stop", cached=False)
+    return Response(
+        text=text,
+        value=value,
+        parse_ok=ok,
+        parse_error=err,
+        prompt_tokens=0,
+        completion_tokens=0,
+        finish_reason="stop",
+        cached=False,
+    )
 
 
 # -- materials, P and O parsing ------------------------------------------------------------------
+
 
 def test_grid_and_agents():
     backgrounds = ag.grid(PROMPTS)
@@ -75,17 +84,39 @@ def test_openness_count_reverse_keying_and_failures():
 
 # -- pairing --------------------------------------------------------------------------------------
 
+
 def _profiles(n=30, seed=0):
     rng = np.random.default_rng(seed)
     agents, profiles = {}, []
     for i in range(n):
         aid = f"t.{i}"
-        agents[aid] = {"agent_id": aid, "topic": "t", "bias_level": int(rng.integers(0, 3)),
-                       "persona_prompt": f"You are agent {i}.", "bias_prompt": "You like taxes." if i % 2 else None}
-        profiles.append({"agent_id": aid, "model": "m", "preference": int(rng.integers(1, 6)),
-                         "openness": int(rng.integers(0, 3)), "preference_ok": True, "openness_ok": True})
-    profiles.append({"agent_id": "t.bad", "model": "m", "preference": None, "openness": None,
-                     "preference_ok": False, "openness_ok": False})
+        agents[aid] = {
+            "agent_id": aid,
+            "topic": "t",
+            "bias_level": int(rng.integers(0, 3)),
+            "persona_prompt": f"You are agent {i}.",
+            "bias_prompt": "You like taxes." if i % 2 else None,
+        }
+        profiles.append(
+            {
+                "agent_id": aid,
+                "model": "m",
+                "preference": int(rng.integers(1, 6)),
+                "openness": int(rng.integers(0, 3)),
+                "preference_ok": True,
+                "openness_ok": True,
+            }
+        )
+    profiles.append(
+        {
+            "agent_id": "t.bad",
+            "model": "m",
+            "preference": None,
+            "openness": None,
+            "preference_ok": False,
+            "openness_ok": False,
+        }
+    )
     agents["t.bad"] = {"agent_id": "t.bad", "topic": "t", "bias_level": 0, "persona_prompt": "", "bias_prompt": None}
     return agents, profiles
 
@@ -95,13 +126,19 @@ T_TOPICS = {"topics": [{"id": "t", "question": "Do you like taxes?"}]}
 
 def test_pairing_covers_every_profile_pair_and_never_self_pairs():
     agents, profiles = _profiles()
-    pairs = ag.pair_agents(profiles, agents, {"unit": "profile", "k": 2, "max_pairs_per_topic": None}, 1, T_TOPICS, PROMPTS)
+    pairs = ag.pair_agents(
+        profiles, agents, {"unit": "profile", "k": 2, "max_pairs_per_topic": None}, 1, T_TOPICS, PROMPTS
+    )
     by_profile = {}
     for p in profiles[:-1]:
-        by_profile.setdefault(ag.profile_key(p["preference"], p["openness"], agents[p["agent_id"]]["bias_level"],
-                                             "profile"), []).append(p["agent_id"])
-    expected = {(u, v) for u, v in itertools.combinations_with_replacement(sorted(by_profile), 2)
-                if u != v or len(by_profile[u]) >= 2}
+        by_profile.setdefault(
+            ag.profile_key(p["preference"], p["openness"], agents[p["agent_id"]]["bias_level"], "profile"), []
+        ).append(p["agent_id"])
+    expected = {
+        (u, v)
+        for u, v in itertools.combinations_with_replacement(sorted(by_profile), 2)
+        if u != v or len(by_profile[u]) >= 2
+    }
     got = {(p["profile1"], p["profile2"]) for p in pairs}
     assert got == expected
     assert len(pairs) == 2 * len(expected)
@@ -110,30 +147,41 @@ def test_pairing_covers_every_profile_pair_and_never_self_pairs():
     for p in pairs:  # each agent has the profile its side says
         for side in (1, 2):
             assert p[f"agent{side}_id"] in by_profile[p[f"profile{side}"]]
-    capped = ag.pair_agents(profiles, agents, {"unit": "profile", "k": 1, "max_pairs_per_topic": 5}, 1, T_TOPICS, PROMPTS)
+    capped = ag.pair_agents(
+        profiles, agents, {"unit": "profile", "k": 1, "max_pairs_per_topic": 5}, 1, T_TOPICS, PROMPTS
+    )
     assert len(capped) == 5
-    binned = ag.pair_agents(profiles, agents, {"unit": "bins", "k": 1, "max_pairs_per_topic": None}, 1, T_TOPICS, PROMPTS)
+    binned = ag.pair_agents(
+        profiles, agents, {"unit": "bins", "k": 1, "max_pairs_per_topic": None}, 1, T_TOPICS, PROMPTS
+    )
     assert all(p["profile1"].split("-")[1] in {"low", "mid", "high"} for p in binned)
 
 
 # -- judge window ------------------------------------------------------------------------------------
+
 
 def test_judge_sees_the_last_three_statements_of_each_agent():
     convo = [{"conversation_id": "c", "turn": t, "speaker": 1 + t % 2, "text": f"s{t}"} for t in range(9)]
     client = fake_client(lambda req: "3")
     rows = asyncio.run(dialogue.judge(convo, PROMPTS, {"judge_window": 3}, client, "j", seed=1))
     users = [r.messages[1][1] for r in client.backend.requests]
-    assert users[-1] == "Conversation:\n" + "\n".join(f"Agent {1 + t % 2}: s{t}" for t in range(3, 9)) + "\n\nScore (1-5):"
+    assert (
+        users[-1] == "Conversation:\n" + "\n".join(f"Agent {1 + t % 2}: s{t}" for t in range(3, 9)) + "\n\nScore (1-5):"
+    )
     assert users[1] == "Conversation:\nAgent 1: s0\nAgent 2: s1\n\nScore (1-5):"
     assert client.backend.requests[0].messages[0][1].count("Example (score") == 5
     assert [r["turn"] for r in rows] == list(range(9)) and {r["score"] for r in rows} == {3}
     assert [r.seed for r in client.backend.requests] == [derive_seed(1, "coherence", "judge", "c", t) for t in range(9)]
     empty = asyncio.run(dialogue.judge([{**convo[0], "text": " "}], PROMPTS, {"judge_window": 3}, client, "j", 1))
-    assert empty == [{"conversation_id": "c", "turn": 0, "judge_model": "j", "score": -1, "raw_answer": "",
-                      "parse_ok": True}] and len(client.backend.requests) == 9  # no call for an empty window
+    assert (
+        empty
+        == [{"conversation_id": "c", "turn": 0, "judge_model": "j", "score": -1, "raw_answer": "", "parse_ok": True}]
+        and len(client.backend.requests) == 9
+    )  # no call for an empty window
 
 
 # -- bootstrap --------------------------------------------------------------------------------------
+
 
 def test_bootstrap_interval_matches_closed_form():
     rng = np.random.default_rng(0)
@@ -151,6 +199,7 @@ def test_bootstrap_interval_matches_closed_form():
 
 
 # -- expected distributions and suppression ----------------------------------------------------------
+
 
 def test_expected_distributions_by_hand():
     p0 = np.array([0.0, 0.0, 0.2, 0.3, 0.5])
@@ -177,6 +226,7 @@ def test_suppression_on_synthetic_gap0():
 
 
 # -- the six tests ----------------------------------------------------------------------------------
+
 
 def _table(rows) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=["P1", "P2", "O1", "O2", "contentiousness", "agreement"])
@@ -231,8 +281,7 @@ def test_six_tests_without_data_are_not_applicable_or_too_few():
     tiny = _table([(1, 2, 0, 1, 1, 3), (2, 2, 1, 1, 1, 4)])
     out = an.six_tests(tiny, 0.01).set_index("test")
     # two conversations: the correlations have too few cases, the group tests lack their groups
-    assert out.loc[1, "result"] == ("degenerate input: coherence test 1: 2 conversations, the test needs at "
-                                    "least 10")
+    assert out.loc[1, "result"] == ("degenerate input: coherence test 1: 2 conversations, the test needs at least 10")
     assert out.loc[5, "result"].startswith("degenerate input: coherence test 5: 2 conversations")
     assert (out.loc[[2, 3, 4, 6], "result"] == "n/a").all()
     assert out.loc[3, "detail"] == "needs 1-1, 2-5, 3-5, 4-5 pairs; missing: 1-1, 2-5, 3-5, 4-5"
@@ -241,6 +290,7 @@ def test_six_tests_without_data_are_not_applicable_or_too_few():
 
 
 # -- Self-BLEU --------------------------------------------------------------------------------------
+
 
 def test_bleu_and_self_bleu():
     a = tokens("the cat sat on the mat", drop_mentions=False)
@@ -253,11 +303,23 @@ def test_bleu_and_self_bleu():
     assert bleu(half, [a]) == pytest.approx((4 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25)
     assert self_bleu(["same sentence here again", "same sentence here again"]) == pytest.approx(1.0)
     assert self_bleu(["alpha beta gamma delta", "one two three four"]) == pytest.approx(
-        (0.1 / 4 * 0.1 / 3 * 0.1 / 2 * 0.1 / 1) ** 0.25)
+        (0.1 / 4 * 0.1 / 3 * 0.1 / 2 * 0.1 / 1) ** 0.25
+    )
     assert math.isnan(self_bleu(["only one"]))
-    utt = pd.DataFrame({"conversation_id": ["c1"] * 5, "turn": range(5), "agent_id": ["q", "r", "s", "r", "s"],
-                        "text": ["question?", "I agree with you fully", "yes yes yes", "I agree with you fully",
-                                 "no idea at all really"]})
+    utt = pd.DataFrame(
+        {
+            "conversation_id": ["c1"] * 5,
+            "turn": range(5),
+            "agent_id": ["q", "r", "s", "r", "s"],
+            "text": [
+                "question?",
+                "I agree with you fully",
+                "yes yes yes",
+                "I agree with you fully",
+                "no idea at all really",
+            ],
+        }
+    )
     table = an.self_bleu_table(utt).set_index("agent_id")["self_bleu"]
     assert table["r"] == pytest.approx(1.0) and table["s"] < 0.1 and "q" not in table
     df = pd.DataFrame({"agent1_id": ["q", "s"], "agent2_id": ["r", "t"]})
@@ -266,6 +328,7 @@ def test_bleu_and_self_bleu():
 
 
 # -- who opens, turn budget (fake model) --------------------------------------------------------------
+
 
 class FakeBackend:
     """Answers every request with reply(request); no model."""
@@ -303,8 +366,16 @@ def _many_profiles(n_agents=400, seed=0):
     for i in range(n_agents):
         aid = f"t.{i}"
         agents[aid] = {"agent_id": aid, "topic": "t", "bias_level": 0, "persona_prompt": "p", "bias_prompt": None}
-        profiles.append({"agent_id": aid, "model": "m", "preference": int(rng.integers(1, 6)),
-                         "openness": int(rng.integers(0, 10)), "preference_ok": True, "openness_ok": True})
+        profiles.append(
+            {
+                "agent_id": aid,
+                "model": "m",
+                "preference": int(rng.integers(1, 6)),
+                "openness": int(rng.integers(0, 10)),
+                "preference_ok": True,
+                "openness_ok": True,
+            }
+        )
     return agents, profiles
 
 
@@ -329,8 +400,9 @@ def test_opener_is_a_seeded_fair_coin_per_pair():
 
 def test_pairs_are_self_contained_episodes():
     agents, profiles = _profiles()
-    pairs = ag.pair_agents(profiles, agents, {"unit": "profile", "k": 1, "max_pairs_per_topic": None}, 5, T_TOPICS,
-                           PROMPTS)
+    pairs = ag.pair_agents(
+        profiles, agents, {"unit": "profile", "k": 1, "max_pairs_per_topic": None}, 5, T_TOPICS, PROMPTS
+    )
     for p in pairs:
         assert p["question"] == "Do you like taxes?" and p["seed"] == 5
         for k in (1, 2):
@@ -341,9 +413,17 @@ def test_pairs_are_self_contained_episodes():
 
 
 def _converse(opener, turns, reply, stop="first_goodbye", client=None):
-    pair = {"conversation_id": "c0", "model": "m", "agent1_id": "x", "agent2_id": "y", "opener": opener,
-            "question": "Do you like taxes?", "agent1_system_prompt": "You are x.", "agent2_system_prompt": "You are y.",
-            "seed": 1}
+    pair = {
+        "conversation_id": "c0",
+        "model": "m",
+        "agent1_id": "x",
+        "agent2_id": "y",
+        "opener": opener,
+        "question": "Do you like taxes?",
+        "agent1_system_prompt": "You are x.",
+        "agent2_system_prompt": "You are y.",
+        "seed": 1,
+    }
     cp = {"turns_per_agent": turns, "stop": stop, "utterance_max_tokens": 16}
     return asyncio.run(dialogue.converse(pair, cp, client or fake_client(reply)))
 
@@ -367,9 +447,11 @@ def test_each_agent_sees_the_conversation_from_its_side_with_seeds_from_ids():
     convo = _converse(1, 2, None, client=client)
     reqs = client.backend.requests
     assert [r.seed for r in reqs] == [derive_seed(1, "coherence", "converse", "c0", t) for t in range(1, 5)]
-    assert reqs[1].message_dicts() == [{"role": "system", "content": "You are x."},
-                                       {"role": "assistant", "content": "Do you like taxes?"},
-                                       {"role": "user", "content": "Hm."}]
+    assert reqs[1].message_dicts() == [
+        {"role": "system", "content": "You are x."},
+        {"role": "assistant", "content": "Do you like taxes?"},
+        {"role": "user", "content": "Hm."},
+    ]
     assert reqs[0].messages[0] == ("system", "You are y.") and reqs[0].sampling.max_tokens == 16
     assert [u["agent_id"] for u in convo] == ["x", "y", "x", "y", "x"]
 
@@ -377,6 +459,7 @@ def test_each_agent_sees_the_conversation_from_its_side_with_seeds_from_ids():
 def test_goodbye_ends_the_conversation_early():
     def reply(req):  # the second generated statement says goodbye
         return "Well, goodbye!" if len(req.messages) == 3 else "I see your point."
+
     convo = _converse(2, 5, reply)
     assert [u["text"] for u in convo] == ["Do you like taxes?", "I see your point.", "Well, goodbye!"]
     assert convo[-1]["says_goodbye"] and convo[-1]["speaker"] == 2
@@ -385,6 +468,7 @@ def test_goodbye_ends_the_conversation_early():
 
 
 # -- a judge per agent model, calibration ---------------------------------------------------------
+
 
 def test_judges_for_agent_models():
     default = {"name": "judge-a"}
@@ -398,8 +482,19 @@ def test_judges_for_agent_models():
 
 
 def test_run_judge_uses_each_models_judge_and_scores_calibration_examples():
-    utt = [{"conversation_id": f"{m}.c", "turn": t, "speaker": 1 + t % 2, "agent_id": f"{m}{t % 2}",
-            "text": f"text {t}", "says_goodbye": False, "model": m} for m in ("m1", "m2") for t in range(3)]
+    utt = [
+        {
+            "conversation_id": f"{m}.c",
+            "turn": t,
+            "speaker": 1 + t % 2,
+            "agent_id": f"{m}{t % 2}",
+            "text": f"text {t}",
+            "says_goodbye": False,
+            "model": m,
+        }
+        for m in ("m1", "m2")
+        for t in range(3)
+    ]
     judge_a = fake_client(lambda req: "2", "A")
 
     def b_reply(req):  # judge B scores the calibration examples right (their text is in the user message)
@@ -408,25 +503,32 @@ def test_run_judge_uses_each_models_judge_and_scores_calibration_examples():
             if ex["conversation"].splitlines()[1].split(": ", 1)[1] in user:
                 return str(ex["score"])
         return "4"
+
     judge_b = fake_client(b_reply, "B")
-    rows = asyncio.run(dialogue.run_judge(utt, PROMPTS, {"judge_window": 3}, {"A": judge_a, "B": judge_b},
-                                          {"m1": "A", "m2": "B"}, seed=1))
+    rows = asyncio.run(
+        dialogue.run_judge(
+            utt, PROMPTS, {"judge_window": 3}, {"A": judge_a, "B": judge_b}, {"m1": "A", "m2": "B"}, seed=1
+        )
+    )
     cal = asyncio.run(dialogue.run_calibration(PROMPTS, {"B": judge_b, "A": judge_a}, seed=1))
     by = {(r["conversation_id"], r["turn"]): r for r in rows}
     assert {r["judge_model"] for r in rows if r["conversation_id"] == "m1.c"} == {"A"}
     assert {r["judge_model"] for r in rows if r["conversation_id"] == "m2.c"} == {"B"}
     assert by[("m1.c", 2)]["score"] == 2 and by[("m2.c", 2)]["score"] == 4
     assert [(r["judge_model"], r["reference"], r["score"]) for r in cal] == (
-        [("A", k, 2) for k in range(1, 6)] + [("B", k, k) for k in range(1, 6)])
+        [("A", k, 2) for k in range(1, 6)] + [("B", k, k) for k in range(1, 6)]
+    )
     # the calibration request is the judge prompt with the example as the conversation
-    cal_req = next(r for r in judge_a.backend.requests if r.seed == derive_seed(1, "coherence", "judge", "calibration",
-                                                                               "A", 0))
+    cal_req = next(
+        r for r in judge_a.backend.requests if r.seed == derive_seed(1, "coherence", "judge", "calibration", "A", 0)
+    )
     conv_req = next(r for r in judge_a.backend.requests if r.seed == derive_seed(1, "coherence", "judge", "m1.c", 0))
     assert cal_req.messages[0] == conv_req.messages[0] and cal_req.constraint == conv_req.constraint
     assert cal_req.messages[1][1].startswith("Conversation:\nAgent 1: Do you think that remote work")
 
 
 # -- Test 6's rule -----------------------------------------------------------------------------------
+
 
 def _far_pairs(score_of, n=12, seed=0):
     """(1-5) pairs at every openness pairing (0-0 ... 9-9), n conversations each."""
@@ -452,8 +554,11 @@ def test_test6_pooled_rule_passes_coherent_and_fails_incoherent_agents():
     from scipy.stats import mannwhitneyu
 
     base = coherent.loc[coherent["open_pair"] == "0-0", "agreement"]
-    ps = [mannwhitneyu(base, g["agreement"], alternative="less").pvalue
-          for pair, g in coherent.groupby("open_pair") if pair != "0-0"]
+    ps = [
+        mannwhitneyu(base, g["agreement"], alternative="less").pvalue
+        for pair, g in coherent.groupby("open_pair")
+        if pair != "0-0"
+    ]
     assert strict["significant"] == sum(min(p * len(ps), 1) < 0.01 for p in ps)
     assert t6(coherent, "pooled")["significant"] == strict["significant"]
     pooled_p = mannwhitneyu(base, coherent.loc[coherent["open_pair"] != "0-0", "agreement"], alternative="less").pvalue
@@ -467,13 +572,15 @@ def test_degeneracy_flags_replace_pass_and_fail():
 
     flag = Flag("coherence preferences (m)", "97% of 30 answers are 1 (threshold 90%)")
     out = an.six_tests(_coherent(), 0.01, flags={1: [flag], 6: [flag]}).set_index("test")
-    assert out.loc[1, "result"] == "degenerate input: coherence preferences (m): 97% of 30 answers are 1 " \
-                                   "(threshold 90%)"
+    assert (
+        out.loc[1, "result"] == "degenerate input: coherence preferences (m): 97% of 30 answers are 1 (threshold 90%)"
+    )
     assert out.loc[1, "raw_result"] == "pass" and out.loc[6, "result"].startswith("degenerate input")
     assert (out.loc[[2, 3, 4, 5], "result"] == "pass").all()
 
 
 # -- the sigmoid's steepness -------------------------------------------------------------------------
+
 
 def test_sigmoid_steepness():
     s = lambda x, k: 1 / (1 + math.exp(-k * (x - 2)))  # noqa: E731
@@ -486,20 +593,30 @@ def test_sigmoid_steepness():
     assert an.shift_weight(1, "sigmoid", 50) < 1e-9 and an.shift_weight(3, "sigmoid", 50) > 1 - 1e-9  # a step
     p0 = np.array([0.0, 0.0, 0.2, 0.3, 0.5])
     assert an.expected_distributions(p0, "sigmoid", 6.0)[1].tolist() == pytest.approx(
-        (p0 + an.shift_weight(1, "sigmoid", 6.0) * (p0[::-1] - p0)).tolist())
+        (p0 + an.shift_weight(1, "sigmoid", 6.0) * (p0[::-1] - p0)).tolist()
+    )
     with pytest.raises(ValueError):
         an.shift_weight(1, "sigmoid", 0)
 
 
 # -- the analyse and figures stages on synthetic Parquet inputs ---------------------------------------
 
+
 def coherent_score(p1, p2, o1, o2, c):
     """Agreement falls with the gap and rises with openness; contentiousness plays no part."""
     return int(np.clip(5 - abs(p1 - p2) + (o1 + o2 >= 9), 1, 5))
 
 
-def synthetic_run(tmp_path, models=("m",), topics=(("neutral", 1), ("medium", 2), ("hot", 3)), score=coherent_score,
-                  null_profile=False, calibration=(1, 2, 3, 4, 5), prefs=range(1, 6), texts=None):
+def synthetic_run(
+    tmp_path,
+    models=("m",),
+    topics=(("neutral", 1), ("medium", 2), ("hot", 3)),
+    score=coherent_score,
+    null_profile=False,
+    calibration=(1, 2, 3, 4, 5),
+    prefs=range(1, 6),
+    texts=None,
+):
     """agents, profiles, pairs, judgments, utterances and calibration Parquet files of the documented
     schemas (written and read back like the stages do), two agents per (topic, P, O) profile."""
     from socsim.coherence import schemas
@@ -511,14 +628,36 @@ def synthetic_run(tmp_path, models=("m",), topics=(("neutral", 1), ("medium", 2)
             for o in (0, 3, 6, 9):
                 for k in range(2):
                     aid = f"{topic}.{p}.{o}.{k}"
-                    agents.append({"agent_id": aid, "topic": topic, "contentiousness": c, "bias_level": 2 * k,
-                                   "bias_direction": "favor" if k else "none", "background": 0, "region": "r",
-                                   "age": "a", "gender": "g", "urbanicity": "u", "education": "e",
-                                   "persona_prompt": "You are someone.", "bias_prompt": None})
+                    agents.append(
+                        {
+                            "agent_id": aid,
+                            "topic": topic,
+                            "contentiousness": c,
+                            "bias_level": 2 * k,
+                            "bias_direction": "favor" if k else "none",
+                            "background": 0,
+                            "region": "r",
+                            "age": "a",
+                            "gender": "g",
+                            "urbanicity": "u",
+                            "education": "e",
+                            "persona_prompt": "You are someone.",
+                            "bias_prompt": None,
+                        }
+                    )
                     for m in models:
-                        profiles.append({"agent_id": aid, "model": m, "preference": p, "preference_raw": str(p),
-                                         "preference_ok": True, "openness": o, "openness_answers": ["Yes"] * 9,
-                                         "openness_ok": True})
+                        profiles.append(
+                            {
+                                "agent_id": aid,
+                                "model": m,
+                                "preference": p,
+                                "preference_raw": str(p),
+                                "preference_ok": True,
+                                "openness": o,
+                                "openness_answers": ["Yes"] * 9,
+                                "openness_ok": True,
+                            }
+                        )
     if null_profile:  # one agent whose preference did not parse
         profiles[0].update(preference=None, preference_raw="maybe", preference_ok=False)
     prof = {(r["model"], r["agent_id"]): r for r in profiles}
@@ -527,33 +666,71 @@ def synthetic_run(tmp_path, models=("m",), topics=(("neutral", 1), ("medium", 2)
             ids = [a["agent_id"] for a in agents if a["topic"] == topic]
             for i, (a1, a2) in enumerate(itertools.combinations(ids, 2)):
                 cid = f"{m}.{topic}.{i:05d}"
-                pairs.append({"conversation_id": cid, "model": m, "topic": topic, "agent1_id": a1, "agent2_id": a2,
-                              "profile1": "", "profile2": "", "opener": 1 + i % 2, "question": "Q?",
-                              "agent1_system_prompt": "s1", "agent2_system_prompt": "s2", "seed": 1})
+                pairs.append(
+                    {
+                        "conversation_id": cid,
+                        "model": m,
+                        "topic": topic,
+                        "agent1_id": a1,
+                        "agent2_id": a2,
+                        "profile1": "",
+                        "profile2": "",
+                        "opener": 1 + i % 2,
+                        "question": "Q?",
+                        "agent1_system_prompt": "s1",
+                        "agent2_system_prompt": "s2",
+                        "seed": 1,
+                    }
+                )
                 p1, p2 = prof[(m, a1)], prof[(m, a2)]
                 if p1["preference"] is None or p2["preference"] is None:
                     continue
                 s = score(p1["preference"], p2["preference"], p1["openness"], p2["openness"], c)
                 for t in range(5):  # each agent speaks twice after the question (Self-BLEU needs two)
-                    judgments.append({"conversation_id": cid, "turn": t, "score": s if t == 4 else 3,
-                                      "raw_answer": str(s), "parse_ok": True, "judge_model": "j"})
-                    utterances.append({"conversation_id": cid, "turn": t, "speaker": 1 + t % 2,
-                                       "agent_id": (a1, a2)[t % 2], "model": m, "says_goodbye": False,
-                                       "text": texts(t) if texts else " ".join(
-                                           f"w{(len(utterances) * 7919 + j * 104729) % 1000003}" for j in range(10))})
-    cal = [{"judge_model": "j", "example": i, "reference": i + 1, "score": s, "raw_answer": str(s), "parse_ok": True}
-           for i, s in enumerate(calibration)]
+                    judgments.append(
+                        {
+                            "conversation_id": cid,
+                            "turn": t,
+                            "score": s if t == 4 else 3,
+                            "raw_answer": str(s),
+                            "parse_ok": True,
+                            "judge_model": "j",
+                        }
+                    )
+                    utterances.append(
+                        {
+                            "conversation_id": cid,
+                            "turn": t,
+                            "speaker": 1 + t % 2,
+                            "agent_id": (a1, a2)[t % 2],
+                            "model": m,
+                            "says_goodbye": False,
+                            "text": texts(t)
+                            if texts
+                            else " ".join(f"w{(len(utterances) * 7919 + j * 104729) % 1000003}" for j in range(10)),
+                        }
+                    )
+    cal = [
+        {"judge_model": "j", "example": i, "reference": i + 1, "score": s, "raw_answer": str(s), "parse_ok": True}
+        for i, s in enumerate(calibration)
+    ]
     paths = {}
-    for name, rows, schema, key in (("agents", agents, schemas.AGENTS, ["agent_id"]),
-                                    ("profiles", profiles, schemas.PROFILES, ["model", "agent_id"]),
-                                    ("pairs", pairs, schemas.PAIRS, ["conversation_id"]),
-                                    ("judgments", judgments, schemas.JUDGMENTS, ["conversation_id", "turn"]),
-                                    ("utterances", utterances, schemas.UTTERANCES, ["conversation_id", "turn"]),
-                                    ("calibration", cal, schemas.JUDGE_CALIBRATION, ["judge_model", "example"])):
+    for name, rows, schema, key in (
+        ("agents", agents, schemas.AGENTS, ["agent_id"]),
+        ("profiles", profiles, schemas.PROFILES, ["model", "agent_id"]),
+        ("pairs", pairs, schemas.PAIRS, ["conversation_id"]),
+        ("judgments", judgments, schemas.JUDGMENTS, ["conversation_id", "turn"]),
+        ("utterances", utterances, schemas.UTTERANCES, ["conversation_id", "turn"]),
+        ("calibration", cal, schemas.JUDGE_CALIBRATION, ["judge_model", "example"]),
+    ):
         paths[name] = tmp_path / f"{name}.parquet"
         write_table(paths[name], rows, schema, key, {})
-    paths.update(paper_file=ROOT / "data/coherence/paper.yaml", analysis=tmp_path / "analysis",
-                 figures=tmp_path / "figures", metrics=tmp_path / "metrics.json")
+    paths.update(
+        paper_file=ROOT / "data/coherence/paper.yaml",
+        analysis=tmp_path / "analysis",
+        figures=tmp_path / "figures",
+        metrics=tmp_path / "metrics.json",
+    )
     return paths
 
 
@@ -565,33 +742,48 @@ def run_stages(paths, captured=None, monkeypatch=None, **coherence):
 
     if captured is not None:
         real = figures.save
-        monkeypatch.setattr(figures, "save", lambda fig, out, name: captured.setdefault(name, fig) and real(
-            fig, out, name))
+        monkeypatch.setattr(
+            figures, "save", lambda fig, out, name: captured.setdefault(name, fig) and real(fig, out, name)
+        )
     from socsim import config
     from socsim.stages import StageContext
 
     params = config.validate({"seed": 1, "coherence": {"bootstrap": {"repeats": 50}, **coherence}})
     for name in ("analyse", "figures"):  # the real stages with the real context, without the CLI
-        ctx = StageContext(stages.STUDY, stages.STUDY.stage(name), params,
-                           {**paths, "metrics": paths["metrics"].with_name(f"{name}.json")})
+        ctx = StageContext(
+            stages.STUDY,
+            stages.STUDY.stage(name),
+            params,
+            {**paths, "metrics": paths["metrics"].with_name(f"{name}.json")},
+        )
         ctx.stage.run(ctx)
     a = paths["analysis"]
     strict = lambda text: json.loads(text, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))  # noqa: E731
     csv = figures.read_csv  # "n/a" stays text
-    return {"summary": strict((a / "summary.json").read_text()), "tests": csv(a / "six_tests.csv"),
-            "table4_md": (a / "table4_tests.md").read_text(), "table4_csv": csv(a / "table4_tests.csv"),
-            "table4_tex": (a / "table4_tests.tex").read_text(), "vs_paper": csv(a / "vs_paper.csv"),
-            "suppression": csv(a / "suppression.csv"),
-            "metrics": json.loads(paths["metrics"].with_name("analyse.json").read_text()),
-            "figures": sorted(p.name for p in paths["figures"].glob("*.png"))}
+    return {
+        "summary": strict((a / "summary.json").read_text()),
+        "tests": csv(a / "six_tests.csv"),
+        "table4_md": (a / "table4_tests.md").read_text(),
+        "table4_csv": csv(a / "table4_tests.csv"),
+        "table4_tex": (a / "table4_tests.tex").read_text(),
+        "vs_paper": csv(a / "vs_paper.csv"),
+        "suppression": csv(a / "suppression.csv"),
+        "metrics": json.loads(paths["metrics"].with_name("analyse.json").read_text()),
+        "figures": sorted(p.name for p in paths["figures"].glob("*.png")),
+    }
 
 
 def _texts(fig):
     return [t.get_text() for ax in fig.axes for t in ax.texts]
 
 
-FIGS = ["fig4_agreement_by_gap.png", "fig5_suppression.png", "fig6_anchors.png", "fig7_contentiousness.png",
-        "fig8_openness.png"]
+FIGS = [
+    "fig4_agreement_by_gap.png",
+    "fig5_suppression.png",
+    "fig6_anchors.png",
+    "fig7_contentiousness.png",
+    "fig8_openness.png",
+]
 
 
 def test_stages_on_coherent_synthetic_data(tmp_path):
@@ -677,8 +869,7 @@ def test_no_judgments_keeps_the_model_row(tmp_path, monkeypatch):
     assert out["table4_md"].count("n/a [1]") == 6 and "[1] n/a: none of" in out["table4_md"]
     assert out["table4_csv"].iloc[0]["test1"].startswith("n/a: none of")
     assert out["summary"]["no_data"]["m"].startswith("none of") and out["figures"] == FIGS
-    for name in ("fig4_agreement_by_gap", "fig5_suppression", "fig6_anchors", "fig7_contentiousness",
-                 "fig8_openness"):
+    for name in ("fig4_agreement_by_gap", "fig5_suppression", "fig6_anchors", "fig7_contentiousness", "fig8_openness"):
         assert any(t.startswith("no data") for t in _texts(captured[name])), name
     assert (out["vs_paper"]["finding_holds"].fillna("").isin(["n/a", ""])).all()
 
@@ -733,8 +924,9 @@ def test_judge_calibration_alone_flags_the_tests(tmp_path):
 
 def test_degenerate_inputs_come_before_no_data(tmp_path):
     # SmolLM2-like preferences, and every conversation repetitive: the inputs' degeneracy is the reason
-    paths = synthetic_run(tmp_path, topics=(("neutral", 1),), prefs=[1],
-                          texts=lambda t: "I agree completely with everything you say")
+    paths = synthetic_run(
+        tmp_path, topics=(("neutral", 1),), prefs=[1], texts=lambda t: "I agree completely with everything you say"
+    )
     out = run_stages(paths)
     assert out["summary"]["conversations"] == 0
     tests = out["tests"]

@@ -20,18 +20,23 @@ def test_default_params_validate_and_fill_defaults():
     assert empty["seed"] == 20250101
 
 
-@pytest.mark.parametrize("params,expected", [
-    ({"llm": {"backend": "gpt"}}, "llm.backend: expected one of \"embedded\", \"tgi\", \"openai\", got \"gpt\""),
-    ({"llm": {"concurrency": 0}}, "llm.concurrency: expected integer, >= 1"),
-    ({"llm": {"concurrency": "many"}}, "llm.concurrency: expected integer"),
-    ({"llm": {"sampling": {"top_p": 1.5}}}, "llm.sampling.top_p: expected number"),
-    ({"llm": {"endpoints": ["localhost:8080"]}}, "llm.endpoints.0: expected string, matching ^https?://"),
-    ({"llm": {"temprature": 0.1}}, "llm.temprature: unknown key"),
-    ({"facilitation": {"personas": {"n": -1}}}, "facilitation.personas.n: expected integer, >= 1"),
-    ({"seeed": 1}, "seeed: unknown key"),
-    ({"facilitation": {"personas": {"roles": {"troll": 0, "normal_user": 0, "community_veteran": 0}}}},
-     "facilitation.personas.roles"),
-])
+@pytest.mark.parametrize(
+    "params,expected",
+    [
+        ({"llm": {"backend": "gpt"}}, 'llm.backend: expected one of "embedded", "tgi", "openai", got "gpt"'),
+        ({"llm": {"concurrency": 0}}, "llm.concurrency: expected integer, >= 1"),
+        ({"llm": {"concurrency": "many"}}, "llm.concurrency: expected integer"),
+        ({"llm": {"sampling": {"top_p": 1.5}}}, "llm.sampling.top_p: expected number"),
+        ({"llm": {"endpoints": ["localhost:8080"]}}, "llm.endpoints.0: expected string, matching ^https?://"),
+        ({"llm": {"temprature": 0.1}}, "llm.temprature: unknown key"),
+        ({"facilitation": {"personas": {"n": -1}}}, "facilitation.personas.n: expected integer, >= 1"),
+        ({"seeed": 1}, "seeed: unknown key"),
+        (
+            {"facilitation": {"personas": {"roles": {"troll": 0, "normal_user": 0, "community_veteran": 0}}}},
+            "facilitation.personas.roles",
+        ),
+    ],
+)
 def test_bad_params_name_the_key(params, expected):
     with pytest.raises(config.ParamsError) as info:
         config.validate(params)
@@ -54,17 +59,30 @@ def test_cli_reports_bad_params_and_writes_nothing(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("llm:\n  backend: embedded\n  concurrency: -4\n")
     out = tmp_path / "personas.parquet"
-    proc = subprocess.run([sys.executable, "-m", "socsim.cli", "facilitation", "personas", "--params", str(bad),
-                           "--personas", str(out)], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "socsim.cli", "facilitation", "personas", "--params", str(bad), "--personas", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert proc.returncode == 2
     assert "llm.concurrency: expected integer, >= 1, <= 1024, got -4" in proc.stderr
     assert not out.exists()
 
 
 def test_stage_help_names_inputs_outputs_and_params():
-    proc = subprocess.run([sys.executable, "-m", "socsim.cli", "facilitation", "personas", "--help"],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "socsim.cli", "facilitation", "personas", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0
-    for needle in ("data/facilitation/personas.jsonl", "results/facilitation/personas.parquet",
-                   "results/facilitation/metrics/personas.json", "facilitation.personas", "seed"):
+    for needle in (
+        "data/facilitation/personas.jsonl",
+        "results/facilitation/personas.parquet",
+        "results/facilitation/metrics/personas.json",
+        "facilitation.personas",
+        "seed",
+    ):
         assert needle in proc.stdout

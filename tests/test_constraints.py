@@ -13,10 +13,15 @@ def test_choice_valid(text, expected):
     assert (value, ok, err) == (expected, True, None)
 
 
-@pytest.mark.parametrize("text,reason", [
-    ("", "empty"), ("   ", "empty"), ("Perhaps", "not one of"),
-    ("Yes, because the argument is convincing and " + "long " * 50, "not one of"),
-])
+@pytest.mark.parametrize(
+    "text,reason",
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("Perhaps", "not one of"),
+        ("Yes, because the argument is convincing and " + "long " * 50, "not one of"),
+    ],
+)
 def test_choice_invalid(text, reason):
     value, ok, err = Choice(("Yes", "No", "Maybe")).parse(text)
     assert value is None and ok is False and reason in err
@@ -27,17 +32,29 @@ def test_int_range_valid(text, expected):
     assert IntRange(-2, 5).parse(text) == (expected, True, None)
 
 
-@pytest.mark.parametrize("text,reason", [
-    ("", "empty"), ("6", "outside"), ("-3", "outside"), ("three", "not an integer"), ("2.5", "not an integer"),
-    ("4" * 40, "too long"), ("3 because I mostly agree with the statement", "too long"),
-])
+@pytest.mark.parametrize(
+    "text,reason",
+    [
+        ("", "empty"),
+        ("6", "outside"),
+        ("-3", "outside"),
+        ("three", "not an integer"),
+        ("2.5", "not an integer"),
+        ("4" * 40, "too long"),
+        ("3 because I mostly agree with the statement", "too long"),
+    ],
+)
 def test_int_range_invalid(text, reason):
     value, ok, err = IntRange(-2, 5).parse(text)
     assert value is None and not ok and reason in err
 
 
-SCHEMA = {"type": "object", "required": ["name", "age"], "additionalProperties": False,
-          "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}}}
+SCHEMA = {
+    "type": "object",
+    "required": ["name", "age"],
+    "additionalProperties": False,
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}},
+}
 
 
 def test_json_schema_valid():
@@ -45,13 +62,16 @@ def test_json_schema_valid():
     assert ok and value == {"name": "Ann", "age": 40} and err is None
 
 
-@pytest.mark.parametrize("text,reason", [
-    ("", "empty"),
-    ('{"name": "Ann"}', "'age' is a required property"),
-    ('{"name": "Ann", "age": -1}', "minimum"),
-    ('{"name": "Ann", "age": 4', "not valid JSON"),  # truncated, e.g. max_tokens hit
-    ('{"name": "Ann", "age": 4} and some more text after it', "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "text,reason",
+    [
+        ("", "empty"),
+        ('{"name": "Ann"}', "'age' is a required property"),
+        ('{"name": "Ann", "age": -1}', "minimum"),
+        ('{"name": "Ann", "age": 4', "not valid JSON"),  # truncated, e.g. max_tokens hit
+        ('{"name": "Ann", "age": 4} and some more text after it', "not valid JSON"),
+    ],
+)
 def test_json_schema_invalid(text, reason):
     value, ok, err = JsonSchema.of(SCHEMA).parse(text)
     assert value is None and not ok and reason in err
@@ -68,8 +88,12 @@ def test_dialects():
     oa = c.response_format("openai")
     assert oa["type"] == "json_schema" and oa["json_schema"]["schema"] == SCHEMA
     assert oa["json_schema"]["name"] == "person"
-    assert IntRange(1, 5).response_format("tgi")["value"] == {"type": "integer", "minimum": 1, "maximum": 5,
-                                                              "enum": [1, 2, 3, 4, 5]}
+    assert IntRange(1, 5).response_format("tgi")["value"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 5,
+        "enum": [1, 2, 3, 4, 5],
+    }
     assert IntRange(1, 5).response_format("llama_cpp")["type"] == "json_object"
     with pytest.raises(ValueError):
         c.response_format("nope")

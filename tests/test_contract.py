@@ -45,15 +45,27 @@ def test_declared_keys_exist_and_undeclared_keys_are_refused(study, st, params):
     for key in st.declared:
         config.get_dotted(raw, key)  # DVC reads every declared key from params.yaml itself
     view = ParamsView(params, st.declared, st.rule_name)
-    undeclared = sorted(k for k in ("seed", "llm.n_ctx", f"{study.name}.alpha", f"{study.name}.models",
-                                    "facilitation.user_turns", "coherence.turns_per_agent")
-                        if not any(k == d or k.startswith(d + ".") for d in st.declared))
+    undeclared = sorted(
+        k
+        for k in (
+            "seed",
+            "llm.n_ctx",
+            f"{study.name}.alpha",
+            f"{study.name}.models",
+            "facilitation.user_turns",
+            "coherence.turns_per_agent",
+        )
+        if not any(k == d or k.startswith(d + ".") for d in st.declared)
+    )
     assert undeclared
     for key in undeclared:
         node, *rest = key.split(".")
         parts = key.split(".")  # the error names the first level that no declared key lies under
-        refused = next(".".join(parts[:i]) for i in range(1, len(parts) + 1)
-                       if not any(d.startswith(".".join(parts[:i]) + ".") for d in st.declared))
+        refused = next(
+            ".".join(parts[:i])
+            for i in range(1, len(parts) + 1)
+            if not any(d.startswith(".".join(parts[:i]) + ".") for d in st.declared)
+        )
         with pytest.raises(config.ParamsError, match=rf"stage {st.rule_name} read params key '{refused}'"):
             value = view[node]
             for part in rest:
@@ -79,8 +91,10 @@ def test_a_stage_that_reads_an_undeclared_key_fails_naming_it(tmp_path, params):
 
 def test_contract_imports_no_study():
     """The contract, the registry and the generators import no study until asked for the studies."""
-    code = ("import sys, socsim.stages, socsim.studies, socsim.workflow, socsim.dvc, socsim.cli; "
-            "print(sorted(m for m in sys.modules if m.startswith(('socsim.facilitation', 'socsim.coherence'))))")
+    code = (
+        "import sys, socsim.stages, socsim.studies, socsim.workflow, socsim.dvc, socsim.cli; "
+        "print(sorted(m for m in sys.modules if m.startswith(('socsim.facilitation', 'socsim.coherence'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "[]"
     stages_src = (ROOT / "src/socsim/stages.py").read_text()
@@ -91,17 +105,24 @@ def test_shards_come_from_params(params):
     fac, coh = studies.study("facilitation"), studies.study("coherence")
     sim, conv = fac.stage("simulate"), coh.stage("converse")
     assert sim.shard_ids(params) == conv.shard_ids(params) == ["smollm2-135m"]  # default: one per model
-    params = config.validate(config.deep_merge(params, {"facilitation": {"shard_by": ["condition", "model"]},
-                                                        "coherence": {"shard_by": ["model", "topic"]}}))
+    params = config.validate(
+        config.deep_merge(
+            params,
+            {"facilitation": {"shard_by": ["condition", "model"]}, "coherence": {"shard_by": ["model", "topic"]}},
+        )
+    )
     assert "main.smollm2-135m" in sim.shard_ids(params) and "tt_random.smollm2-135m" in sim.shard_ids(params)
     assert conv.shard_ids(params) == [f"smollm2-135m.{t}" for t in sorted(params["coherence"]["topics"])]
-    one = config.validate(config.deep_merge(params, {"facilitation": {"shard_by": []},
-                                                     "coherence": {"shard_by": ["model"]}}))
+    one = config.validate(
+        config.deep_merge(params, {"facilitation": {"shard_by": []}, "coherence": {"shard_by": ["model"]}})
+    )
     assert sim.shard_ids(one) == [ALL] and conv.shard_ids(one) == ["smollm2-135m"]
     # consumers of a sharded artifact take every shard file, producers one shard
     paths = fac.paths(fac.stage("analyse"), params)
     assert paths["comments"] == [f"results/facilitation/comments/{s}.parquet" for s in sim.shard_ids(params)]
-    assert fac.paths(fac.stage("annotate"), params, "main.x")["comments"] == "results/facilitation/comments/main.x.parquet"
+    assert (
+        fac.paths(fac.stage("annotate"), params, "main.x")["comments"] == "results/facilitation/comments/main.x.parquet"
+    )
     with pytest.raises(config.ParamsError, match="not allowed in a file name"):
         shard_table([{"model": "a/b"}], ["model"])
 
@@ -124,8 +145,13 @@ def test_shards_read_back_as_the_unsharded_table(tmp_path):
 def test_each_shard_has_its_own_call_cache(tmp_path, params):
     study = studies.study("coherence")
     st = study.stage("judge")
-    p = config.deep_merge(params, {"llm": {"cache_path": str(tmp_path / "{study}" / "{stage}" / "{shard}.sqlite")},
-                                   "coherence": {"shard_by": ["model", "topic"]}})
+    p = config.deep_merge(
+        params,
+        {
+            "llm": {"cache_path": str(tmp_path / "{study}" / "{stage}" / "{shard}.sqlite")},
+            "coherence": {"shard_by": ["model", "topic"]},
+        },
+    )
     ctx = StageContext(study, st, p, {}, "smollm2-135m.taxes")
     try:
         a = ctx.model_clients([{"name": "j1"}, {"name": "j2"}], "coherence.judge_models")

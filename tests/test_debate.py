@@ -22,24 +22,72 @@ SESSION = {"session_id": "S1", "statement": "Angels are real.", "topic_set": "de
 
 
 def group():
-    demo = json.dumps({k: f"{k}-value" for k in ("age", "gender", "education", "ethnicity", "income", "party_id",
-                                                  "ideology", "children_school_status", "urbanicity",
-                                                  "marital_status", "bible_view", "evangelical",
-                                                  "religious_affiliation", "occupation")}, sort_keys=True)
-    people = [{"session_id": "S1", "worker_id": w, "name": w[:5], "o_init": -1.5 + i, "j_init": f"because {i}",
-               "o_final": None, "j_final": None, "demographics": demo} for i, w in enumerate(W)]
+    demo = json.dumps(
+        {
+            k: f"{k}-value"
+            for k in (
+                "age",
+                "gender",
+                "education",
+                "ethnicity",
+                "income",
+                "party_id",
+                "ideology",
+                "children_school_status",
+                "urbanicity",
+                "marital_status",
+                "bible_view",
+                "evangelical",
+                "religious_affiliation",
+                "occupation",
+            )
+        },
+        sort_keys=True,
+    )
+    people = [
+        {
+            "session_id": "S1",
+            "worker_id": w,
+            "name": w[:5],
+            "o_init": -1.5 + i,
+            "j_init": f"because {i}",
+            "o_final": None,
+            "j_final": None,
+            "demographics": demo,
+        }
+        for i, w in enumerate(W)
+    ]
     tweets, utts = [], []
     for r, pairs in SCHEDULE.items():
         for a, b in pairs:
             for x, y in ((a, b), (b, a)):
-                tweets.append({"session_id": "S1", "round": r, "worker_id": W[x], "partner_id": W[y],
-                               "text": f"human tweet r{r} {W[x][:5]}", "event_order": 1})
+                tweets.append(
+                    {
+                        "session_id": "S1",
+                        "round": r,
+                        "worker_id": W[x],
+                        "partner_id": W[y],
+                        "text": f"human tweet r{r} {W[x][:5]}",
+                        "event_order": 1,
+                    }
+                )
             dyad = "|".join(sorted((W[a], W[b])))
             first, second = (b, a) if r == 2 and a == 0 else (a, b)  # one dyad-round where the partner opens
             for k, (s, p) in enumerate([(first, second), (second, first), (first, second)], 1):
-                utts.append({"session_id": "S1", "round": r, "dyad": dyad, "k": k, "speaker": W[s], "partner": W[p],
-                             "text": f"human r{r} k{k} {W[s][:5]}", "first_event_order": k, "n_merged": 1,
-                             "validity": "VALID"})
+                utts.append(
+                    {
+                        "session_id": "S1",
+                        "round": r,
+                        "dyad": dyad,
+                        "k": k,
+                        "speaker": W[s],
+                        "partner": W[p],
+                        "text": f"human r{r} k{k} {W[s][:5]}",
+                        "first_event_order": k,
+                        "n_merged": 1,
+                        "validity": "VALID",
+                    }
+                )
     return people, tweets, utts
 
 
@@ -91,12 +139,15 @@ def test_mode3_writes_tweets_and_a_final_opinion():
     assert len(final) == 4 and all("human tweet r1" in texts(q) for q in final)
 
 
-@pytest.mark.parametrize("ablation,gone,kept", [
-    ("no_demographics", ["age-value"], ["because", "human tweet r1"]),
-    ("no_initial_opinion", ["because"], ["age-value", "human tweet r1"]),
-    ("no_private_profile", ["age-value", "because"], ["human tweet r1"]),
-    ("no_prior_chats", ["Below was your conversation"], ["age-value", "because"]),
-])
+@pytest.mark.parametrize(
+    "ablation,gone,kept",
+    [
+        ("no_demographics", ["age-value"], ["because", "human tweet r1"]),
+        ("no_initial_opinion", ["because"], ["age-value", "human tweet r1"]),
+        ("no_private_profile", ["age-value", "because"], ["human tweet r1"]),
+        ("no_prior_chats", ["Below was your conversation"], ["age-value", "because"]),
+    ],
+)
 def test_each_ablation_removes_exactly_its_component(ablation, gone, kept):
     _, base = run(2)
     _, reqs = run(2, ablation)
@@ -115,10 +166,26 @@ def test_clean_and_annotators_parse_or_flag():
     assert simulate.clean('  My response: "I think so."  ') == "I think so."
     assert simulate.clean("response:yes") == "yes"
     people, tweets, utts = group()
-    items = [{"model": "human", "mode": 0, "ablation": "human", "topic_set": "depth", "kind": "utterance", **u}
-             for u in utts[:3]]
-    items.append({"model": "human", "mode": 0, "ablation": "human", "topic_set": "depth", "kind": "tweet",
-                  "session_id": "S1", "round": 1, "dyad": "", "k": 0, "speaker": W[0], "text": "a tweet"})
+    items = [
+        {"model": "human", "mode": 0, "ablation": "human", "topic_set": "depth", "kind": "utterance", **u}
+        for u in utts[:3]
+    ]
+    items.append(
+        {
+            "model": "human",
+            "mode": 0,
+            "ablation": "human",
+            "topic_set": "depth",
+            "kind": "tweet",
+            "session_id": "S1",
+            "round": 1,
+            "dyad": "",
+            "k": 0,
+            "speaker": W[0],
+            "text": "a tweet",
+        }
+    )
+
     def answer(req):
         body = texts(req)
         if "VALID or INVALID" in body:
@@ -126,13 +193,24 @@ def test_clean_and_annotators_parse_or_flag():
             return "VALID" if "k1" in latest else ("???" if "k2" in latest else "INVALID")
         text = body.split("Text:")[1]
         return {"k1": "Probably agree", "k2": "maybe", "k3": "Certainly disagree"}.get(
-            next((k for k in ("k1", "k2", "k3") if k in text), ""), "Lean agree")
+            next((k for k in ("k1", "k2", "k3") if k in text), ""), "Lean agree"
+        )
 
     backend = Scripted(answer)
     seen = {(t["session_id"], t["round"], t["worker_id"]): t["text"] for t in tweets}
-    rows = asyncio.run(annotate.annotate(items, seen, {p["worker_id"]: p["name"] for p in people},
-                                         {"S1": SESSION["statement"]}, PROMPTS, {"max_tokens": 8, "temperature": 0.0},
-                                         LLMClient(backend, None), "judge", 3))
+    rows = asyncio.run(
+        annotate.annotate(
+            items,
+            seen,
+            {p["worker_id"]: p["name"] for p in people},
+            {"S1": SESSION["statement"]},
+            PROMPTS,
+            {"max_tokens": 8, "temperature": 0.0},
+            LLMClient(backend, None),
+            "judge",
+            3,
+        )
+    )
     by = {(r["kind"], r["k"]): r for r in rows}
     u1, u2, u3, tw = by[("utterance", 1)], by[("utterance", 2)], by[("utterance", 3)], by[("tweet", 0)]
     assert (u1["stance"], u2["stance"], u3["stance"], tw["stance"]) == (1.5, None, -2.5, 0.5)
@@ -150,21 +228,57 @@ def test_sect6_members_reverse_code_only_truth_framed_topics():
 
     from socsim.debate import analysis
 
-    sessions = pd.DataFrame([{"session_id": "A", "topic_set": "depth", "reverse": False},
-                             {"session_id": "B", "topic_set": "depth", "reverse": True}])
-    part = pd.DataFrame([{"session_id": s, "worker_id": f"{s}{i}", "o_init": 1.5, "o_final": 0.5} for s in "AB"
-                         for i in range(2)])
-    tweets = pd.DataFrame([{"session_id": s, "round": 1, "worker_id": f"{s}{i}", "partner_id": f"{s}{1 - i}"}
-                           for s in "AB" for i in range(2)])
+    sessions = pd.DataFrame(
+        [
+            {"session_id": "A", "topic_set": "depth", "reverse": False},
+            {"session_id": "B", "topic_set": "depth", "reverse": True},
+        ]
+    )
+    part = pd.DataFrame(
+        [{"session_id": s, "worker_id": f"{s}{i}", "o_init": 1.5, "o_final": 0.5} for s in "AB" for i in range(2)]
+    )
+    tweets = pd.DataFrame(
+        [
+            {"session_id": s, "round": 1, "worker_id": f"{s}{i}", "partner_id": f"{s}{1 - i}"}
+            for s in "AB"
+            for i in range(2)
+        ]
+    )
     base = {"model": "m", "mode": 3, "ablation": "original", "topic_set": "depth", "dyad": "", "k": 0}
-    sim = pd.DataFrame([{**base, "session_id": s, "round": 4, "kind": "opinion", "speaker": f"{s}{i}",
-                         "opinion": -2.5} for s in "AB" for i in range(2)])
-    ann = pd.DataFrame([{**base, "session_id": s, "round": r, "kind": "tweet", "speaker": f"{s}{i}", "stance": 0.5 * r}
-                        for s in "AB" for i in range(2) for r in (2, 3)])
-    hann = pd.DataFrame([{"session_id": s, "round": r, "kind": "tweet", "speaker": f"{s}{i}", "stance": -0.5 * r}
-                         for s in "AB" for i in range(2) for r in (1, 2, 3)])
-    mem = analysis.members({"sessions": sessions, "participants": part, "tweets": tweets, "simulated": sim,
-                            "annotations": ann, "human_annotations": hann}, "m")
+    sim = pd.DataFrame(
+        [
+            {**base, "session_id": s, "round": 4, "kind": "opinion", "speaker": f"{s}{i}", "opinion": -2.5}
+            for s in "AB"
+            for i in range(2)
+        ]
+    )
+    ann = pd.DataFrame(
+        [
+            {**base, "session_id": s, "round": r, "kind": "tweet", "speaker": f"{s}{i}", "stance": 0.5 * r}
+            for s in "AB"
+            for i in range(2)
+            for r in (2, 3)
+        ]
+    )
+    hann = pd.DataFrame(
+        [
+            {"session_id": s, "round": r, "kind": "tweet", "speaker": f"{s}{i}", "stance": -0.5 * r}
+            for s in "AB"
+            for i in range(2)
+            for r in (1, 2, 3)
+        ]
+    )
+    mem = analysis.members(
+        {
+            "sessions": sessions,
+            "participants": part,
+            "tweets": tweets,
+            "simulated": sim,
+            "annotations": ann,
+            "human_annotations": hann,
+        },
+        "m",
+    )
     a = mem[(mem.session_id == "A")].set_index("source")
     b = mem[(mem.session_id == "B")].set_index("source")
     assert list(a.loc["human"].s1) == [-0.5, -0.5] and list(b.loc["human"].s1) == [0.5, 0.5]  # x -1 on B only
@@ -189,7 +303,9 @@ def test_mode3_never_sees_human_tweets_after_round_one_and_ablations_keep_round_
     assert not any("human tweet r2" in texts(q) or "human tweet r3" in texts(q) for q in reqs)
     _, base = run(2)
     _, ablated = run(2, "no_prior_chats")
-    first_round = lambda rs: [texts(q) for q in rs if "human tweet r2" not in texts(q) and "human tweet r3" not in texts(q)]  # noqa: E731
+    first_round = lambda rs: [
+        texts(q) for q in rs if "human tweet r2" not in texts(q) and "human tweet r3" not in texts(q)
+    ]  # noqa: E731
     assert first_round(base) == first_round(ablated)  # round 1 has no prior chats to drop
     late = [texts(q) for q in ablated if "human tweet r3" in texts(q)]
     assert late and all("human tweet r1" not in t for t in late)  # tau^1 dropped from later rounds
@@ -198,8 +314,18 @@ def test_mode3_never_sees_human_tweets_after_round_one_and_ablations_keep_round_
 def test_settings_run_ablations_on_the_first_model_only():
     from socsim.debate.stages import settings
 
-    dp = {"agent_models": [{"name": "a"}, {"name": "b"}], "modes": [1, 3], "ablations": ["original", "no_prior_chats"],
-          "topic_sets": ["depth"]}
+    dp = {
+        "agent_models": [{"name": "a"}, {"name": "b"}],
+        "modes": [1, 3],
+        "ablations": ["original", "no_prior_chats"],
+        "topic_sets": ["depth"],
+    }
     got = {(s["model"], s["mode"], s["ablation"]) for s in settings(dp)}
-    assert got == {("a", 1, "original"), ("a", 3, "original"), ("b", 1, "original"), ("b", 3, "original"),
-                   ("a", 1, "no_prior_chats"), ("a", 3, "no_prior_chats")}
+    assert got == {
+        ("a", 1, "original"),
+        ("a", 3, "original"),
+        ("b", 1, "original"),
+        ("b", 3, "original"),
+        ("a", 1, "no_prior_chats"),
+        ("a", 3, "no_prior_chats"),
+    }

@@ -37,6 +37,7 @@ def by(rows, *keys):
 
 # ------------------------------------------------------------------------------------------ materials
 
+
 def test_topics_yaml():
     assert sum(t["set"] == "depth" for t in TOPICS.values()) == 7
     assert sum(t["set"] == "breadth" for t in TOPICS.values()) == 43
@@ -68,6 +69,7 @@ def test_fixture_is_in_the_raw_layout():
 
 # ------------------------------------------------------------------------------------------ the fixture
 
+
 def test_sessions_and_counts(parsed):
     assert parsed["warnings"] == []
     assert {k: parsed["counts"][k] for k in EXPECTED["counts"]} == EXPECTED["counts"]
@@ -98,15 +100,17 @@ def test_opinions_are_slider_minus_midpoint(parsed):
         assert p["name"] == p["worker_id"][:5] and isinstance(p["j_final"], str)
     # reverse coding is the analysis' business: the raw o is kept here, the session says `reverse`
     reverse = {s["session_id"]: s["reverse"] for s in parsed["sessions"]}
-    assert {p["session_id"] for p in parts.values() if reverse[p["session_id"]]} == \
-        {s for s, e in EXPECTED["sessions"].items() if e["reverse"] and e["complete"]}
+    assert {p["session_id"] for p in parts.values() if reverse[p["session_id"]]} == {
+        s for s, e in EXPECTED["sessions"].items() if e["reverse"] and e["complete"]
+    }
 
 
 def test_partner_schedule(parsed):
     tweets = parsed["tweets"]
     assert len(tweets) == EXPECTED["counts"]["tweets"]
     assert Counter((t["session_id"], t["worker_id"]) for t in tweets) == Counter(
-        {(p["session_id"], p["worker_id"]): 3 for p in parsed["participants"]})
+        {(p["session_id"], p["worker_id"]): 3 for p in parsed["participants"]}
+    )
     got = {}
     for t in tweets:
         got.setdefault(t["worker_id"], [None] * 3)[t["round"] - 1] = t["partner_id"][:5]
@@ -196,6 +200,7 @@ def test_demographics(parsed):
 
 # ------------------------------------------------------------------------------------------ warnings, errors
 
+
 def session_copy(tmp_path: Path, topic_dir: str = SCIENCE, src: str = "01JPAQWNW0HB2T6YJ0MR9XP4KD") -> Path:
     """A fixture session copied into tmp_path/raw/depth/<topic_dir>/ (same file name)."""
     path = next(FIXTURE.glob(f"raw/depth/*/*_{src}.csv"))
@@ -223,9 +228,11 @@ def test_unknown_event_type_field_and_topic_warn(tmp_path, caplog):
         for r in rows:
             if r[2] == "tweet" and r[0] == "1.0":
                 r[2] = "Tweet"
-        return rows + [["", "900", "reaction", worker, "", "", "", "thumbs up", "", "", ""],
-                       ["", "901", "exit_survey", worker, "", "", "Country of origin", "usa", "", "", ""],
-                       ["", "902", "exit_survey", worker, "", "", "Race/Ethnicity", "asian", "", "", ""]]
+        return rows + [
+            ["", "900", "reaction", worker, "", "", "", "thumbs up", "", "", ""],
+            ["", "901", "exit_survey", worker, "", "", "Country of origin", "usa", "", "", ""],
+            ["", "902", "exit_survey", worker, "", "", "Race/Ethnicity", "asian", "", "", ""],
+        ]
 
     rewrite(path, edit)
     with caplog.at_level("WARNING", logger="socsim.debate.ingest"):
@@ -251,17 +258,24 @@ def set_cell(row_index: int, col: str, value: str):
     def fn(rows):
         rows[row_index][ingest.COLUMNS.index(col)] = value
         return rows
+
     return fn
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda rows: [r[:10] for r in rows], r"row 1 \(header\): missing column\(s\) validity"),
-    (set_cell(5, "event_order", "seven"), r"row 6 \(line 6\): event_order 'seven' is not an integer"),
-    (set_cell(3, "sliderValue", "strongly"), r"row 4 \(line 4\): sliderValue 'strongly' is not a number"),
-    (set_cell(7, "event_order", ""), r"row 8 \(line 8\): event_order is empty"),
-    (set_cell(9, "chat_round_order", "one"), r"row 10 \(line 10\): chat_round_order 'one' is not an integer"),
-    (lambda rows: rows[:12] + [rows[12] + ["extra"]] + rows[13:], r"row 13 \(line 13\): 12 fields, the header has 11"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda rows: [r[:10] for r in rows], r"row 1 \(header\): missing column\(s\) validity"),
+        (set_cell(5, "event_order", "seven"), r"row 6 \(line 6\): event_order 'seven' is not an integer"),
+        (set_cell(3, "sliderValue", "strongly"), r"row 4 \(line 4\): sliderValue 'strongly' is not a number"),
+        (set_cell(7, "event_order", ""), r"row 8 \(line 8\): event_order is empty"),
+        (set_cell(9, "chat_round_order", "one"), r"row 10 \(line 10\): chat_round_order 'one' is not an integer"),
+        (
+            lambda rows: rows[:12] + [rows[12] + ["extra"]] + rows[13:],
+            r"row 13 \(line 13\): 12 fields, the header has 11",
+        ),
+    ],
+)
 def test_malformed_file_names_file_and_row(tmp_path, edit, message):
     path = session_copy(tmp_path)
     rewrite(path, edit)
@@ -319,9 +333,22 @@ print(json.dumps({"identity": ident, "root": str(root), "counts": out["counts"],
 
 def fetch_offline(cache: Path, repo: str, revision: str | None, **env) -> subprocess.CompletedProcess:
     e = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", **env}
-    return subprocess.run([sys.executable, "-c", FETCH, repo, revision or "-", json.dumps(["raw/**", "golden/**"]),
-                           str(ROOT / "data" / "debate" / "topics.yaml")], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env=e)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            FETCH,
+            repo,
+            revision or "-",
+            json.dumps(["raw/**", "golden/**"]),
+            str(ROOT / "data" / "debate" / "topics.yaml"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=e,
+    )
 
 
 @pytest.mark.parametrize("revision", ["main", COMMIT, None])
@@ -333,8 +360,9 @@ def test_hub_dataset_loads_offline_from_the_hub_cache(tmp_path, revision):
     assert result["identity"] == {"repo": REPO, "revision": revision, "commit": COMMIT}
     assert Path(result["root"]).name == COMMIT
     assert {k: result["counts"][k] for k in EXPECTED["counts"]} == EXPECTED["counts"]
-    assert {s: (src, c) for s, src, c in result["sessions"]} == \
-        {s: (e["source"], e["complete"]) for s, e in EXPECTED["sessions"].items()}
+    assert {s: (src, c) for s, src, c in result["sessions"]} == {
+        s: (e["source"], e["complete"]) for s, e in EXPECTED["sessions"].items()
+    }
     assert "hf_secret_never_written" not in out.stdout + out.stderr
 
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from scipy import stats as sps
 
-from socsim.debate.metrics import length, round_wise, rouge_l
+from socsim.debate.metrics import length, rouge_l, round_wise
 from socsim.debate.stats import appendix_h, group_level, individual_level
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,11 +23,15 @@ MODELS = ["gpt-4o-mini", "tulu-3-8b-sft", "llama-3.1-8b", "llama-3.1-70b", "mist
 # --------------------------------------------------------------------------------------------------
 # ROUGE-L and lengths (check 3)
 
-@pytest.mark.parametrize("a, b, expected", [
-    ("The cat sat on the mat.", "the cat lay on a mat", 0.6667),
-    ("I don't think angels are real, honestly.", "Honestly I think angels are not real", 0.6667),
-    ("café naïve résumé", "cafe naive resume", 0.0),
-])
+
+@pytest.mark.parametrize(
+    "a, b, expected",
+    [
+        ("The cat sat on the mat.", "the cat lay on a mat", 0.6667),
+        ("I don't think angels are real, honestly.", "Honestly I think angels are not real", 0.6667),
+        ("café naïve résumé", "cafe naive resume", 0.0),
+    ],
+)
 def test_rouge_l_known_pairs(a, b, expected):
     assert rouge_l(a, b) == pytest.approx(expected, abs=5e-5)
     assert rouge_l(b, a) == pytest.approx(expected, abs=5e-5)
@@ -36,8 +40,9 @@ def test_rouge_l_known_pairs(a, b, expected):
 def test_rouge_l_apostrophe_precision_recall():
     # don't -> don, t: 8 tokens vs 7; LCS = i think angels are real (5): P = 5/7, R = 5/8
     p, r = 5 / 7, 5 / 8
-    assert rouge_l("Honestly I think angels are not real", "I don't think angels are real, honestly.") == \
-        pytest.approx(2 * p * r / (p + r))
+    assert rouge_l("Honestly I think angels are not real", "I don't think angels are real, honestly.") == pytest.approx(
+        2 * p * r / (p + r)
+    )
     assert rouge_l("same words", "Same, words!") == 1.0
     assert rouge_l("", "anything") == 0.0
 
@@ -107,8 +112,7 @@ def test_round_wise_scripted_case():
     # Every distinct text embedded once, and only texts that enter a pair.
     embedded = [t for c in calls for t in c]
     assert len(embedded) == len(set(embedded))
-    assert set(embedded) == {"alpha beta", "alpha beta gamma", "delta epsilon", "alpha zeta", "alpha zeta eta",
-                             "zeta"}
+    assert set(embedded) == {"alpha beta", "alpha beta gamma", "delta epsilon", "alpha zeta", "alpha zeta eta", "zeta"}
 
     # Model A, by hand. Comparators: a1, a6 -> {h1 "alpha beta gamma", h2 "delta epsilon"}; a4 -> {h5}.
     # a1: cos (1, 0); |1-2|, |-1-2| = 1, 3; len 3-2, 2-2 = 1, 0; ROUGE 2*2/(2+3) = 0.8, 0
@@ -135,8 +139,19 @@ def test_round_wise_scripted_case():
     assert b["r_on_topic"] == 1.0
     assert (b["n_sim"], b["n_on_topic"], b["n_used"], b["n_excluded"]) == (1, 1, 1, 0)
 
-    assert list(out.reset_index().columns) == ["model", "s_sem", "d_stance", "d_signed_len", "d_abs_len", "rouge_l",
-                                               "r_on_topic", "n_sim", "n_on_topic", "n_used", "n_excluded"]
+    assert list(out.reset_index().columns) == [
+        "model",
+        "s_sem",
+        "d_stance",
+        "d_signed_len",
+        "d_abs_len",
+        "rouge_l",
+        "r_on_topic",
+        "n_sim",
+        "n_on_topic",
+        "n_used",
+        "n_excluded",
+    ]
 
 
 def test_round_wise_units_and_several_setting_columns():
@@ -161,9 +176,13 @@ def test_round_wise_no_comparator_at_all():
 # --------------------------------------------------------------------------------------------------
 # Appendix H on the paper's printed Tables 3 and 9 (check 4)
 
+
 def _settings_table(metric: str) -> pd.DataFrame:
-    cols = {(t, m): {model: PAPER[t][model][m][metric] for model in MODELS}
-            for t in ("table3", "table9") for m in ("mode1", "mode2", "mode3")}
+    cols = {
+        (t, m): {model: PAPER[t][model][m][metric] for model in MODELS}
+        for t in ("table3", "table9")
+        for m in ("mode1", "mode2", "mode3")
+    }
     return pd.DataFrame(cols).loc[MODELS]
 
 
@@ -214,6 +233,7 @@ def test_appendix_h_degenerate_and_two_models():
 # --------------------------------------------------------------------------------------------------
 # Group and individual level against closed forms (check 5)
 
+
 def _members(seed: int = 3, n_groups: int = 5) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     rows = []
@@ -223,9 +243,19 @@ def _members(seed: int = 3, n_groups: int = 5) -> pd.DataFrame:
             o_init = rng.choice([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], size=4)
             for i in range(4):
                 partner = f"w{g}{[1, 0, 3, 2][i]}"
-                rows.append({"session_id": f"S{g}", "worker_id": f"w{g}{i}", "source": source,
-                             "s1": s1[i], "s2": rng.normal(), "s3": rng.normal() * 1.5,
-                             "o_init": o_init[i], "o_final": o_init[i] + rng.normal(), "partner1": partner})
+                rows.append(
+                    {
+                        "session_id": f"S{g}",
+                        "worker_id": f"w{g}{i}",
+                        "source": source,
+                        "s1": s1[i],
+                        "s2": rng.normal(),
+                        "s3": rng.normal() * 1.5,
+                        "o_init": o_init[i],
+                        "o_final": o_init[i] + rng.normal(),
+                        "partner1": partner,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -260,13 +290,18 @@ def test_group_level_closed_form(ddof):
         assert row.n == 4
 
     sessions = [f"S{g}" for g in range(G)]
-    spec = {"tweet mean": ("s1", "s3", "mean"), "tweet SD": ("s1", "s3", "sd"),
-            "opinion mean": ("o_init", "o_final", "mean"), "opinion SD": ("o_init", "o_final", "sd")}
+    spec = {
+        "tweet mean": ("s1", "s3", "mean"),
+        "tweet SD": ("s1", "s3", "sd"),
+        "opinion mean": ("o_init", "o_final", "mean"),
+        "opinion SD": ("o_init", "o_final", "sd"),
+    }
     tests = tests.set_index(["quantity", "test"])
     assert len(tests) == 12
     for name, (before, after, st) in spec.items():
-        change = {src: [stat[(s, src, after, st)] - stat[(s, src, before, st)] for s in sessions]
-                  for src in ("llm", "human")}
+        change = {
+            src: [stat[(s, src, after, st)] - stat[(s, src, before, st)] for s in sessions] for src in ("llm", "human")
+        }
         for src in ("llm", "human"):
             t, p = _t_p(change[src])
             row = tests.loc[(name, f"{src} change")]
@@ -305,8 +340,11 @@ def test_individual_level_closed_form():
             change = [r[end] - r[start] for r in by_id.values()]
             own = [r[start] for r in by_id.values()]
             partner = [by_id[(r["session_id"], r["partner1"])][start] for r in by_id.values()]
-            preds = {"own initial": own, "partner minus own": [p - o for p, o in zip(partner, own)],
-                     "abs partner minus own": [abs(p - o) for p, o in zip(partner, own)]}
+            preds = {
+                "own initial": own,
+                "partner minus own": [p - o for p, o in zip(partner, own)],
+                "abs partner minus own": [abs(p - o) for p, o in zip(partner, own)],
+            }
             for name, x in preds.items():
                 row = out.loc[(src, outcome, name)]
                 r, p = _pearson(x, change)
@@ -329,14 +367,19 @@ def test_individual_level_degenerate():
 # --------------------------------------------------------------------------------------------------
 # The real sentence encoder
 
+
 @pytest.mark.slow
 def test_encoder_minilm():
     pytest.importorskip("sentence_transformers", reason="sentence-transformers is not installed")
     from socsim.debate.metrics import Encoder
 
     enc = Encoder()
-    texts = ["Angels are real and they watch over us.", "Angels are real and they watch over us.",
-             "I believe guardian angels protect people.", "The quarterly tax form is due in April."]
+    texts = [
+        "Angels are real and they watch over us.",
+        "Angels are real and they watch over us.",
+        "I believe guardian angels protect people.",
+        "The quarterly tax form is due in April.",
+    ]
     emb = enc.encode(texts)
     assert emb.shape == (4, 384)
     assert np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)

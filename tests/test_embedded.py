@@ -22,9 +22,17 @@ def ask(text, seed, constraint=None, max_tokens=8, temperature=0.8):
 
 def test_constraints_hold_on_the_real_model(tmp_path):
     c = client(tmp_path)
-    person = JsonSchema.of({"type": "object", "additionalProperties": False, "required": ["name", "age"],
-                            "properties": {"name": {"type": "string", "maxLength": 20},
-                                           "age": {"type": "integer", "minimum": 0, "maximum": 120}}})
+    person = JsonSchema.of(
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["name", "age"],
+            "properties": {
+                "name": {"type": "string", "maxLength": 20},
+                "age": {"type": "integer", "minimum": 0, "maximum": 120},
+            },
+        }
+    )
     reqs = [ask("Is water wet? Answer Yes or No.", derive_seed(1, i), Choice(("Yes", "No"))) for i in range(4)]
     reqs += [ask("How toxic is 'you idiot' from 1 to 5?", derive_seed(2, i), IntRange(1, 5)) for i in range(4)]
     reqs += [ask("Invent a person. Answer as JSON.", derive_seed(3, i), person, max_tokens=60) for i in range(2)]
@@ -50,8 +58,14 @@ def test_overlong_answer_is_kept_raw_and_counted(tmp_path):
 def test_same_request_same_answer_and_cache_hits(tmp_path):
     # A shared system prompt, so the embedded model's prefix cache is exercised across orders.
     system = {"role": "system", "content": "You are a painter who answers in one short sentence."}
-    reqs = [Request.chat([system, {"role": "user", "content": f"Name colour number {i}."}], derive_seed(9, i),
-                         Sampling(0.8, 0.95, 10)) for i in range(6)]
+    reqs = [
+        Request.chat(
+            [system, {"role": "user", "content": f"Name colour number {i}."}],
+            derive_seed(9, i),
+            Sampling(0.8, 0.95, 10),
+        )
+        for i in range(6)
+    ]
     first = client(tmp_path, "a")
     a = first.run(reqs)
     # A fresh cache and a different order and concurrency: same answers.

@@ -26,8 +26,17 @@ from socsim.stats.text import diversity, lcs_length, rouge_l_f1, tokens
 
 ALICE = {"persona_id": "p1", "username": "alice", "role": "normal_user", "system_prompt": "a"}
 BOB = {"persona_id": "p2", "username": "bob", "role": "troll", "system_prompt": "b"}
-SETUP = {"discussion_id": "d1", "context_h": 2, "model": "m", "strategy": "No Instructions", "condition": "main",
-         "facilitator_prompt": "moderate", "participants": [ALICE, BOB], "topic": "seed opinion", "seed": 1}
+SETUP = {
+    "discussion_id": "d1",
+    "context_h": 2,
+    "model": "m",
+    "strategy": "No Instructions",
+    "condition": "main",
+    "facilitator_prompt": "moderate",
+    "participants": [ALICE, BOB],
+    "topic": "seed opinion",
+    "seed": 1,
+}
 
 
 class Discussion:
@@ -37,8 +46,13 @@ class Discussion:
         self.setup, self.t = setup, Transcript(episode(setup))
 
     def record(self, speaker: dict | None, text: str, tokens: int, is_seed: bool = False, silent: bool | None = None):
-        self.t.add(speaker["persona_id"] if speaker else FACILITATOR, text, tokens,
-                   (not text) if silent is None else silent, is_seed)
+        self.t.add(
+            speaker["persona_id"] if speaker else FACILITATOR,
+            text,
+            tokens,
+            (not text) if silent is None else silent,
+            is_seed,
+        )
 
     @property
     def rows(self) -> list[dict]:
@@ -92,8 +106,21 @@ def test_repeated_texts_do_not_multiply_annotation_rows():
     rows = _comments_with_repeats()
     comments = pd.DataFrame(rows)
     keys = [(c["discussion_id"], c["turn"]) for c, _ in annotate.targets(rows, {"d1": 2})]
-    ann = pd.DataFrame([{"discussion_id": d, "turn": t, "annotator_id": a, "toxicity": 2, "argument_quality": 3,
-                         "parse_ok": True, "raw_answer": "{}"} for d, t in keys for a in ("a1", "a2")])
+    ann = pd.DataFrame(
+        [
+            {
+                "discussion_id": d,
+                "turn": t,
+                "annotator_id": a,
+                "toxicity": 2,
+                "argument_quality": 3,
+                "parse_ok": True,
+                "raw_answer": "{}",
+            }
+            for d, t in keys
+            for a in ("a1", "a2")
+        ]
+    )
     setups = pd.DataFrame([{"discussion_id": "d1", "instructions": "full", "with_roles": True}])
     rated = analysis.rated_comments(comments, ann, setups)
     assert len(rated) == len(ann) == 12  # one row per (comment, annotator), whatever the texts
@@ -101,6 +128,7 @@ def test_repeated_texts_do_not_multiply_annotation_rows():
 
 
 # -- statistics against independent computations ---------------------------------------------------
+
 
 def test_rouge_l_and_diversity_by_hand():
     assert tokens("Hello @bob, the CAT sat!") == ["hello", "the", "cat", "sat"]
@@ -134,8 +162,16 @@ def _synthetic_rated(seed=0, per_cell=40, turns=12):
             for t in range(turns):
                 for a in range(3):
                     y = 2.0 + shift + (-0.01 + slope) * t + u + rng.normal(0, 0.5)
-                    rows.append({"discussion_id": did, "strategy": strategy, "time": t, "toxicity": y,
-                                 "condition": "main", "is_facilitator": False})
+                    rows.append(
+                        {
+                            "discussion_id": did,
+                            "strategy": strategy,
+                            "time": t,
+                            "toxicity": y,
+                            "condition": "main",
+                            "is_facilitator": False,
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -155,14 +191,17 @@ def test_ols_matches_independent_fit_with_clustered_errors():
     se_plain = np.sqrt(np.diag(bread) * (resid @ resid) / (n - k))
     groups = pd.factorize(data["discussion_id"])[0]
     g = groups.max() + 1
-    meat = sum(np.outer(X[groups == j].T @ resid[groups == j], X[groups == j].T @ resid[groups == j])
-               for j in range(g))
+    meat = sum(np.outer(X[groups == j].T @ resid[groups == j], X[groups == j].T @ resid[groups == j]) for j in range(g))
     cov = bread @ meat @ bread * (g / (g - 1)) * ((n - 1) / (n - k))
     se_cluster = np.sqrt(np.diag(cov))
-    order = ["Intercept", 'C(strategy, Treatment("No Moderator"))[T.Moderation Game]',
-             'C(strategy, Treatment("No Moderator"))[T.Rules Only]', "time",
-             'C(strategy, Treatment("No Moderator"))[T.Moderation Game]:time',
-             'C(strategy, Treatment("No Moderator"))[T.Rules Only]:time']
+    order = [
+        "Intercept",
+        'C(strategy, Treatment("No Moderator"))[T.Moderation Game]',
+        'C(strategy, Treatment("No Moderator"))[T.Rules Only]',
+        "time",
+        'C(strategy, Treatment("No Moderator"))[T.Moderation Game]:time',
+        'C(strategy, Treatment("No Moderator"))[T.Rules Only]:time',
+    ]
     table = res.table.loc[order]
     assert table["coef"].to_numpy() == pytest.approx(beta, abs=1e-10)
     assert table["se"].to_numpy() == pytest.approx(se_plain, rel=1e-8)
@@ -178,8 +217,9 @@ def test_ols_matches_independent_fit_with_clustered_errors():
 
 def test_anova_and_pairwise_match_scipy_at_both_levels():
     data = _synthetic_rated(seed=3, per_cell=10, turns=4)
-    means = data.groupby(["discussion_id", "strategy", "time", "condition", "is_facilitator"],
-                         as_index=False)["toxicity"].mean()
+    means = data.groupby(["discussion_id", "strategy", "time", "condition", "is_facilitator"], as_index=False)[
+        "toxicity"
+    ].mean()
     anova, pairwise = analysis.anova_and_pairwise(means)
     # Comment level (the paper's): every comment mean is a unit.
     groups = [g["toxicity"].to_numpy() for _, g in means.groupby("strategy")]
@@ -213,8 +253,16 @@ def test_discussion_level_test_keeps_its_size_under_clustering():
         for strategy in ("No Moderator", "Rules Only"):
             for d in range(6):
                 u = rng.normal(0, 0.5)
-                rows += [{"discussion_id": f"{strategy}{d}", "strategy": strategy, "condition": "main",
-                          "is_facilitator": False, "toxicity": 2 + u + e} for e in rng.normal(0, 0.3, 10)]
+                rows += [
+                    {
+                        "discussion_id": f"{strategy}{d}",
+                        "strategy": strategy,
+                        "condition": "main",
+                        "is_facilitator": False,
+                        "toxicity": 2 + u + e,
+                    }
+                    for e in rng.normal(0, 0.3, 10)
+                ]
         anova, _ = analysis.anova_and_pairwise(pd.DataFrame(rows))
         rejections.update(level for level in ("comment", "discussion") if anova[level]["p"] < 0.05)
     assert rejections["comment"] / sims > 0.3
@@ -251,11 +299,28 @@ def _known_discussions(per_cell=6, turns=10, seed=0):
                 if r["is_silent"] or r["is_seed"]:
                     continue
                 y = 4.0 if r["is_facilitator"] else 2 + shift + (-0.01 + slope) * user_idx
-                ann += [{"discussion_id": did, "turn": r["turn"], "annotator_id": a, "toxicity": y,
-                         "argument_quality": 3, "parse_ok": True, "raw_answer": "{}"} for a in ("a1", "a2")]
+                ann += [
+                    {
+                        "discussion_id": did,
+                        "turn": r["turn"],
+                        "annotator_id": a,
+                        "toxicity": y,
+                        "argument_quality": 3,
+                        "parse_ok": True,
+                        "raw_answer": "{}",
+                    }
+                    for a in ("a1", "a2")
+                ]
             rows += t.rows
-            setups.append({"discussion_id": did, "instructions": "full", "with_roles": True,
-                           "condition": "main", "turn_taking": "respond"})
+            setups.append(
+                {
+                    "discussion_id": did,
+                    "instructions": "full",
+                    "with_roles": True,
+                    "condition": "main",
+                    "turn_taking": "respond",
+                }
+            )
     return pd.DataFrame(rows), pd.DataFrame(ann), pd.DataFrame(setups)
 
 
@@ -284,11 +349,13 @@ def test_time_is_the_user_comment_index_and_recovers_known_slopes():
 
 # -- constant and one-value ratings, missing strategies, no usable rating --------------------------
 
+
 def _strict(text: str):
     import json
 
     def bad(x):
         raise ValueError(f"not strict JSON: {x}")
+
     return json.loads(text, parse_constant=bad)
 
 
@@ -337,13 +404,20 @@ def test_perfect_fit_withholds_stars():
 
 def test_no_variance_within_strategies_is_na_not_infinite():
     # Constant inside each strategy, different between them: F and t would be infinite, p = 0.
-    units = pd.DataFrame({"discussion_id": [f"d{i}" for i in range(6)],
-                          "strategy": ["A", "A", "A", "B", "B", "B"], "toxicity": [1.0, 1, 1, 2, 2, 2]})
+    units = pd.DataFrame(
+        {
+            "discussion_id": [f"d{i}" for i in range(6)],
+            "strategy": ["A", "A", "A", "B", "B", "B"],
+            "toxicity": [1.0, 1, 1, 2, 2, 2],
+        }
+    )
     anova, pairwise = analysis.group_tests(units, "discussion")
     assert anova["F"] is None and anova["p"] is None and "no variance within any strategy" in anova["verdict"]
     assert pairwise["p"].isna().all() and pairwise["verdict"].str.contains("t is infinite").all()
     # a strategy with one unit is named as excluded, not dropped silently
-    units = pd.concat([units, pd.DataFrame({"discussion_id": ["d9"], "strategy": ["C"], "toxicity": [3.0]})], ignore_index=True)
+    units = pd.concat(
+        [units, pd.DataFrame({"discussion_id": ["d9"], "strategy": ["C"], "toxicity": [3.0]})], ignore_index=True
+    )
     units.loc[units.index[:2], "toxicity"] = [1.5, 0.5]
     anova, _ = analysis.group_tests(units, "discussion")
     assert anova["excluded"] == {"strategies": ["C"], "reason": "fewer than 2 discussions"}
@@ -352,8 +426,12 @@ def test_no_variance_within_strategies_is_na_not_infinite():
 
 def test_no_ratings_at_all_is_said_so():
     empty = pd.DataFrame({"annotator_id": pd.Series([], dtype=str), "parse_ok": pd.Series([], dtype=bool)})
-    assert analysis.agreement(empty.assign(toxicity=[], argument_quality=[], discussion_id=[], turn=[]))[
-        "parse_failure_rate"] is None
+    assert (
+        analysis.agreement(empty.assign(toxicity=[], argument_quality=[], discussion_id=[], turn=[]))[
+            "parse_failure_rate"
+        ]
+        is None
+    )
     with pytest.raises(ValueError, match="no ratings at all"):
         analysis.check_ratings(empty)
 
@@ -372,18 +450,35 @@ def test_strategy_without_ratings_is_named_and_missing_reference_is_na():
 
 # -- the analyse and figures stages on Parquet files of the documented schemas ----------------------
 
+
 def _write_study(d, comments, ann, setups_small):
     from socsim.io.parquet import write_table
 
     d.mkdir(parents=True, exist_ok=True)
     setups = []
     for _, s in setups_small.iterrows():
-        setups.append({"discussion_id": s.discussion_id, "condition": "main", "model": "m",
-                       "strategy": comments.loc[comments.discussion_id == s.discussion_id, "strategy"].iloc[0],
-                       "turn_taking": "respond", "p_respond": 0.4, "context_h": 2, "user_turns": 6,
-                       "instructions": "full", "with_sdb": True, "with_roles": True, "topic_id": "t1",
-                       "topic": "seed opinion", "participants": [], "facilitator_prompt": None, "seed": 1})
+        setups.append(
+            {
+                "discussion_id": s.discussion_id,
+                "condition": "main",
+                "model": "m",
+                "strategy": comments.loc[comments.discussion_id == s.discussion_id, "strategy"].iloc[0],
+                "turn_taking": "respond",
+                "p_respond": 0.4,
+                "context_h": 2,
+                "user_turns": 6,
+                "instructions": "full",
+                "with_sdb": True,
+                "with_roles": True,
+                "topic_id": "t1",
+                "topic": "seed opinion",
+                "participants": [],
+                "facilitator_prompt": None,
+                "seed": 1,
+            }
+        )
     write_table(d / "setups.parquet", setups, schemas.SETUPS, ["discussion_id"], {})
+
     def records(df, int_cols):
         out = df.to_dict("records")
         for r in out:
@@ -392,16 +487,35 @@ def _write_study(d, comments, ann, setups_small):
         return out
 
     c = comments.assign(model="m", condition="main", prompt_hash=None, completion_tokens=1)
-    write_table(d / "comments.parquet", records(c, ["position", "turn"]), schemas.COMMENTS, ["discussion_id", "turn"],
-                {})
-    write_table(d / "annotations.parquet", records(ann, ["toxicity", "argument_quality", "turn"]), schemas.ANNOTATIONS,
-                ["discussion_id", "turn", "annotator_id"], {})
+    write_table(
+        d / "comments.parquet", records(c, ["position", "turn"]), schemas.COMMENTS, ["discussion_id", "turn"], {}
+    )
+    write_table(
+        d / "annotations.parquet",
+        records(ann, ["toxicity", "argument_quality", "turn"]),
+        schemas.ANNOTATIONS,
+        ["discussion_id", "turn", "annotator_id"],
+        {},
+    )
 
 
 def _analyse(d, params):
-    return run_socsim("facilitation", "analyse", "--params", str(params), "--setups", str(d / "setups.parquet"),
-                      "--comments", str(d / "comments.parquet"), "--annotations", str(d / "annotations.parquet"),
-                      "--analysis", str(d / "analysis"), "--metrics", str(d / "analyse.json"))
+    return run_socsim(
+        "facilitation",
+        "analyse",
+        "--params",
+        str(params),
+        "--setups",
+        str(d / "setups.parquet"),
+        "--comments",
+        str(d / "comments.parquet"),
+        "--annotations",
+        str(d / "annotations.parquet"),
+        "--analysis",
+        str(d / "analysis"),
+        "--metrics",
+        str(d / "analyse.json"),
+    )
 
 
 def test_analyse_and_figures_stages_say_degenerate_input_plainly(tmp_path):
@@ -425,8 +539,16 @@ def test_analyse_and_figures_stages_say_degenerate_input_plainly(tmp_path):
     assert vs.loc[vs.quantity.str.startswith("Finding 2"), "finding_holds"].iloc[0].startswith("degenerate input")
     assert "degenerate input" in (out / "vs_paper.md").read_text()
     assert "***" not in (out / "table2_ols.md").read_text()
-    proc = run_socsim("facilitation", "figures", "--params", str(params), "--analysis", str(out),
-                      "--figures", str(tmp_path / "figures"))
+    proc = run_socsim(
+        "facilitation",
+        "figures",
+        "--params",
+        str(params),
+        "--analysis",
+        str(out),
+        "--figures",
+        str(tmp_path / "figures"),
+    )
     assert proc.returncode == 0, proc.stderr
     assert len(list((tmp_path / "figures").glob("fig*.png"))) == 4
 
@@ -445,10 +567,12 @@ def test_analyse_on_informative_ratings_compares_with_the_paper(tmp_path):
     vs = pd.read_csv(out / "vs_paper.csv")
     ours = vs.set_index("quantity")
     table = pd.read_csv(out / "table2_ols.csv").set_index("variable")
-    assert ours.loc["Table 2: Moderation Game×time", "ours"] == pytest.approx(table.loc["Moderation Game×time", "coef"],
-                                                                              rel=1e-4)
+    assert ours.loc["Table 2: Moderation Game×time", "ours"] == pytest.approx(
+        table.loc["Moderation Game×time", "coef"], rel=1e-4
+    )
     assert ours.loc["Table 2: Moderation Game×time", "difference"] == pytest.approx(
-        table.loc["Moderation Game×time", "coef"] + 0.011, rel=1e-3)
+        table.loc["Moderation Game×time", "coef"] + 0.011, rel=1e-3
+    )
     assert set(pd.read_csv(out / "pairwise_ttests.csv")["level"]) == {"comment", "discussion"}
     # Finding 2 holds only for significant negative x time terms (the sign alone is no finding).
     elaborate = ["Regulation Room×time", "Constructive Communications×time", "Moderation Game×time"]
@@ -480,18 +604,32 @@ def test_all_ratings_unparsed_fails_naming_it_after_writing_agreement(tmp_path):
     assert proc.returncode != 0
     assert "every rating failed to parse" in proc.stderr
     agreement = _strict((tmp_path / "analysis" / "agreement.json").read_text())
-    assert agreement["parse_failure_rate"] == 1.0 and set(agreement["parse_failure_rate_by_annotator"].values()) == {1.0}
+    assert agreement["parse_failure_rate"] == 1.0 and set(agreement["parse_failure_rate_by_annotator"].values()) == {
+        1.0
+    }
 
 
 # -- Fig. 6: basic-prompt ablation against the matching main cell -----------------------------------
 
+
 def test_troll_groups_compare_the_matching_cell_in_proportions():
     rows = []
+
     def add(cond, model, strategy, trolls, values):
         for i, v in enumerate(values):
-            rows.append({"discussion_id": f"{cond}{model}{strategy}{trolls}", "turn": i, "condition": cond,
-                         "model": model, "strategy": strategy, "instructions": "basic" if cond != "main" else "full",
-                         "trolls": trolls, "toxicity": v})
+            rows.append(
+                {
+                    "discussion_id": f"{cond}{model}{strategy}{trolls}",
+                    "turn": i,
+                    "condition": cond,
+                    "model": model,
+                    "strategy": strategy,
+                    "instructions": "basic" if cond != "main" else "full",
+                    "trolls": trolls,
+                    "toxicity": v,
+                }
+            )
+
     add("basic_instructions", "q", "No Instructions", "with trolls", [1, 1, 2, 1.5])
     add("basic_instructions", "q", "No Instructions", "without trolls", [1, 1])
     add("main", "q", "No Instructions", "with trolls", [2, 2, 3, 1, 2.4])
@@ -499,9 +637,12 @@ def test_troll_groups_compare_the_matching_cell_in_proportions():
     add("main", "q", "Rules Only", "with trolls", [5, 5])  # another strategy: not comparable
     add("main", "other", "No Instructions", "with trolls", [5])  # another model: not comparable
     g = analysis.troll_groups(pd.DataFrame(rows))
-    assert set(zip(g["prompt"], g["trolls"])) == {("basic prompt", "with trolls"), ("basic prompt", "without trolls"),
-                                                  ("instruction prompt", "with trolls"),
-                                                  ("instruction prompt", "without trolls")}
+    assert set(zip(g["prompt"], g["trolls"])) == {
+        ("basic prompt", "with trolls"),
+        ("basic prompt", "without trolls"),
+        ("instruction prompt", "with trolls"),
+        ("instruction prompt", "without trolls"),
+    }
     assert (g.model == "q").all() and (g.strategy == "No Instructions").all()
     sums = g.groupby(["prompt", "trolls"])["proportion"].sum()
     assert np.allclose(sums, 1.0)
@@ -514,11 +655,16 @@ def test_troll_groups_compare_the_matching_cell_in_proportions():
 
 # -- ablations' model, Fig. 5 baseline and human-reference note -------------------------------------
 
+
 def _fp(**over):
     from socsim import config
 
-    base = {"models": [{"name": "llama"}, {"name": "qwen"}], "strategies": ["No Moderator", "No Instructions"],
-            "users_per_discussion": 3, **over}
+    base = {
+        "models": [{"name": "llama"}, {"name": "qwen"}],
+        "strategies": ["No Moderator", "No Instructions"],
+        "users_per_discussion": 3,
+        **over,
+    }
     return config.validate({"facilitation": base})["facilitation"]
 
 
@@ -530,15 +676,46 @@ def test_ablations_run_on_their_model_and_fig5_takes_the_baseline_from_them():
     assert setups.ablation_model(_fp()) == "llama"  # null: the first model
     with pytest.raises(ValueError, match="ablations.model"):
         setups.ablation_model(_fp(ablations={"model": "gpt"}))
-    div = pd.DataFrame([
-        {"discussion_id": "a", "condition": "main", "model": "llama", "strategy": "No Instructions",
-         "turn_taking": "respond", "diversity": 0.5, "source": "synthetic"},
-        {"discussion_id": "b", "condition": "main", "model": "qwen", "strategy": "No Instructions",
-         "turn_taking": "respond", "diversity": 0.6, "source": "synthetic"},
-        {"discussion_id": "c", "condition": "main", "model": "qwen", "strategy": "No Moderator",
-         "turn_taking": "respond", "diversity": 0.7, "source": "synthetic"},
-        {"discussion_id": "d", "condition": "tt_random", "model": "qwen", "strategy": "No Instructions",
-         "turn_taking": "random", "diversity": 0.9, "source": "synthetic"}])
+    div = pd.DataFrame(
+        [
+            {
+                "discussion_id": "a",
+                "condition": "main",
+                "model": "llama",
+                "strategy": "No Instructions",
+                "turn_taking": "respond",
+                "diversity": 0.5,
+                "source": "synthetic",
+            },
+            {
+                "discussion_id": "b",
+                "condition": "main",
+                "model": "qwen",
+                "strategy": "No Instructions",
+                "turn_taking": "respond",
+                "diversity": 0.6,
+                "source": "synthetic",
+            },
+            {
+                "discussion_id": "c",
+                "condition": "main",
+                "model": "qwen",
+                "strategy": "No Moderator",
+                "turn_taking": "respond",
+                "diversity": 0.7,
+                "source": "synthetic",
+            },
+            {
+                "discussion_id": "d",
+                "condition": "tt_random",
+                "model": "qwen",
+                "strategy": "No Instructions",
+                "turn_taking": "random",
+                "diversity": 0.9,
+                "source": "synthetic",
+            },
+        ]
+    )
     base, label = figures.ablation_baseline(div)
     assert base["discussion_id"].tolist() == ["b"] and "qwen" in label
     assert "not set" in figures.human_note(div)
@@ -548,16 +725,40 @@ def test_ablations_run_on_their_model_and_fig5_takes_the_baseline_from_them():
 
 # -- silence -------------------------------------------------------------------------------------------
 
+
 def test_silence_rule_from_data():
     from socsim.facilitation.simulate import SilenceRule
 
     rule = SilenceRule.from_file(ROOT / "data" / "facilitation" / "silence.yaml")
-    for text in ["", "   ", "...", "…", "-", "(silent)", "[no intervention]", "[No intervention needed.]", "(Silence)",
-                 "*stays silent*", "<pass>", "(no comment)", "silent", "Silence.", "No intervention.", "pass",
-                 "[ remains silent ]", "(none)"]:
+    for text in [
+        "",
+        "   ",
+        "...",
+        "…",
+        "-",
+        "(silent)",
+        "[no intervention]",
+        "[No intervention needed.]",
+        "(Silence)",
+        "*stays silent*",
+        "<pass>",
+        "(no comment)",
+        "silent",
+        "Silence.",
+        "No intervention.",
+        "pass",
+        "[ remains silent ]",
+        "(none)",
+    ]:
         assert rule(text), text
-    for text in ["Please keep it civil.", "I pass on this one, the data is unclear", "Silence is golden, folks",
-                 "@bob (silent) readers matter too", "No.", "ok"]:
+    for text in [
+        "Please keep it civil.",
+        "I pass on this one, the data is unclear",
+        "Silence is golden, folks",
+        "@bob (silent) readers matter too",
+        "No.",
+        "ok",
+    ]:
         assert not rule(text), text
     assert SilenceRule()("...") and not SilenceRule()("(silent)")  # without patterns: empty/punctuation only
 
@@ -576,8 +777,15 @@ def test_silent_replies_are_recorded_as_silence_and_counted():
     assert [c["text"] for c in t.context()] == ["you are all wrong", "Please be civil."]
     assert t.rows[2]["text"] == "(silent)" and t.rows[2]["position"] is None  # kept for audit
     m = silence_metrics(t.rows)
-    assert m == {"comments": 3, "silent_turns": 2, "facilitator_turns": 2, "facilitator_silent": 1,
-                 "facilitator_interventions": 1, "user_silent": 1, "silent_by_rule": 2}
+    assert m == {
+        "comments": 3,
+        "silent_turns": 2,
+        "facilitator_turns": 2,
+        "facilitator_silent": 1,
+        "facilitator_interventions": 1,
+        "user_silent": 1,
+        "silent_by_rule": 2,
+    }
     interv = analysis.interventions(pd.DataFrame(t.rows))
     assert interv["interventions"].tolist() == [1] and interv["opportunities"].tolist() == [2]
 
@@ -595,6 +803,7 @@ def test_only_the_facilitator_is_told_it_may_stay_silent():
 
 # -- personas: annotators' fields, role traits ---------------------------------------------------------
 
+
 def test_annotators_carry_the_participants_fields():
     from socsim.facilitation import materials
 
@@ -602,8 +811,7 @@ def test_annotators_carry_the_participants_fields():
     annotators = materials.read_annotators(ROOT / "data" / "facilitation" / "annotators.jsonl", 10)
     for a in annotators:
         prompt = annotate.annotator_prompt(a, guide)
-        for key in ("age", "sex", "sexual_orientation", "demographic_group", "education_level",
-                    "current_employment"):
+        for key in ("age", "sex", "sexual_orientation", "demographic_group", "education_level", "current_employment"):
             assert str(a[key]) in prompt, key
         assert all(t in prompt for t in a["personality_characteristics"]) and prompt.endswith("Rate toxicity.")
     bad = ROOT / "data" / "facilitation" / "personas.jsonl"  # no annotator_id: rejected
@@ -628,9 +836,16 @@ def test_no_roles_drops_the_role_traits_too():
 
 # -- real model: a discussion, and resume after SIGKILL ---------------------------------------------
 
-TINY = {"facilitation": {"strategies": ["No Moderator", "No Instructions"], "users_per_discussion": 3,
-                         "user_turns": 3, "comment_max_tokens": 16, "ablations": {"discussions": 0},
-                         "annotation": {"annotators": 2, "max_tokens": 20}}}
+TINY = {
+    "facilitation": {
+        "strategies": ["No Moderator", "No Instructions"],
+        "users_per_discussion": 3,
+        "user_turns": 3,
+        "comment_max_tokens": 16,
+        "ablations": {"discussions": 0},
+        "annotation": {"annotators": 2, "max_tokens": 20},
+    }
+}
 
 
 def _chain_until_setups(tmp_path, params):
@@ -640,8 +855,17 @@ def _chain_until_setups(tmp_path, params):
         extra = []
         if stage == "setups":
             extra = ["--personas", str(paths["personas"]), "--topics", str(paths["topics"])]
-        proc = run_socsim("facilitation", stage, "--params", str(params), f"--{out}", str(paths[out]),
-                          "--metrics", str(tmp_path / f"{stage}.json"), *extra)
+        proc = run_socsim(
+            "facilitation",
+            stage,
+            "--params",
+            str(params),
+            f"--{out}",
+            str(paths[out]),
+            "--metrics",
+            str(tmp_path / f"{stage}.json"),
+            *extra,
+        )
         assert proc.returncode == 0, proc.stderr
     return paths
 
@@ -655,12 +879,33 @@ def test_simulate_annotate_on_the_real_model_is_deterministic(tmp_path):
         params = write_params(d / "params.yaml", **TINY)
         paths = _chain_until_setups(d, params)
         comments, annotations = d / "comments.parquet", d / "annotations.parquet"
-        proc = run_socsim("facilitation", "simulate", "--params", str(params), "--setups", str(paths["setups"]),
-                          "--comments", str(comments), "--metrics", str(d / "sim.json"))
+        proc = run_socsim(
+            "facilitation",
+            "simulate",
+            "--params",
+            str(params),
+            "--setups",
+            str(paths["setups"]),
+            "--comments",
+            str(comments),
+            "--metrics",
+            str(d / "sim.json"),
+        )
         assert proc.returncode == 0, proc.stderr
-        proc = run_socsim("facilitation", "annotate", "--params", str(params), "--setups", str(paths["setups"]),
-                          "--comments", str(comments), "--annotations", str(annotations),
-                          "--metrics", str(d / "ann.json"))
+        proc = run_socsim(
+            "facilitation",
+            "annotate",
+            "--params",
+            str(params),
+            "--setups",
+            str(paths["setups"]),
+            "--comments",
+            str(comments),
+            "--annotations",
+            str(annotations),
+            "--metrics",
+            str(d / "ann.json"),
+        )
         assert proc.returncode == 0, proc.stderr
         outs.append((comments, annotations))
     (ca, aa), (cb, ab) = outs
@@ -688,12 +933,23 @@ def test_simulate_annotate_on_the_real_model_is_deterministic(tmp_path):
 
 @pytest.mark.slow
 def test_discussion_killed_mid_run_resumes_from_cache(tmp_path):
-    params = write_params(tmp_path / "params.yaml", **{**TINY, "facilitation": {**TINY["facilitation"],
-                                                                                 "user_turns": 6}})
+    params = write_params(
+        tmp_path / "params.yaml", **{**TINY, "facilitation": {**TINY["facilitation"], "user_turns": 6}}
+    )
     paths = _chain_until_setups(tmp_path, params)
     comments, metrics = tmp_path / "comments.parquet", tmp_path / "sim.json"
-    cmd = socsim_cmd("facilitation", "simulate", "--params", str(params), "--setups", str(paths["setups"]),
-                     "--comments", str(comments), "--metrics", str(metrics))
+    cmd = socsim_cmd(
+        "facilitation",
+        "simulate",
+        "--params",
+        str(params),
+        "--setups",
+        str(paths["setups"]),
+        "--comments",
+        str(comments),
+        "--metrics",
+        str(metrics),
+    )
     done = kill_after_cached_calls(cmd, tmp_path / "cache" / "llm.sqlite", 4)
     total = 6 + 6 + 6  # two discussions: 6 user turns each, 6 facilitator turns in one
     assert 4 <= done < total and not comments.exists()

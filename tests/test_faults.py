@@ -94,8 +94,9 @@ def _personas_via_cli(tmp_path, capsys):
     a faulty cache stops it before the model loads."""
     params = write_params(tmp_path / "params.yaml", facilitation={"personas": {"source": "llm", "n": 2}})
     out, metrics = tmp_path / "personas.parquet", tmp_path / "metrics.json"
-    code = cli.main(["facilitation", "personas", "--params", str(params), "--personas", str(out),
-                     "--metrics", str(metrics)])
+    code = cli.main(
+        ["facilitation", "personas", "--params", str(params), "--personas", str(out), "--metrics", str(metrics)]
+    )
     assert not out.exists() and not metrics.exists()
     return code, capsys.readouterr().err
 
@@ -114,11 +115,20 @@ def test_the_cli_names_the_bad_cache_file(tmp_path, capsys, kind):
 def test_a_truncated_cache_in_a_real_run_gives_one_line_not_a_traceback(tmp_path):
     params = write_params(tmp_path / "params.yaml", facilitation={"personas": {"source": "llm", "n": 2}})
     cache = make_fault("truncated", tmp_path / "cache" / "llm.sqlite")
-    proc = run_socsim("facilitation", "personas", "--params", str(params), "--personas",
-                      str(tmp_path / "personas.parquet"), "--metrics", str(tmp_path / "metrics.json"))
+    proc = run_socsim(
+        "facilitation",
+        "personas",
+        "--params",
+        str(params),
+        "--personas",
+        str(tmp_path / "personas.parquet"),
+        "--metrics",
+        str(tmp_path / "metrics.json"),
+    )
     assert proc.returncode == 2
-    assert proc.stderr.splitlines()[1].startswith(f"socsim: error: the call cache {cache} is not an SQLite database, "
-                                                  "or a damaged one")
+    assert proc.stderr.splitlines()[1].startswith(
+        f"socsim: error: the call cache {cache} is not an SQLite database, or a damaged one"
+    )
     assert "to start a fresh cache" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -189,11 +199,20 @@ cache.close()
 
 @pytest.mark.parametrize("umask, mode", [(0o002, 0o664), (0o027, 0o640)], ids=["umask-002", "umask-027"])
 def test_artifacts_and_caches_get_the_mode_the_umask_gives(tmp_path, umask, mode):
-    proc = subprocess.run([sys.executable, "-c", UMASK_SCRIPT, oct(umask)[2:], str(tmp_path)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", UMASK_SCRIPT, oct(umask)[2:], str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
-    files = [tmp_path / "a.json", tmp_path / "figures" / "f.png", tmp_path / "figures" / "f.pdf",
-             tmp_path / "llm.sqlite"]
+    files = [
+        tmp_path / "a.json",
+        tmp_path / "figures" / "f.png",
+        tmp_path / "figures" / "f.pdf",
+        tmp_path / "llm.sqlite",
+    ]
     assert {str(p): oct(p.stat().st_mode & 0o777) for p in files} == {str(p): oct(mode) for p in files}
     assert proc.stdout.split() == [f"{name}:{mode:o}" for name in ("llm.sqlite", "llm.sqlite-shm", "llm.sqlite-wal")]
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["a.json", "f.pdf", "f.png", "llm.sqlite"]
@@ -205,8 +224,9 @@ def test_a_signal_mid_stage_leaves_no_partial_artifact_and_the_finished_calls(tm
     n = 6
     params = write_params(tmp_path / "params.yaml", facilitation={"personas": {"source": "llm", "n": n}})
     out, metrics, cache = tmp_path / "personas.parquet", tmp_path / "metrics.json", tmp_path / "cache" / "llm.sqlite"
-    cmd = socsim_cmd("facilitation", "personas", "--params", str(params), "--personas", str(out),
-                     "--metrics", str(metrics))
+    cmd = socsim_cmd(
+        "facilitation", "personas", "--params", str(params), "--personas", str(out), "--metrics", str(metrics)
+    )
     proc = signal_after_cached_calls(cmd, cache, 3, sig)
     name = signal.Signals(sig).name
     assert proc.returncode == code, proc.stderr
@@ -251,8 +271,18 @@ def test_a_stage_interrupted_while_writing_a_folder_leaves_no_half_folder(tmp_pa
         raise stop("stopped mid-stage")
 
     stage = replace(study.stage("figures"), run=run)
-    args = cli.build_parser().parse_args(["facilitation", "figures", "--analysis", str(analysis), "--figures",
-                                          str(figures), "--metrics", str(tmp_path / "m.json")])
+    args = cli.build_parser().parse_args(
+        [
+            "facilitation",
+            "figures",
+            "--analysis",
+            str(analysis),
+            "--figures",
+            str(figures),
+            "--metrics",
+            str(tmp_path / "m.json"),
+        ]
+    )
     args._stage = stage
     if stop is RuntimeError:
         with pytest.raises(RuntimeError):

@@ -47,10 +47,12 @@ def test_collect_and_verdict():
 
 
 def test_vs_paper_table_and_files(tmp_path):
-    rows = [vs_paper.Row("coef", 0.25, 0.5, "negative", holds=False),
-            vs_paper.Row("r", float("nan"), -0.3, "r < 0", note="too few"),
-            vs_paper.Row("ratio", 1.0, None),
-            vs_paper.Row("tests", 0.1, 0.2, "passes", holds=True, degenerate="degenerate input: judge: constant")]
+    rows = [
+        vs_paper.Row("coef", 0.25, 0.5, "negative", holds=False),
+        vs_paper.Row("r", float("nan"), -0.3, "r < 0", note="too few"),
+        vs_paper.Row("ratio", 1.0, None),
+        vs_paper.Row("tests", 0.1, 0.2, "passes", holds=True, degenerate="degenerate input: judge: constant"),
+    ]
     df = vs_paper.write(tmp_path, rows, "Study vs paper")
     assert list(df.columns) == vs_paper.COLUMNS
     assert df.loc[0, "difference"] == pytest.approx(-0.25)
@@ -63,8 +65,10 @@ def test_vs_paper_table_and_files(tmp_path):
 
 
 def test_write_json_is_strict(tmp_path):
-    write_json(tmp_path / "x.json", {"a": float("nan"), "b": [np.float64("-inf"), np.int64(3), 1.5],
-                                     "c": {"d": np.float32(2.5), 4: True}})
+    write_json(
+        tmp_path / "x.json",
+        {"a": float("nan"), "b": [np.float64("-inf"), np.int64(3), 1.5], "c": {"d": np.float32(2.5), 4: True}},
+    )
     text = (tmp_path / "x.json").read_text()
     assert "NaN" not in text and "Infinity" not in text
 

@@ -61,8 +61,14 @@ print(json.dumps({"identity": client.identity(), "path": str(client.backend.mode
 
 def load_offline(model_path: str, cache: Path, **env) -> subprocess.CompletedProcess:
     e = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", **env}
-    return subprocess.run([sys.executable, "-c", LOAD, model_path, str(cache.parent / "llm.sqlite")], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env=e)
+    return subprocess.run(
+        [sys.executable, "-c", LOAD, model_path, str(cache.parent / "llm.sqlite")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=e,
+    )
 
 
 @pytest.mark.parametrize("revision", [None, "main", COMMIT])
@@ -75,8 +81,13 @@ def test_hub_model_loads_offline_from_the_hub_cache(tmp_path, revision):
     assert result["tokens"] >= 1
     assert Path(result["path"]).resolve() == default_model_path().resolve()
     ident = result["identity"]
-    assert ident["hub"] == {"source": f"hf://{REPO}{rev}/{FILE}", "repo_id": REPO, "filename": FILE,
-                            "revision": revision, "commit": COMMIT}
+    assert ident["hub"] == {
+        "source": f"hf://{REPO}{rev}/{FILE}",
+        "repo_id": REPO,
+        "filename": FILE,
+        "revision": revision,
+        "commit": COMMIT,
+    }
     assert ident["model_id"] == Path(FILE).name
     assert "hf_secret_never_written" not in out.stdout + out.stderr
 

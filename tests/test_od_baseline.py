@@ -136,24 +136,27 @@ def test_edges_of_sorted_u_less_than_v():
     assert network.edges_of(g) == [(0, 1), (0, 2), (1, 3)]
 
 
-@pytest.mark.parametrize("topology, word", [
-    ({"kind": "erdos_renyi"}, "p"),
-    ({"kind": "erdos_renyi", "p": 0}, "p"),
-    ({"kind": "erdos_renyi", "p": 1.5}, "p"),
-    ({"kind": "erdos_renyi", "p": -0.1}, "p"),
-    ({"kind": "erdos_renyi", "p": "0.3"}, "p"),
-    ({"kind": "watts_strogatz", "beta": 0.1}, "k"),
-    ({"kind": "watts_strogatz", "k": 4}, "beta"),
-    ({"kind": "watts_strogatz", "k": 3, "beta": 0.1}, "k"),
-    ({"kind": "watts_strogatz", "k": 10, "beta": 0.1}, "k"),
-    ({"kind": "watts_strogatz", "k": 12, "beta": 0.1}, "k"),
-    ({"kind": "watts_strogatz", "k": 0, "beta": 0.1}, "k"),
-    ({"kind": "watts_strogatz", "k": 4, "beta": -0.1}, "beta"),
-    ({"kind": "watts_strogatz", "k": 4, "beta": 1.5}, "beta"),
-    ({"kind": "barabasi"}, "kind"),
-    ({}, "kind"),
-    ({"kind": "complete", "p": 0.5}, "p"),
-])
+@pytest.mark.parametrize(
+    "topology, word",
+    [
+        ({"kind": "erdos_renyi"}, "p"),
+        ({"kind": "erdos_renyi", "p": 0}, "p"),
+        ({"kind": "erdos_renyi", "p": 1.5}, "p"),
+        ({"kind": "erdos_renyi", "p": -0.1}, "p"),
+        ({"kind": "erdos_renyi", "p": "0.3"}, "p"),
+        ({"kind": "watts_strogatz", "beta": 0.1}, "k"),
+        ({"kind": "watts_strogatz", "k": 4}, "beta"),
+        ({"kind": "watts_strogatz", "k": 3, "beta": 0.1}, "k"),
+        ({"kind": "watts_strogatz", "k": 10, "beta": 0.1}, "k"),
+        ({"kind": "watts_strogatz", "k": 12, "beta": 0.1}, "k"),
+        ({"kind": "watts_strogatz", "k": 0, "beta": 0.1}, "k"),
+        ({"kind": "watts_strogatz", "k": 4, "beta": -0.1}, "beta"),
+        ({"kind": "watts_strogatz", "k": 4, "beta": 1.5}, "beta"),
+        ({"kind": "barabasi"}, "kind"),
+        ({}, "kind"),
+        ({"kind": "complete", "p": 0.5}, "p"),
+    ],
+)
 def test_bad_topology_parameters(topology, word):
     with pytest.raises(ValueError, match=rf"\b{word}\b"):
         network.graph(topology, N, seed=0)
@@ -177,12 +180,14 @@ def test_deffuant_hand_case_out_of_confidence():
     # step 2 (1 -> 2): |-2 - 1| = 3 > 2.5, no change
     # step 3 (0 -> 1): |2 - (-2)| = 4 > 2.5, no change
     m = baseline.run("deffuant", [2, -2, 0], [(0, 2), (1, 2), (0, 1)], mu=0.5, epsilon=2.5)
-    expected = np.array([
-        [2, -2, 0],
-        [2, -2, 1],
-        [2, -2, 1],
-        [2, -2, 1],
-    ])
+    expected = np.array(
+        [
+            [2, -2, 0],
+            [2, -2, 1],
+            [2, -2, 1],
+            [2, -2, 1],
+        ]
+    )
     assert m.shape == (4, 3)
     np.testing.assert_array_equal(m, expected)
 
@@ -195,13 +200,15 @@ def test_deffuant_boundary_and_continuous_state():
     #   (had the reported 1 been the state: 1 + 0.5 * (0 - 1) = 0.5 -> 1, so this step tells them apart)
     # step 4 (0 -> 2): x2 = 0 + 0.5 * 0.25 = 0.125 -> 0
     m = baseline.run("deffuant", [1, -1, 0], [(0, 1), (1, 0), (2, 0), (0, 2)], mu=0.5, epsilon=2)
-    expected = np.array([
-        [1, -1, 0],
-        [1, 0, 0],
-        [1, 0, 0],
-        [0, 0, 0],
-        [0, 0, 0],
-    ])
+    expected = np.array(
+        [
+            [1, -1, 0],
+            [1, 0, 0],
+            [1, 0, 0],
+            [0, 0, 0],
+            [0, 0, 0],
+        ]
+    )
     np.testing.assert_array_equal(m, expected)
 
 
@@ -222,17 +229,19 @@ def test_degroot_hand_case_with_half_rounding():
     # step 8 (1 -> 3): x3 = 0.5*0.75 + 0.5*(-0.25) = 0.25 -> 0
     pairs = [(0, 1), (2, 1), (2, 0), (2, 0), (3, 2), (3, 2), (0, 3), (1, 3)]
     m = baseline.run("degroot", [1, 0, -1, 2], pairs, mu=0.5)
-    expected = np.array([
-        [1, 0, -1, 2],
-        [1, 1, -1, 2],
-        [1, 0, -1, 2],
-        [0, 0, -1, 2],
-        [-1, 0, -1, 2],
-        [-1, 0, 1, 2],
-        [-1, 0, 1, 2],
-        [-1, 0, 1, 1],
-        [-1, 0, 1, 0],
-    ])
+    expected = np.array(
+        [
+            [1, 0, -1, 2],
+            [1, 1, -1, 2],
+            [1, 0, -1, 2],
+            [0, 0, -1, 2],
+            [-1, 0, -1, 2],
+            [-1, 0, 1, 2],
+            [-1, 0, 1, 2],
+            [-1, 0, 1, 1],
+            [-1, 0, 1, 0],
+        ]
+    )
     np.testing.assert_array_equal(m, expected)
 
 
@@ -245,14 +254,16 @@ def test_degroot_one_and_a_half_rounds_to_two_and_ignores_distance():
     # step 5 (2 -> 1): x1 = 0.5*(-1) + 0.5*(-2) = -1.5 -> -2
     pairs = [(1, 0), (2, 0), (2, 1), (2, 1), (2, 1)]
     m = baseline.run("degroot", [1, 2, -2], pairs, mu=0.5)
-    expected = np.array([
-        [1, 2, -2],
-        [2, 2, -2],
-        [0, 2, -2],
-        [0, 0, -2],
-        [0, -1, -2],
-        [0, -2, -2],
-    ])
+    expected = np.array(
+        [
+            [1, 2, -2],
+            [2, 2, -2],
+            [0, 2, -2],
+            [0, 0, -2],
+            [0, -1, -2],
+            [0, -2, -2],
+        ]
+    )
     np.testing.assert_array_equal(m, expected)
 
 
@@ -278,36 +289,55 @@ def test_only_reviewer_changes_and_shape():
 
 
 def test_report_rounding():
-    cases = {0.5: 1, -0.5: -1, 1.5: 2, -1.5: -2, 0.49: 0, -0.49: 0, 1.25: 1, -1.75: -2, 0.0: 0, 2.0: 2, -2.0: -2,
-             2.4: 2, -3.0: -2}
+    cases = {
+        0.5: 1,
+        -0.5: -1,
+        1.5: 2,
+        -1.5: -2,
+        0.49: 0,
+        -0.49: 0,
+        1.25: 1,
+        -1.75: -2,
+        0.0: 0,
+        2.0: 2,
+        -2.0: -2,
+        2.4: 2,
+        -3.0: -2,
+    }
     for x, expected in cases.items():
         assert baseline.report(x) == expected, x
 
 
-@pytest.mark.parametrize("kwargs, word", [
-    (dict(kind="bounded", mu=0.5, epsilon=1.0), "kind"),
-    (dict(kind="deffuant", mu=0.0, epsilon=1.0), "mu"),
-    (dict(kind="deffuant", mu=1.5, epsilon=1.0), "mu"),
-    (dict(kind="degroot", mu=-0.1), "mu"),
-    (dict(kind="deffuant", mu=0.5), "epsilon"),
-    (dict(kind="deffuant", mu=0.5, epsilon=0.0), "epsilon"),
-    (dict(kind="deffuant", mu=0.5, epsilon=-1.0), "epsilon"),
-    (dict(kind="degroot", mu=0.5, epsilon=1.0), "epsilon"),
-])
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        (dict(kind="bounded", mu=0.5, epsilon=1.0), "kind"),
+        (dict(kind="deffuant", mu=0.0, epsilon=1.0), "mu"),
+        (dict(kind="deffuant", mu=1.5, epsilon=1.0), "mu"),
+        (dict(kind="degroot", mu=-0.1), "mu"),
+        (dict(kind="deffuant", mu=0.5), "epsilon"),
+        (dict(kind="deffuant", mu=0.5, epsilon=0.0), "epsilon"),
+        (dict(kind="deffuant", mu=0.5, epsilon=-1.0), "epsilon"),
+        (dict(kind="degroot", mu=0.5, epsilon=1.0), "epsilon"),
+    ],
+)
 def test_run_bad_parameters(kwargs, word):
     with pytest.raises(ValueError, match=rf"\b{word}\b"):
         baseline.run(initial=[0, 1, 2], pairs=[(0, 1)], **kwargs)
 
 
-@pytest.mark.parametrize("initial, pairs, word", [
-    ([0, 3, 1], [(0, 1)], "initial"),
-    ([0, -3, 1], [(0, 1)], "initial"),
-    ([0, 0.5, 1], [(0, 1)], "initial"),
-    ([0, 1, 2], [(0, 3)], "outside"),
-    ([0, 1, 2], [(-1, 0)], "outside"),
-    ([0, 1, 2], [(0, 1), (2, 2)], "writer == reviewer"),
-    ([0, 1, 2], [(0, 1, 2)], "pair"),
-])
+@pytest.mark.parametrize(
+    "initial, pairs, word",
+    [
+        ([0, 3, 1], [(0, 1)], "initial"),
+        ([0, -3, 1], [(0, 1)], "initial"),
+        ([0, 0.5, 1], [(0, 1)], "initial"),
+        ([0, 1, 2], [(0, 3)], "outside"),
+        ([0, 1, 2], [(-1, 0)], "outside"),
+        ([0, 1, 2], [(0, 1), (2, 2)], "writer == reviewer"),
+        ([0, 1, 2], [(0, 1, 2)], "pair"),
+    ],
+)
 def test_run_bad_inputs(initial, pairs, word):
     with pytest.raises(ValueError, match=word):
         baseline.run("degroot", initial, pairs, mu=0.5)

@@ -15,7 +15,16 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import ROOT, Scripted, cache_rows, kill_after_cached_calls, read_metrics, run_socsim, socsim_cmd, write_params
+from conftest import (
+    ROOT,
+    Scripted,
+    cache_rows,
+    kill_after_cached_calls,
+    read_metrics,
+    run_socsim,
+    socsim_cmd,
+    write_params,
+)
 from socsim import config
 from socsim.io import vs_paper
 from socsim.llm import LLMClient
@@ -34,12 +43,14 @@ TOPICS = materials.topic_rows(load("topics"))
 
 
 def od_params(**over) -> dict:
-    params = config.validate(config.deep_merge(yaml.safe_load((ROOT / "params.yaml").read_text()),
-                                               {"opinion_dynamics": over}))
+    params = config.validate(
+        config.deep_merge(yaml.safe_load((ROOT / "params.yaml").read_text()), {"opinion_dynamics": over})
+    )
     return params["opinion_dynamics"]
 
 
 # -- B and D -----------------------------------------------------------------------------------
+
 
 def test_known_starts_give_the_known_b_and_d():
     uniform = setups.multiset("uniform", 10)
@@ -65,6 +76,7 @@ def test_known_starts_give_the_known_b_and_d():
 
 
 # -- setups ----------------------------------------------------------------------------------------
+
 
 def test_setups_share_the_schedule_across_conditions_and_rerun_identically():
     od = od_params(confirmation_bias=["none", "weak", "strong"], memory=["cumulative", "reflective"], steps=30)
@@ -96,9 +108,13 @@ def test_setups_share_the_schedule_across_conditions_and_rerun_identically():
 
 
 def test_skewed_starts_and_graph_topologies():
-    od = od_params(initial_distributions=["skewed_positive"], confirmation_bias=["none"], steps=200,
-                   topologies=[{"kind": "erdos_renyi", "p": 0.3}, {"kind": "watts_strogatz", "k": 4, "beta": 0.2}],
-                   controls={"enabled": False})
+    od = od_params(
+        initial_distributions=["skewed_positive"],
+        confirmation_bias=["none"],
+        steps=200,
+        topologies=[{"kind": "erdos_renyi", "p": 0.3}, {"kind": "watts_strogatz", "k": 4, "beta": 0.2}],
+        controls={"enabled": False},
+    )
     rows = setups.build(od, 3, PERSONAS, TOPICS, PROMPTS)
     assert {r["topology"] for r in rows} == {"erdos_renyi-p0.3", "watts_strogatz-beta0.2-k4"}
     for r in rows:
@@ -112,12 +128,24 @@ def test_skewed_starts_and_graph_topologies():
 
 # -- the simulation with scripted speakers ------------------------------------------------------
 
+
 def _setup(writers, reviewers, memory="cumulative", n=3, condition="main"):
     od = od_params()
     base = setups.build({**od, "controls": {**od["controls"], "enabled": False}}, 1, PERSONAS, TOPICS, PROMPTS)[0]
-    return {**base, "sim_id": "s1", "memory": memory, "condition": condition, "n_agents": n, "steps": len(writers),
-            "agent_names": base["agent_names"][:n], "initial": base["initial"][:n], "personas": base["personas"][:n],
-            "system_prompts": base["system_prompts"][:n], "writers": writers, "reviewers": reviewers}
+    return {
+        **base,
+        "sim_id": "s1",
+        "memory": memory,
+        "condition": condition,
+        "n_agents": n,
+        "steps": len(writers),
+        "agent_names": base["agent_names"][:n],
+        "initial": base["initial"][:n],
+        "personas": base["personas"][:n],
+        "system_prompts": base["system_prompts"][:n],
+        "writers": writers,
+        "reviewers": reviewers,
+    }
 
 
 def _run(setup, od=None, reply=None):
@@ -134,12 +162,27 @@ def _run(setup, od=None, reply=None):
 
 
 def test_memory_event_cases_and_ordinals():
-    assert [materials.ordinal(k) for k in (1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 24, 101, 111, 112)] == \
-        ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "23rd", "24th", "101st", "111th", "112th"]
+    assert [materials.ordinal(k) for k in (1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 24, 101, 111, 112)] == [
+        "1st",
+        "2nd",
+        "3rd",
+        "4th",
+        "11th",
+        "12th",
+        "13th",
+        "21st",
+        "22nd",
+        "23rd",
+        "24th",
+        "101st",
+        "111th",
+        "112th",
+    ]
     # agent 0: write, write, review, review, write; agent 1 first reviews (none -> review)
     rows, reqs = _run(_setup([0, 0, 1, 2, 0], [1, 2, 0, 0, 1]))
-    assert PROMPTS["events"]["none_review"].format(tweet=rows[0]["tweet"], reasoning=f"Reasoning: {rows[0]['report']}") \
-        in [m["content"] for m in reqs[4].message_dicts()]  # agent 1 writes at step 3 and remembers its review
+    assert PROMPTS["events"]["none_review"].format(
+        tweet=rows[0]["tweet"], reasoning=f"Reasoning: {rows[0]['report']}"
+    ) in [m["content"] for m in reqs[4].message_dicts()]  # agent 1 writes at step 3 and remembers its review
     prev0 = [r["writer_prev"] if r["writer"] == 0 else r["reviewer_prev"] for r in rows]
     assert prev0 == ["none", "write", "write", "review", "review"]
     last_write = reqs[8].message_dicts()  # step 5's write: agent 0's fifth event
@@ -153,13 +196,16 @@ def test_memory_event_cases_and_ordinals():
         PROMPTS["events"]["review_review"].format(tweet=tweets[3], reasoning=f"Reasoning: {reports[3]}"),
     ]
     # the prompts name the ordinals: step 2's write follows the 1st tweet, step 3's review the 2nd
-    assert PROMPTS["write"]["write"].format(name="Benjamin Lee", claim=_setup([0], [1])["claim"], k_prev="1st") \
+    assert (
+        PROMPTS["write"]["write"].format(name="Benjamin Lee", claim=_setup([0], [1])["claim"], k_prev="1st")
         in reqs[2].message_dicts()[-1]["content"]
+    )
     assert "after writing your 2nd tweet" in reqs[5].message_dicts()[-1]["content"]
     # after step 5's write the memory holds the review -> write event of the 3rd tweet
     rows6, reqs6 = _run(_setup([0, 0, 1, 2, 0, 1], [1, 2, 0, 0, 1, 0]))
-    assert PROMPTS["events"]["review_write"].format(k="3rd", tweet=rows6[4]["tweet"]) in \
-        [m["content"] for m in reqs6[11].message_dicts()]
+    assert PROMPTS["events"]["review_write"].format(k="3rd", tweet=rows6[4]["tweet"]) in [
+        m["content"] for m in reqs6[11].message_dicts()
+    ]
     task = last_write[-1]["content"]
     assert task.startswith(PROMPTS["write"]["review"].format(name="Benjamin Lee", claim=_setup([0], [1])["claim"]))
     assert task.endswith(PROMPTS["write_cue"])
@@ -186,8 +232,11 @@ def test_call_counts_per_memory_kind(memory, calls_per_step):
         assert all(row["writer_reflection"] and row["reviewer_reflection"] for row in rows)
         # a later reflection is given the previous summary
         second = [q for q in reqs if "updated summary" in q.message_dicts()[-1]["content"]]
-        assert second and any(row["writer_reflection"] in second[-1].message_dicts()[-1]["content"] or
-                              row["reviewer_reflection"] in second[-1].message_dicts()[-1]["content"] for row in rows)
+        assert second and any(
+            row["writer_reflection"] in second[-1].message_dicts()[-1]["content"]
+            or row["reviewer_reflection"] in second[-1].message_dicts()[-1]["content"]
+            for row in rows
+        )
 
 
 def test_code_variant_of_reflection_shares_one_counter():
@@ -220,11 +269,15 @@ def test_layouts_injection_world_and_the_codes_controls():
     assert all(len(q.messages) == 2 and q.message_dicts()[1]["role"] == "user" for q in reqs)  # system + one user
     assert merged_rows[0]["tweet"] in reqs[2].message_dicts()[1]["content"]  # memory merged into the one message
     strong = next(r for r in setups.build(od, 1, PERSONAS, TOPICS, PROMPTS) if r["condition"] == "main")
-    quiet = next(r for r in setups.build({**od, "injection": "system_only"}, 1, PERSONAS, TOPICS, PROMPTS)
-                 if r["condition"] == "main")
+    quiet = next(
+        r
+        for r in setups.build({**od, "injection": "system_only"}, 1, PERSONAS, TOPICS, PROMPTS)
+        if r["condition"] == "main"
+    )
     assert strong["reminder"] and quiet["reminder"] == "" and quiet["system_prompts"] == strong["system_prompts"]
-    open_world = next(r for r in setups.build({**od, "world": "open"}, 1, PERSONAS, TOPICS, PROMPTS)
-                      if r["condition"] == "main")
+    open_world = next(
+        r for r in setups.build({**od, "world": "open"}, 1, PERSONAS, TOPICS, PROMPTS) if r["condition"] == "main"
+    )
     closed = PROMPTS["closed_world"].strip()
     assert closed in strong["system_prompts"][0] and closed not in open_world["system_prompts"][0]
     assert closed not in open_world["reminder"] and PROMPTS["bias"]["strong"].strip() in open_world["reminder"]
@@ -235,17 +288,29 @@ def test_layouts_injection_world_and_the_codes_controls():
     again = [i for i, a in enumerate(ctrl["reviewers"]) if a in ctrl["reviewers"][:i]]
     assert again  # some agent reports twice: its second prompt remembers the first report
     i = again[0]
-    assert any(rows[ctrl["reviewers"].index(ctrl["reviewers"][i])]["report"] in m["content"]
-               for m in reqs[i].message_dicts()[2:-1])
+    assert any(
+        rows[ctrl["reviewers"].index(ctrl["reviewers"][i])]["report"] in m["content"]
+        for m in reqs[i].message_dicts()[2:-1]
+    )
 
 
 # -- the classifier --------------------------------------------------------------------------------
 
+
 def _classify(events, answer, claims=None):
     backend = Scripted(answer)
     cl = od_params()["classifier"]
-    rows = asyncio.run(classify.classify(events, claims or {e["sim_id"]: "Theory XYZ claims that x" for e in events},
-                                         PROMPTS, cl, LLMClient(backend, None), "judge", 5))
+    rows = asyncio.run(
+        classify.classify(
+            events,
+            claims or {e["sim_id"]: "Theory XYZ claims that x" for e in events},
+            PROMPTS,
+            cl,
+            LLMClient(backend, None),
+            "judge",
+            5,
+        )
+    )
     return rows, backend.requests
 
 
@@ -256,15 +321,29 @@ def _event(t, report, sim="s1", reviewer=0):
 def test_classifier_parsing_never_crashes():
     answers = {"valid": "1", "invalid": "7", "empty": "", "word": "positive", "neg": "-2"}
     events = [_event(i + 1, f"{name}: the 2016 rate was 4.9% and warming 1.5 °C") for i, name in enumerate(answers)]
-    rows, reqs = _classify(events, lambda q: answers[q.message_dicts()[0]["content"].split("----------\n")[1].split(":")[0]])
+    rows, reqs = _classify(
+        events, lambda q: answers[q.message_dicts()[0]["content"].split("----------\n")[1].split(":")[0]]
+    )
     got = {r["t"]: (r["opinion"], r["parse_ok"], r["raw_answer"]) for r in rows}
-    assert got == {1: (1, True, "1"), 2: (None, False, "7"), 3: (None, False, ""), 4: (None, False, "positive"),
-                   5: (-2, True, "-2")}
+    assert got == {
+        1: (1, True, "1"),
+        2: (None, False, "7"),
+        3: (None, False, ""),
+        4: (None, False, "positive"),
+        5: (-2, True, "-2"),
+    }
     prompt = reqs[0].message_dicts()[0]["content"]
     assert "4.9%" in prompt and "2: (Strongly positive opinion about XYZ)" in prompt  # the typo corrected
     assert reqs[0].sampling.temperature == 0.0 and reqs[0].constraint is classify.ANSWER
-    typo = classify.request(PROMPTS, events[0], "c", LLMClient(Scripted(str), None),
-                            {**od_params()["classifier"], "paper_typo": True}, 5, "judge")
+    typo = classify.request(
+        PROMPTS,
+        events[0],
+        "c",
+        LLMClient(Scripted(str), None),
+        {**od_params()["classifier"], "paper_typo": True},
+        5,
+        "judge",
+    )
     assert "2: (Strongly negative opinion about XYZ)" in typo.message_dicts()[0]["content"]
 
 
@@ -280,8 +359,14 @@ def test_scripted_classifier_gives_trajectories_b_and_d():
     fail = {4, 9}  # these steps' answers do not parse
     setup = {"sim_id": "s1", "steps": T, "n_agents": n, "initial": initial, "reviewers": reviewers}
     events = [_event(t, f"t={t}; v={values[t - 1]}", reviewer=reviewers[t - 1]) for t in range(1, T + 1)]
-    ratings, _ = _classify(events, lambda q: "x" if re.search(r"t=(\d+);", q.message_dicts()[0]["content"]).group(1) in
-                           {str(t) for t in fail} else re.search(r"v=(-?\d)", q.message_dicts()[0]["content"]).group(1))
+    ratings, _ = _classify(
+        events,
+        lambda q: (
+            "x"
+            if re.search(r"t=(\d+);", q.message_dicts()[0]["content"]).group(1) in {str(t) for t in fail}
+            else re.search(r"v=(-?\d)", q.message_dicts()[0]["content"]).group(1)
+        ),
+    )
     assert [r["parse_ok"] for r in ratings] == [t not in fail for t in range(1, T + 1)]
     traj = pd.DataFrame(analysis.trajectories([setup], ratings))
     expect = np.array(initial, dtype=float)
@@ -293,9 +378,24 @@ def test_scripted_classifier_gives_trajectories_b_and_d():
     src = traj.set_index(["t", "agent"]).source
     assert src[(4, reviewers[3])] == "parse_failed" and src[(0, 0)] == "initial"
     assert (traj.source == "classified").sum() == T - len(fail)
-    full = pd.DataFrame([{**setup, "model": "m", "topic": "fire", "category": "science", "framing": "false",
-                          "bias": "none", "memory": "cumulative", "world": "closed", "init": "uniform",
-                          "topology": "complete", "condition": "main", "rep": 0}])
+    full = pd.DataFrame(
+        [
+            {
+                **setup,
+                "model": "m",
+                "topic": "fire",
+                "category": "science",
+                "framing": "false",
+                "bias": "none",
+                "memory": "cumulative",
+                "world": "closed",
+                "init": "uniform",
+                "topology": "complete",
+                "condition": "main",
+                "rep": 0,
+            }
+        ]
+    )
     ps = analysis.per_sim(full, traj, 0).iloc[0]
     assert math.isclose(ps.B, expect.mean()) and math.isclose(ps.D_pop, expect.std())
     assert math.isclose(ps.D_sample, expect.std(ddof=1)) and ps.parse_failed == 2
@@ -303,6 +403,7 @@ def test_scripted_classifier_gives_trajectories_b_and_d():
 
 
 # -- statistics against independent computations -----------------------------------------------
+
 
 def test_anova_and_contrasts_match_statsmodels():
     import statsmodels.formula.api as smf
@@ -318,7 +419,9 @@ def test_anova_and_contrasts_match_statsmodels():
         L = np.array([0.0, c.get("strong", 0), c.get("weak", 0)])
         t = fit.t_test(L)  # (-2, 1, 1) = (strong - none) + (weak - none); (0, -1, 1) = strong - weak
         assert list(names) == ["Intercept", "C(bias)[T.strong]", "C(bias)[T.weak]"]
-        assert math.isclose(res[f"c{key}"], float(np.ravel(t.tvalue)[0])) and math.isclose(res[f"p{key}"], float(np.ravel(t.pvalue)[0]))
+        assert math.isclose(res[f"c{key}"], float(np.ravel(t.tvalue)[0])) and math.isclose(
+            res[f"p{key}"], float(np.ravel(t.pvalue)[0])
+        )
 
 
 def test_tables_and_tests_on_known_data():
@@ -327,11 +430,24 @@ def test_tables_and_tests_on_known_data():
     rows = []
     for k, (f, b) in enumerate(product(["false", "true"], ["none", "weak", "strong"])):
         for i in range(15):
-            rows.append({"sim_id": f"{f}{b}{i}", "model": "m", "topology": "complete", "init": "uniform",
-                         "memory": "cumulative", "framing": f, "bias": b, "topic": f"t{i}", "category": "science",
-                         "condition": "main", "rep": 0, "n_agents": 10,
-                         "B": (-1.0 if f == "false" else 0.5) + rng.normal(0, 0.3),
-                         "D": {"none": 0.5, "weak": 0.8, "strong": 1.2}[b] + rng.normal(0, 0.1)})
+            rows.append(
+                {
+                    "sim_id": f"{f}{b}{i}",
+                    "model": "m",
+                    "topology": "complete",
+                    "init": "uniform",
+                    "memory": "cumulative",
+                    "framing": f,
+                    "bias": b,
+                    "topic": f"t{i}",
+                    "category": "science",
+                    "condition": "main",
+                    "rep": 0,
+                    "n_agents": 10,
+                    "B": (-1.0 if f == "false" else 0.5) + rng.normal(0, 0.3),
+                    "D": {"none": 0.5, "weak": 0.8, "strong": 1.2}[b] + rng.normal(0, 0.1),
+                }
+            )
     ps = pd.DataFrame(rows)
     t1 = analysis.aggregate(ps, analysis.CELL)
     cell = ps[(ps.framing == "false") & (ps.bias == "none")]
@@ -345,8 +461,10 @@ def test_tables_and_tests_on_known_data():
     assert math.isclose(one.statistic, t_hand) and one.result == "significant"
     paired = tst[tst.test == "paired t: B true vs false"]
     assert len(paired) == 3 and (paired.result == "significant").all()
-    d = (ps[ps.framing == "true"].sort_values(["bias", "topic"]).B.to_numpy()
-         - ps[ps.framing == "false"].sort_values(["bias", "topic"]).B.to_numpy())[:15]  # bias none (sorted first)
+    d = (
+        ps[ps.framing == "true"].sort_values(["bias", "topic"]).B.to_numpy()
+        - ps[ps.framing == "false"].sort_values(["bias", "topic"]).B.to_numpy()
+    )[:15]  # bias none (sorted first)
     assert math.isclose(paired[paired.bias == "none"].iloc[0].statistic, d.mean() / (d.std(ddof=1) / math.sqrt(15)))
     an = tst[tst.test == "one-way ANOVA: D by bias"].iloc[0]
     assert an.result == "significant" and an.statistic > 10
@@ -361,15 +479,23 @@ def test_tables_and_tests_on_known_data():
 
 # -- the stages on the real embedded model -----------------------------------------------------
 
-TINY = {"topics": ["fire"], "confirmation_bias": ["none"], "n_agents": 5, "steps": 3, "max_tokens": 12,
-        "controls": {"enabled": True, "independent": True, "reports": 1}, "shard_by": ["model", "topic"]}
+TINY = {
+    "topics": ["fire"],
+    "confirmation_bias": ["none"],
+    "n_agents": 5,
+    "steps": 3,
+    "max_tokens": 12,
+    "controls": {"enabled": True, "independent": True, "reports": 1},
+    "shard_by": ["model", "topic"],
+}
 
 
 def _stages(params, out, *names, **kw):
     results = {}
     for stage in names:
-        proc = run_socsim("opinion_dynamics", stage, "--params", str(params), *kw.get(stage, ()),
-                          *_paths(out, stage), timeout=900)
+        proc = run_socsim(
+            "opinion_dynamics", stage, "--params", str(params), *kw.get(stage, ()), *_paths(out, stage), timeout=900
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         results[stage] = proc
     return results
@@ -394,8 +520,19 @@ def _paths(out, stage):
 def test_stages_on_the_embedded_model_deterministic_and_resumable(tmp_path):
     params = write_params(tmp_path / "params.yaml", opinion_dynamics=TINY)
     out = tmp_path / "res"
-    _stages(params, out, "materials", "setups", "simulate", "classify", "validate", "trajectories", "baseline",
-            "analyse", "figures")
+    _stages(
+        params,
+        out,
+        "materials",
+        "setups",
+        "simulate",
+        "classify",
+        "validate",
+        "trajectories",
+        "baseline",
+        "analyse",
+        "figures",
+    )
     events = pd.read_parquet(out / "events/all.parquet")
     assert len(events) == 2 * 3 + 2 * (5 + 1)  # two framings: 3 steps; controls: 5 agents + 1 bare, 1 report
     ratings = pd.read_parquet(out / "ratings/all.parquet")
@@ -427,8 +564,9 @@ def test_stages_on_the_embedded_model_deterministic_and_resumable(tmp_path):
     cache2 = tmp_path / "p2" / "cache" / "llm.sqlite"
     out2 = tmp_path / "res2"
     _stages(params2, out2, "materials", "setups")
-    done = kill_after_cached_calls(socsim_cmd("opinion_dynamics", "simulate", "--params", str(params2),
-                                              *_paths(out2, "simulate")), cache2, 5)
+    done = kill_after_cached_calls(
+        socsim_cmd("opinion_dynamics", "simulate", "--params", str(params2), *_paths(out2, "simulate")), cache2, 5
+    )
     assert 5 <= done < 24 and not (out2 / "events/all.parquet").exists()
     _stages(params2, out2, "simulate")
     m = read_metrics(out2 / "metrics/simulate/all.json")
@@ -444,10 +582,25 @@ def test_vs_paper_verdicts_follow_the_tests():
     for f, b in product(["false", "true"], ["none", "weak", "strong"]):
         for i in range(6):
             d = {"none": 0.5, "weak": 0.8, "strong": 1.2}[b] + rng.normal(0, 0.05)
-            rows.append({"sim_id": f"{f}{b}{i}", "model": "m", "topology": "complete", "init": "uniform",
-                         "memory": "cumulative", "framing": f, "bias": b, "topic": f"t{i}", "category": "science",
-                         "condition": "main", "rep": 0, "n_agents": 10, "D": d, "D_pop": d,
-                         "B": (-1.2 if f == "false" else 0.4) + rng.normal(0, 0.2)})
+            rows.append(
+                {
+                    "sim_id": f"{f}{b}{i}",
+                    "model": "m",
+                    "topology": "complete",
+                    "init": "uniform",
+                    "memory": "cumulative",
+                    "framing": f,
+                    "bias": b,
+                    "topic": f"t{i}",
+                    "category": "science",
+                    "condition": "main",
+                    "rep": 0,
+                    "n_agents": 10,
+                    "D": d,
+                    "D_pop": d,
+                    "B": (-1.2 if f == "false" else 0.4) + rng.normal(0, 0.2),
+                }
+            )
     ps = pd.DataFrame(rows)
     setups_df = pd.DataFrame([{"condition": "main", "init": "uniform", "initial": [-2, -2, -1, -1, 0, 0, 1, 1, 2, 2]}])
     paper = load("paper")

@@ -22,8 +22,14 @@ pytestmark = pytest.mark.slow
 
 
 def server_client(tmp_path, endpoints, **llm):
-    llm = {"backend": "openai", "dialect": "llama_cpp", "endpoints": endpoints,
-           "cache_path": str(tmp_path / "cache.sqlite"), "retries": {"max_tries": 3, "backoff_base": 0.05}, **llm}
+    llm = {
+        "backend": "openai",
+        "dialect": "llama_cpp",
+        "endpoints": endpoints,
+        "cache_path": str(tmp_path / "cache.sqlite"),
+        "retries": {"max_tries": 3, "backoff_base": 0.05},
+        **llm,
+    }
     return LLMClient.from_params(config.validate({"llm": llm}))
 
 
@@ -76,8 +82,9 @@ class FlakyProxy:
                     self.end_headers()
                     self.wfile.write(b'{"error": "injected"}')
                     return
-                req = urllib.request.Request(target + self.path, data=body, method=method,
-                                             headers={"Content-Type": "application/json"})
+                req = urllib.request.Request(
+                    target + self.path, data=body, method=method, headers={"Content-Type": "application/json"}
+                )
                 with urllib.request.urlopen(req, timeout=60) as resp:
                     data = resp.read()
                     self.send_response(resp.status)
@@ -132,11 +139,15 @@ def test_retry_budget_exhausted_is_a_clear_error(tmp_path, llama_server):
 
 def test_server_down_at_start_stops_stage_and_writes_nothing(tmp_path):
     dead = f"http://127.0.0.1:{free_port()}"
-    params = write_params(tmp_path / "params.yaml", llm={"backend": "openai", "endpoints": [dead]},
-                          facilitation={"personas": {"source": "llm", "n": 2}})
+    params = write_params(
+        tmp_path / "params.yaml",
+        llm={"backend": "openai", "endpoints": [dead]},
+        facilitation={"personas": {"source": "llm", "n": 2}},
+    )
     out, metrics = tmp_path / "personas.parquet", tmp_path / "metrics.json"
-    proc = run_socsim("facilitation", "personas", "--params", str(params), "--personas", str(out),
-                      "--metrics", str(metrics))
+    proc = run_socsim(
+        "facilitation", "personas", "--params", str(params), "--personas", str(out), "--metrics", str(metrics)
+    )
     assert proc.returncode == 2
     assert f"LLM endpoint {dead} is unreachable" in proc.stderr
     assert not out.exists() and not metrics.exists()
@@ -145,9 +156,15 @@ def test_server_down_at_start_stops_stage_and_writes_nothing(tmp_path):
 
 def personas_until_cached(params, out, metrics, cache, rows: int) -> subprocess.Popen:
     """Start the LLM personas stage and return once `rows` of its calls are in its cache (still running)."""
-    proc = subprocess.Popen(socsim_cmd("facilitation", "personas", "--params", str(params), "--personas", str(out),
-                                       "--metrics", str(metrics)),
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        socsim_cmd(
+            "facilitation", "personas", "--params", str(params), "--personas", str(out), "--metrics", str(metrics)
+        ),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 300
     while cache_rows(cache) < rows and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.1)
@@ -158,10 +175,17 @@ def personas_until_cached(params, out, metrics, cache, rows: int) -> subprocess.
 def test_server_killed_mid_stage_retries_then_fails_clearly(tmp_path):
     server = LlamaServer().start()
     try:
-        params = write_params(tmp_path / "params.yaml",
-                              llm={"backend": "openai", "dialect": "llama_cpp", "endpoints": [server.url],
-                                   "concurrency": 1, "retries": {"max_tries": 3, "backoff_base": 0.05}},
-                              facilitation={"personas": {"source": "llm", "n": 40}})
+        params = write_params(
+            tmp_path / "params.yaml",
+            llm={
+                "backend": "openai",
+                "dialect": "llama_cpp",
+                "endpoints": [server.url],
+                "concurrency": 1,
+                "retries": {"max_tries": 3, "backoff_base": 0.05},
+            },
+            facilitation={"personas": {"source": "llm", "n": 40}},
+        )
         out, cache = tmp_path / "personas.parquet", tmp_path / "cache" / "llm.sqlite"
         proc = personas_until_cached(params, out, tmp_path / "m.json", cache, 2)
         server.stop()  # SIGKILL the server mid-stage
@@ -175,10 +199,17 @@ def test_server_killed_mid_stage_retries_then_fails_clearly(tmp_path):
 
 
 def personas_params(tmp_path, endpoints, n, **llm):
-    llm = {"backend": "openai", "dialect": "llama_cpp", "endpoints": endpoints, "concurrency": 1,
-           "retries": {"max_tries": 3, "backoff_base": 0.05}, **llm}
-    return write_params(tmp_path / "params.yaml", llm=llm,
-                        facilitation={"personas": {"source": "llm", "n": n, "max_tokens": 96}})
+    llm = {
+        "backend": "openai",
+        "dialect": "llama_cpp",
+        "endpoints": endpoints,
+        "concurrency": 1,
+        "retries": {"max_tries": 3, "backoff_base": 0.05},
+        **llm,
+    }
+    return write_params(
+        tmp_path / "params.yaml", llm=llm, facilitation={"personas": {"source": "llm", "n": n, "max_tokens": 96}}
+    )
 
 
 def test_pool_of_two_survives_one_killed_mid_stage(tmp_path):

@@ -9,17 +9,17 @@ from collections import Counter
 
 import pytest
 
+from conftest import Scripted
 from socsim.llm import IntRange, LLMClient, Request, Response, Sampling
 from socsim.seeds import derive_seed
 from socsim.sim import judge, policies, runner, stop, views
 from socsim.sim.episode import Episode, Speaker, Transcript, play
 
-from conftest import Scripted
-
 USERS = [f"u{i}" for i in range(7)]
 
 
 # -- turn policies --------------------------------------------------------------------------------
+
 
 def _reply_rate(speakers: list[str]) -> float:
     return sum(speakers[t] == speakers[t - 2] for t in range(2, len(speakers))) / (len(speakers) - 2)
@@ -80,10 +80,13 @@ def test_alternate_schedule_and_followed_by():
 
 # -- views ---------------------------------------------------------------------------------------
 
+
 def _turns(*spec):
     """(speaker, text, silent) triples as turn records."""
-    return [{"turn": i, "speaker_id": s, "speaker_name": s, "text": text, "is_silent": silent}
-            for i, (s, text, silent) in enumerate(spec)]
+    return [
+        {"turn": i, "speaker_id": s, "speaker_name": s, "text": text, "is_silent": silent}
+        for i, (s, text, silent) in enumerate(spec)
+    ]
 
 
 def test_window_per_speaker_render_and_chat_views():
@@ -95,8 +98,11 @@ def test_window_per_speaker_render_and_chat_views():
     assert views.render(turns[:2]) == "@a: t0\n@b: t1"
     assert views.render(turns[:1], "{speaker_id} said {text}") == "a said t0"
     chat = views.as_chat("sys", turns[:2], "b")
-    assert chat == [{"role": "system", "content": "sys"}, {"role": "user", "content": "t0"},
-                    {"role": "assistant", "content": "t1"}]
+    assert chat == [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "t0"},
+        {"role": "assistant", "content": "t1"},
+    ]
 
 
 def test_memory_appends_summarises_and_renders():
@@ -117,15 +123,38 @@ def test_memory_appends_summarises_and_renders():
 
 # -- stop rules ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text", ["I think we covered it. Goodbye.", "Thanks! goodbye", "Goodbye!", "goodbye.",
-                                  "Nice talking.  Goodbye.  \n", 'Take care. Goodbye."', "Take care. Goodbye.'",
-                                  "See you. Goodbye!\u201d", "**Goodbye.**", "(Goodbye.)", "GOODBYE!!"])
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I think we covered it. Goodbye.",
+        "Thanks! goodbye",
+        "Goodbye!",
+        "goodbye.",
+        "Nice talking.  Goodbye.  \n",
+        'Take care. Goodbye."',
+        "Take care. Goodbye.'",
+        "See you. Goodbye!\u201d",
+        "**Goodbye.**",
+        "(Goodbye.)",
+        "GOODBYE!!",
+    ],
+)
 def test_goodbye_accepted(text):
     assert stop.says_goodbye(text)
 
 
-@pytest.mark.parametrize("text", ["Goodbye. But wait, one more point about taxes.", "I said goodbye to him.",
-                                  "No goodbyes yet.", "Goodbye? Not yet.", "", "Taxes are good."])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Goodbye. But wait, one more point about taxes.",
+        "I said goodbye to him.",
+        "No goodbyes yet.",
+        "Goodbye? Not yet.",
+        "",
+        "Taxes are good.",
+    ],
+)
 def test_goodbye_rejected(text):
     assert not stop.says_goodbye(text)
 
@@ -155,34 +184,63 @@ def test_transcript_records_silent_turns_without_a_position():
     t.add("b", "second", 4)
     assert [r["position"] for r in t.turns] == [0, 1, None, 2]
     assert [r["turn"] for r in t.turns] == [0, 1, 2, 3] and t.turns[2]["is_silent"]
-    assert t.turns[0] == {"episode_id": "e1", "turn": 0, "position": 0, "speaker_id": "a", "speaker_name": "Ann",
-                          "text": "Q?", "is_silent": False, "is_opening": True, "completion_tokens": 0}
+    assert t.turns[0] == {
+        "episode_id": "e1",
+        "turn": 0,
+        "position": 0,
+        "speaker_id": "a",
+        "speaker_name": "Ann",
+        "text": "Q?",
+        "is_silent": False,
+        "is_opening": True,
+        "completion_tokens": 0,
+    }
     assert [r["text"] for r in views.window(t.turns, 2)] == ["first", "second"]
 
 
 # -- the loop with scripted speakers ------------------------------------------------------------------
 
+
 def test_play_runs_policy_views_seeds_and_stop():
     backend = Scripted(lambda req: f"  reply {len(req.messages)}  ")
     client = LLMClient(backend, None)
-    turns = asyncio.run(play(EP, policies.Alternate("b", "a"), stop.TurnBudget(4), client, Sampling(max_tokens=5),
-                             lambda sp, ts: views.as_chat(sp.system_prompt, ts, sp.id)))
+    turns = asyncio.run(
+        play(
+            EP,
+            policies.Alternate("b", "a"),
+            stop.TurnBudget(4),
+            client,
+            Sampling(max_tokens=5),
+            lambda sp, ts: views.as_chat(sp.system_prompt, ts, sp.id),
+        )
+    )
     assert [t["speaker_id"] for t in turns] == ["b", "a", "b", "a"]  # the opener posts the opening
     assert turns[0]["text"] == "Q?" and turns[0]["is_opening"] and turns[0]["completion_tokens"] == 0
     assert [t["text"] for t in turns[1:]] == ["reply 2", "reply 3", "reply 4"]  # stripped by default
     assert [r.seed for r in backend.requests] == [derive_seed(7, "study", "e1", k) for k in (1, 2, 3)]
-    assert backend.requests[1].message_dicts() == [{"role": "system", "content": "sys b"},
-                                                   {"role": "assistant", "content": "Q?"},
-                                                   {"role": "user", "content": "reply 2"}]
+    assert backend.requests[1].message_dicts() == [
+        {"role": "system", "content": "sys b"},
+        {"role": "assistant", "content": "Q?"},
+        {"role": "user", "content": "reply 2"},
+    ]
     assert all(r.sampling.max_tokens == 5 for r in backend.requests)
 
     def goodbye_on_third(req):
         return "Goodbye." if len(req.messages) == 3 else "Hm."  # turn 3, by b
+
     for rule, n in ((stop.Goodbye(), 4), (stop.Goodbye(both=True), 9)):
         backend = Scripted(goodbye_on_third)
-        turns = asyncio.run(play(EP, policies.Alternate("a", "b"), stop.any_of(stop.TurnBudget(9), rule),
-                                 LLMClient(backend, None), Sampling(), lambda sp, ts: views.as_chat(None, ts, sp.id),
-                                 lambda sp, text: (text, text == "Hm.")))
+        turns = asyncio.run(
+            play(
+                EP,
+                policies.Alternate("a", "b"),
+                stop.any_of(stop.TurnBudget(9), rule),
+                LLMClient(backend, None),
+                Sampling(),
+                lambda sp, ts: views.as_chat(None, ts, sp.id),
+                lambda sp, text: (text, text == "Hm."),
+            )
+        )
         assert len(turns) == n and [t["is_silent"] for t in turns[1:4]] == [True, True, False]
 
 
@@ -198,21 +256,40 @@ def test_observe_sees_every_model_turn_and_memory_renders_as_messages():
             memories[speaker.id].summarise("two turns", keep=1)
 
     backend = Scripted(lambda req: f"r{len(req.messages)}")
-    turns = asyncio.run(play(EP, policies.Alternate("b", "a"), stop.TurnBudget(5), LLMClient(backend, None),
-                             Sampling(), lambda sp, ts: [{"role": "system", "content": sp.system_prompt},
-                                                         *memories[sp.id].messages()], observe=observe))
+    turns = asyncio.run(
+        play(
+            EP,
+            policies.Alternate("b", "a"),
+            stop.TurnBudget(5),
+            LLMClient(backend, None),
+            Sampling(),
+            lambda sp, ts: [{"role": "system", "content": sp.system_prompt}, *memories[sp.id].messages()],
+            observe=observe,
+        )
+    )
     assert seen == [(t["speaker_id"], t["turn"], t["text"]) for t in turns[1:]]
     assert [len(r.messages) for r in backend.requests] == [1, 1, 2, 2]  # each view holds what observe wrote
-    assert memories["a"].messages() == [{"role": "user", "content": "S: two turns"},
-                                        {"role": "user", "content": "I said r2"}]  # a summarised after its 2nd turn
+    assert memories["a"].messages() == [
+        {"role": "user", "content": "S: two turns"},
+        {"role": "user", "content": "I said r2"},
+    ]  # a summarised after its 2nd turn
 
 
 # -- judging over transcripts ---------------------------------------------------------------------------
 
+
 def _resp(text, constraint):
     value, ok, err = constraint.parse(text)
-    return Response(text=text, value=value, parse_ok=ok, parse_error=err, prompt_tokens=0, completion_tokens=0,
-                    finish_reason="stop", cached=False)
+    return Response(
+        text=text,
+        value=value,
+        parse_ok=ok,
+        parse_error=err,
+        prompt_tokens=0,
+        completion_tokens=0,
+        finish_reason="stop",
+        cached=False,
+    )
 
 
 def test_judge_targets_requests_and_answers():
@@ -223,13 +300,18 @@ def test_judge_targets_requests_and_answers():
     assert [len(w) for _, w in every] == [1, 2, 3, 4]
     score = IntRange(1, 5)
     req = judge.request("sys", "rate", score, Sampling(max_tokens=4), 9, "judge", "e1", 3)
-    assert req == Request.chat([{"role": "system", "content": "sys"}, {"role": "user", "content": "rate"}],
-                               derive_seed(9, "judge", "e1", 3), Sampling(max_tokens=4), score)
+    assert req == Request.chat(
+        [{"role": "system", "content": "sys"}, {"role": "user", "content": "rate"}],
+        derive_seed(9, "judge", "e1", 3),
+        Sampling(max_tokens=4),
+        score,
+    )
     assert judge.answer(_resp("4", score), score=None) == {"score": 4, "parse_ok": True, "raw_answer": "4"}
     assert judge.answer(_resp("lots", score), score=None) == {"score": None, "parse_ok": False, "raw_answer": "lots"}
 
 
 # -- the runner -------------------------------------------------------------------------------------------
+
 
 def test_runner_probes_first_and_closes_every_client_on_failure():
     events = []
@@ -243,9 +325,11 @@ def test_runner_probes_first_and_closes_every_client_on_failure():
     async def job():
         events.append("job")
         return []
+
     with pytest.raises(RuntimeError, match="endpoint down"):
-        asyncio.run(runner.run_all({"ok": LLMClient(ok, None), "bad": LLMClient(bad, None)}, (job() for _ in range(2)),
-                                   "test"))
+        asyncio.run(
+            runner.run_all({"ok": LLMClient(ok, None), "bad": LLMClient(bad, None)}, (job() for _ in range(2)), "test")
+        )
     assert events == [] and ok.closed == bad.closed == 1  # no job started, both closed
 
 
@@ -272,20 +356,36 @@ class Tracked(LLMClient):
 def _real_client(tmp_path, name) -> Tracked:
     from socsim import config
 
-    return Tracked.from_params(config.validate({"llm": {"cache_path": str(tmp_path / name / "llm.sqlite"),
-                                                        "n_ctx": 1024}}))
+    return Tracked.from_params(
+        config.validate({"llm": {"cache_path": str(tmp_path / name / "llm.sqlite"), "n_ctx": 1024}})
+    )
 
 
 def _episodes(n=3):
-    return [Episode(f"e{i}", "smol", 100 + i, (Speaker("a", "Ann", "You are Ann. Be brief."),
-                                              Speaker("b", "Bob", "You are Bob. Be brief.")),
-                    "Is tea better than coffee?", ("test", f"e{i}")) for i in range(n)]
+    return [
+        Episode(
+            f"e{i}",
+            "smol",
+            100 + i,
+            (Speaker("a", "Ann", "You are Ann. Be brief."), Speaker("b", "Bob", "You are Bob. Be brief.")),
+            "Is tea better than coffee?",
+            ("test", f"e{i}"),
+        )
+        for i in range(n)
+    ]
 
 
 def _run_real(client: LLMClient) -> list[dict]:
     async def one(ep):
-        return await play(ep, policies.Alternate("a", "b"), stop.TurnBudget(4), client, client.sampling(max_tokens=4),
-                          lambda sp, ts: views.as_chat(sp.system_prompt, ts, sp.id))
+        return await play(
+            ep,
+            policies.Alternate("a", "b"),
+            stop.TurnBudget(4),
+            client,
+            client.sampling(max_tokens=4),
+            lambda sp, ts: views.as_chat(sp.system_prompt, ts, sp.id),
+        )
+
     return asyncio.run(runner.run_all({"smol": client}, (one(ep) for ep in _episodes()), "test"))
 
 

@@ -37,12 +37,25 @@ def test_snakemake_runs_jobs_through_slurm(slurm_cluster, tmp_path):
     python = Path(sys.executable)  # the venv's python: jobs run `<this python> -m snakemake`
     # Commands inside rules come from the submitting shell's PATH: the venv must be on it.
     env = {**os.environ, "PATH": f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    cmd = [str(python), "-m", "snakemake", "--executor", "slurm", "--jobs", "4",
-           "--default-resources", f"slurm_partition={slurm_cluster.partition}", "runtime=10", "mem_mb=1000",
-           "cpus_per_task=1", *snakemake_slurm_args()]
+    cmd = [
+        str(python),
+        "-m",
+        "snakemake",
+        "--executor",
+        "slurm",
+        "--jobs",
+        "4",
+        "--default-resources",
+        f"slurm_partition={slurm_cluster.partition}",
+        "runtime=10",
+        "mem_mb=1000",
+        "cpus_per_task=1",
+        *snakemake_slurm_args(),
+    ]
     t0 = time.monotonic()
-    res = subprocess.run(cmd, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                         timeout=300)
+    res = subprocess.run(
+        cmd, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300
+    )
     elapsed = time.monotonic() - t0
     print(f"\nsnakemake --executor slurm (2 jobs) took {elapsed:.1f} s")
     assert res.returncode == 0, f"snakemake failed ({res.returncode}):\n{res.stdout}\n{res.stderr[-6000:]}"

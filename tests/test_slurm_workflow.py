@@ -77,8 +77,15 @@ def test_every_study_through_slurm(slurm_cluster, shared_server, tmp_path):
 
     # 1. Run on the cluster; cancel one LLM shard's job once some of its calls are in its cache.
     with open(tmp_path / "run1.log", "w+") as log:  # a file, not a pipe: a full pipe would stall Snakemake
-        proc = subprocess.Popen(CLUSTER, cwd=project, env=tool_env(), stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            CLUSTER,
+            cwd=project,
+            env=tool_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         try:
             victim, deadline = None, time.monotonic() + 900
             while time.monotonic() < deadline and proc.poll() is None:
@@ -110,8 +117,9 @@ def test_every_study_through_slurm(slurm_cluster, shared_server, tmp_path):
     m = yaml.safe_load((project / VICTIM_METRICS).read_text())
     assert m["cache_hits"] >= cached and m["calls"] < m["requests"], m  # finished calls not paid again
     rerun = sorted(str(p.relative_to(project)) for p, t in before.items() if p.stat().st_mtime_ns != t)
-    assert not any(other_shard in r or not r.startswith("results/opinion_dynamics/") for r in rerun), \
+    assert not any(other_shard in r or not r.startswith("results/opinion_dynamics/") for r in rerun), (
         f"files of other shards or studies were written again: {rerun}"
+    )
 
     # 3. Every LLM shard ran as its own SLURM job: one job log per shard, named by its job id.
     logs = project / ".snakemake/slurm_logs"
@@ -138,5 +146,7 @@ def test_every_study_through_slurm(slurm_cluster, shared_server, tmp_path):
     assert set(got) == set(want) and len(got) > 100
     differ = sorted(k for k in got if got[k] != want[k])
     assert differ == [], f"cluster and local artifacts differ: {differ}"
-    print(f"\nSLURM: first run (a shard cancelled) {first_run:.0f} s, re-run {second_run:.0f} s, local run from "
-          f"the same calls {local_run:.0f} s; {len(all_ids)} SLURM jobs; {len(got)} artifacts identical")
+    print(
+        f"\nSLURM: first run (a shard cancelled) {first_run:.0f} s, re-run {second_run:.0f} s, local run from "
+        f"the same calls {local_run:.0f} s; {len(all_ids)} SLURM jobs; {len(got)} artifacts identical"
+    )

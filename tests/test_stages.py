@@ -16,8 +16,9 @@ pytestmark = pytest.mark.slow
 
 def personas_stage(tmp_path, params, name="personas"):
     out, metrics = tmp_path / f"{name}.parquet", tmp_path / f"{name}.json"
-    proc = run_socsim("facilitation", "personas", "--params", str(params), "--personas", str(out),
-                      "--metrics", str(metrics))
+    proc = run_socsim(
+        "facilitation", "personas", "--params", str(params), "--personas", str(out), "--metrics", str(metrics)
+    )
     assert proc.returncode == 0, proc.stderr
     return out, read_metrics(metrics)
 
@@ -37,8 +38,9 @@ def test_file_personas_and_topics_with_provenance(tmp_path):
     assert metrics["rows"] == 30 and metrics["calls"] == 0
 
     topics, tmetrics = tmp_path / "topics.parquet", tmp_path / "topics.json"
-    proc = run_socsim("facilitation", "topics", "--params", str(params), "--topics", str(topics),
-                      "--metrics", str(tmetrics))
+    proc = run_socsim(
+        "facilitation", "topics", "--params", str(params), "--topics", str(topics), "--metrics", str(tmetrics)
+    )
     assert proc.returncode == 0, proc.stderr
     assert read_table(topics, schemas.TOPICS).num_rows == 7
 
@@ -65,8 +67,9 @@ def test_sigkill_mid_stage_resumes_without_repeating_calls(tmp_path):
     n = 10
     params = write_params(tmp_path / "params.yaml", facilitation={"personas": {"source": "llm", "n": n}})
     out, metrics = tmp_path / "personas.parquet", tmp_path / "metrics.json"
-    cmd = socsim_cmd("facilitation", "personas", "--params", str(params), "--personas", str(out),
-                     "--metrics", str(metrics))
+    cmd = socsim_cmd(
+        "facilitation", "personas", "--params", str(params), "--personas", str(out), "--metrics", str(metrics)
+    )
     done = kill_after_cached_calls(cmd, tmp_path / "cache" / "llm.sqlite", 3)
     assert 3 <= done < n
     assert not out.exists() and not metrics.exists()  # nothing half-written

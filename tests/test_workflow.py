@@ -17,6 +17,7 @@ from conftest import ROOT, copy_project, sh
 from socsim import config, dvc, studies, workflow
 from socsim.io.parquet import read_provenance, read_table
 
+
 @pytest.fixture
 def project(tmp_path) -> Path:
     return copy_project(tmp_path / "proj")
@@ -29,7 +30,10 @@ def test_dvc_yaml_is_generated_from_the_registry():
 def test_rules_are_generated_one_per_stage():
     """No hand-written rules: common.smk makes one rule per registered stage, the Snakefile names none."""
     assert sorted(p.name for p in (ROOT / "workflow" / "rules").glob("*.smk")) == ["common.smk"]
-    assert "rule all:" in (ROOT / "Snakefile").read_text() and "\nrule " not in (ROOT / "workflow/rules/common.smk").read_text()
+    assert (
+        "rule all:" in (ROOT / "Snakefile").read_text()
+        and "\nrule " not in (ROOT / "workflow/rules/common.smk").read_text()
+    )
     params = config.load([ROOT / "params.yaml"])
     specs = {r["name"]: r for r in workflow.rules(params)}
     assert set(specs) == {st.rule_name for _, st in studies.all_stages()}
@@ -43,8 +47,9 @@ def test_rules_are_generated_one_per_stage():
         code = r["input"]["code"]
         assert f"src/socsim/{study.name}/stages.py" in code and "src/socsim/io/parquet.py" in code
         assert ("src/socsim/llm/client.py" in code) == st.uses_llm
-        assert not any(f"src/socsim/{other.name}/" in c for other in studies.all_studies() if other is not study
-                       for c in code)
+        assert not any(
+            f"src/socsim/{other.name}/" in c for other in studies.all_studies() if other is not study for c in code
+        )
     # figures and tables carry report captions that exist
     for study in studies.all_studies():
         for kind in ("figures", "tables"):
@@ -88,7 +93,9 @@ def test_snakemake_and_dvc_agree(project):
         deps = set()
         for d in st["deps"]:
             p = project / d
-            deps |= {str(f.relative_to(project)) for f in p.rglob("*.py")} if d.startswith("src/") and p.is_dir() else {d}
+            deps |= (
+                {str(f.relative_to(project)) for f in p.rglob("*.py")} if d.startswith("src/") and p.is_dir() else {d}
+            )
         assert job["deps"] == deps, name
 
 
@@ -112,7 +119,9 @@ def test_pipeline_default_params_snakemake_then_dvc(project):
     # one log and one benchmark per job; every LLM shard wrote its own call cache
     assert (project / "results/facilitation/logs/simulate/smollm2-135m.log").is_file()
     assert (project / "results/coherence/benchmarks/judge/smollm2-135m.tsv").is_file()
-    caches = sorted(str(p.relative_to(project / ".socsim-cache")) for p in (project / ".socsim-cache").rglob("*.sqlite"))
+    caches = sorted(
+        str(p.relative_to(project / ".socsim-cache")) for p in (project / ".socsim-cache").rglob("*.sqlite")
+    )
     assert "facilitation/simulate/smollm2-135m.sqlite" in caches and "coherence/judge/smollm2-135m.sqlite" in caches
     personas = project / "results/facilitation/personas.parquet"
     assert read_table(personas).num_rows == 30
@@ -137,8 +146,17 @@ def test_pipeline_default_params_snakemake_then_dvc(project):
     assert (db / "analysis/table3.md").is_file() and (db / "figures/fig2_group_level.png").is_file()
     assert (db / "comparison/utterance_metrics.csv").is_file()
     analysis_dir = project / "results/facilitation/analysis"
-    for name in ("table2_ols.csv", "table2_ols.md", "table2_ols.tex", "anova.json", "pairwise_ttests.csv",
-                 "interventions.csv", "diversity.csv", "nontroll_toxicity.csv", "agreement.json"):
+    for name in (
+        "table2_ols.csv",
+        "table2_ols.md",
+        "table2_ols.tex",
+        "anova.json",
+        "pairwise_ttests.csv",
+        "interventions.csv",
+        "diversity.csv",
+        "nontroll_toxicity.csv",
+        "agreement.json",
+    ):
         assert (analysis_dir / name).stat().st_size > 0, name
     assert "nothing to be done" in sh(["snakemake", "--cores", "2"], project).stderr.lower()
 
@@ -160,7 +178,8 @@ def test_pipeline_default_params_snakemake_then_dvc(project):
     # 3. A params change re-runs only the stages that read the key (and what depends on them).
     (project / "data" / "human.csv").write_text(
         "discussion_id,text\nh1,I think the bus is late again\nh1,The bus is never on time here\n"
-        "h2,Taxes should be lower\nh2,Lower taxes mean fewer services\nh2,Services matter more than taxes\n")
+        "h2,Taxes should be lower\nh2,Lower taxes mean fewer services\nh2,Services matter more than taxes\n"
+    )
     out = sh(["dvc", "exp", "run", "-S", "facilitation.analysis.human_reference=data/human.csv"], project).stdout
     assert ran(out) == {"facilitation_analyse", "facilitation_figures"}, out
     div = pd.read_csv(analysis_dir / "diversity.csv")
@@ -186,8 +205,10 @@ def test_tiny_study_through_dvc_and_exp_run(project):
     out = sh(["dvc", "repro"], project).stdout
     assert ran(out) == {st.rule_name for _, st in studies.all_stages()}
     assert "Data and pipelines are up to date" in sh(["dvc", "repro"], project).stdout
-    sharded = {s: snapshot(project / "results" / s / "analysis") for s in ("facilitation", "coherence", "opinion_dynamics",
-                                                                           "debate")}
+    sharded = {
+        s: snapshot(project / "results" / s / "analysis")
+        for s in ("facilitation", "coherence", "opinion_dynamics", "debate")
+    }
     assert (project / "results/debate/simulated/smollm2-135m.3.parquet").is_file()
     assert (project / "results/opinion_dynamics/events/smollm2-135m.fire.parquet").is_file()
 
@@ -201,13 +222,15 @@ def test_tiny_study_through_dvc_and_exp_run(project):
     assert ran(out) == {st.rule_name for st in studies.study("coherence").stages}
     for stage in ("elicit", "converse", "judge", "calibrate"):
         for m in (project / "results/coherence/metrics").glob(f"{stage}*"):
-            for f in ([m] if m.is_file() else m.glob("*.json")):
+            for f in [m] if m.is_file() else m.glob("*.json"):
                 metrics = yaml.safe_load(f.read_text())
                 assert metrics["calls"] == 0 and metrics["cache_hits"] > 0, f  # no model call paid again
 
     # One shard instead of many: the same analysis, byte for byte.
-    (project / "one.yaml").write_text("facilitation: {shard_by: []}\ncoherence: {shard_by: []}\n"
-                                      "opinion_dynamics: {shard_by: []}\ndebate: {shard_by: []}\n")
+    (project / "one.yaml").write_text(
+        "facilitation: {shard_by: []}\ncoherence: {shard_by: []}\n"
+        "opinion_dynamics: {shard_by: []}\ndebate: {shard_by: []}\n"
+    )
     sh(["snakemake", "--cores", "2", "--configfile", "one.yaml"], project)
     assert (project / "results/facilitation/comments/all.parquet").is_file()
     assert (project / "results/coherence/judgments/all.parquet").is_file()
@@ -221,10 +244,13 @@ def test_tiny_study_through_dvc_and_exp_run(project):
         assert snapshot(project / "results" / study_name / "analysis") == files, study_name
 
     # LLM-generated personas: everything downstream of personas re-runs, topics does not.
-    out = sh(["dvc", "exp", "run", "-S", "facilitation.personas.source=llm", "-S", "facilitation.personas.n=4"],
-             project).stdout
+    out = sh(
+        ["dvc", "exp", "run", "-S", "facilitation.personas.source=llm", "-S", "facilitation.personas.n=4"], project
+    ).stdout
     assert "facilitation_personas" in ran(out) and "facilitation_topics" not in ran(out)
-    assert not any(name.startswith(("coherence_", "opinion_dynamics_", "debate_")) for name in ran(out))  # others untouched
+    assert not any(
+        name.startswith(("coherence_", "opinion_dynamics_", "debate_")) for name in ran(out)
+    )  # others untouched
     assert {"facilitation_setups", "facilitation_simulate"} <= ran(out)
     table = read_table(project / "results/facilitation/personas.parquet")
     assert table.num_rows == 4 and set(table.column("source").to_pylist()) == {"llm"}
@@ -274,7 +300,21 @@ def test_llm_clients_bounds_the_jobs_that_talk_to_servers(project, llama_server)
     for clients, overlap in ((1, False), (2, True)):
         shutil.rmtree(project / ".socsim-cache/opinion_dynamics/simulate", ignore_errors=True)  # real calls
         # (the targets first: --configfile and --forcerun take every word after them)
-        sh(["snakemake", *targets, "--cores", "2", "--resources", f"llm_clients={clients}", "--configfile",
-            "tests/params.tiny.yaml", "server.yaml", "--forcerun", "opinion_dynamics_simulate"], project)
+        sh(
+            [
+                "snakemake",
+                *targets,
+                "--cores",
+                "2",
+                "--resources",
+                f"llm_clients={clients}",
+                "--configfile",
+                "tests/params.tiny.yaml",
+                "server.yaml",
+                "--forcerun",
+                "opinion_dynamics_simulate",
+            ],
+            project,
+        )
         (a0, a1), (b0, b1) = (job_interval(log) for log in logs)
         assert (a0 < b1 and b0 < a1) == overlap, (clients, a0, a1, b0, b1)

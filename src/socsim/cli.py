@@ -25,8 +25,10 @@ def _stage_help(study: stages.Study, stage: stages.Stage) -> str:
     lines = ["inputs:", *([opt(k) for k in stage.inputs] or ["  (none)"])]
     lines += ["outputs:", *[opt(k) for k in study.output_names(stage)]]
     if stage.shards:
-        lines += ["shards: one job per --shard id, computed from params (a sharded input of an unsharded stage "
-                  "takes every shard's file)"]
+        lines += [
+            "shards: one job per --shard id, computed from params (a sharded input of an unsharded stage "
+            "takes every shard's file)"
+        ]
     lines += ["params keys read:"] + [f"  {k}" for k in stage.declared]
     if stage.uses_llm:
         lines += ["model calls go through the llm section (backend, per-shard call cache, retries)."]
@@ -34,25 +36,45 @@ def _stage_help(study: stages.Study, stage: stages.Stage) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="socsim", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="socsim", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="study", required=True, metavar="<study>")
     for study in studies.all_studies():
         sp = sub.add_parser(study.name, help=f"stages of the {study.name} study")
         ssub = sp.add_subparsers(dest="stage", required=True, metavar="<stage>")
         for st in study.stages:
-            p = ssub.add_parser(st.name, help=st.summary, description=st.summary, epilog=_stage_help(study, st),
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-            p.add_argument("--params", action="append", metavar="YAML",
-                           help="params file(s); later ones override earlier ones (default params.yaml)")
-            p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                           help="override one params key (value parsed as YAML)")
+            p = ssub.add_parser(
+                st.name,
+                help=st.summary,
+                description=st.summary,
+                epilog=_stage_help(study, st),
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+            )
+            p.add_argument(
+                "--params",
+                action="append",
+                metavar="YAML",
+                help="params file(s); later ones override earlier ones (default params.yaml)",
+            )
+            p.add_argument(
+                "--set",
+                action="append",
+                default=[],
+                metavar="KEY=VALUE",
+                help="override one params key (value parsed as YAML)",
+            )
             if st.shards:
-                p.add_argument("--shard", metavar="ID", help="the shard to run (ids from params; default: every shard's "
-                                                                "rows in one run, written as shard 'all')")
+                p.add_argument(
+                    "--shard",
+                    metavar="ID",
+                    help="the shard to run (ids from params; default: every shard's "
+                    "rows in one run, written as shard 'all')",
+                )
             for name in (*st.inputs, *study.output_names(st)):
-                p.add_argument("--" + name.replace("_", "-"), dest=name, nargs="+", metavar="PATH",
-                               help="default: see below")
+                p.add_argument(
+                    "--" + name.replace("_", "-"), dest=name, nargs="+", metavar="PATH", help="default: see below"
+                )
             p.set_defaults(_study=study, _stage=st)
 
     ps = sub.add_parser("params", help="check params.yaml")
@@ -76,9 +98,11 @@ def _check_shards(name: str, given: list[str], expected: list[str]) -> None:
         return  # files from elsewhere (a released data set, a test): taken as given
     missing, extra = sorted(set(expected) - set(given)), sorted(set(given) - set(expected))
     if missing or extra:
-        raise ValueError(f"--{name.replace('_', '-')}: the shard files differ from the shards of these params "
-                         f"(missing: {', '.join(missing) or 'none'}; not a shard: {', '.join(extra) or 'none'}); "
-                         "after changing a shard key, run `socsim dvc export` (dvc.yaml lists the shards)")
+        raise ValueError(
+            f"--{name.replace('_', '-')}: the shard files differ from the shards of these params "
+            f"(missing: {', '.join(missing) or 'none'}; not a shard: {', '.join(extra) or 'none'}); "
+            "after changing a shard key, run `socsim dvc export` (dvc.yaml lists the shards)"
+        )
 
 
 def run_stage(args: argparse.Namespace) -> None:
@@ -113,8 +137,11 @@ def run_stage(args: argparse.Namespace) -> None:
     print(f"socsim: {name} started {_stamp(started)}", file=sys.stderr, flush=True)
     try:
         st.run(ctx)
-        print(f"socsim: {name} finished {_stamp(time.time())} ({time.time() - started:.1f} s)", file=sys.stderr,
-              flush=True)
+        print(
+            f"socsim: {name} finished {_stamp(time.time())} ({time.time() - started:.1f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
     except KeyboardInterrupt:
         _remove_partial_folders(study, st, paths, started)
         raise StageInterrupted(ctx._cache_path() if st.uses_llm else None) from None

@@ -11,8 +11,9 @@ import copy
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import jsonschema
 import yaml
@@ -90,9 +91,7 @@ def _format_error(err: jsonschema.ValidationError) -> str:
         allowed = sorted(err.schema.get("properties", {}))
         extra = sorted(set(err.instance) - set(allowed))
         prefix = "" if key == "<top level>" else key + "."
-        return "; ".join(
-            f"{prefix}{k}: unknown key (allowed here: {', '.join(allowed) or 'none'})" for k in extra
-        )
+        return "; ".join(f"{prefix}{k}: unknown key (allowed here: {', '.join(allowed) or 'none'})" for k in extra)
     if err.validator == "required":
         return f"{key}: {err.message}"
     return f"{key}: expected {_describe(err.schema)}, got {json.dumps(err.instance)}"
@@ -144,8 +143,7 @@ def read_yaml(path: str | os.PathLike, what: str = "params file") -> dict:
     return data
 
 
-def load(paths: str | os.PathLike | Iterable[str | os.PathLike] = "params.yaml",
-         overrides: Iterable[str] = ()) -> dict:
+def load(paths: str | os.PathLike | Iterable[str | os.PathLike] = "params.yaml", overrides: Iterable[str] = ()) -> dict:
     """Read params files (later ones override earlier ones), apply key=value overrides
     (values parsed as YAML), validate and fill defaults."""
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]

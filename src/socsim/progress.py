@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Awaitable, Iterable
+from collections.abc import Awaitable, Iterable
 
 from tqdm import tqdm
 
 
 def progress_bar(total: int, desc: str, unit: str = "it") -> tqdm:
     """On stderr; redrawn often on a terminal, every 10 s in a log (Snakemake, a cluster job)."""
-    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
-                mininterval=0.5 if sys.stderr.isatty() else 10.0)
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        file=sys.stderr,
+        dynamic_ncols=True,
+        mininterval=0.5 if sys.stderr.isatty() else 10.0,
+    )
 
 
 async def gather_with_progress(awaitables: Iterable[Awaitable], desc: str, unit: str = "it") -> list:

@@ -12,10 +12,10 @@ sharded (shard ids computed from params, so Snakemake and DVC know them when the
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Literal
 
 import pyarrow as pa
 
@@ -60,7 +60,7 @@ ShardFn = Callable[[Mapping], dict[str, dict[str, Any]]]  # params -> {shard id:
 class Stage:
     name: str
     summary: str
-    run: Callable[["StageContext"], None]
+    run: Callable[[StageContext], None]
     inputs: tuple[str, ...] = ()  # artifact names
     outputs: tuple[str, ...] = ()  # artifact names
     params: tuple[str, ...] = ()  # dotted params keys read (LLM stages also read LLM_KEYS)
@@ -131,7 +131,9 @@ class Study:
                     raise ValueError(f"stage {name}.{st.name} reads {a!r} shard by shard but is sharded differently")
 
     def _metrics_path(self, st: Stage) -> str:
-        return f"{self.results}/metrics/{st.name}/{SHARD}.json" if st.shards else f"{self.results}/metrics/{st.name}.json"
+        return (
+            f"{self.results}/metrics/{st.name}/{SHARD}.json" if st.shards else f"{self.results}/metrics/{st.name}.json"
+        )
 
     def stage(self, name: str) -> Stage:
         for st in self.stages:
@@ -164,8 +166,9 @@ class Study:
                 out[name] = [art.at(s) for s in producer.shard_ids(params)] if params is not None else art.path
         return out
 
-    def command(self, st: Stage, paths: dict[str, str | list[str]], params_files=(PARAMS_FILE,),
-                shard: str | None = None) -> str:
+    def command(
+        self, st: Stage, paths: dict[str, str | list[str]], params_files=(PARAMS_FILE,), shard: str | None = None
+    ) -> str:
         """The shell command that runs a stage on the given paths."""
         parts = ["socsim", self.name, st.name]
         for pf in params_files:
@@ -213,8 +216,10 @@ class ParamsView(Mapping):
         full = self._full(key)
         kind = self._allowed(full)
         if kind is None:
-            raise ParamsError(f"stage {self._stage} read params key {full!r}, which it does not declare "
-                              f"(declared: {', '.join(self._declared) or 'none'}); add it to the stage's params")
+            raise ParamsError(
+                f"stage {self._stage} read params key {full!r}, which it does not declare "
+                f"(declared: {', '.join(self._declared) or 'none'}); add it to the stage's params"
+            )
         value = self._data[key]
         return ParamsView(value, self._declared, self._stage, full) if kind == "view" else value
 
@@ -232,16 +237,16 @@ class StageContext:
     """What a stage's run() receives: its declared params (a view), its resolved paths, its shard,
     readers and writers of its artifacts, and the LLM clients (closed with the context)."""
 
-    def __init__(self, study: Study, stage: Stage, params: dict, paths: dict[str, Path | list[Path]],
-                 shard: str = ALL):
+    def __init__(self, study: Study, stage: Stage, params: dict, paths: dict[str, Path | list[Path]], shard: str = ALL):
         self.study, self.stage, self.shard = study, stage, shard
         self._params = params
         self.params = ParamsView(params, stage.declared, f"{study.name}.{stage.name}")
         self.paths = paths
         self.values = subset(params, stage.declared)
         # shard `all` of a sharded stage holds every row (the CLI without --shard)
-        self.shard_values: dict[str, Any] = stage.shard_table(params).get(shard, {}) if shard == ALL else \
-            stage.shard_table(params)[shard]
+        self.shard_values: dict[str, Any] = (
+            stage.shard_table(params).get(shard, {}) if shard == ALL else stage.shard_table(params)[shard]
+        )
         self._clients: dict[str, Any] = {}  # name -> LLMClient ("" = the default llm section)
 
     @property
@@ -300,8 +305,9 @@ class StageContext:
         try:
             return template.format(study=self.study.name, stage=self.stage.name, shard=self.shard)
         except (KeyError, IndexError, ValueError) as exc:
-            raise ParamsError(f"llm.cache_path {template!r}: only {{study}}, {{stage}} and {{shard}} may appear in "
-                              f"braces ({exc!r})") from None
+            raise ParamsError(
+                f"llm.cache_path {template!r}: only {{study}}, {{stage}} and {{shard}} may appear in braces ({exc!r})"
+            ) from None
 
     def client(self):
         """The client of params' llm section (one per context, with this shard's call cache)."""
@@ -352,8 +358,10 @@ class StageContext:
             c = self._clients.get("")
             return (c.accounting if c is not None else Accounting()).as_metrics()
         per = {name: c.accounting.as_metrics() for name, c in self._clients.items() if name}
-        totals = {k: sum(m[k] for m in per.values())
-                  for k in ("requests", "calls", "cache_hits", "parse_failures", "completion_tokens")}
+        totals = {
+            k: sum(m[k] for m in per.values())
+            for k in ("requests", "calls", "cache_hits", "parse_failures", "completion_tokens")
+        }
         return {**totals, "models": per}
 
     def write_metrics(self, **extra) -> None:

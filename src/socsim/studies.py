@@ -11,8 +11,12 @@ import importlib
 
 from socsim.stages import Stage, Study
 
-STUDY_MODULES = ("socsim.facilitation.stages", "socsim.coherence.stages", "socsim.opinion_dynamics.stages",
-                 "socsim.debate.stages")
+STUDY_MODULES = (
+    "socsim.facilitation.stages",
+    "socsim.coherence.stages",
+    "socsim.opinion_dynamics.stages",
+    "socsim.debate.stages",
+)
 
 
 def all_studies() -> list[Study]:

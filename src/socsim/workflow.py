@@ -7,8 +7,9 @@ construction (tests/test_workflow.py checks it on the real tools).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from socsim import config, studies
 from socsim.stages import PARAMS_FILE, SHARD, Stage, Study
@@ -37,20 +38,27 @@ def rules(params: Mapping, params_files: tuple[str, ...] = (PARAMS_FILE,), llm_t
         outputs = {}
         for name in study.output_names(st):
             art = study.artifact(st, name)
-            outputs[name] = {"path": paths[name], "dir": art.kind == "dir", "pattern": art.pattern,
-                             "caption": f"../report/{study.name}/{art.report}.rst" if art.report else None,
-                             "category": study.name, "subcategory": st.name}
-        out.append({
-            "name": st.rule_name,
-            "input": {**{n: paths[n] for n in st.inputs}, "code": code_files(st)},
-            "output": outputs,
-            "params": config.canonical_json(config.subset(params, st.declared)),
-            "log": _where(study, st, "logs", "log"),
-            "benchmark": _where(study, st, "benchmarks", "tsv"),
-            "threads": llm_threads if st.uses_llm else 1,
-            "llm_clients": 1 if st.uses_llm else 0,
-            "command": command_param(study.command(st, paths, params_files)),
-        })
+            outputs[name] = {
+                "path": paths[name],
+                "dir": art.kind == "dir",
+                "pattern": art.pattern,
+                "caption": f"../report/{study.name}/{art.report}.rst" if art.report else None,
+                "category": study.name,
+                "subcategory": st.name,
+            }
+        out.append(
+            {
+                "name": st.rule_name,
+                "input": {**{n: paths[n] for n in st.inputs}, "code": code_files(st)},
+                "output": outputs,
+                "params": config.canonical_json(config.subset(params, st.declared)),
+                "log": _where(study, st, "logs", "log"),
+                "benchmark": _where(study, st, "benchmarks", "tsv"),
+                "threads": llm_threads if st.uses_llm else 1,
+                "llm_clients": 1 if st.uses_llm else 0,
+                "command": command_param(study.command(st, paths, params_files)),
+            }
+        )
     return out
 
 

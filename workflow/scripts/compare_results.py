@@ -42,8 +42,9 @@ def keys_of(path: Path) -> list[str]:
 
 def provenance(paths: list[Path]) -> list[dict]:
     drop = ("git_commit", "shard", "params", "params_hash")
-    return sorted((json.dumps({k: v for k, v in read_provenance(p).items() if k not in drop}, sort_keys=True)
-                   for p in paths))
+    return sorted(
+        json.dumps({k: v for k, v in read_provenance(p).items() if k not in drop}, sort_keys=True) for p in paths
+    )
 
 
 def main(old: Path, new: Path) -> int:
@@ -61,9 +62,11 @@ def main(old: Path, new: Path) -> int:
             same = ta.select(common).equals(tb.select(common))
             extra = sorted(set(ta.column_names) ^ set(tb.column_names))
             prov = len(set(provenance(a[name])) & set(provenance(b[name]))) > 0
-            print(f"{'same' if same else 'DIFFERENT':9}  {name}  ({ta.num_rows} rows"
-                  f"{', columns only in one: ' + ', '.join(extra) if extra else ''}"
-                  f"{', provenance (model, seed, stage) differs' if not prov else ''})")
+            print(
+                f"{'same' if same else 'DIFFERENT':9}  {name}  ({ta.num_rows} rows"
+                f"{', columns only in one: ' + ', '.join(extra) if extra else ''}"
+                f"{', provenance (model, seed, stage) differs' if not prov else ''})"
+            )
         elif name.endswith("provenance.json"):  # the git commit differs by design
             load = lambda p: {k: v for k, v in json.loads(p.read_text()).items() if k != "git_commit"}  # noqa: E731
             same = load(a[name][0]) == load(b[name][0])

@@ -36,12 +36,19 @@ def build_agents(cp: dict, seed: int, topics: dict, prompts: dict) -> list[dict]
             rng = seeds.rng(seed, "coherence", "agents", topic_id, level, direction)
             for index in sorted(rng.sample(range(len(backgrounds)), cp["agents_per_cell"])):
                 bg = backgrounds[index]
-                rows.append({
-                    "agent_id": f"{topic_id}.b{level}{direction[0]}.{index:03d}", "topic": topic_id,
-                    "contentiousness": topic["C"], "bias_level": level, "bias_direction": direction,
-                    "background": index, **bg, "persona_prompt": prompts["persona"].format(**bg).strip(),
-                    "bias_prompt": topic["bias"][level][direction] if level else None,
-                })
+                rows.append(
+                    {
+                        "agent_id": f"{topic_id}.b{level}{direction[0]}.{index:03d}",
+                        "topic": topic_id,
+                        "contentiousness": topic["C"],
+                        "bias_level": level,
+                        "bias_direction": direction,
+                        "background": index,
+                        **bg,
+                        "persona_prompt": prompts["persona"].format(**bg).strip(),
+                        "bias_prompt": topic["bias"][level][direction] if level else None,
+                    }
+                )
     return rows
 
 
@@ -52,23 +59,33 @@ def system_prompt(agent: dict, prompts: dict, task: str) -> str:
     return " ".join(parts)
 
 
-def elicitation_requests(agents: list[dict], topics: dict, prompts: dict, seed: int, model: str,
-                         sampling: Sampling) -> list[Request]:
+def elicitation_requests(
+    agents: list[dict], topics: dict, prompts: dict, seed: int, model: str, sampling: Sampling
+) -> list[Request]:
     """Per agent: the preference question, then the nine openness items (in this order)."""
     statements = {t["id"]: t["statement"] for t in topics["topics"]}
     out = []
     for a in agents:
         pref_system = system_prompt(a, prompts, "preference_instruction")
         q = prompts["preference_question"].format(statement=statements[a["topic"]])
-        out.append(Request.chat([{"role": "system", "content": pref_system}, {"role": "user", "content": q}],
-                                derive_seed(seed, "coherence", "elicit", model, a["agent_id"], "P"), sampling,
-                                PREFERENCE))
+        out.append(
+            Request.chat(
+                [{"role": "system", "content": pref_system}, {"role": "user", "content": q}],
+                derive_seed(seed, "coherence", "elicit", model, a["agent_id"], "P"),
+                sampling,
+                PREFERENCE,
+            )
+        )
         open_system = system_prompt(a, prompts, "openness_instruction")
         for i, item in enumerate(prompts["openness_items"]):
-            out.append(Request.chat([{"role": "system", "content": open_system},
-                                     {"role": "user", "content": item["text"]}],
-                                    derive_seed(seed, "coherence", "elicit", model, a["agent_id"], "O", i), sampling,
-                                    YES_NO))
+            out.append(
+                Request.chat(
+                    [{"role": "system", "content": open_system}, {"role": "user", "content": item["text"]}],
+                    derive_seed(seed, "coherence", "elicit", model, a["agent_id"], "O", i),
+                    sampling,
+                    YES_NO,
+                )
+            )
     return out
 
 
@@ -88,12 +105,21 @@ def profile_rows(agents: list[dict], responses, prompts: dict, scoring: str, mod
     n = 1 + len(prompts["openness_items"])
     rows = []
     for i, a in enumerate(agents):
-        pref, *items = responses[i * n:(i + 1) * n]
+        pref, *items = responses[i * n : (i + 1) * n]
         answers = [r.value if r.parse_ok else None for r in items]
         score = openness_score(answers, prompts["openness_items"], scoring)
-        rows.append({"agent_id": a["agent_id"], "model": model, "preference": pref.value if pref.parse_ok else None,
-                     "preference_raw": pref.text, "preference_ok": pref.parse_ok, "openness": score,
-                     "openness_answers": [r.text for r in items], "openness_ok": score is not None})
+        rows.append(
+            {
+                "agent_id": a["agent_id"],
+                "model": model,
+                "preference": pref.value if pref.parse_ok else None,
+                "preference_raw": pref.text,
+                "preference_ok": pref.parse_ok,
+                "openness": score,
+                "openness_answers": [r.text for r in items],
+                "openness_ok": score is not None,
+            }
+        )
     return rows
 
 
@@ -109,8 +135,9 @@ def opener(seed: int, conversation_id: str) -> int:
     return 1 + derive_seed(seed, "coherence", "opener", conversation_id) % 2
 
 
-def pair_agents(profiles: list[dict], agents: dict[str, dict], pairing: dict, seed: int, topics: dict,
-                prompts: dict) -> list[dict]:
+def pair_agents(
+    profiles: list[dict], agents: dict[str, dict], pairing: dict, seed: int, topics: dict, prompts: dict
+) -> list[dict]:
     """For every unordered pair of profiles present (per model and topic), k pairs of two different
     agents. Profiles whose elicitation did not parse take no part. Agent 1 holds the first profile
     of the pair (sorted); `opener` (a seeded coin per conversation) says which agent asks the
@@ -132,8 +159,9 @@ def pair_agents(profiles: list[dict], agents: dict[str, dict], pairing: dict, se
     for (model, topic), by_profile in sorted(groups.items()):
         rng = seeds.rng(seed, "coherence", "pairs", model, topic)
         keys = sorted(by_profile)
-        profile_pairs = [(u, v) for u, v in itertools.combinations_with_replacement(keys, 2)
-                         if u != v or len(by_profile[u]) >= 2]  # an agent never talks with itself
+        profile_pairs = [
+            (u, v) for u, v in itertools.combinations_with_replacement(keys, 2) if u != v or len(by_profile[u]) >= 2
+        ]  # an agent never talks with itself
         cap = pairing["max_pairs_per_topic"]
         if cap is not None and len(profile_pairs) > cap:
             profile_pairs = sorted(rng.sample(profile_pairs, cap))
@@ -145,9 +173,21 @@ def pair_agents(profiles: list[dict], agents: dict[str, dict], pairing: dict, se
                 else:
                     a1, a2 = rng.choice(by_profile[u]), rng.choice(by_profile[v])
                 cid = f"{model}.{topic}.{n:04d}"
-                rows.append({"conversation_id": cid, "model": model, "topic": topic, "agent1_id": a1,
-                             "agent2_id": a2, "profile1": u, "profile2": v, "opener": opener(seed, cid),
-                             "question": questions[topic], "agent1_system_prompt": conv_prompt(a1),
-                             "agent2_system_prompt": conv_prompt(a2), "seed": seed})
+                rows.append(
+                    {
+                        "conversation_id": cid,
+                        "model": model,
+                        "topic": topic,
+                        "agent1_id": a1,
+                        "agent2_id": a2,
+                        "profile1": u,
+                        "profile2": v,
+                        "opener": opener(seed, cid),
+                        "question": questions[topic],
+                        "agent1_system_prompt": conv_prompt(a1),
+                        "agent2_system_prompt": conv_prompt(a2),
+                        "seed": seed,
+                    }
+                )
                 n += 1
     return rows

@@ -71,8 +71,9 @@ PAIRING = ["conversation_id", "model", "topic", "agent1_id", "agent2_id", "profi
 DEFAULT_STEEPNESS = 2.0
 
 
-def conversation_table(agents: pd.DataFrame, profiles: pd.DataFrame, pairs: pd.DataFrame,
-                       judgments: pd.DataFrame) -> pd.DataFrame:
+def conversation_table(
+    agents: pd.DataFrame, profiles: pd.DataFrame, pairs: pd.DataFrame, judgments: pd.DataFrame
+) -> pd.DataFrame:
     """One row per conversation: both agents' profiles and the final agreement score (joins on ids)."""
     last = judgments.sort_values(["conversation_id", "turn"]).groupby("conversation_id").tail(1)
     last = last[last["parse_ok"] & (last["score"] >= 1)][["conversation_id", "score", "judge_model"]]
@@ -139,25 +140,49 @@ def expected_distributions(p0: np.ndarray, shift: str, steepness: float = DEFAUL
     """Expected agreement distribution per gap: gap 0 as observed, gap 4 its inverse (score s at gap 0
     has the probability of 6 - s at gap 4), in between a linear or sigmoidal mix of the two."""
     p4 = p0[::-1]
-    return {g: (1 - shift_weight(g, shift, steepness)) * p0 + shift_weight(g, shift, steepness) * p4
-            for g in range(5)}
+    return {g: (1 - shift_weight(g, shift, steepness)) * p0 + shift_weight(g, shift, steepness) * p4 for g in range(5)}
 
 
-SUPPRESSION_COLUMNS = (["gap", "shift", "n", "observed", "observed_lo", "observed_hi", "expected", "expected_lo",
-                        "expected_hi", "difference", "suppression"] + [f"expected_p{k}" for k in SCORES]
-                       + [f"observed_p{k}" for k in SCORES] + ["note"])
+SUPPRESSION_COLUMNS = (
+    [
+        "gap",
+        "shift",
+        "n",
+        "observed",
+        "observed_lo",
+        "observed_hi",
+        "expected",
+        "expected_lo",
+        "expected_hi",
+        "difference",
+        "suppression",
+    ]
+    + [f"expected_p{k}" for k in SCORES]
+    + [f"observed_p{k}" for k in SCORES]
+    + ["note"]
+)
 
 
-def suppression(df: pd.DataFrame, shift: str, boot: dict, seed: int,
-                steepness: float = DEFAULT_STEEPNESS) -> pd.DataFrame:
+def suppression(
+    df: pd.DataFrame, shift: str, boot: dict, seed: int, steepness: float = DEFAULT_STEEPNESS
+) -> pd.DataFrame:
     """Observed vs expected mean agreement per gap (Table 3 / Fig. 5): difference and ratio, with
     bootstrap intervals for both (expected ones drawn from the expected distribution). Without
     gap-0 pairs the expected distributions are undefined: one row per gap, n/a, with the reason."""
     gap0 = df.loc[df["gap"] == 0, "agreement"]
     if len(gap0) == 0:
-        return pd.DataFrame([{"gap": g, "shift": shift, "n": int((df["gap"] == g).sum()),
-                              "note": "n/a: no gap-0 pairs, so no expected distribution"} for g in range(5)],
-                            columns=SUPPRESSION_COLUMNS)
+        return pd.DataFrame(
+            [
+                {
+                    "gap": g,
+                    "shift": shift,
+                    "n": int((df["gap"] == g).sum()),
+                    "note": "n/a: no gap-0 pairs, so no expected distribution",
+                }
+                for g in range(5)
+            ],
+            columns=SUPPRESSION_COLUMNS,
+        )
     exp = expected_distributions(distribution(gap0), shift, steepness)
     rows = []
     for g in range(5):
@@ -168,12 +193,24 @@ def suppression(df: pd.DataFrame, shift: str, boot: dict, seed: int,
         o_draws = bootstrap_means(obs, boot["draw"], boot["repeats"], rng)
         o_mean = float(obs.mean()) if obs.size else float("nan")
         (elo, ehi), (olo, ohi) = interval(e_draws, boot["level"]), interval(o_draws, boot["level"])
-        rows.append({"gap": g, "shift": shift, "n": int(obs.size), "observed": o_mean, "observed_lo": olo,
-                     "observed_hi": ohi, "expected": e_mean, "expected_lo": elo, "expected_hi": ehi,
-                     "difference": o_mean - e_mean, "suppression": o_mean / e_mean,
-                     **{f"expected_p{k}": float(exp[g][k - 1]) for k in SCORES},
-                     **{f"observed_p{k}": float(v) for k, v in zip(SCORES, distribution(obs))},
-                     "note": "" if obs.size else "n/a: no pairs at this gap"})
+        rows.append(
+            {
+                "gap": g,
+                "shift": shift,
+                "n": int(obs.size),
+                "observed": o_mean,
+                "observed_lo": olo,
+                "observed_hi": ohi,
+                "expected": e_mean,
+                "expected_lo": elo,
+                "expected_hi": ehi,
+                "difference": o_mean - e_mean,
+                "suppression": o_mean / e_mean,
+                **{f"expected_p{k}": float(exp[g][k - 1]) for k in SCORES},
+                **{f"observed_p{k}": float(v) for k, v in zip(SCORES, distribution(obs))},
+                "note": "" if obs.size else "n/a: no pairs at this gap",
+            }
+        )
     return pd.DataFrame(rows, columns=SUPPRESSION_COLUMNS)
 
 
@@ -184,18 +221,26 @@ def _mwu(a, b, alternative: str) -> float:
     return float(sps.mannwhitneyu(a, b, alternative=alternative).pvalue)
 
 
-def input_flags(profiles: pd.DataFrame, conversations: pd.DataFrame, calibration: pd.DataFrame | None,
-                model: str) -> dict[str, list[dg.Flag]]:
+def input_flags(
+    profiles: pd.DataFrame, conversations: pd.DataFrame, calibration: pd.DataFrame | None, model: str
+) -> dict[str, list[dg.Flag]]:
     """Degeneracy of one agent model's inputs: its parsed preferences and openness scores, the
     final judge scores of its conversations (before the Self-BLEU filter) and the calibration of
     the judge(s) that scored them."""
     prof = profiles[profiles["model"] == model]
     out = {
-        "preferences": dg.collect(dg.one_value(prof.loc[prof["preference_ok"].astype(bool), "preference"],
-                                               f"coherence preferences ({model})")) if len(prof) else [],
-        "openness": dg.collect(dg.one_value(prof.loc[prof["openness_ok"].astype(bool), "openness"],
-                                            f"coherence openness ({model})")) if len(prof) else [],
-        "scores": [], "calibration": [],
+        "preferences": dg.collect(
+            dg.one_value(prof.loc[prof["preference_ok"].astype(bool), "preference"], f"coherence preferences ({model})")
+        )
+        if len(prof)
+        else [],
+        "openness": dg.collect(
+            dg.one_value(prof.loc[prof["openness_ok"].astype(bool), "openness"], f"coherence openness ({model})")
+        )
+        if len(prof)
+        else [],
+        "scores": [],
+        "calibration": [],
     }
     conv = conversations[conversations["model"] == model]
     if len(conv):
@@ -204,10 +249,12 @@ def input_flags(profiles: pd.DataFrame, conversations: pd.DataFrame, calibration
             for judge in sorted(conv["judge_model"].unique()):
                 cal = calibration[calibration["judge_model"] == judge].sort_values("example")
                 if len(cal):
-                    answered = [None if (not ok or pd.isna(s)) else float(s)
-                                for s, ok in zip(cal["score"], cal["parse_ok"])]
-                    out["calibration"] += dg.collect(dg.miscalibrated(
-                        cal["reference"].tolist(), answered, f"coherence judge calibration ({judge})"))
+                    answered = [
+                        None if (not ok or pd.isna(s)) else float(s) for s, ok in zip(cal["score"], cal["parse_ok"])
+                    ]
+                    out["calibration"] += dg.collect(
+                        dg.miscalibrated(cal["reference"].tolist(), answered, f"coherence judge calibration ({judge})")
+                    )
     return out
 
 
@@ -215,13 +262,24 @@ def flags_per_test(flags: dict[str, list[dg.Flag]]) -> dict[int, list[dg.Flag]]:
     """Which inputs each test depends on (the outcome, agreement, for all of them)."""
     judged = flags["scores"] + flags["calibration"]
     pref, open_ = flags["preferences"], flags["openness"]
-    return {1: pref + judged, 2: pref + judged, 3: pref + judged, 4: pref + judged, 5: open_ + judged,
-            6: pref + open_ + judged}
+    return {
+        1: pref + judged,
+        2: pref + judged,
+        3: pref + judged,
+        4: pref + judged,
+        5: open_ + judged,
+        6: pref + open_ + judged,
+    }
 
 
-def six_tests(df: pd.DataFrame, alpha: float, test6_rule: str = "pooled",
-              flags: dict[int, list[dg.Flag]] | None = None, empty_reason: str | None = None,
-              scope: str = "") -> pd.DataFrame:
+def six_tests(
+    df: pd.DataFrame,
+    alpha: float,
+    test6_rule: str = "pooled",
+    flags: dict[int, list[dg.Flag]] | None = None,
+    empty_reason: str | None = None,
+    scope: str = "",
+) -> pd.DataFrame:
     """The six tests on one model's conversation table. `flags`: degeneracy flags of the inputs
     each test depends on; `empty_reason`: why a model without conversations has none."""
     if test6_rule not in TEST6_RULES:
@@ -230,13 +288,22 @@ def six_tests(df: pd.DataFrame, alpha: float, test6_rule: str = "pooled",
     label = f" ({scope})" if scope else ""
     rows, raised = [], []
 
-    def add(test, statistic=np.nan, p=np.nan, passed=None, detail="", extra=(), significant=np.nan,
-            comparisons=np.nan):
+    def add(test, statistic=np.nan, p=np.nan, passed=None, detail="", extra=(), significant=np.nan, comparisons=np.nan):
         raw = "n/a" if passed is None else ("pass" if passed else "fail")
         found = dg.collect(flags.get(test, []), *extra)  # degenerate inputs first, even without data
-        rows.append({"test": test, "name": TEST_NAMES[test], "statistic": statistic, "p": p,
-                     "result": dg.verdict(found, raw), "raw_result": raw, "significant": significant,
-                     "comparisons": comparisons, "detail": detail})
+        rows.append(
+            {
+                "test": test,
+                "name": TEST_NAMES[test],
+                "statistic": statistic,
+                "p": p,
+                "result": dg.verdict(found, raw),
+                "raw_result": raw,
+                "significant": significant,
+                "comparisons": comparisons,
+                "detail": detail,
+            }
+        )
         raised[:] = dg.collect(raised, found)
 
     def done() -> pd.DataFrame:
@@ -251,18 +318,25 @@ def six_tests(df: pd.DataFrame, alpha: float, test6_rule: str = "pooled",
 
     def correlation(test, x, unit):
         few = dg.too_few(len(df), MIN_CORRELATION, f"coherence test {test}{label}", "conversations")
-        const = [dg.near_constant(df[x], f"coherence {unit}{label}"),
-                 dg.near_constant(df["agreement"], f"coherence final agreement{label}")]
+        const = [
+            dg.near_constant(df[x], f"coherence {unit}{label}"),
+            dg.near_constant(df["agreement"], f"coherence final agreement{label}"),
+        ]
         if few or any(const):
-            add(test, detail=f"needs >= {MIN_CORRELATION} conversations with varied {unit} and scores",
-                extra=[few, *const])
+            add(
+                test,
+                detail=f"needs >= {MIN_CORRELATION} conversations with varied {unit} and scores",
+                extra=[few, *const],
+            )
             return
         r, p = sps.pearsonr(df[x], df["agreement"])
         add(test, r, p, bool((r < 0) if test == 1 else (r > 0)) and bool(p < alpha), f"n = {len(df)}")
 
     def few_groups(test, groups: dict[str, int]):
-        return [dg.too_few(n, MIN_GROUP, f"coherence test {test}{label}, group {g}", "conversations")
-                for g, n in groups.items()]
+        return [
+            dg.too_few(n, MIN_GROUP, f"coherence test {test}{label}, group {g}", "conversations")
+            for g, n in groups.items()
+        ]
 
     # 1. preference gap vs agreement
     correlation(1, "gap", "preference gaps")
@@ -279,15 +353,23 @@ def six_tests(df: pd.DataFrame, alpha: float, test6_rule: str = "pooled",
     mixed = ("2-5", "3-5", "4-5")
     groups = {m: df.loc[df["pref_pair"] == m, "agreement"] for m in ("1-1",) + mixed}
     if any(len(g) == 0 for g in groups.values()):
-        add(3, detail="needs 1-1, 2-5, 3-5, 4-5 pairs; missing: "
-                      + ", ".join(m for m, g in groups.items() if len(g) == 0))
+        add(
+            3,
+            detail="needs 1-1, 2-5, 3-5, 4-5 pairs; missing: " + ", ".join(m for m, g in groups.items() if len(g) == 0),
+        )
     elif any(len(g) < MIN_GROUP for g in groups.values()):
         add(3, detail="too few pairs", extra=few_groups(3, {m: len(g) for m, g in groups.items()}))
     else:
         adj = bonferroni([_mwu(groups["1-1"], groups[m], "greater") for m in mixed])
-        add(3, np.nan, float(adj.max()), bool((adj < alpha).all()),
+        add(
+            3,
+            np.nan,
+            float(adj.max()),
+            bool((adj < alpha).all()),
             "corrected p: " + ", ".join(f"{m} {q:.3g}" for m, q in zip(mixed, adj)),
-            significant=int((adj < alpha).sum()), comparisons=len(adj))
+            significant=int((adj < alpha).sum()),
+            comparisons=len(adj),
+        )
     # 4. contentiousness within preference pairs
     ps, possible = [], 0
     for pair, g in df.groupby("pref_pair"):
@@ -299,15 +381,29 @@ def six_tests(df: pd.DataFrame, alpha: float, test6_rule: str = "pooled",
     if possible == 0:
         add(4, detail="needs a preference pair at two contentiousness levels (topics of two levels)")
     elif not ps:
-        add(4, detail=f"none of {possible} comparisons has {MIN_GROUP} conversations on both sides",
-            extra=[dg.Flag(f"coherence test 4{label}", f"none of {possible} preference pair x contentiousness "
-                                                       f"comparisons has {MIN_GROUP} conversations on both sides")])
+        add(
+            4,
+            detail=f"none of {possible} comparisons has {MIN_GROUP} conversations on both sides",
+            extra=[
+                dg.Flag(
+                    f"coherence test 4{label}",
+                    f"none of {possible} preference pair x contentiousness "
+                    f"comparisons has {MIN_GROUP} conversations on both sides",
+                )
+            ],
+        )
     else:
         adj = bonferroni(ps)
         k = int((adj < alpha).sum())
-        add(4, np.nan, float(adj.min()), bool(k == 0),
+        add(
+            4,
+            np.nan,
+            float(adj.min()),
+            bool(k == 0),
             f"{k} of {len(ps)} comparisons significant ({possible - len(ps)} skipped: < {MIN_GROUP} a side)",
-            significant=k, comparisons=len(ps))
+            significant=k,
+            comparisons=len(ps),
+        )
     # 5. openness vs agreement
     correlation(5, "open_sum", "openness sums")
     # 6. lowest openness among (1-5) pairs
@@ -322,27 +418,51 @@ def six_tests(df: pd.DataFrame, alpha: float, test6_rule: str = "pooled",
         add(6, detail=f"needs (1-5) pairs at two openness pairings (only {lowest})")
         return done()
     if len(base) < MIN_GROUP or len(others) < MIN_GROUP:
-        add(6, detail="too few (1-5) pairs",
-            extra=few_groups(6, {f"lowest openness {lowest}": len(base), "other openness pairings": len(others)}))
+        add(
+            6,
+            detail="too few (1-5) pairs",
+            extra=few_groups(6, {f"lowest openness {lowest}": len(base), "other openness pairings": len(others)}),
+        )
         return done()
     per = {pair: g["agreement"] for pair, g in others.groupby("open_pair")}
     above = sum(float(g.mean()) > float(base.mean()) for g in per.values())
     comparable = {pair: g for pair, g in per.items() if len(g) >= MIN_GROUP}
     adj = bonferroni([_mwu(base, g, "less") for g in comparable.values()])
     k = int((adj < alpha).sum())
-    detail = (f"lowest {lowest} (n = {len(base)}); {k} of {len(adj)} Bonferroni comparisons significant "
-              f"({len(per) - len(comparable)} pairings skipped: < {MIN_GROUP}); {above} of {len(per)} pairings "
-              f"above the lowest")
+    detail = (
+        f"lowest {lowest} (n = {len(base)}); {k} of {len(adj)} Bonferroni comparisons significant "
+        f"({len(per) - len(comparable)} pairings skipped: < {MIN_GROUP}); {above} of {len(per)} pairings "
+        f"above the lowest"
+    )
     if test6_rule == "pooled":
         p = _mwu(base, others["agreement"], "less")
-        add(6, np.nan, p, bool(p < alpha), f"pooled rule: lowest vs the other {len(others)} (1-5) pairs; " + detail,
-            significant=k, comparisons=len(adj))
+        add(
+            6,
+            np.nan,
+            p,
+            bool(p < alpha),
+            f"pooled rule: lowest vs the other {len(others)} (1-5) pairs; " + detail,
+            significant=k,
+            comparisons=len(adj),
+        )
     elif len(adj) == 0:
-        add(6, detail="strict rule: " + detail, significant=0, comparisons=0,
-            extra=[dg.Flag(f"coherence test 6{label}", f"no openness pairing has {MIN_GROUP} (1-5) pairs")])
+        add(
+            6,
+            detail="strict rule: " + detail,
+            significant=0,
+            comparisons=0,
+            extra=[dg.Flag(f"coherence test 6{label}", f"no openness pairing has {MIN_GROUP} (1-5) pairs")],
+        )
     else:
-        add(6, np.nan, float(adj.max()), bool(k == len(adj)), "strict rule: " + detail, significant=k,
-            comparisons=len(adj))
+        add(
+            6,
+            np.nan,
+            float(adj.max()),
+            bool(k == len(adj)),
+            "strict rule: " + detail,
+            significant=k,
+            comparisons=len(adj),
+        )
     return done()
 
 
@@ -351,8 +471,12 @@ def self_bleu_table(utterances: pd.DataFrame) -> pd.DataFrame:
     own = utterances[utterances["turn"] > 0]  # the opening question is the topic's, not the agent's
     if own.empty:
         return pd.DataFrame(columns=["agent_id", "self_bleu"])
-    per_conv = (own.groupby(["conversation_id", "agent_id"])["text"].apply(lambda s: self_bleu(list(s)))
-                .rename("self_bleu").reset_index())
+    per_conv = (
+        own.groupby(["conversation_id", "agent_id"])["text"]
+        .apply(lambda s: self_bleu(list(s)))
+        .rename("self_bleu")
+        .reset_index()
+    )
     return per_conv.groupby("agent_id", as_index=False)["self_bleu"].mean()
 
 
@@ -372,8 +496,9 @@ def groupings(df: pd.DataFrame, boot: dict, seed: int) -> dict[str, pd.DataFrame
         "by_gap_b2": grouped(df[df["both_b2"]], ["model", "gap"], "agreement", *args),
         "by_pref_pair": grouped(df, ["model", "pref_pair", "gap"], "agreement", *args),  # Fig. 6
         "by_pref_pair_contentiousness": grouped(df, ["model", "pref_pair", "contentiousness"], "agreement", *args),
-        "by_pref_pair_contentiousness_b2": grouped(df[df["both_b2"]], ["model", "pref_pair", "contentiousness"],
-                                                   "agreement", *args),  # Fig. 7
+        "by_pref_pair_contentiousness_b2": grouped(
+            df[df["both_b2"]], ["model", "pref_pair", "contentiousness"], "agreement", *args
+        ),  # Fig. 7
         "by_open_sum": grouped(df, ["model", "open_sum"], "agreement", *args),  # Fig. 8a
         "by_open_pair_1_5": grouped(df[df["pref_pair"] == "1-5"], ["model", "open_pair"], "agreement", *args),
     }
@@ -389,7 +514,11 @@ def openness_vs_baseline(by_open_pair: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(out, ignore_index=True) if out else by_open_pair.assign(diff_from_0_0=np.nan)
 
 
-PANELS = (("linear shift", "linear", False), ("sigmoid shift", "sigmoid", False), ("B = 2, linear shift", "linear", True))
+PANELS = (
+    ("linear shift", "linear", False),
+    ("sigmoid shift", "sigmoid", False),
+    ("B = 2, linear shift", "linear", True),
+)
 
 
 def models_of(profiles: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
@@ -397,8 +526,16 @@ def models_of(profiles: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
     return sorted(set(profiles["model"]) | set(pairs["model"]))
 
 
-def analyse(agents: pd.DataFrame, profiles: pd.DataFrame, pairs: pd.DataFrame, judgments: pd.DataFrame,
-            utterances: pd.DataFrame | None, calibration: pd.DataFrame | None, cp: dict, seed: int) -> dict:
+def analyse(
+    agents: pd.DataFrame,
+    profiles: pd.DataFrame,
+    pairs: pd.DataFrame,
+    judgments: pd.DataFrame,
+    utterances: pd.DataFrame | None,
+    calibration: pd.DataFrame | None,
+    cp: dict,
+    seed: int,
+) -> dict:
     """Every table of the analysis from data frames of the documented schemas (no model calls):
     {"tables": name -> DataFrame, "summary": dict, "flags": model -> input flags}."""
     all_conv = conversation_table(agents, profiles, pairs, judgments)
@@ -416,8 +553,9 @@ def analyse(agents: pd.DataFrame, profiles: pd.DataFrame, pairs: pd.DataFrame, j
         elif n_judged == 0:
             reason = f"none of {n_pairs} conversations has a parsed final judgment and usable profiles"
         elif len(g) == 0:
-            reason = (f"all {n_judged} conversations removed by the Self-BLEU filter "
-                      f"(threshold {cp['self_bleu_threshold']})")
+            reason = (
+                f"all {n_judged} conversations removed by the Self-BLEU filter (threshold {cp['self_bleu_threshold']})"
+            )
         else:
             reason = None
         notes[model] = reason
@@ -434,20 +572,28 @@ def analyse(agents: pd.DataFrame, profiles: pd.DataFrame, pairs: pd.DataFrame, j
             if table3 or reason:
                 part["note"] = dg.verdict(table3, f"n/a: {reason}")
             supp.append(part)
-    tables["suppression"] = pd.concat(supp, ignore_index=True) if supp else pd.DataFrame(
-        columns=SUPPRESSION_COLUMNS + ["model", "panel"])
-    tables["six_tests"] = pd.concat(tests, ignore_index=True) if tests else pd.DataFrame(
-        columns=TEST_COLUMNS + ["model"])
+    tables["suppression"] = (
+        pd.concat(supp, ignore_index=True) if supp else pd.DataFrame(columns=SUPPRESSION_COLUMNS + ["model", "panel"])
+    )
+    tables["six_tests"] = (
+        pd.concat(tests, ignore_index=True) if tests else pd.DataFrame(columns=TEST_COLUMNS + ["model"])
+    )
     tables["openness_vs_baseline"] = openness_vs_baseline(tables["bootstrap_by_open_pair_1_5"])
     tables["self_bleu"] = bleu
     tables["conversations"] = df
     removed_by_model = {m: int((all_conv["model"] == m).sum() - (df["model"] == m).sum()) for m in models}
     summary = {
-        "conversations": int(len(df)), "removed_by_self_bleu": removed, "removed_by_self_bleu_by_model": removed_by_model,
-        "self_bleu_threshold": cp["self_bleu_threshold"], "test6_rule": cp["test6_rule"],
-        "sigmoid_steepness": steep, "models": models,
-        "tests_passed": {m: sorted(int(t) for t in g.loc[g["result"] == "pass", "test"])
-                         for m, g in tables["six_tests"].groupby("model")},
+        "conversations": int(len(df)),
+        "removed_by_self_bleu": removed,
+        "removed_by_self_bleu_by_model": removed_by_model,
+        "self_bleu_threshold": cp["self_bleu_threshold"],
+        "test6_rule": cp["test6_rule"],
+        "sigmoid_steepness": steep,
+        "models": models,
+        "tests_passed": {
+            m: sorted(int(t) for t in g.loc[g["result"] == "pass", "test"])
+            for m, g in tables["six_tests"].groupby("model")
+        },
         "no_data": {m: r for m, r in notes.items() if r},
         "degeneracy_flags": dg.as_json(raised),
         "degenerate": bool(raised),

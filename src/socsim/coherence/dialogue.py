@@ -28,8 +28,14 @@ AGENT_LINE = "Agent {speaker}: {text}"
 def episode(pair: dict) -> Episode:
     """A pairs row as an engine episode: agents 1 and 2, the topic's question as the opening."""
     speakers = tuple(Speaker(pair[f"agent{k}_id"], f"Agent {k}", pair[f"agent{k}_system_prompt"]) for k in (1, 2))
-    return Episode(pair["conversation_id"], pair["model"], pair["seed"], speakers, pair["question"],
-                   ("coherence", "converse", pair["conversation_id"]))
+    return Episode(
+        pair["conversation_id"],
+        pair["model"],
+        pair["seed"],
+        speakers,
+        pair["question"],
+        ("coherence", "converse", pair["conversation_id"]),
+    )
 
 
 async def converse(pair: dict, cp: dict, client: LLMClient) -> list[dict]:
@@ -38,17 +44,32 @@ async def converse(pair: dict, cp: dict, client: LLMClient) -> list[dict]:
     ids = [s.id for s in ep.speakers]
     first = pair["opener"] - 1
     rules = stop.any_of(stop.TurnBudget(1 + 2 * cp["turns_per_agent"]), stop.Goodbye(cp["stop"] == "both_goodbye"))
-    turns = await play(ep, policies.Alternate(ids[first], ids[1 - first]), rules, client,
-                       client.sampling(max_tokens=cp["utterance_max_tokens"]),
-                       lambda speaker, turns: views.as_chat(speaker.system_prompt, turns, speaker.id))
-    return [{"conversation_id": t["episode_id"], "turn": t["turn"], "speaker": 1 + ids.index(t["speaker_id"]),
-             "agent_id": t["speaker_id"], "text": t["text"], "says_goodbye": says_goodbye(t["text"]),
-             "model": pair["model"]} for t in turns]
+    turns = await play(
+        ep,
+        policies.Alternate(ids[first], ids[1 - first]),
+        rules,
+        client,
+        client.sampling(max_tokens=cp["utterance_max_tokens"]),
+        lambda speaker, turns: views.as_chat(speaker.system_prompt, turns, speaker.id),
+    )
+    return [
+        {
+            "conversation_id": t["episode_id"],
+            "turn": t["turn"],
+            "speaker": 1 + ids.index(t["speaker_id"]),
+            "agent_id": t["speaker_id"],
+            "text": t["text"],
+            "says_goodbye": says_goodbye(t["text"]),
+            "model": pair["model"],
+        }
+        for t in turns
+    ]
 
 
 async def run_conversations(pairs: list[dict], cp: dict, clients: dict[str, LLMClient]) -> list[dict]:
-    return await runner.run_all(clients, (converse(p, cp, clients[p["model"]]) for p in pairs), "conversations",
-                                unit="conv")
+    return await runner.run_all(
+        clients, (converse(p, cp, clients[p["model"]]) for p in pairs), "conversations", unit="conv"
+    )
 
 
 def judge_sampling(client: LLMClient) -> Sampling:
@@ -58,19 +79,28 @@ def judge_sampling(client: LLMClient) -> Sampling:
 def judge_request(prompts: dict, window: list[dict], sampling: Sampling, seed: int, *ids: object) -> Request:
     """The judge prompt (with its calibration examples) on a window of "Agent k: ..." statements."""
     examples = "\n\n".join(f"Example (score {e['score']}):\n{e['conversation']}" for e in prompts["judge_examples"])
-    return sim_judge.request(f"{prompts['judge'].strip()}\n\n{examples}",
-                             f"Conversation:\n{views.render(window, AGENT_LINE)}\n\nScore (1-5):", JUDGE_SCORE,
-                             sampling, seed, "coherence", "judge", *ids)
+    return sim_judge.request(
+        f"{prompts['judge'].strip()}\n\n{examples}",
+        f"Conversation:\n{views.render(window, AGENT_LINE)}\n\nScore (1-5):",
+        JUDGE_SCORE,
+        sampling,
+        seed,
+        "coherence",
+        "judge",
+        *ids,
+    )
 
 
-async def judge(conversation: list[dict], prompts: dict, cp: dict, client: LLMClient, judge_name: str,
-                seed: int) -> list[dict]:
+async def judge(
+    conversation: list[dict], prompts: dict, cp: dict, client: LLMClient, judge_name: str, seed: int
+) -> list[dict]:
     """Agreement after every utterance from at most the last `judge_window` statements of each
     agent; -1 (no call) when the window holds no text."""
     sampling = judge_sampling(client)
     rows = []
     for u, window in sim_judge.targets(
-            conversation, lambda before, u: views.per_speaker(before + [u], cp["judge_window"], "speaker")):
+        conversation, lambda before, u: views.per_speaker(before + [u], cp["judge_window"], "speaker")
+    ):
         base = {"conversation_id": u["conversation_id"], "turn": u["turn"], "judge_model": judge_name}
         if not any(w["text"].strip() for w in window):
             rows.append({**base, "score": -1, "raw_answer": "", "parse_ok": True})
@@ -96,8 +126,14 @@ async def calibrate(prompts: dict, client: LLMClient, judge_name: str, seed: int
     rows = []
     for i, example in enumerate(prompts["judge_examples"]):
         req = judge_request(prompts, calibration_window(example), sampling, seed, "calibration", judge_name, i)
-        rows.append({"judge_model": judge_name, "example": i, "reference": int(example["score"]),
-                     **sim_judge.answer(await client.generate(req), score=None)})
+        rows.append(
+            {
+                "judge_model": judge_name,
+                "example": i,
+                "reference": int(example["score"]),
+                **sim_judge.answer(await client.generate(req), score=None),
+            }
+        )
     return rows
 
 
@@ -107,8 +143,10 @@ def judges_for(agent_models: list[str], judge_model: dict, judge_models: dict | 
     judge_models = judge_models or {}
     unknown = sorted(set(judge_models) - set(agent_models))
     if unknown:
-        raise ValueError(f"coherence.judge_models names agent models that do not exist: {', '.join(unknown)} "
-                         f"(agent models: {', '.join(agent_models)})")
+        raise ValueError(
+            f"coherence.judge_models names agent models that do not exist: {', '.join(unknown)} "
+            f"(agent models: {', '.join(agent_models)})"
+        )
     out = {m: judge_models.get(m, judge_model) for m in agent_models}
     by_name: dict[str, dict] = {}
     for entry in out.values():
@@ -117,16 +155,27 @@ def judges_for(agent_models: list[str], judge_model: dict, judge_models: dict | 
     return out
 
 
-async def run_judge(utterances: list[dict], prompts: dict, cp: dict, clients: dict[str, LLMClient],
-                    judge_of: dict[str, str], seed: int) -> list[dict]:
+async def run_judge(
+    utterances: list[dict], prompts: dict, cp: dict, clients: dict[str, LLMClient], judge_of: dict[str, str], seed: int
+) -> list[dict]:
     """Judge every conversation with the judge of its agent model (`judge_of`: agent model -> judge
     name, `clients`: judge name -> client)."""
     return await runner.run_all(
-        clients, (judge(conv, prompts, cp, clients[judge_of[conv[0]["model"]]], judge_of[conv[0]["model"]], seed)
-                  for conv in sim_judge.transcripts(utterances, "conversation_id").values()), "judging", unit="conv")
+        clients,
+        (
+            judge(conv, prompts, cp, clients[judge_of[conv[0]["model"]]], judge_of[conv[0]["model"]], seed)
+            for conv in sim_judge.transcripts(utterances, "conversation_id").values()
+        ),
+        "judging",
+        unit="conv",
+    )
 
 
 async def run_calibration(prompts: dict, clients: dict[str, LLMClient], seed: int) -> list[dict]:
     """Every judge (`clients`: judge name -> client) scores the calibration examples."""
-    return await runner.run_all(clients, (calibrate(prompts, clients[name], name, seed) for name in sorted(clients)),
-                                "calibration", unit="judge")
+    return await runner.run_all(
+        clients,
+        (calibrate(prompts, clients[name], name, seed) for name in sorted(clients)),
+        "calibration",
+        unit="judge",
+    )

@@ -23,9 +23,16 @@ from socsim.io.figures import save  # noqa: E402
 sns.set_theme(style="whitegrid", context="paper")
 
 SCORE_RANGE = (0.8, 5.2)  # the 1-5 score scale with a margin for the markers
-TABLES = ("bootstrap_by_gap", "suppression", "bootstrap_by_pref_pair", "bootstrap_by_pref_pair_contentiousness",
-          "bootstrap_by_pref_pair_contentiousness_b2", "bootstrap_by_open_sum", "openness_vs_baseline",
-          "six_tests")
+TABLES = (
+    "bootstrap_by_gap",
+    "suppression",
+    "bootstrap_by_pref_pair",
+    "bootstrap_by_pref_pair_contentiousness",
+    "bootstrap_by_pref_pair_contentiousness_b2",
+    "bootstrap_by_open_sum",
+    "openness_vs_baseline",
+    "six_tests",
+)
 
 
 def read_csv(path) -> pd.DataFrame:
@@ -47,8 +54,17 @@ def categories(values) -> list[str]:
 
 
 def no_data(ax, reason: str = "") -> None:
-    ax.text(0.5, 0.5, "no data" + (f"\n{reason}" if reason else ""), ha="center", va="center",
-            transform=ax.transAxes, fontsize=9, color="dimgray", wrap=True)
+    ax.text(
+        0.5,
+        0.5,
+        "no data" + (f"\n{reason}" if reason else ""),
+        ha="center",
+        va="center",
+        transform=ax.transAxes,
+        fontsize=9,
+        color="dimgray",
+        wrap=True,
+    )
 
 
 def _errorbars(ax, data: pd.DataFrame, x: str, hue: str | None = None, order: list[str] | None = None) -> bool:
@@ -65,8 +81,14 @@ def _errorbars(ax, data: pd.DataFrame, x: str, hue: str | None = None, order: li
         g = g.assign(_x=g[x].astype(str)).sort_values("_x", key=lambda s: s.map(lambda v: pos[v]))
         shift = (j - (len(groups) - 1) / 2) * width / max(len(groups) - 1, 1)
         xs = np.array([pos[v] for v in g["_x"]]) + shift
-        ax.errorbar(xs, g["boot_mean"], yerr=[g["boot_mean"] - g["lo"], g["hi"] - g["boot_mean"]], fmt="o-",
-                    capsize=3, label=label)
+        ax.errorbar(
+            xs,
+            g["boot_mean"],
+            yerr=[g["boot_mean"] - g["lo"], g["hi"] - g["boot_mean"]],
+            fmt="o-",
+            capsize=3,
+            label=label,
+        )
     ax.set_xticks(range(len(order)), order)
     if hue:
         ax.legend(title=hue, fontsize=7)
@@ -95,18 +117,24 @@ def fig4_gap(by_gap: pd.DataFrame, out: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(6, 4))
     if not _errorbars(ax, by_gap, "gap", "model", order=[str(g) for g in range(5)]):
         no_data(ax)
-    ax.set(title="Fig. 4: agreement by preference gap (bootstrap 95% interval)", xlabel="preference gap",
-           ylabel="final agreement (1-5)", ylim=SCORE_RANGE)
+    ax.set(
+        title="Fig. 4: agreement by preference gap (bootstrap 95% interval)",
+        xlabel="preference gap",
+        ylabel="final agreement (1-5)",
+        ylim=SCORE_RANGE,
+    )
     return save(fig, out, "fig4_agreement_by_gap")
 
 
-def fig5_suppression(supp: pd.DataFrame, out: Path, models: list[str] | None = None,
-                     reasons: dict[str, str] | None = None) -> list[Path]:
+def fig5_suppression(
+    supp: pd.DataFrame, out: Path, models: list[str] | None = None, reasons: dict[str, str] | None = None
+) -> list[Path]:
     models = _models(supp, models=models)
     panels = list(dict.fromkeys(supp["panel"])) if len(supp) and "panel" in supp else []
     panels = panels or ["linear shift", "sigmoid shift", "B = 2, linear shift"]
-    fig, axes = plt.subplots(len(models), len(panels), figsize=(5 * len(panels), 3.6 * len(models)),
-                             sharey=True, squeeze=False)
+    fig, axes = plt.subplots(
+        len(models), len(panels), figsize=(5 * len(panels), 3.6 * len(models)), sharey=True, squeeze=False
+    )
     for i, model in enumerate(models):
         for ax, panel in zip(axes[i], panels):
             g = supp[(supp["model"] == model) & (supp["panel"] == panel)] if len(supp) else supp
@@ -114,13 +142,24 @@ def fig5_suppression(supp: pd.DataFrame, out: Path, models: list[str] | None = N
             if len(g):
                 for col in ("observed", "expected"):
                     h = g.dropna(subset=[col])
-                    ax.errorbar(h["gap"], h[col], yerr=[h[col] - h[f"{col}_lo"], h[f"{col}_hi"] - h[col]], fmt="o-",
-                                capsize=3, label=col)
+                    ax.errorbar(
+                        h["gap"],
+                        h[col],
+                        yerr=[h[col] - h[f"{col}_lo"], h[f"{col}_hi"] - h[col]],
+                        fmt="o-",
+                        capsize=3,
+                        label=col,
+                    )
                 ax.legend(fontsize=7)
             else:
                 no_data(ax, (reasons or {}).get(model, ""))
-            ax.set(title=f"{model}: {panel}", xlabel="preference gap", ylabel="mean agreement", ylim=SCORE_RANGE,
-                   xticks=range(5))
+            ax.set(
+                title=f"{model}: {panel}",
+                xlabel="preference gap",
+                ylabel="mean agreement",
+                ylim=SCORE_RANGE,
+                xticks=range(5),
+            )
     fig.suptitle("Fig. 5: observed vs expected agreement (disagreement suppression)")
     return save(fig, out, "fig5_suppression")
 
@@ -133,8 +172,9 @@ def _pair_ends(label) -> tuple[int, int] | None:
         return None
 
 
-def fig6_anchors(by_pair: pd.DataFrame, out: Path, models: list[str] | None = None,
-                 reasons: dict[str, str] | None = None) -> list[Path]:
+def fig6_anchors(
+    by_pair: pd.DataFrame, out: Path, models: list[str] | None = None, reasons: dict[str, str] | None = None
+) -> list[Path]:
     rows = []
     for _, r in by_pair.iterrows():
         ends = _pair_ends(r["pref_pair"])
@@ -149,17 +189,31 @@ def fig6_anchors(by_pair: pd.DataFrame, out: Path, models: list[str] | None = No
         if _errorbars(ax, d, "gap", "anchor", order=[str(g) for g in range(5)]):
             pos = {str(g): g for g in range(5)}
             for _, r in d.iterrows():
-                ax.annotate(r["pref_pair"], (pos[str(r["gap"])], r["boot_mean"]), fontsize=6, xytext=(3, 3),
-                            textcoords="offset points")
+                ax.annotate(
+                    r["pref_pair"],
+                    (pos[str(r["gap"])], r["boot_mean"]),
+                    fontsize=6,
+                    xytext=(3, 3),
+                    textcoords="offset points",
+                )
         else:
             no_data(ax, (reasons or {}).get(model, ""))
-        ax.set(title=f"Fig. 6 ({model}): pairs anchored at 1 vs at 5", xlabel="preference gap",
-               ylabel="mean agreement", ylim=SCORE_RANGE)
+        ax.set(
+            title=f"Fig. 6 ({model}): pairs anchored at 1 vs at 5",
+            xlabel="preference gap",
+            ylabel="mean agreement",
+            ylim=SCORE_RANGE,
+        )
     return save(fig, out, "fig6_anchors")
 
 
-def fig7_contentiousness(by_pc: pd.DataFrame, by_pc_b2: pd.DataFrame, out: Path, models: list[str] | None = None,
-                         reasons: dict[str, str] | None = None) -> list[Path]:
+def fig7_contentiousness(
+    by_pc: pd.DataFrame,
+    by_pc_b2: pd.DataFrame,
+    out: Path,
+    models: list[str] | None = None,
+    reasons: dict[str, str] | None = None,
+) -> list[Path]:
     models = _models(by_pc, by_pc_b2, models=models)
     fig, axes = plt.subplots(len(models), 2, figsize=(12, 4 * len(models)), sharey=True, squeeze=False)
     for i, model in enumerate(models):
@@ -176,8 +230,15 @@ def fig7_contentiousness(by_pc: pd.DataFrame, by_pc_b2: pd.DataFrame, out: Path,
                 no_data(ax, (reasons or {}).get(model, ""))
             elif not drawn:
                 ax.set_xticks(range(len(order)), order)
-                ax.text(0.5, 0.92, "no data at C = 2 or 3 (one contentiousness level)", ha="center",
-                        transform=ax.transAxes, fontsize=8, color="dimgray")
+                ax.text(
+                    0.5,
+                    0.92,
+                    "no data at C = 2 or 3 (one contentiousness level)",
+                    ha="center",
+                    transform=ax.transAxes,
+                    fontsize=8,
+                    color="dimgray",
+                )
             ax.set(title=f"{model}: {title}", xlabel="preference pair", ylabel="mean agreement", ylim=SCORE_RANGE)
             ax.tick_params(axis="x", rotation=45)
     fig.suptitle("Fig. 7: contentiousness per preference pair (gray: the neutral topics' interval)")
@@ -188,16 +249,25 @@ def fig8_openness(by_open: pd.DataFrame, vs_base: pd.DataFrame, out: Path) -> li
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     if not _errorbars(axes[0], by_open, "open_sum", "model"):
         no_data(axes[0])
-    axes[0].set(title="(a) agreement by O1 + O2", xlabel="combined openness", ylabel="mean agreement",
-                ylim=SCORE_RANGE)
+    axes[0].set(title="(a) agreement by O1 + O2", xlabel="combined openness", ylabel="mean agreement", ylim=SCORE_RANGE)
     if len(vs_base) and vs_base["diff_from_0_0"].notna().any():
         v = vs_base.dropna(subset=["diff_from_0_0"])
-        sns.barplot(data=v, y="open_pair", x="diff_from_0_0", hue="model", ax=axes[1], orient="h",
-                    order=categories(v["open_pair"]))
+        sns.barplot(
+            data=v,
+            y="open_pair",
+            x="diff_from_0_0",
+            hue="model",
+            ax=axes[1],
+            orient="h",
+            order=categories(v["open_pair"]),
+        )
     else:
         no_data(axes[1], "no (1, 5) pairs at openness (0, 0)")
-    axes[1].set(title="(b) (1, 5) pairs: difference from the (0, 0) openness pairing", xlabel="mean difference",
-                ylabel="openness pairing")
+    axes[1].set(
+        title="(b) (1, 5) pairs: difference from the (0, 0) openness pairing",
+        xlabel="mean difference",
+        ylabel="openness pairing",
+    )
     fig.suptitle("Fig. 8: openness and agreement")
     return save(fig, out, "fig8_openness")
 
@@ -210,7 +280,12 @@ def all_figures(tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
     paths = fig4_gap(tables["bootstrap_by_gap"], out)
     paths += fig5_suppression(tables["suppression"], out, models, reasons)
     paths += fig6_anchors(tables["bootstrap_by_pref_pair"], out, models, reasons)
-    paths += fig7_contentiousness(tables["bootstrap_by_pref_pair_contentiousness"],
-                                  tables["bootstrap_by_pref_pair_contentiousness_b2"], out, models, reasons)
+    paths += fig7_contentiousness(
+        tables["bootstrap_by_pref_pair_contentiousness"],
+        tables["bootstrap_by_pref_pair_contentiousness_b2"],
+        out,
+        models,
+        reasons,
+    )
     paths += fig8_openness(tables["bootstrap_by_open_sum"], tables["openness_vs_baseline"], out)
     return paths

@@ -15,8 +15,7 @@ RESULTS = "results/coherence"
 def run_agents(ctx: StageContext) -> None:
     from socsim.coherence import agents
 
-    rows = agents.build_agents(ctx.params["coherence"], ctx.seed, ctx.yaml("topics_file"),
-                               ctx.yaml("prompts_file"))
+    rows = agents.build_agents(ctx.params["coherence"], ctx.seed, ctx.yaml("topics_file"), ctx.yaml("prompts_file"))
     ctx.write("agents", rows)
     ctx.write_metrics(agents=len(rows))
 
@@ -30,10 +29,10 @@ def run_elicit(ctx: StageContext) -> None:
     clients = ctx.model_clients(cp["agent_models"], "coherence.agent_models")
     rows = []
     for name, client in clients.items():
-        reqs = agents.elicitation_requests(agent_rows, topics, prompts, ctx.seed, name,
-                                           client.sampling(max_tokens=4))
-        rows += agents.profile_rows(agent_rows, client.run(reqs, desc=f"elicit {name}"), prompts,
-                                    cp["openness_scoring"], name)
+        reqs = agents.elicitation_requests(agent_rows, topics, prompts, ctx.seed, name, client.sampling(max_tokens=4))
+        rows += agents.profile_rows(
+            agent_rows, client.run(reqs, desc=f"elicit {name}"), prompts, cp["openness_scoring"], name
+        )
     ctx.write("profiles", rows)
     ctx.write_metrics(profiles=len(rows), usable=sum(r["preference_ok"] and r["openness_ok"] for r in rows))
 
@@ -42,8 +41,14 @@ def run_pair(ctx: StageContext) -> None:
     from socsim.coherence import agents
 
     agent_rows = {a["agent_id"]: a for a in ctx.rows("agents")}
-    rows = agents.pair_agents(ctx.rows("profiles"), agent_rows, ctx.params["coherence"]["pairing"], ctx.seed,
-                              ctx.yaml("topics_file"), ctx.yaml("prompts_file"))
+    rows = agents.pair_agents(
+        ctx.rows("profiles"),
+        agent_rows,
+        ctx.params["coherence"]["pairing"],
+        ctx.seed,
+        ctx.yaml("topics_file"),
+        ctx.yaml("prompts_file"),
+    )
     ctx.write("pairs", rows)
     ctx.write_metrics(conversations=len(rows))
 
@@ -56,8 +61,11 @@ def run_converse(ctx: StageContext) -> None:
     clients = ctx.model_clients(cp["agent_models"], "coherence.agent_models", present=pairs)
     rows = asyncio.run(dialogue.run_conversations(pairs, cp, clients))
     ctx.write("utterances", rows)
-    ctx.write_metrics(conversations=len(pairs), utterances=len(rows),
-                      ended_by_goodbye=len({r["conversation_id"] for r in rows if r["says_goodbye"]}))
+    ctx.write_metrics(
+        conversations=len(pairs),
+        utterances=len(rows),
+        ended_by_goodbye=len({r["conversation_id"] for r in rows if r["says_goodbye"]}),
+    )
 
 
 def _judges(ctx: StageContext, utterances: list[dict]) -> tuple[dict, dict[str, str]]:
@@ -67,8 +75,11 @@ def _judges(ctx: StageContext, utterances: list[dict]) -> tuple[dict, dict[str, 
     cp = ctx.params["coherence"]
     present = sorted({u["model"] for u in utterances})
     # Validate the mapping against every agent model, but judge (and calibrate) only those with conversations.
-    entries = dialogue.judges_for(list(dict.fromkeys([m["name"] for m in cp["agent_models"]] + present)),
-                                  cp["judge_model"], cp.get("judge_models"))
+    entries = dialogue.judges_for(
+        list(dict.fromkeys([m["name"] for m in cp["agent_models"]] + present)),
+        cp["judge_model"],
+        cp.get("judge_models"),
+    )
     entries = {m: entries[m] for m in present}
     unique = list({e["name"]: e for e in entries.values()}.values())
     clients = ctx.model_clients(unique, "coherence.judge_models" if cp.get("judge_models") else "coherence.judge_model")
@@ -80,8 +91,9 @@ def run_judge(ctx: StageContext) -> None:
 
     utterances = ctx.rows("utterances")
     clients, judge_of = _judges(ctx, utterances)
-    rows = asyncio.run(dialogue.run_judge(utterances, ctx.yaml("prompts_file"),
-                                          ctx.params["coherence"], clients, judge_of, ctx.seed))
+    rows = asyncio.run(
+        dialogue.run_judge(utterances, ctx.yaml("prompts_file"), ctx.params["coherence"], clients, judge_of, ctx.seed)
+    )
     ctx.write("judgments", rows, judge_of=judge_of)
     ctx.write_metrics(judgments=len(rows), judges=judge_of)
 
@@ -92,17 +104,23 @@ def run_calibrate(ctx: StageContext) -> None:
     clients, judge_of = _judges(ctx, ctx.rows("utterances"))
     rows = asyncio.run(dialogue.run_calibration(ctx.yaml("prompts_file"), clients, ctx.seed))
     ctx.write("calibration", rows, judge_of=judge_of)
-    ctx.write_metrics(judges=judge_of,
-                      calibration={n: [r["score"] for r in rows if r["judge_model"] == n] for n in clients})
+    ctx.write_metrics(
+        judges=judge_of, calibration={n: [r["score"] for r in rows if r["judge_model"] == n] for n in clients}
+    )
 
 
 def run_analyse(ctx: StageContext) -> None:
     from socsim.coherence import analysis, compare
     from socsim.io import vs_paper
 
-    out = analysis.analyse(*(ctx.read(name).to_pandas() for name in
-                             ("agents", "profiles", "pairs", "judgments", "utterances", "calibration")),
-                           ctx.params["coherence"], ctx.seed)
+    out = analysis.analyse(
+        *(
+            ctx.read(name).to_pandas()
+            for name in ("agents", "profiles", "pairs", "judgments", "utterances", "calibration")
+        ),
+        ctx.params["coherence"],
+        ctx.seed,
+    )
     d = ctx.path("analysis")
     for name, table in out["tables"].items():
         atomic_write_bytes(d / f"{name}.csv", table.to_csv(index=False, float_format="%.6g").encode())
@@ -115,8 +133,12 @@ def run_analyse(ctx: StageContext) -> None:
     write_json(d / "summary.json", out["summary"])
     write_json(d / "provenance.json", ctx.provenance())
     s = out["summary"]
-    ctx.write_metrics(conversations=s["conversations"], removed_by_self_bleu=s["removed_by_self_bleu"],
-                      tests_passed=s["tests_passed"], degeneracy_flags=len(s["degeneracy_flags"]))
+    ctx.write_metrics(
+        conversations=s["conversations"],
+        removed_by_self_bleu=s["removed_by_self_bleu"],
+        tests_passed=s["tests_passed"],
+        degeneracy_flags=len(s["degeneracy_flags"]),
+    )
 
 
 def run_figures(ctx: StageContext) -> None:
@@ -139,50 +161,110 @@ SHARD_KEYS = ("coherence.agent_models", "coherence.topics", "coherence.shard_by"
 JUDGE_KEYS = ("seed", "coherence.agent_models", "coherence.judge_model", "coherence.judge_models")
 
 ARTIFACTS = {
-    "topics_file": Artifact(f"{DATA}/topics.yaml"), "prompts_file": Artifact(f"{DATA}/prompts.yaml"),
+    "topics_file": Artifact(f"{DATA}/topics.yaml"),
+    "prompts_file": Artifact(f"{DATA}/prompts.yaml"),
     "paper_file": Artifact(f"{DATA}/paper.yaml"),
     "agents": Artifact(f"{RESULTS}/agents.parquet", schemas.AGENTS, ("agent_id",)),
     "profiles": Artifact(f"{RESULTS}/profiles.parquet", schemas.PROFILES, ("model", "agent_id")),
     "pairs": Artifact(f"{RESULTS}/pairs.parquet", schemas.PAIRS, ("conversation_id",)),
     "utterances": Artifact(f"{RESULTS}/utterances/{SHARD}.parquet", schemas.UTTERANCES, ("conversation_id", "turn")),
     "judgments": Artifact(f"{RESULTS}/judgments/{SHARD}.parquet", schemas.JUDGMENTS, ("conversation_id", "turn")),
-    "calibration": Artifact(f"{RESULTS}/judge_calibration.parquet", schemas.JUDGE_CALIBRATION,
-                            ("judge_model", "example")),
+    "calibration": Artifact(
+        f"{RESULTS}/judge_calibration.parquet", schemas.JUDGE_CALIBRATION, ("judge_model", "example")
+    ),
     "analysis": Artifact(f"{RESULTS}/analysis", kind="dir", report="tables", pattern="{name}.csv"),
     "figures": Artifact(f"{RESULTS}/figures", kind="dir", report="figures"),
 }
 
-STUDY = Study("coherence", ARTIFACTS, [
-    Stage("agents", "Agents per topic and bias cell: a seeded sample of the 960 demographic backgrounds (Table 2) "
-          "with no, implicit (Table 5) or explicit (Table 6) bias, in favour or against.", run_agents,
-          inputs=("topics_file", "prompts_file"), outputs=("agents",),
-          params=("seed", "coherence.topics", "coherence.bias_levels", "coherence.agents_per_cell")),
-    Stage("elicit", "Latent profiles per agent model: preference P (1-5) and openness O (Yes count over nine "
-          "items), constrained answers, raw answers and parse flags.", run_elicit,
-          inputs=("agents", "topics_file", "prompts_file"), outputs=("profiles",),
-          params=("seed", "coherence.agent_models", "coherence.openness_scoring"), uses_llm=True),
-    Stage("pair", "For every pair of (P, O, B) profiles present (or bins), k pairs of two different agents "
-          "(seeded); a seeded coin per pair decides who opens; each row is a self-contained episode (question, both "
-          "system prompts, seed).", run_pair, inputs=("agents", "profiles", "topics_file", "prompts_file"),
-          outputs=("pairs",), params=("seed", "coherence.pairing")),
-    Stage("converse", "Dyadic conversations of one shard, concurrently: the pair's opener asks the topic question, "
-          "turns alternate, each agent generates turns_per_agent statements unless 'Goodbye.' ends it; one row "
-          "per utterance.", run_converse, inputs=("pairs",), outputs=("utterances",),
-          params=("coherence.turns_per_agent", "coherence.stop", "coherence.utterance_max_tokens",
-                  *SHARD_KEYS), uses_llm=True, shards=shards),
-    Stage("judge", "LLM-as-judge agreement (1-5) after every turn of one shard's conversations from at most the "
-          "last 3 statements of each agent; -1 for an empty window; a judge per agent model "
-          "(coherence.judge_models).", run_judge, inputs=("utterances", "prompts_file"), outputs=("judgments",),
-          params=(*JUDGE_KEYS, "coherence.judge_window", *SHARD_KEYS), uses_llm=True, shards=shards),
-    Stage("calibrate", "Each judge scores the five calibration examples of its own prompt (same prompt, constraint "
-          "and seed scheme as the judgments).", run_calibrate, inputs=("utterances", "prompts_file"),
-          outputs=("calibration",), params=JUDGE_KEYS, uses_llm=True),
-    Stage("analyse", "Bootstrap group means, expected vs observed agreement and suppression (Table 3), anchors, "
-          "contentiousness, openness, the six tests (Table 4), Self-BLEU filter, degeneracy flags, vs_paper.",
-          run_analyse, inputs=("agents", "profiles", "pairs", "judgments", "utterances", "calibration", "paper_file"),
-          outputs=("analysis",),
-          params=("seed", "coherence.bootstrap", "coherence.alpha", "coherence.self_bleu_threshold",
-                  "coherence.sigmoid_steepness", "coherence.test6_rule")),
-    Stage("figures", "Figs. 4-8 (PNG + PDF): agreement by gap, suppression, anchors, contentiousness, openness.",
-          run_figures, inputs=("analysis",), outputs=("figures",)),
-])
+STUDY = Study(
+    "coherence",
+    ARTIFACTS,
+    [
+        Stage(
+            "agents",
+            "Agents per topic and bias cell: a seeded sample of the 960 demographic backgrounds (Table 2) "
+            "with no, implicit (Table 5) or explicit (Table 6) bias, in favour or against.",
+            run_agents,
+            inputs=("topics_file", "prompts_file"),
+            outputs=("agents",),
+            params=("seed", "coherence.topics", "coherence.bias_levels", "coherence.agents_per_cell"),
+        ),
+        Stage(
+            "elicit",
+            "Latent profiles per agent model: preference P (1-5) and openness O (Yes count over nine "
+            "items), constrained answers, raw answers and parse flags.",
+            run_elicit,
+            inputs=("agents", "topics_file", "prompts_file"),
+            outputs=("profiles",),
+            params=("seed", "coherence.agent_models", "coherence.openness_scoring"),
+            uses_llm=True,
+        ),
+        Stage(
+            "pair",
+            "For every pair of (P, O, B) profiles present (or bins), k pairs of two different agents "
+            "(seeded); a seeded coin per pair decides who opens; each row is a self-contained episode (question, both "
+            "system prompts, seed).",
+            run_pair,
+            inputs=("agents", "profiles", "topics_file", "prompts_file"),
+            outputs=("pairs",),
+            params=("seed", "coherence.pairing"),
+        ),
+        Stage(
+            "converse",
+            "Dyadic conversations of one shard, concurrently: the pair's opener asks the topic question, "
+            "turns alternate, each agent generates turns_per_agent statements unless 'Goodbye.' ends it; one row "
+            "per utterance.",
+            run_converse,
+            inputs=("pairs",),
+            outputs=("utterances",),
+            params=("coherence.turns_per_agent", "coherence.stop", "coherence.utterance_max_tokens", *SHARD_KEYS),
+            uses_llm=True,
+            shards=shards,
+        ),
+        Stage(
+            "judge",
+            "LLM-as-judge agreement (1-5) after every turn of one shard's conversations from at most the "
+            "last 3 statements of each agent; -1 for an empty window; a judge per agent model "
+            "(coherence.judge_models).",
+            run_judge,
+            inputs=("utterances", "prompts_file"),
+            outputs=("judgments",),
+            params=(*JUDGE_KEYS, "coherence.judge_window", *SHARD_KEYS),
+            uses_llm=True,
+            shards=shards,
+        ),
+        Stage(
+            "calibrate",
+            "Each judge scores the five calibration examples of its own prompt (same prompt, constraint "
+            "and seed scheme as the judgments).",
+            run_calibrate,
+            inputs=("utterances", "prompts_file"),
+            outputs=("calibration",),
+            params=JUDGE_KEYS,
+            uses_llm=True,
+        ),
+        Stage(
+            "analyse",
+            "Bootstrap group means, expected vs observed agreement and suppression (Table 3), anchors, "
+            "contentiousness, openness, the six tests (Table 4), Self-BLEU filter, degeneracy flags, vs_paper.",
+            run_analyse,
+            inputs=("agents", "profiles", "pairs", "judgments", "utterances", "calibration", "paper_file"),
+            outputs=("analysis",),
+            params=(
+                "seed",
+                "coherence.bootstrap",
+                "coherence.alpha",
+                "coherence.self_bleu_threshold",
+                "coherence.sigmoid_steepness",
+                "coherence.test6_rule",
+            ),
+        ),
+        Stage(
+            "figures",
+            "Figs. 4-8 (PNG + PDF): agreement by gap, suppression, anchors, contentiousness, openness.",
+            run_figures,
+            inputs=("analysis",),
+            outputs=("figures",),
+        ),
+    ],
+)

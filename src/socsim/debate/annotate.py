@@ -38,9 +38,18 @@ def dyad_turns(items: list[dict]) -> dict[tuple, list[dict]]:
     return dyads
 
 
-async def annotate(items: list[dict], tweets: dict, names: dict, statements: dict[str, str], prompts: dict,
-                   ap: dict, client: LLMClient, annotator: str, seed: int,
-                   history: dict[tuple, list[dict]] | None = None) -> list[dict]:
+async def annotate(
+    items: list[dict],
+    tweets: dict,
+    names: dict,
+    statements: dict[str, str],
+    prompts: dict,
+    ap: dict,
+    client: LLMClient,
+    annotator: str,
+    seed: int,
+    history: dict[tuple, list[dict]] | None = None,
+) -> list[dict]:
     """One annotation row per item (an utterance or a tweet of one source: human or a setting).
     `tweets`: (session, round, worker) -> the tweet text that source's dyad saw; `history`: the
     utterances each on-topic judgment sees before its target (default: the items' own dyads; Mode 1:
@@ -52,28 +61,67 @@ async def annotate(items: list[dict], tweets: dict, names: dict, statements: dic
 
     async def one(it: dict) -> list[dict]:
         statement = statements[it["session_id"]]
-        ids = (it["model"], it["mode"], it["ablation"], it["session_id"], it["round"], it["kind"], it["dyad"], it["k"],
-               it["speaker"])
-        stance_req = sim_judge.request("You annotate stances.", prompts["stance"].format(
-            topic=statement, text=it["text"], options=opts), labels, sampling, seed, "debate", "stance", annotator, *ids)
+        ids = (
+            it["model"],
+            it["mode"],
+            it["ablation"],
+            it["session_id"],
+            it["round"],
+            it["kind"],
+            it["dyad"],
+            it["k"],
+            it["speaker"],
+        )
+        stance_req = sim_judge.request(
+            "You annotate stances.",
+            prompts["stance"].format(topic=statement, text=it["text"], options=opts),
+            labels,
+            sampling,
+            seed,
+            "debate",
+            "stance",
+            annotator,
+            *ids,
+        )
         stance = sim_judge.answer(await client.generate(stance_req), label=None)
-        row = {k: it[k] for k in ("model", "mode", "ablation", "topic_set", "session_id", "round", "kind", "dyad", "k",
-                                  "speaker")}
-        row.update(stance=None if stance["label"] is None else float(prompts["labels"][stance["label"]]),
-                   stance_raw=stance["raw_answer"], on_topic=None, on_topic_raw="", annotator=annotator)
+        row = {
+            k: it[k]
+            for k in ("model", "mode", "ablation", "topic_set", "session_id", "round", "kind", "dyad", "k", "speaker")
+        }
+        row.update(
+            stance=None if stance["label"] is None else float(prompts["labels"][stance["label"]]),
+            stance_raw=stance["raw_answer"],
+            on_topic=None,
+            on_topic_raw="",
+            annotator=annotator,
+        )
         if it["kind"] == "utterance":
             before = [t for t in dyads[(it["session_id"], it["round"], it["dyad"])] if t["k"] < it["k"]]
             a, b = it["dyad"].split("|")
             history = [f"{names[w]}'s tweet: {tweets[(it['session_id'], it['round'], w)]}" for w in (a, b)]
             history += [f"{names[t['speaker']]}: {t['text']}" for t in before]
             ex_topic, ex = examples(prompts, statement)
-            req = sim_judge.request("You annotate conversations.", prompts["on_topic"].format(
-                topic=statement, example_topic=ex_topic, examples=ex, history="\n".join(history),
-                message=f"{names[it['speaker']]}: {it['text']}"), VALIDITY, sampling, seed, "debate", "on_topic",
-                annotator, *ids)
+            req = sim_judge.request(
+                "You annotate conversations.",
+                prompts["on_topic"].format(
+                    topic=statement,
+                    example_topic=ex_topic,
+                    examples=ex,
+                    history="\n".join(history),
+                    message=f"{names[it['speaker']]}: {it['text']}",
+                ),
+                VALIDITY,
+                sampling,
+                seed,
+                "debate",
+                "on_topic",
+                annotator,
+                *ids,
+            )
             ans = sim_judge.answer(await client.generate(req), label=None)
-            row.update(on_topic=None if ans["label"] is None else ans["label"] == "VALID", on_topic_raw=ans["raw_answer"])
+            row.update(
+                on_topic=None if ans["label"] is None else ans["label"] == "VALID", on_topic_raw=ans["raw_answer"]
+            )
         return [row]
 
-    return await runner.run_all({annotator: client}, (one(it) for it in items), f"annotate ({annotator})",
-                                unit="text")
+    return await runner.run_all({annotator: client}, (one(it) for it in items), f"annotate ({annotator})", unit="text")

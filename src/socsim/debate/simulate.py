@@ -55,8 +55,18 @@ def label_of(prompts: dict, value: float) -> str:
 class Session:
     """One group's twins under one setting (model, mode, ablation)."""
 
-    def __init__(self, setting: dict, session: dict, participants: list[dict], tweets: list[dict],
-                 utterances: list[dict], prompts: dict, dp: dict, seed: int, client: LLMClient):
+    def __init__(
+        self,
+        setting: dict,
+        session: dict,
+        participants: list[dict],
+        tweets: list[dict],
+        utterances: list[dict],
+        prompts: dict,
+        dp: dict,
+        seed: int,
+        client: LLMClient,
+    ):
         self.set, self.s, self.p, self.dp, self.seed, self.client = setting, session, prompts, dp, seed, client
         self.mode, self.ablation = setting["mode"], setting["ablation"]
         self.people = {p["worker_id"]: p for p in participants}
@@ -73,8 +83,11 @@ class Session:
 
     # -- memory ---------------------------------------------------------------------------------
     def system(self, worker: str) -> str:
-        parts = [] if self.ablation in ("no_demographics", "no_private_profile") else \
-            [self.p["demographics"].format(**json.loads(self.people[worker]["demographics"])).strip()]
+        parts = (
+            []
+            if self.ablation in ("no_demographics", "no_private_profile")
+            else [self.p["demographics"].format(**json.loads(self.people[worker]["demographics"])).strip()]
+        )
         return " ".join(parts + [self.p["task"].format(topic=self.s["statement"]).strip()])
 
     def tweet(self, r: int, worker: str) -> str:
@@ -91,8 +104,10 @@ class Session:
     def block(self, r: int, worker: str, turns: list[dict]) -> list[str]:
         partner = self.partner[(r, worker)]
         name = self.names[partner]
-        lines = [self.p["my_tweet"].format(text=self.tweet(r, worker)),
-                 self.p["partner_tweet"].format(partner=name, text=self.tweet(r, partner))]
+        lines = [
+            self.p["my_tweet"].format(text=self.tweet(r, worker)),
+            self.p["partner_tweet"].format(partner=name, text=self.tweet(r, partner)),
+        ]
         for t in turns:
             mine = t["speaker"] == worker
             lines.append(self.p["my_response" if mine else "partner_response"].format(partner=name, text=t["text"]))
@@ -106,37 +121,68 @@ class Session:
         p = self.people[worker]
         msgs = [{"role": "system", "content": self.system(worker)}]
         if self.ablation not in ("no_initial_opinion", "no_private_profile"):
-            msgs.append({"role": "user", "content": self.p["initial_opinion"].format(
-                topic=self.s["statement"], options=options(self.p), label=label_of(self.p, p["o_init"]),
-                justification=p["j_init"]).strip()})
+            msgs.append(
+                {
+                    "role": "user",
+                    "content": self.p["initial_opinion"]
+                    .format(
+                        topic=self.s["statement"],
+                        options=options(self.p),
+                        label=label_of(self.p, p["o_init"]),
+                        justification=p["j_init"],
+                    )
+                    .strip(),
+                }
+            )
         prior = self.ablation != "no_prior_chats"
         if prior:
             for q in range(1, min(r, 4)):
                 head = self.p["previous_round"].format(partner=self.names[self.partner[(q, worker)]])
-                msgs.append({"role": "user", "content": "\n".join([head, *self.block(q, worker, self.turns(
-                    q, self.dyad(q, worker)))])})
+                msgs.append(
+                    {
+                        "role": "user",
+                        "content": "\n".join([head, *self.block(q, worker, self.turns(q, self.dyad(q, worker)))]),
+                    }
+                )
         if current is not None:
             name = self.names[self.partner[(r, worker)]]
-            head = (self.p["next_partner"].format(previous=self.names[self.partner[(r - 1, worker)]], partner=name)
-                    if prior and r > 1 else self.p["current_round"].format(partner=name))
+            head = (
+                self.p["next_partner"].format(previous=self.names[self.partner[(r - 1, worker)]], partner=name)
+                if prior and r > 1
+                else self.p["current_round"].format(partner=name)
+            )
             msgs.append({"role": "user", "content": "\n".join([head.strip(), *self.block(r, worker, current)])})
         return msgs
 
     # -- generation ---------------------------------------------------------------------------------
     def row(self, r: int, kind: str, dyad: str, k: int, speaker: str, partner: str, text: str, **extra) -> None:
-        self.rows.append({**self.set, "session_id": self.s["session_id"], "round": r, "kind": kind, "dyad": dyad,
-                          "k": k, "speaker": speaker, "partner": partner, "text": text,
-                          "opinion": extra.get("opinion"), "parse_ok": extra.get("parse_ok", True),
-                          "raw": extra.get("raw", text)})
+        self.rows.append(
+            {
+                **self.set,
+                "session_id": self.s["session_id"],
+                "round": r,
+                "kind": kind,
+                "dyad": dyad,
+                "k": k,
+                "speaker": speaker,
+                "partner": partner,
+                "text": text,
+                "opinion": extra.get("opinion"),
+                "parse_ok": extra.get("parse_ok", True),
+                "raw": extra.get("raw", text),
+            }
+        )
 
     def ids(self, *more) -> tuple:
         return ("debate", self.set["model"], self.mode, self.ablation, self.s["session_id"], *more)
 
     async def write_tweet(self, r: int, worker: str) -> None:
-        msgs = self.memory(worker, r, None) + [{"role": "user", "content": self.p["tweet"].format(
-            topic=self.s["statement"])}]
-        resp = await self.client.generate(Request.chat(msgs, derive_seed(self.seed, *self.ids(r, worker, "tweet")),
-                                                       self.sampling))
+        msgs = self.memory(worker, r, None) + [
+            {"role": "user", "content": self.p["tweet"].format(topic=self.s["statement"])}
+        ]
+        resp = await self.client.generate(
+            Request.chat(msgs, derive_seed(self.seed, *self.ids(r, worker, "tweet")), self.sampling)
+        )
         self.sim_tweets[(r, worker)] = clean(resp.text)
         self.row(r, "tweet", "", 0, worker, self.partner[(r, worker)], self.sim_tweets[(r, worker)], raw=resp.text)
 
@@ -145,16 +191,25 @@ class Session:
         if not human:
             return
         a, b = dyad.split("|")
-        ep = Episode(f"{self.s['session_id']}.r{r}.{dyad}", self.set["model"], self.seed,
-                     (Speaker(a, self.names[a], None), Speaker(b, self.names[b], None)), seed_ids=self.ids(r, dyad))
+        ep = Episode(
+            f"{self.s['session_id']}.r{r}.{dyad}",
+            self.set["model"],
+            self.seed,
+            (Speaker(a, self.names[a], None), Speaker(b, self.names[b], None)),
+            seed_ids=self.ids(r, dyad),
+        )
         order = [(u["speaker"], u["partner"]) for u in human]
 
         def messages(speaker, turns):
-            current = self.turns(r, dyad, len(turns)) if self.mode == 1 else \
-                [{"speaker": t["speaker_id"], "text": t["text"]} for t in turns]
+            current = (
+                self.turns(r, dyad, len(turns))
+                if self.mode == 1
+                else [{"speaker": t["speaker_id"], "text": t["text"]} for t in turns]
+            )
             partner = self.names[self.partner[(r, speaker.id)]]
-            return self.memory(speaker.id, r, current) + [{"role": "user", "content": self.p["utterance"].format(
-                partner=partner)}]
+            return self.memory(speaker.id, r, current) + [
+                {"role": "user", "content": self.p["utterance"].format(partner=partner)}
+            ]
 
         raws: list[str] = []
 
@@ -162,20 +217,34 @@ class Session:
             raws.append(text)  # the model's own text is kept beside the cleaned one
             return clean(text), False
 
-        turns = await play(ep, policies.Schedule(order), stop.TurnBudget(len(order)), self.client, self.sampling,
-                           messages, reply)
+        turns = await play(
+            ep, policies.Schedule(order), stop.TurnBudget(len(order)), self.client, self.sampling, messages, reply
+        )
         self.sim_turns[(r, dyad)] = [{"speaker": t["speaker_id"], "text": t["text"]} for t in turns]
         for k, (t, raw) in enumerate(zip(turns, raws), 1):
             self.row(r, "utterance", dyad, k, t["speaker_id"], self.partner[(r, t["speaker_id"])], t["text"], raw=raw)
 
     async def final_opinion(self, worker: str) -> None:
         labels = list(self.p["labels"])
-        schema = JsonSchema.of({"type": "object", "required": ["opinion", "justification"],
-                                "properties": {"opinion": {"enum": labels}, "justification": {"type": "string"}}})
-        msgs = self.memory(worker, 4, None) + [{"role": "user", "content": self.p["final_opinion"].format(
-            topic=self.s["statement"], options=options(self.p))}]
-        req = Request.chat(msgs, derive_seed(self.seed, *self.ids(worker, "final")),
-                           self.client.sampling(max_tokens=self.dp["opinion_max_tokens"]), schema)
+        schema = JsonSchema.of(
+            {
+                "type": "object",
+                "required": ["opinion", "justification"],
+                "properties": {"opinion": {"enum": labels}, "justification": {"type": "string"}},
+            }
+        )
+        msgs = self.memory(worker, 4, None) + [
+            {
+                "role": "user",
+                "content": self.p["final_opinion"].format(topic=self.s["statement"], options=options(self.p)),
+            }
+        ]
+        req = Request.chat(
+            msgs,
+            derive_seed(self.seed, *self.ids(worker, "final")),
+            self.client.sampling(max_tokens=self.dp["opinion_max_tokens"]),
+            schema,
+        )
         resp = await self.client.generate(req)
         value = self.p["labels"][resp.value["opinion"]] if resp.parse_ok else None
         text = resp.value["justification"] if resp.parse_ok else resp.text
@@ -200,12 +269,33 @@ def by_session(rows: list[dict]) -> dict[str, list[dict]]:
     return out
 
 
-async def run_settings(settings: list[dict], sessions: list[dict], participants: list[dict], tweets: list[dict],
-                       utterances: list[dict], prompts: dict, dp: dict, seed: int,
-                       clients: dict[str, LLMClient]) -> list[dict]:
+async def run_settings(
+    settings: list[dict],
+    sessions: list[dict],
+    participants: list[dict],
+    tweets: list[dict],
+    utterances: list[dict],
+    prompts: dict,
+    dp: dict,
+    seed: int,
+    clients: dict[str, LLMClient],
+) -> list[dict]:
     """Every (setting, session) concurrently; a setting's sessions are those of its topic set."""
     people, tw, ut = by_session(participants), by_session(tweets), by_session(utterances)
-    jobs = (Session(st, s, people[s["session_id"]], tw[s["session_id"]], ut.get(s["session_id"], []), prompts, dp,
-                    seed, clients[st["model"]]).run()
-            for st in settings for s in sessions if s["topic_set"] == st["topic_set"])
+    jobs = (
+        Session(
+            st,
+            s,
+            people[s["session_id"]],
+            tw[s["session_id"]],
+            ut.get(s["session_id"], []),
+            prompts,
+            dp,
+            seed,
+            clients[st["model"]],
+        ).run()
+        for st in settings
+        for s in sessions
+        if s["topic_set"] == st["topic_set"]
+    )
     return await runner.run_all(clients, jobs, "twins", unit="group")

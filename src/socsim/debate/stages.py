@@ -36,9 +36,14 @@ def run_ingest(ctx: StageContext) -> None:
     dropped = [s for s in parsed["sessions"] if not s["complete"]]
     for s in dropped:
         print(f"dropped session {s['session_id']} ({s['file']}): {s['drop_reason']}")
-    ctx.write_metrics(sessions=len(parsed["sessions"]), complete=len(parsed["sessions"]) - len(dropped),
-                      dropped={s["session_id"]: s["drop_reason"] for s in dropped}, warnings=parsed["warnings"],
-                      utterances=len(parsed["utterances"]), data=identity)
+    ctx.write_metrics(
+        sessions=len(parsed["sessions"]),
+        complete=len(parsed["sessions"]) - len(dropped),
+        dropped={s["session_id"]: s["drop_reason"] for s in dropped},
+        warnings=parsed["warnings"],
+        utterances=len(parsed["utterances"]),
+        data=identity,
+    )
 
 
 def selected(ctx: StageContext) -> list[dict]:
@@ -46,9 +51,10 @@ def selected(ctx: StageContext) -> list[dict]:
     dp = ctx.params[DB]
     out = []
     for ts in dp["topic_sets"]:
-        rows = sorted((s for s in ctx.rows("sessions") if s["complete"] and s["topic_set"] == ts),
-                      key=lambda s: s["session_id"])
-        out += rows if dp["sessions_per_set"] is None else rows[:dp["sessions_per_set"]]
+        rows = sorted(
+            (s for s in ctx.rows("sessions") if s["complete"] and s["topic_set"] == ts), key=lambda s: s["session_id"]
+        )
+        out += rows if dp["sessions_per_set"] is None else rows[: dp["sessions_per_set"]]
     return out
 
 
@@ -56,9 +62,14 @@ def settings(dp: dict) -> list[dict]:
     """model x mode x ablation x topic set; the ablations other than `original` run on the first model
     only (the paper ran them on gpt-4o-mini)."""
     first = dp["agent_models"][0]["name"]
-    return [{"model": m["name"], "mode": mode, "ablation": a, "topic_set": ts}
-            for m in dp["agent_models"] for mode in dp["modes"] for a in dp["ablations"] for ts in dp["topic_sets"]
-            if a == "original" or m["name"] == first]
+    return [
+        {"model": m["name"], "mode": mode, "ablation": a, "topic_set": ts}
+        for m in dp["agent_models"]
+        for mode in dp["modes"]
+        for a in dp["ablations"]
+        for ts in dp["topic_sets"]
+        if a == "original" or m["name"] == first
+    ]
 
 
 def _mine(ctx: StageContext, rows: list[dict]) -> list[dict]:
@@ -73,14 +84,27 @@ def run_simulate(ctx: StageContext) -> None:
     clients = ctx.model_clients(dp["agent_models"], "debate.agent_models", present=mine)
     sessions = selected(ctx)
     keep = {s["session_id"] for s in sessions}
-    rows = asyncio.run(simulate.run_settings(
-        mine, sessions, *([r for r in ctx.rows(n) if r["session_id"] in keep] for n in
-                          ("participants", "tweets", "human_utterances")), ctx.yaml("prompts_file"), dp, ctx.seed,
-        clients))
+    rows = asyncio.run(
+        simulate.run_settings(
+            mine,
+            sessions,
+            *(
+                [r for r in ctx.rows(n) if r["session_id"] in keep]
+                for n in ("participants", "tweets", "human_utterances")
+            ),
+            ctx.yaml("prompts_file"),
+            dp,
+            ctx.seed,
+            clients,
+        )
+    )
     ctx.write("simulated", rows)
-    ctx.write_metrics(settings=len(mine), sessions=len(sessions),
-                      generated={k: sum(r["kind"] == k for r in rows) for k in ("utterance", "tweet", "opinion")},
-                      opinions_unparsed=sum(not r["parse_ok"] for r in rows))
+    ctx.write_metrics(
+        settings=len(mine),
+        sessions=len(sessions),
+        generated={k: sum(r["kind"] == k for r in rows) for k in ("utterance", "tweet", "opinion")},
+        opinions_unparsed=sum(not r["parse_ok"] for r in rows),
+    )
 
 
 def _annotator(ctx: StageContext):
@@ -104,13 +128,17 @@ def run_annotate(ctx: StageContext) -> None:
     human_history = annotate.dyad_turns(ctx.rows("human_utterances"))
     rows = []
     for key, group in pd.DataFrame(sim, columns=[f.name for f in schemas.SIMULATED]).groupby(
-            ["model", "mode", "ablation", "topic_set"], sort=True):
+        ["model", "mode", "ablation", "topic_set"], sort=True
+    ):
         items = group.to_dict("records")
         seen = dict(human_tweets)  # Mode 3 rounds 2 and 3: the dyad saw the simulated tweets
         seen.update({(t["session_id"], t["round"], t["speaker"]): t["text"] for t in items if t["kind"] == "tweet"})
         history = human_history if key[1] == 1 else None  # Mode 1 answered the human turns
-        rows += asyncio.run(annotate.annotate(items, seen, names, statements, ctx.yaml("prompts_file"), ap, client,
-                                              name, ctx.seed, history))
+        rows += asyncio.run(
+            annotate.annotate(
+                items, seen, names, statements, ctx.yaml("prompts_file"), ap, client, name, ctx.seed, history
+            )
+        )
     ctx.write("annotations", rows)
     ctx.write_metrics(annotated=len(rows))
 
@@ -120,16 +148,41 @@ def run_annotate_human(ctx: StageContext) -> None:
 
     keep = {s["session_id"]: s["topic_set"] for s in selected(ctx)}
     tweets = [t for t in ctx.rows("tweets") if t["session_id"] in keep]
-    items = [{**HUMAN, "topic_set": keep[u["session_id"]], "session_id": u["session_id"], "round": u["round"],
-              "kind": "utterance", "dyad": u["dyad"], "k": u["k"], "speaker": u["speaker"], "text": u["text"]}
-             for u in ctx.rows("human_utterances") if u["session_id"] in keep]
-    items += [{**HUMAN, "topic_set": keep[t["session_id"]], "session_id": t["session_id"], "round": t["round"],
-               "kind": "tweet", "dyad": "", "k": 0, "speaker": t["worker_id"], "text": t["text"]} for t in tweets]
+    items = [
+        {
+            **HUMAN,
+            "topic_set": keep[u["session_id"]],
+            "session_id": u["session_id"],
+            "round": u["round"],
+            "kind": "utterance",
+            "dyad": u["dyad"],
+            "k": u["k"],
+            "speaker": u["speaker"],
+            "text": u["text"],
+        }
+        for u in ctx.rows("human_utterances")
+        if u["session_id"] in keep
+    ]
+    items += [
+        {
+            **HUMAN,
+            "topic_set": keep[t["session_id"]],
+            "session_id": t["session_id"],
+            "round": t["round"],
+            "kind": "tweet",
+            "dyad": "",
+            "k": 0,
+            "speaker": t["worker_id"],
+            "text": t["text"],
+        }
+        for t in tweets
+    ]
     names, statements = _lookups(ctx)
     (ap, (name, client)) = _annotator(ctx)
     seen = {(t["session_id"], t["round"], t["worker_id"]): t["text"] for t in tweets}
-    rows = asyncio.run(annotate.annotate(items, seen, names, statements, ctx.yaml("prompts_file"), ap, client, name,
-                                         ctx.seed))
+    rows = asyncio.run(
+        annotate.annotate(items, seen, names, statements, ctx.yaml("prompts_file"), ap, client, name, ctx.seed)
+    )
     ctx.write("human_annotations", rows)
     ctx.write_metrics(annotated=len(rows))
 
@@ -138,8 +191,9 @@ def run_compare(ctx: StageContext) -> None:
     from socsim.debate import analysis
 
     dp = ctx.params[DB]
-    out = analysis.utterance_metrics(*(ctx.read(n).to_pandas() for n in (
-        "simulated", "annotations", "human_utterances", "human_annotations")), dp)
+    out = analysis.utterance_metrics(
+        *(ctx.read(n).to_pandas() for n in ("simulated", "annotations", "human_utterances", "human_annotations")), dp
+    )
     d = ctx.path("comparison")
     d.mkdir(parents=True, exist_ok=True)
     from socsim.io.parquet import atomic_write_bytes
@@ -155,8 +209,10 @@ def run_analyse(ctx: StageContext) -> None:
 
     dp = ctx.params[DB]
     metrics = pd.read_csv(ctx.path("comparison") / "utterance_metrics.csv")
-    tables = {n: ctx.read(n).to_pandas() for n in ("sessions", "participants", "tweets", "simulated", "annotations",
-                                                     "human_annotations")}
+    tables = {
+        n: ctx.read(n).to_pandas()
+        for n in ("sessions", "participants", "tweets", "simulated", "annotations", "human_annotations")
+    }
     out = analysis.analyse(metrics, tables, dp, vs_paper.read_paper(ctx.path("paper_file")), ctx.path("analysis"))
     write_json(ctx.path("analysis") / "provenance.json", ctx.provenance())
     for f in out["flags"]:
@@ -182,52 +238,116 @@ SELECT = ("debate.topic_sets", "debate.sessions_per_set")
 ANNOTATOR = ("seed", "debate.annotator")
 
 ARTIFACTS = {
-    "topics_file": Artifact(f"{DATA}/topics.yaml"), "prompts_file": Artifact(f"{DATA}/prompts.yaml"),
-    "paper_file": Artifact(f"{DATA}/paper.yaml"), "fixture": Artifact(f"{DATA}/fixture", kind="dir"),
+    "topics_file": Artifact(f"{DATA}/topics.yaml"),
+    "prompts_file": Artifact(f"{DATA}/prompts.yaml"),
+    "paper_file": Artifact(f"{DATA}/paper.yaml"),
+    "fixture": Artifact(f"{DATA}/fixture", kind="dir"),
     "sessions": Artifact(f"{RESULTS}/sessions.parquet", schemas.SESSIONS, ("session_id",)),
     "participants": Artifact(f"{RESULTS}/participants.parquet", schemas.PARTICIPANTS, ("session_id", "worker_id")),
     "tweets": Artifact(f"{RESULTS}/tweets.parquet", schemas.TWEETS, ("session_id", "round", "worker_id")),
-    "human_utterances": Artifact(f"{RESULTS}/human_utterances.parquet", schemas.UTTERANCES,
-                                 ("session_id", "round", "dyad", "k")),
-    "simulated": Artifact(f"{RESULTS}/simulated/{SHARD}.parquet", schemas.SIMULATED,
-                          (*schemas.SETTING, "session_id", "round", "kind", "dyad", "k", "speaker")),
-    "annotations": Artifact(f"{RESULTS}/annotations/{SHARD}.parquet", schemas.ANNOTATIONS,
-                            (*schemas.SETTING, "session_id", "round", "kind", "dyad", "k", "speaker")),
-    "human_annotations": Artifact(f"{RESULTS}/human_annotations.parquet", schemas.ANNOTATIONS,
-                                  ("session_id", "round", "kind", "dyad", "k", "speaker")),
+    "human_utterances": Artifact(
+        f"{RESULTS}/human_utterances.parquet", schemas.UTTERANCES, ("session_id", "round", "dyad", "k")
+    ),
+    "simulated": Artifact(
+        f"{RESULTS}/simulated/{SHARD}.parquet",
+        schemas.SIMULATED,
+        (*schemas.SETTING, "session_id", "round", "kind", "dyad", "k", "speaker"),
+    ),
+    "annotations": Artifact(
+        f"{RESULTS}/annotations/{SHARD}.parquet",
+        schemas.ANNOTATIONS,
+        (*schemas.SETTING, "session_id", "round", "kind", "dyad", "k", "speaker"),
+    ),
+    "human_annotations": Artifact(
+        f"{RESULTS}/human_annotations.parquet",
+        schemas.ANNOTATIONS,
+        ("session_id", "round", "kind", "dyad", "k", "speaker"),
+    ),
     "comparison": Artifact(f"{RESULTS}/comparison", kind="dir"),
     "analysis": Artifact(f"{RESULTS}/analysis", kind="dir", report="tables", pattern="{name}.csv"),
     "figures": Artifact(f"{RESULTS}/figures", kind="dir", report="figures"),
 }
 
-STUDY = Study(DB, ARTIFACTS, [
-    Stage("ingest", "The human data (the Hub snapshot at a pinned revision, a local directory in its layout, or the "
-          "synthetic fixture): sessions (incomplete ones dropped with the reason), participants with opinions and "
-          "demographics, tweets per round, merged utterances per dyad-round.", run_ingest,
-          inputs=("topics_file", "fixture"), outputs=("sessions", "participants", "tweets", "human_utterances"),
-          params=("debate.data",)),
-    Stage("simulate", "Digital twins of one shard's settings: Mode 1 next-message prediction, Mode 2 tweet-guided "
-          "conversation, Mode 3 full conversation (simulated tweets and final opinions); memory ablations; the humans' "
-          "partners, turn counts and speaker order.", run_simulate,
-          inputs=("sessions", "participants", "tweets", "human_utterances", "prompts_file"), outputs=("simulated",),
-          params=("seed", "debate.max_tokens", "debate.opinion_max_tokens", *SELECT, *SHARD_KEYS), uses_llm=True,
-          shards=shards),
-    Stage("annotate", "Stance (six labels, -2.5..2.5) of every simulated utterance and tweet and on-topic "
-          "(VALID/INVALID) of every simulated utterance, constrained LLM judges.", run_annotate,
-          inputs=("simulated", "sessions", "participants", "tweets", "human_utterances", "prompts_file"),
-          outputs=("annotations",),
-          params=(*ANNOTATOR, *SHARD_KEYS), uses_llm=True, shards=shards),
-    Stage("annotate_human", "Stance and on-topic labels of the human utterances and tweets of the run's sessions.",
-          run_annotate_human, inputs=("sessions", "participants", "tweets", "human_utterances", "prompts_file"),
-          outputs=("human_annotations",), params=(*ANNOTATOR, *SELECT), uses_llm=True),
-    Stage("compare", "Utterance metrics per setting, round-wise (eq. 2): semantic similarity (sentence encoder), "
-          "stance difference, signed and absolute length difference, ROUGE-L, on-topic rate.", run_compare,
-          inputs=("simulated", "annotations", "human_utterances", "human_annotations"), outputs=("comparison",),
-          params=("debate.encoder", "debate.length_unit", "debate.human_on_topic")),
-    Stage("analyse", "Tables 3/4/9/10 in the paper's layout, group-level (Fig. 2) and individual-level (Fig. 3) "
-          "opinion dynamics, Appendix H, degeneracy flags, vs_paper.", run_analyse,
-          inputs=("comparison", "sessions", "participants", "tweets", "simulated", "annotations", "human_annotations",
-                  "paper_file"), outputs=("analysis",), params=("debate.agent_models", "debate.length_unit", "debate.group_sd_ddof")),
-    Stage("figures", "Fig. 2 (group-level tweet stance and opinion, humans vs twins), Fig. 3 (individual change), "
-          "the utterance metrics by mode (PNG + PDF).", run_figures, inputs=("analysis",), outputs=("figures",)),
-])
+STUDY = Study(
+    DB,
+    ARTIFACTS,
+    [
+        Stage(
+            "ingest",
+            "The human data (the Hub snapshot at a pinned revision, a local directory in its layout, or the "
+            "synthetic fixture): sessions (incomplete ones dropped with the reason), participants with opinions and "
+            "demographics, tweets per round, merged utterances per dyad-round.",
+            run_ingest,
+            inputs=("topics_file", "fixture"),
+            outputs=("sessions", "participants", "tweets", "human_utterances"),
+            params=("debate.data",),
+        ),
+        Stage(
+            "simulate",
+            "Digital twins of one shard's settings: Mode 1 next-message prediction, Mode 2 tweet-guided "
+            "conversation, Mode 3 full conversation (simulated tweets and final opinions); memory ablations; the humans' "
+            "partners, turn counts and speaker order.",
+            run_simulate,
+            inputs=("sessions", "participants", "tweets", "human_utterances", "prompts_file"),
+            outputs=("simulated",),
+            params=("seed", "debate.max_tokens", "debate.opinion_max_tokens", *SELECT, *SHARD_KEYS),
+            uses_llm=True,
+            shards=shards,
+        ),
+        Stage(
+            "annotate",
+            "Stance (six labels, -2.5..2.5) of every simulated utterance and tweet and on-topic "
+            "(VALID/INVALID) of every simulated utterance, constrained LLM judges.",
+            run_annotate,
+            inputs=("simulated", "sessions", "participants", "tweets", "human_utterances", "prompts_file"),
+            outputs=("annotations",),
+            params=(*ANNOTATOR, *SHARD_KEYS),
+            uses_llm=True,
+            shards=shards,
+        ),
+        Stage(
+            "annotate_human",
+            "Stance and on-topic labels of the human utterances and tweets of the run's sessions.",
+            run_annotate_human,
+            inputs=("sessions", "participants", "tweets", "human_utterances", "prompts_file"),
+            outputs=("human_annotations",),
+            params=(*ANNOTATOR, *SELECT),
+            uses_llm=True,
+        ),
+        Stage(
+            "compare",
+            "Utterance metrics per setting, round-wise (eq. 2): semantic similarity (sentence encoder), "
+            "stance difference, signed and absolute length difference, ROUGE-L, on-topic rate.",
+            run_compare,
+            inputs=("simulated", "annotations", "human_utterances", "human_annotations"),
+            outputs=("comparison",),
+            params=("debate.encoder", "debate.length_unit", "debate.human_on_topic"),
+        ),
+        Stage(
+            "analyse",
+            "Tables 3/4/9/10 in the paper's layout, group-level (Fig. 2) and individual-level (Fig. 3) "
+            "opinion dynamics, Appendix H, degeneracy flags, vs_paper.",
+            run_analyse,
+            inputs=(
+                "comparison",
+                "sessions",
+                "participants",
+                "tweets",
+                "simulated",
+                "annotations",
+                "human_annotations",
+                "paper_file",
+            ),
+            outputs=("analysis",),
+            params=("debate.agent_models", "debate.length_unit", "debate.group_sd_ddof"),
+        ),
+        Stage(
+            "figures",
+            "Fig. 2 (group-level tweet stance and opinion, humans vs twins), Fig. 3 (individual change), "
+            "the utterance metrics by mode (PNG + PDF).",
+            run_figures,
+            inputs=("analysis",),
+            outputs=("figures",),
+        ),
+    ],
+)

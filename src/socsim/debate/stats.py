@@ -25,7 +25,7 @@ def _friedman(data: np.ndarray) -> tuple[float | None, float | None]:
     ties = 0.0
     for row in data:
         _, counts = np.unique(row, return_counts=True)
-        ties += float((counts ** 3 - counts).sum())
+        ties += float((counts**3 - counts).sum())
     c = 1.0 - ties / (k * (k * k - 1) * n)
     if c <= 0:
         return None, None
@@ -63,8 +63,16 @@ def appendix_h(values: pd.DataFrame, best: str, alternative: str) -> dict:
         chi2, p = _friedman(table.to_numpy().T)
     if chi2 is None or not math.isfinite(chi2):
         return {"note": "Friedman test not computable: every setting ties all models"}
-    out = {"chi2": _num(chi2), "df": n_models - 1, "p": _num(p), "n_settings": n_settings,
-           "n_models": n_models, "best": best, "alternative": alternative, "wilcoxon": {}}
+    out = {
+        "chi2": _num(chi2),
+        "df": n_models - 1,
+        "p": _num(p),
+        "n_settings": n_settings,
+        "n_models": n_models,
+        "best": best,
+        "alternative": alternative,
+        "wilcoxon": {},
+    }
     x_best = table.loc[best].to_numpy()
     for model in table.index:
         if model == best:
@@ -73,8 +81,7 @@ def appendix_h(values: pd.DataFrame, best: str, alternative: str) -> dict:
         if np.all(x_best - x == 0):
             out["wilcoxon"][model] = None
             continue
-        res = stats.wilcoxon(x_best, x, alternative=alternative, method="approx", correction=True,
-                             zero_method="wilcox")
+        res = stats.wilcoxon(x_best, x, alternative=alternative, method="approx", correction=True, zero_method="wilcox")
         out["wilcoxon"][model] = _num(res.pvalue)
     return out
 
@@ -92,7 +99,9 @@ GROUP_TESTS = {
 }
 
 
-def _paired_t(after: np.ndarray, before: np.ndarray) -> tuple[float | None, float | None, int, float | None, str | None]:
+def _paired_t(
+    after: np.ndarray, before: np.ndarray
+) -> tuple[float | None, float | None, int, float | None, str | None]:
     """ttest_rel(after, before) over the pairs with both values: (t, p, n, mean change, note)."""
     ok = np.isfinite(after) & np.isfinite(before)
     d = after[ok] - before[ok]
@@ -129,13 +138,21 @@ def group_level(members: pd.DataFrame, ddof: int = 1) -> tuple[pd.DataFrame, pd.
         for q in QUANTITIES:
             v = g[q].astype(float).to_numpy()
             v = v[np.isfinite(v)]
-            rows.append({"session_id": session, "source": source, "quantity": q,
-                         "mean": float(v.mean()) if v.size else np.nan,
-                         "sd": float(v.std(ddof=ddof)) if v.size > ddof else np.nan, "n": int(v.size)})
+            rows.append(
+                {
+                    "session_id": session,
+                    "source": source,
+                    "quantity": q,
+                    "mean": float(v.mean()) if v.size else np.nan,
+                    "sd": float(v.std(ddof=ddof)) if v.size > ddof else np.nan,
+                    "n": int(v.size),
+                }
+            )
     per_group = pd.DataFrame(rows, columns=["session_id", "source", "quantity", "mean", "sd", "n"])
 
-    wide = per_group.pivot_table(index="session_id", columns=["source", "quantity"], values=["mean", "sd"],
-                                 dropna=False)
+    wide = per_group.pivot_table(
+        index="session_id", columns=["source", "quantity"], values=["mean", "sd"], dropna=False
+    )
     sessions = sorted(per_group["session_id"].unique())
 
     def column(stat: str, source: str, q: str) -> np.ndarray:
@@ -151,11 +168,29 @@ def group_level(members: pd.DataFrame, ddof: int = 1) -> tuple[pd.DataFrame, pd.
             a, b = column(stat, source, after), column(stat, source, before)
             changes[source] = a - b
             t, p, n, mean, note = _paired_t(a, b)
-            tests.append({"quantity": name, "test": f"{source} change", "t": t, "p": p, "n_groups": n,
-                          "mean_change": mean, "note": note})
+            tests.append(
+                {
+                    "quantity": name,
+                    "test": f"{source} change",
+                    "t": t,
+                    "p": p,
+                    "n_groups": n,
+                    "mean_change": mean,
+                    "note": note,
+                }
+            )
         t, p, n, mean, note = _paired_t(changes["llm"], changes["human"])
-        tests.append({"quantity": name, "test": "llm change vs human change", "t": t, "p": p, "n_groups": n,
-                      "mean_change": mean, "note": note})
+        tests.append(
+            {
+                "quantity": name,
+                "test": "llm change vs human change",
+                "t": t,
+                "p": p,
+                "n_groups": n,
+                "mean_change": mean,
+                "note": note,
+            }
+        )
     return per_group, pd.DataFrame(tests, columns=["quantity", "test", "t", "p", "n_groups", "mean_change", "note"])
 
 
@@ -189,8 +224,7 @@ def individual_level(members: pd.DataFrame) -> pd.DataFrame:
             own = m[start].astype(float).to_numpy()
             change = m[end].astype(float).to_numpy() - own
             other = np.array([own[j] if j is not None else np.nan for j in partner], dtype=float)
-            preds = {"own initial": own, "partner minus own": other - own,
-                     "abs partner minus own": np.abs(other - own)}
+            preds = {"own initial": own, "partner minus own": other - own, "abs partner minus own": np.abs(other - own)}
             for name in PREDICTORS:
                 x = preds[name]
                 ok = np.isfinite(x) & np.isfinite(change)
@@ -205,6 +239,7 @@ def individual_level(members: pd.DataFrame) -> pd.DataFrame:
                 else:
                     res = stats.pearsonr(x[ok], change[ok])
                     r, p = _num(res.statistic), _num(res.pvalue)
-                rows.append({"source": source, "outcome": outcome, "predictor": name, "r": r, "p": p, "n": n,
-                             "note": note})
+                rows.append(
+                    {"source": source, "outcome": outcome, "predictor": name, "r": r, "p": p, "n": n, "note": note}
+                )
     return pd.DataFrame(rows, columns=["source", "outcome", "predictor", "r", "p", "n", "note"])

@@ -49,15 +49,25 @@ BASIC = "basic_instructions"
 
 def diversity_table(comments: pd.DataFrame, setups: pd.DataFrame, human: pd.DataFrame | None = None) -> pd.DataFrame:
     spoken = comments[~comments["is_silent"]]
-    div = (spoken.sort_values(["discussion_id", "turn"]).groupby("discussion_id")["text"]
-           .apply(lambda s: diversity(list(s))).rename("diversity").reset_index())
-    meta = setups[["discussion_id", "condition", "model", "strategy", "turn_taking", "instructions", "with_sdb",
-                   "with_roles"]]
+    div = (
+        spoken.sort_values(["discussion_id", "turn"])
+        .groupby("discussion_id")["text"]
+        .apply(lambda s: diversity(list(s)))
+        .rename("diversity")
+        .reset_index()
+    )
+    meta = setups[
+        ["discussion_id", "condition", "model", "strategy", "turn_taking", "instructions", "with_sdb", "with_roles"]
+    ]
     out = div.merge(meta, on="discussion_id", how="left", validate="one_to_one")
     out["source"] = "synthetic"
     if human is not None and len(human):
-        h = (human.groupby("discussion_id")["text"].apply(lambda s: diversity(list(s.astype(str))))
-             .rename("diversity").reset_index())
+        h = (
+            human.groupby("discussion_id")["text"]
+            .apply(lambda s: diversity(list(s.astype(str))))
+            .rename("diversity")
+            .reset_index()
+        )
         h["discussion_id"] = "human." + h["discussion_id"].astype(str)
         h["source"] = "human"
         out = pd.concat([out, h], ignore_index=True)
@@ -72,27 +82,50 @@ def user_index(comments: pd.DataFrame) -> pd.Series:
     return idx.reindex(comments.index).astype("float64")
 
 
-def rated_comments(comments: pd.DataFrame, annotations: pd.DataFrame, setups: pd.DataFrame,
-                   time: str = "user_index") -> pd.DataFrame:
+def rated_comments(
+    comments: pd.DataFrame, annotations: pd.DataFrame, setups: pd.DataFrame, time: str = "user_index"
+) -> pd.DataFrame:
     """Annotation rows joined to their comment and discussion on ids (never on text), with
     `time` by the chosen rule (module docstring)."""
     if time not in TIME_RULES:
         raise ValueError(f"facilitation.analysis.time must be one of {TIME_RULES}, got {time!r}")
     ann = annotations[annotations["parse_ok"]]
     comments = comments.assign(user_index=user_index(comments))
-    cols = ["discussion_id", "turn", "position", "user_index", "speaker_id", "role", "is_facilitator", "is_silent",
-            "strategy", "model", "condition"]
+    cols = [
+        "discussion_id",
+        "turn",
+        "position",
+        "user_index",
+        "speaker_id",
+        "role",
+        "is_facilitator",
+        "is_silent",
+        "strategy",
+        "model",
+        "condition",
+    ]
     out = ann.merge(comments[cols], on=["discussion_id", "turn"], how="inner", validate="many_to_one")
-    out = out.merge(setups[["discussion_id", "instructions", "with_roles"]], on="discussion_id", how="left",
-                    validate="many_to_one")
+    out = out.merge(
+        setups[["discussion_id", "instructions", "with_roles"]], on="discussion_id", how="left", validate="many_to_one"
+    )
     out["time"] = out[time]
     return out
 
 
 def comment_means(rated: pd.DataFrame) -> pd.DataFrame:
     """Mean rating per comment over its annotators."""
-    keys = ["discussion_id", "turn", "strategy", "model", "condition", "role", "is_facilitator", "time",
-            "instructions", "with_roles"]
+    keys = [
+        "discussion_id",
+        "turn",
+        "strategy",
+        "model",
+        "condition",
+        "role",
+        "is_facilitator",
+        "time",
+        "instructions",
+        "with_roles",
+    ]
     return rated.groupby(keys, as_index=False, dropna=False)[["toxicity", "argument_quality"]].mean()
 
 
@@ -116,8 +149,9 @@ def _missing_note(missing: list[str]) -> str:
     return ("no usable ratings for " + ", ".join(missing) + " (not in the model)") if missing else ""
 
 
-def toxicity_ols(rated: pd.DataFrame, expected_strategies: list[str] | None = None,
-                 flags: list[dg.Flag] | None = None) -> OLSResult:
+def toxicity_ols(
+    rated: pd.DataFrame, expected_strategies: list[str] | None = None, flags: list[dg.Flag] | None = None
+) -> OLSResult:
     """Table 2. n/a with the reason when the ratings are constant, the reference strategy has no
     ratings, or there are no more ratings than terms; stars withheld (flags) when one rating value
     makes up >= 90 %. `expected_strategies` (the main study's strategies in the setups) names the
@@ -128,8 +162,10 @@ def toxicity_ols(rated: pd.DataFrame, expected_strategies: list[str] | None = No
     strategies = users["strategy"].unique()
     note = _missing_note(missing_strategies(expected_strategies, strategies))
     if NO_MODERATOR not in strategies or len(strategies) < 2:
-        reason = (f"needs ratings of '{NO_MODERATOR}' (the reference) and of at least one other strategy in "
-                  f"the main study; have: {sorted(strategies) or 'none'}")
+        reason = (
+            f"needs ratings of '{NO_MODERATOR}' (the reference) and of at least one other strategy in "
+            f"the main study; have: {sorted(strategies) or 'none'}"
+        )
         return unavailable(users.iloc[:0], formula, "discussion_id", reason, flags, note)
     constant = dg.near_constant(users["toxicity"], TOXICITY_SCOPE)
     if constant is not None:
@@ -140,8 +176,9 @@ def toxicity_ols(rated: pd.DataFrame, expected_strategies: list[str] | None = No
     res = ols_plain_and_clustered(users, formula, cluster="discussion_id")
     perfect = None
     if res.resid_ss <= dg.VARIANCE_TOL * max(1, res.nobs):
-        perfect = dg.Flag("Table 2 OLS", "perfect fit: the residuals are zero, so standard errors and p-values "
-                                         "carry no information")
+        perfect = dg.Flag(
+            "Table 2 OLS", "perfect fit: the residuals are zero, so standard errors and p-values carry no information"
+        )
     res.flags = dg.collect(flags, perfect)
     notes = [note] if note else []
     per_strategy = users.groupby("strategy")["discussion_id"].nunique()
@@ -149,8 +186,10 @@ def toxicity_ols(rated: pd.DataFrame, expected_strategies: list[str] | None = No
         # With one discussion per strategy the strategy terms absorb whole clusters and the
         # cluster-robust errors collapse to zero: they are not identified, so not reported.
         res.table[["se_cluster", "p_cluster"]] = np.nan
-        notes.append("clustered errors need at least 2 discussions per strategy "
-                     f"(fewest here: {int(per_strategy.min())}); not reported")
+        notes.append(
+            "clustered errors need at least 2 discussions per strategy "
+            f"(fewest here: {int(per_strategy.min())}); not reported"
+        )
     res.note = "; ".join(notes)
     return res
 
@@ -182,12 +221,18 @@ def ols_tables(res: OLSResult, time: str = "user_index") -> tuple[pd.DataFrame, 
         md.append(f"| {r['variable']} | {coef} | {se} | {se_c} |")
         name = r["variable"].replace("×", r"$\times$").replace("_", r"\_")
         tex.append(f"{name} & {coef} & {se} & {se_c} \\\\")
-    time_words = ("time = index of the comment among its discussion's user comments (seed opinion = 1)"
-                  if time == "user_index" else "time = position among all non-silent comments (seed = 0)")
+    time_words = (
+        "time = index of the comment among its discussion's user comments (seed opinion = 1)"
+        if time == "user_index"
+        else "time = position among all non-silent comments (seed = 0)"
+    )
     head = [withheld if res.unavailable else f"Stars withheld: {withheld}"] if withheld else []
     legend = "" if head else " Stars: . p<0.1, * p<0.05, ** p<0.01, *** p<0.001 (plain errors / clustered errors)."
-    note = (f"Adj. R² = {_num(res.adj_r2)}; N = {res.nobs} ratings; {res.n_clusters} discussions; {time_words}."
-            + legend + (f" Note: {res.note}." if res.note else ""))
+    note = (
+        f"Adj. R² = {_num(res.adj_r2)}; N = {res.nobs} ratings; {res.n_clusters} discussions; {time_words}."
+        + legend
+        + (f" Note: {res.note}." if res.note else "")
+    )
     md += ["", *head, note]
     tex += [r"\hline", r"\end{tabular}", *("% " + h for h in head), "% " + note]
     return t, "\n".join(md) + "\n", "\n".join(tex) + "\n"
@@ -204,19 +249,39 @@ def unit_values(means: pd.DataFrame, level: str) -> pd.DataFrame:
     raise ValueError(f"level must be one of {LEVELS}")
 
 
-PAIRWISE_COLUMNS = ["level", "strategy_a", "strategy_b", "n_a", "n_b", "mean_a", "mean_b", "diff", "t", "p", "p_holm",
-                    "verdict"]
+PAIRWISE_COLUMNS = [
+    "level",
+    "strategy_a",
+    "strategy_b",
+    "n_a",
+    "n_b",
+    "mean_a",
+    "mean_b",
+    "diff",
+    "t",
+    "p",
+    "p_holm",
+    "verdict",
+]
 
 
-def group_tests(units: pd.DataFrame, level: str, flags: list[dg.Flag] = (),
-                expected_strategies: list[str] | None = None) -> tuple[dict, pd.DataFrame]:
+def group_tests(
+    units: pd.DataFrame, level: str, flags: list[dg.Flag] = (), expected_strategies: list[str] | None = None
+) -> tuple[dict, pd.DataFrame]:
     """ANOVA and pairwise Student t-tests (raw and Holm p) of toxicity across strategies, one unit
     per row of `units`. `verdict` is "" for a usable test, else "degenerate input: <why>"."""
     unit = "comments" if level == "comment" else "discussions"
     groups = {s: g["toxicity"].to_numpy(dtype=float) for s, g in units.groupby("strategy")}
     missing = missing_strategies(expected_strategies, groups)
-    anova = {"level": level, "unit": unit, "strategies": sorted(groups),
-             "n": {s: int(len(v)) for s, v in sorted(groups.items())}, "no_ratings": missing, "F": None, "p": None}
+    anova = {
+        "level": level,
+        "unit": unit,
+        "strategies": sorted(groups),
+        "n": {s: int(len(v)) for s, v in sorted(groups.items())},
+        "no_ratings": missing,
+        "F": None,
+        "p": None,
+    }
     usable = {s: v for s, v in groups.items() if len(v) >= 2}
     few = dg.too_few(len(usable), 2, f"ANOVA at {level} level", f"strategies with at least 2 {unit}")
     constant = dg.near_constant(units["toxicity"], f"toxicity per {unit[:-1]}")
@@ -228,8 +293,9 @@ def group_tests(units: pd.DataFrame, level: str, flags: list[dg.Flag] = (),
         within = np.concatenate([v - v.mean() for v in usable.values()])
         no_within = dg.near_constant(within, f"toxicity per {unit[:-1]} within strategies")
         if no_within is not None:
-            anova_flags = dg.collect(anova_flags, dg.Flag(no_within.scope, "no variance within any strategy: "
-                                                                           "F is infinite"))
+            anova_flags = dg.collect(
+                anova_flags, dg.Flag(no_within.scope, "no variance within any strategy: F is infinite")
+            )
         else:
             f, p = sps.f_oneway(*usable.values())
             anova.update(F=float(f), p=float(p))
@@ -246,12 +312,25 @@ def group_tests(units: pd.DataFrame, level: str, flags: list[dg.Flag] = (),
             t, p = sps.ttest_ind(va, vb)
             if not np.isfinite(t):
                 t = p = np.nan
-                pair_flags = dg.collect(pair_flags, dg.Flag(f"t-test {a} vs {b} at {level} level",
-                                                            "no variance within either strategy: t is infinite"))
-        rows.append({"level": level, "strategy_a": a, "strategy_b": b, "n_a": len(va), "n_b": len(vb),
-                     "mean_a": float(np.mean(va)), "mean_b": float(np.mean(vb)),
-                     "diff": float(np.mean(va) - np.mean(vb)), "t": float(t), "p": float(p),
-                     "verdict": dg.verdict(pair_flags, "")})
+                pair_flags = dg.collect(
+                    pair_flags,
+                    dg.Flag(f"t-test {a} vs {b} at {level} level", "no variance within either strategy: t is infinite"),
+                )
+        rows.append(
+            {
+                "level": level,
+                "strategy_a": a,
+                "strategy_b": b,
+                "n_a": len(va),
+                "n_b": len(vb),
+                "mean_a": float(np.mean(va)),
+                "mean_b": float(np.mean(vb)),
+                "diff": float(np.mean(va) - np.mean(vb)),
+                "t": float(t),
+                "p": float(p),
+                "verdict": dg.verdict(pair_flags, ""),
+            }
+        )
     pairwise = pd.DataFrame(rows, columns=[c for c in PAIRWISE_COLUMNS if c != "p_holm"])
     ok = pairwise["p"].notna()
     pairwise["p_holm"] = np.nan
@@ -259,8 +338,9 @@ def group_tests(units: pd.DataFrame, level: str, flags: list[dg.Flag] = (),
     return anova, pairwise[PAIRWISE_COLUMNS]
 
 
-def anova_and_pairwise(means: pd.DataFrame, flags: list[dg.Flag] = (),
-                       expected_strategies: list[str] | None = None) -> tuple[dict, pd.DataFrame]:
+def anova_and_pairwise(
+    means: pd.DataFrame, flags: list[dg.Flag] = (), expected_strategies: list[str] | None = None
+) -> tuple[dict, pd.DataFrame]:
     """Both levels: {"comment": anova, "discussion": anova} and one pairwise table with a `level`
     column (Holm within each level)."""
     anovas, tables = {}, []
@@ -272,8 +352,9 @@ def anova_and_pairwise(means: pd.DataFrame, flags: list[dg.Flag] = (),
 
 def interventions(comments: pd.DataFrame) -> pd.DataFrame:
     fac = comments[comments["is_facilitator"]]
-    out = (fac.groupby(["discussion_id", "condition", "model", "strategy"], as_index=False)
-           .agg(opportunities=("turn", "size"), interventions=("is_silent", lambda s: int((~s).sum()))))
+    out = fac.groupby(["discussion_id", "condition", "model", "strategy"], as_index=False).agg(
+        opportunities=("turn", "size"), interventions=("is_silent", lambda s: int((~s).sum()))
+    )
     out["rate"] = out["interventions"] / out["opportunities"]
     return out.sort_values("discussion_id", ignore_index=True)
 
@@ -282,11 +363,13 @@ def troll_toxicity(means: pd.DataFrame) -> pd.DataFrame:
     """Toxicity of non-troll users' comments, by whether the discussion has trolls and by prompt."""
     users = means[~means["is_facilitator"]]
     has_troll = users.groupby("discussion_id")["role"].apply(lambda r: bool((r == "troll").any()))
-    users = users.assign(trolls=users["discussion_id"].map(has_troll).map({True: "with trolls",
-                                                                            False: "without trolls"}))
+    users = users.assign(
+        trolls=users["discussion_id"].map(has_troll).map({True: "with trolls", False: "without trolls"})
+    )
     non_troll = users[users["role"] != "troll"]
-    return non_troll[["discussion_id", "turn", "condition", "model", "strategy", "instructions", "trolls",
-                      "toxicity"]].sort_values(["discussion_id", "turn"], ignore_index=True)
+    return non_troll[
+        ["discussion_id", "turn", "condition", "model", "strategy", "instructions", "trolls", "toxicity"]
+    ].sort_values(["discussion_id", "turn"], ignore_index=True)
 
 
 def toxicity_level(x: pd.Series) -> pd.Series:
@@ -315,8 +398,9 @@ def troll_groups(tt: pd.DataFrame) -> pd.DataFrame:
         counts = g["toxicity_level"].value_counts()
         for level in range(1, 6):
             c = int(counts.get(level, 0))
-            rows.append({**dict(zip(keys, key)), "toxicity_level": level, "count": c, "n": len(g),
-                         "proportion": c / len(g)})
+            rows.append(
+                {**dict(zip(keys, key)), "toxicity_level": level, "count": c, "n": len(g), "proportion": c / len(g)}
+            )
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -338,7 +422,8 @@ def parse_failures(annotations: pd.DataFrame) -> dict:
     out = {"ratings": int(len(annotations)), "parse_failures": int((~annotations["parse_ok"]).sum())}
     out["parse_failure_rate"] = out["parse_failures"] / out["ratings"] if out["ratings"] else None
     out["parse_failure_rate_by_annotator"] = {
-        a: float((~g["parse_ok"]).mean()) for a, g in annotations.groupby("annotator_id")}
+        a: float((~g["parse_ok"]).mean()) for a, g in annotations.groupby("annotator_id")
+    }
     return out
 
 
@@ -353,8 +438,9 @@ def agreement(annotations: pd.DataFrame) -> dict:
         table = ok.pivot_table(index="annotator_id", columns=["discussion_id", "turn"], values=dim)
         values = table.to_numpy(dtype=float)
         if values.shape[0] >= 2 and np.isfinite(values).sum() >= 2 and len(np.unique(values[np.isfinite(values)])) > 1:
-            out[f"krippendorff_alpha_{dim}"] = float(krippendorff.alpha(reliability_data=values,
-                                                                       level_of_measurement="ordinal"))
+            out[f"krippendorff_alpha_{dim}"] = float(
+                krippendorff.alpha(reliability_data=values, level_of_measurement="ordinal")
+            )
     return out
 
 
@@ -365,9 +451,11 @@ def check_ratings(annotations: pd.DataFrame) -> None:
     if n == 0:
         raise ValueError("no ratings at all: the annotations file is empty (no non-silent comment was annotated)")
     if ok == 0:
-        raise ValueError(f"every rating failed to parse ({n - ok} of {n}): no toxicity to analyse; "
-                         "agreement.json (CLI, DVC) and the annotate stage's metrics hold the parse-failure rates per "
-                         "annotator")
+        raise ValueError(
+            f"every rating failed to parse ({n - ok} of {n}): no toxicity to analyse; "
+            "agreement.json (CLI, DVC) and the annotate stage's metrics hold the parse-failure rates per "
+            "annotator"
+        )
 
 
 def toxicity_distribution(rated: pd.DataFrame) -> dict:

@@ -8,22 +8,31 @@ from socsim.llm import JsonSchema, Request, Sampling
 from socsim.sim import judge, views
 
 SCALE = list(range(1, 6))
-ANSWER = JsonSchema.of({
-    "type": "object", "additionalProperties": False, "required": ["toxicity", "argument_quality"],
-    "properties": {"toxicity": {"type": "integer", "enum": SCALE},
-                   "argument_quality": {"type": "integer", "enum": SCALE}},
-}, name="annotation")
+ANSWER = JsonSchema.of(
+    {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["toxicity", "argument_quality"],
+        "properties": {
+            "toxicity": {"type": "integer", "enum": SCALE},
+            "argument_quality": {"type": "integer", "enum": SCALE},
+        },
+    },
+    name="annotation",
+)
 
 
 def annotator_prompt(annotator: dict, guide: dict) -> str:
     """An annotator's system prompt: the same sociodemographic fields as a participant's (Table 1),
     then the annotation guide as its special instructions."""
     traits = ", ".join(annotator.get("personality_characteristics") or [])
-    return (f"You are an annotator. About you: you are {annotator['age']} years old, {annotator['sex']}, "
-            f"{annotator['sexual_orientation']}, {annotator['demographic_group']}. "
-            f"Education: {annotator['education_level']}. Work: {annotator['current_employment']}. "
-            f"Personality: {traits}.\n"
-            f"{guide['instructions'].strip()}")
+    return (
+        f"You are an annotator. About you: you are {annotator['age']} years old, {annotator['sex']}, "
+        f"{annotator['sexual_orientation']}, {annotator['demographic_group']}. "
+        f"Education: {annotator['education_level']}. Work: {annotator['current_employment']}. "
+        f"Personality: {traits}.\n"
+        f"{guide['instructions'].strip()}"
+    )
 
 
 def targets(comments: list[dict], h: dict[str, int]) -> list[tuple[dict, list[dict]]]:
@@ -31,28 +40,50 @@ def targets(comments: list[dict], h: dict[str, int]) -> list[tuple[dict, list[di
     out = []
     for did, rows in judge.transcripts(comments, "discussion_id").items():
         h_ = h[did]
-        out += judge.targets(rows, lambda before, c, h_=h_: views.window(before, h_),
-                             lambda c: not c["is_silent"] and not c["is_seed"])
+        out += judge.targets(
+            rows, lambda before, c, h_=h_: views.window(before, h_), lambda c: not c["is_silent"] and not c["is_seed"]
+        )
     return out
 
 
-def requests(comments: list[dict], h: dict[str, int], annotators: list[dict], guide: dict, seed: int,
-             sampling: Sampling) -> tuple[list[tuple[dict, dict]], list[Request]]:
+def requests(
+    comments: list[dict], h: dict[str, int], annotators: list[dict], guide: dict, seed: int, sampling: Sampling
+) -> tuple[list[tuple[dict, dict]], list[Request]]:
     """Requests grouped by annotator (so a shared system prompt stays in the model's prefix cache)."""
     keys, reqs = [], []
     todo = targets(comments, h)
     for a in annotators:
         system = annotator_prompt(a, guide)
         for comment, context in todo:
-            user = (f"Preceding comments:\n{views.render(context) or '(none)'}\n\n"
-                    f"Comment to rate:\n{views.render([comment])}\n\n{guide['answer_format'].strip()}")
-            reqs.append(judge.request(system, user, ANSWER, sampling, seed, "facilitation", "annotate",
-                                      comment["discussion_id"], comment["turn"], a["annotator_id"]))
+            user = (
+                f"Preceding comments:\n{views.render(context) or '(none)'}\n\n"
+                f"Comment to rate:\n{views.render([comment])}\n\n{guide['answer_format'].strip()}"
+            )
+            reqs.append(
+                judge.request(
+                    system,
+                    user,
+                    ANSWER,
+                    sampling,
+                    seed,
+                    "facilitation",
+                    "annotate",
+                    comment["discussion_id"],
+                    comment["turn"],
+                    a["annotator_id"],
+                )
+            )
             keys.append((comment, a))
     return keys, reqs
 
 
 def rows(keys: list[tuple[dict, dict]], responses) -> list[dict]:
-    return [{"discussion_id": c["discussion_id"], "turn": c["turn"], "annotator_id": a["annotator_id"],
-             **judge.answer(r, toxicity="toxicity", argument_quality="argument_quality")}
-            for (c, a), r in zip(keys, responses)]
+    return [
+        {
+            "discussion_id": c["discussion_id"],
+            "turn": c["turn"],
+            "annotator_id": a["annotator_id"],
+            **judge.answer(r, toxicity="toxicity", argument_quality="argument_quality"),
+        }
+        for (c, a), r in zip(keys, responses)
+    ]

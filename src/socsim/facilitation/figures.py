@@ -21,8 +21,10 @@ sns.set_theme(style="whitegrid", context="paper")
 
 
 STAR_P = "p_holm"  # the stars of Fig. 3 show Holm-adjusted p (within each level)
-LEVEL_TITLES = {"comment": "(a) comment level (the paper's test: each comment a unit)",
-                "discussion": "(b) discussion level (each discussion's mean a unit)"}
+LEVEL_TITLES = {
+    "comment": "(a) comment level (the paper's test: each comment a unit)",
+    "discussion": "(b) discussion level (each discussion's mean a unit)",
+}
 
 
 def _no_data(ax, text: str) -> None:
@@ -53,23 +55,41 @@ def fig3_pairwise(pairwise: pd.DataFrame, out_dir: Path, flags: list[dict] | Non
             _no_data(ax, "no data")
         else:
             lim = float(np.nanmax(np.abs(diff.to_numpy()))) or 1.0
-            sns.heatmap(diff, annot=annot, fmt="", cmap="coolwarm", center=0, vmin=-lim, vmax=lim, ax=ax,
-                        cbar_kws={"label": "toxicity difference (row - column)"})
+            sns.heatmap(
+                diff,
+                annot=annot,
+                fmt="",
+                cmap="coolwarm",
+                center=0,
+                vmin=-lim,
+                vmax=lim,
+                ax=ax,
+                cbar_kws={"label": "toxicity difference (row - column)"},
+            )
         ax.grid(False)
         ax.set_title(LEVEL_TITLES[level], fontsize=9)
         verdicts = sorted({v for v in pw["verdict"] if v})
         if verdicts:
-            notes.append(f"{level} level, no stars: " + "; ".join(verdicts[:2])
-                         + (f" (+{len(verdicts) - 2} more)" if len(verdicts) > 2 else ""))
+            notes.append(
+                f"{level} level, no stars: "
+                + "; ".join(verdicts[:2])
+                + (f" (+{len(verdicts) - 2} more)" if len(verdicts) > 2 else "")
+            )
     for f in flags or []:
         msg = f["message"]
         if not any(msg in n_ for n_ in notes):
             notes.append(msg)
-    fig.suptitle("Fig. 3: pairwise differences in toxicity between strategies\n"
-                 "stars: two-sample Student t-test, Holm-adjusted p within each panel "
-                 "(. <0.1, * <0.05, ** <0.01, *** <0.001)", fontsize=10, y=1.06)
+    fig.suptitle(
+        "Fig. 3: pairwise differences in toxicity between strategies\n"
+        "stars: two-sample Student t-test, Holm-adjusted p within each panel "
+        "(. <0.1, * <0.05, ** <0.01, *** <0.001)",
+        fontsize=10,
+        y=1.06,
+    )
     if notes:
-        fig.text(0.01, 0.005, "\n".join(textwrap.fill(n_, 160) for n_ in notes), fontsize=7, va="bottom", color="darkred")
+        fig.text(
+            0.01, 0.005, "\n".join(textwrap.fill(n_, 160) for n_ in notes), fontsize=7, va="bottom", color="darkred"
+        )
         fig.subplots_adjust(bottom=0.12 + 0.04 * len(notes))
     return save(fig, out_dir, "fig3_pairwise_toxicity")
 
@@ -97,8 +117,10 @@ def ablation_baseline(div: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 def human_note(div: pd.DataFrame) -> str:
     if (div["source"] == "human").any():
         return "Human: the discussions of facilitation.analysis.human_reference"
-    return ("No human reference: facilitation.analysis.human_reference is not set, so no human discussions "
-            "are drawn for comparison.")
+    return (
+        "No human reference: facilitation.analysis.human_reference is not set, so no human discussions "
+        "are drawn for comparison."
+    )
 
 
 def fig5_diversity(div: pd.DataFrame, out_dir: Path) -> list[Path]:
@@ -110,12 +132,20 @@ def fig5_diversity(div: pd.DataFrame, out_dir: Path) -> list[Path]:
     base, base_label = ablation_baseline(div)
     panels = {
         "(a) model": main.assign(group=main["model"]),
-        "(b) turn taking": pd.concat([base.assign(group=base["turn_taking"]),
-                                      synth[synth["condition"].str.startswith("tt_")].pipe(
-                                          lambda d: d.assign(group=d["turn_taking"]))]),
-        "(c) prompts": pd.concat([base.assign(group="full prompt"),
-                                  synth[synth["condition"].isin(["no_sdb", "no_roles", "basic_instructions"])]
-                                  .pipe(lambda d: d.assign(group=d["condition"]))]),
+        "(b) turn taking": pd.concat(
+            [
+                base.assign(group=base["turn_taking"]),
+                synth[synth["condition"].str.startswith("tt_")].pipe(lambda d: d.assign(group=d["turn_taking"])),
+            ]
+        ),
+        "(c) prompts": pd.concat(
+            [
+                base.assign(group="full prompt"),
+                synth[synth["condition"].isin(["no_sdb", "no_roles", "basic_instructions"])].pipe(
+                    lambda d: d.assign(group=d["condition"])
+                ),
+            ]
+        ),
     }
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.6), sharey=True)
     np.random.seed(0)  # seaborn's strip jitter draws from numpy's global generator: same figure every run
@@ -127,8 +157,11 @@ def fig5_diversity(div: pd.DataFrame, out_dir: Path) -> list[Path]:
             sns.stripplot(data=data, x="group", y="diversity", ax=ax, hue="group", legend=False, size=5, order=order)
         else:
             _no_data(ax, "no data")
-        ax.set(title=title if title == "(a) model" else f"{title}\nbaseline: {base_label}", xlabel="",
-               ylabel="diversity (1 - mean ROUGE-L)")
+        ax.set(
+            title=title if title == "(a) model" else f"{title}\nbaseline: {base_label}",
+            xlabel="",
+            ylabel="diversity (1 - mean ROUGE-L)",
+        )
         ax.tick_params(axis="x", rotation=30)
     note = human_note(div)
     fig.suptitle("Fig. 5: diversity of discussions", y=1.04)
@@ -147,13 +180,17 @@ def fig6_troll_toxicity(groups: pd.DataFrame, out_dir: Path) -> list[Path]:
         data = groups[(groups["model"] == model) & (groups["strategy"] == strategy)]
         data = data.assign(group=data["prompt"] + ", " + data["trolls"] + " (n = " + data["n"].astype(str) + ")")
         order = sorted(data["group"].unique())
-        sns.barplot(data=data, x="toxicity_level", y="proportion", hue="group", hue_order=order, ax=ax,
-                    order=[1, 2, 3, 4, 5])
+        sns.barplot(
+            data=data, x="toxicity_level", y="proportion", hue="group", hue_order=order, ax=ax, order=[1, 2, 3, 4, 5]
+        )
         ax.legend(title="non-troll comments", fontsize=7, title_fontsize=8)
         subtitle = f"{model}, {strategy}: basic-prompt ablation vs the main study's cell"
     else:
         _no_data(ax, "no basic-prompt ablation in the data: nothing comparable to plot")
         subtitle = "no data"
-    ax.set(title=f"Fig. 6: toxicity of non-troll comments with and without trolls\n{subtitle}",
-           xlabel="toxicity (mean over annotators, rounded)", ylabel="proportion within group")
+    ax.set(
+        title=f"Fig. 6: toxicity of non-troll comments with and without trolls\n{subtitle}",
+        xlabel="toxicity (mean over annotators, rounded)",
+        ylabel="proportion within group",
+    )
     return save(fig, out_dir, "fig6_nontroll_toxicity")

@@ -28,28 +28,55 @@ ROLES = ("normal_user", "troll", "community_veteran")
 PERSONA_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
-    "required": ["username", "age", "sex", "education_level", "sexual_orientation", "demographic_group",
-                 "current_employment", "personality_characteristics", "role_traits"],
+    "required": [
+        "username",
+        "age",
+        "sex",
+        "education_level",
+        "sexual_orientation",
+        "demographic_group",
+        "current_employment",
+        "personality_characteristics",
+        "role_traits",
+    ],
     "properties": {
         "username": {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_]{2,23}$"},
         "age": {"type": "integer", "minimum": 18, "maximum": 99},
         "sex": {"type": "string", "enum": ["female", "male", "non-binary"]},
         "education_level": {"type": "string", "minLength": 2, "maxLength": 60},
-        "sexual_orientation": {"type": "string", "enum": ["heterosexual", "gay", "lesbian", "bisexual", "asexual",
-                                                          "queer"]},
+        "sexual_orientation": {
+            "type": "string",
+            "enum": ["heterosexual", "gay", "lesbian", "bisexual", "asexual", "queer"],
+        },
         "demographic_group": {"type": "string", "minLength": 2, "maxLength": 60},
         "current_employment": {"type": "string", "minLength": 2, "maxLength": 60},
-        "personality_characteristics": {"type": "array", "minItems": 2, "maxItems": 5,
-                                        "items": {"type": "string", "minLength": 2, "maxLength": 30}},
-        "role_traits": {"type": "array", "minItems": 0, "maxItems": 3,
-                        "items": {"type": "string", "minLength": 2, "maxLength": 30}},
+        "personality_characteristics": {
+            "type": "array",
+            "minItems": 2,
+            "maxItems": 5,
+            "items": {"type": "string", "minLength": 2, "maxLength": 30},
+        },
+        "role_traits": {
+            "type": "array",
+            "minItems": 0,
+            "maxItems": 3,
+            "items": {"type": "string", "minLength": 2, "maxLength": 30},
+        },
     },
 }
 
 # Table 1's fields for annotators: the participants' fields less the username (annotator_id) and
 # the role; their special instructions are the annotation guide.
-ANNOTATOR_FIELDS = ("annotator_id", "age", "sex", "education_level", "sexual_orientation", "demographic_group",
-                    "current_employment", "personality_characteristics")
+ANNOTATOR_FIELDS = (
+    "annotator_id",
+    "age",
+    "sex",
+    "education_level",
+    "sexual_orientation",
+    "demographic_group",
+    "current_employment",
+    "personality_characteristics",
+)
 
 TOPIC_SCHEMA = {
     "type": "object",
@@ -61,8 +88,18 @@ TOPIC_SCHEMA = {
 # Seeded hints that spread generated personas over ages and regions (a small model left
 # alone writes the same person again and again).
 _AGE_BANDS = ("18-25", "26-35", "36-45", "46-55", "56-65", "66-80")
-_REGIONS = ("North America", "Latin America", "Western Europe", "Eastern Europe", "Sub-Saharan Africa",
-            "the Middle East", "South Asia", "East Asia", "Southeast Asia", "Oceania")
+_REGIONS = (
+    "North America",
+    "Latin America",
+    "Western Europe",
+    "Eastern Europe",
+    "Sub-Saharan Africa",
+    "the Middle East",
+    "South Asia",
+    "East Asia",
+    "Southeast Asia",
+    "Oceania",
+)
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
@@ -103,8 +140,9 @@ def role_sequence(n: int, shares: dict[str, float], seed: int) -> list[str]:
     return seq
 
 
-def _persona_row(i: int, fields: dict, role: str, roles_text: dict[str, str], source: str, ok: bool,
-                 raw: str | None) -> dict:
+def _persona_row(
+    i: int, fields: dict, role: str, roles_text: dict[str, str], source: str, ok: bool, raw: str | None
+) -> dict:
     return {
         "persona_id": f"p{i:03d}",
         "username": fields.get("username"),
@@ -152,8 +190,9 @@ def _check_unique_usernames(rows: list[dict], where: str) -> None:
         seen[name] = row["persona_id"]
 
 
-def persona_requests(n: int, roles: list[str], roles_text: dict[str, str], seed: int, max_tokens: int,
-                     sampling: Sampling) -> list[Request]:
+def persona_requests(
+    n: int, roles: list[str], roles_text: dict[str, str], seed: int, max_tokens: int, sampling: Sampling
+) -> list[Request]:
     constraint = JsonSchema.of(PERSONA_SCHEMA, name="persona")
     requests = []
     for i in range(n):
@@ -169,12 +208,16 @@ def persona_requests(n: int, roles: list[str], roles_text: dict[str, str], seed:
             "Answer with one JSON object."
         )
         messages = [
-            {"role": "system", "content": "You write realistic, diverse user profiles for a social-science "
-                                          "simulation. You answer in JSON only."},
+            {
+                "role": "system",
+                "content": "You write realistic, diverse user profiles for a social-science "
+                "simulation. You answer in JSON only.",
+            },
             {"role": "user", "content": user},
         ]
-        requests.append(Request.chat(messages, req_seed, Sampling(sampling.temperature, sampling.top_p, max_tokens),
-                                     constraint))
+        requests.append(
+            Request.chat(messages, req_seed, Sampling(sampling.temperature, sampling.top_p, max_tokens), constraint)
+        )
     return requests
 
 
@@ -213,8 +256,16 @@ def topics_from_file(path: str | Path, n: int) -> list[dict]:
     for i, rec in enumerate(records[:n]):
         if not isinstance(rec.get("text"), str) or not rec["text"].strip():
             raise ValueError(f"{path}: topic {i + 1} lacks a text")
-        rows.append({"topic_id": rec.get("topic_id") or f"t{i + 1:02d}", "theme": rec.get("theme"),
-                     "text": rec["text"], "source": "file", "parse_ok": True, "raw_answer": None})
+        rows.append(
+            {
+                "topic_id": rec.get("topic_id") or f"t{i + 1:02d}",
+                "theme": rec.get("theme"),
+                "text": rec["text"],
+                "source": "file",
+                "parse_ok": True,
+                "raw_answer": None,
+            }
+        )
     return rows
 
 
@@ -224,18 +275,37 @@ def topic_requests(themes: list[str], n: int, seed: int, max_tokens: int, sampli
     for i in range(n):
         theme = themes[i % len(themes)]
         messages = [
-            {"role": "system", "content": "You write opening posts for an online discussion forum. "
-                                          "You answer in JSON only."},
-            {"role": "user", "content": f"Write a one- or two-sentence opinion about {theme} that people are "
-                                        "likely to disagree about, as the first post of a discussion thread. "
-                                        'Answer as {"opinion": "..."}.'},
+            {
+                "role": "system",
+                "content": "You write opening posts for an online discussion forum. You answer in JSON only.",
+            },
+            {
+                "role": "user",
+                "content": f"Write a one- or two-sentence opinion about {theme} that people are "
+                "likely to disagree about, as the first post of a discussion thread. "
+                'Answer as {"opinion": "..."}.',
+            },
         ]
-        requests.append(Request.chat(messages, derive_seed(seed, "facilitation", "topics", i),
-                                     Sampling(sampling.temperature, sampling.top_p, max_tokens), constraint))
+        requests.append(
+            Request.chat(
+                messages,
+                derive_seed(seed, "facilitation", "topics", i),
+                Sampling(sampling.temperature, sampling.top_p, max_tokens),
+                constraint,
+            )
+        )
     return requests
 
 
 def topics_from_responses(responses, themes: list[str]) -> list[dict]:
-    return [{"topic_id": f"g{i + 1:02d}", "theme": themes[i % len(themes)],
-             "text": resp.value["opinion"] if resp.parse_ok else None, "source": "llm", "parse_ok": resp.parse_ok,
-             "raw_answer": resp.text} for i, resp in enumerate(responses)]
+    return [
+        {
+            "topic_id": f"g{i + 1:02d}",
+            "theme": themes[i % len(themes)],
+            "text": resp.value["opinion"] if resp.parse_ok else None,
+            "source": "llm",
+            "parse_ok": resp.parse_ok,
+            "raw_answer": resp.text,
+        }
+        for i, resp in enumerate(responses)
+    ]

@@ -26,6 +26,7 @@ ALPHA = 0.05
 def _f(x):
     return None if x is None or not np.isfinite(x) else float(x)
 
+
 MIN_GROUP = 2  # discussions per group before an ordering of group means is called a finding
 
 
@@ -34,8 +35,16 @@ def _negative_and_significant(ours: dict, coefs: dict) -> bool:
     return all(v < 0 and np.isfinite(ours[k]["p"]) and ours[k]["p"] < ALPHA for k, v in coefs.items())
 
 
-def rows(paper: dict, ols: OLSResult, anova: dict, interv: pd.DataFrame, reply: dict, div: pd.DataFrame,
-         tt: pd.DataFrame, flags: list[dg.Flag]) -> list[Row]:
+def rows(
+    paper: dict,
+    ols: OLSResult,
+    anova: dict,
+    interv: pd.DataFrame,
+    reply: dict,
+    div: pd.DataFrame,
+    tt: pd.DataFrame,
+    flags: list[dg.Flag],
+) -> list[Row]:
     degenerate = dg.verdict(flags, "") or None
     out: list[Row] = []
     ours = {_term_label(t): r for t, r in ols.table.iterrows()}
@@ -63,43 +72,78 @@ def rows(paper: dict, ols: OLSResult, anova: dict, interv: pd.DataFrame, reply: 
     holds = None
     if strategy_coefs and all(v is not None for v in strategy_coefs.values()):
         holds = _negative_and_significant(ours, strategy_coefs)
-    out.append(Row(f"Finding 1: every strategy's Table 2 coefficient < 0 (vs No Moderator), p < {ALPHA}", None,
-                   None, finding="LLM facilitators lower toxicity", holds=holds, degenerate=table2_degenerate,
-                   note=na or ", ".join(f"{k}: {v:.3f}" for k, v in strategy_coefs.items() if v is not None)))
+    out.append(
+        Row(
+            f"Finding 1: every strategy's Table 2 coefficient < 0 (vs No Moderator), p < {ALPHA}",
+            None,
+            None,
+            finding="LLM facilitators lower toxicity",
+            holds=holds,
+            degenerate=table2_degenerate,
+            note=na or ", ".join(f"{k}: {v:.3f}" for k, v in strategy_coefs.items() if v is not None),
+        )
+    )
     for level in ("comment", "discussion"):
         a = anova.get(level, {})
         p = a.get("p")
         verdict = a.get("verdict") or None
-        out.append(Row(f"Finding 1: ANOVA p across strategies ({level} level)", p,
-                       paper.get("finding1_anova_p"),
-                       finding=f"toxicity differs across strategies (p < {ALPHA})",
-                       holds=None if p is None else p < ALPHA, degenerate=verdict,
-                       note=("the paper's test" if level == "comment" else "one mean per discussion")
-                       + ("" if p is not None or verdict else "; too few units")))
+        out.append(
+            Row(
+                f"Finding 1: ANOVA p across strategies ({level} level)",
+                p,
+                paper.get("finding1_anova_p"),
+                finding=f"toxicity differs across strategies (p < {ALPHA})",
+                holds=None if p is None else p < ALPHA,
+                degenerate=verdict,
+                note=("the paper's test" if level == "comment" else "one mean per discussion")
+                + ("" if p is not None or verdict else "; too few units"),
+            )
+        )
 
     # Finding 2: the elaborate strategies' x time terms are negative.
     names = paper.get("finding2_elaborate") or []
     vals = {n: _f(ours[f"{n}×time"]["coef"]) if f"{n}×time" in ours else None for n in names}
     have = {k: v for k, v in vals.items() if v is not None}
-    out.append(Row("Finding 2: " + ", ".join(f"{n}×time" for n in names) + f" < 0, p < {ALPHA}", None, None,
-                   finding="elaborate strategies reduce toxicity over time vs No Moderator",
-                   holds=(_negative_and_significant(ours, {f"{k}×time": v for k, v in have.items()})
-                          if have and len(have) == len(vals) else None),
-                   degenerate=table2_degenerate,
-                   note=na or ", ".join(f"{k}: {v:.4f}" for k, v in have.items()) or "terms not estimated"))
+    out.append(
+        Row(
+            "Finding 2: " + ", ".join(f"{n}×time" for n in names) + f" < 0, p < {ALPHA}",
+            None,
+            None,
+            finding="elaborate strategies reduce toxicity over time vs No Moderator",
+            holds=(
+                _negative_and_significant(ours, {f"{k}×time": v for k, v in have.items()})
+                if have and len(have) == len(vals)
+                else None
+            ),
+            degenerate=table2_degenerate,
+            note=na or ", ".join(f"{k}: {v:.4f}" for k, v in have.items()) or "terms not estimated",
+        )
+    )
 
     # Finding 3: interventions at almost every opportunity.
     main = interv[interv["condition"] == MAIN]
     rate = float(main["interventions"].sum() / main["opportunities"].sum()) if len(main) else None
     thr = paper.get("finding3_min_intervention_rate")
-    out.append(Row("Finding 3: facilitator intervention rate (main study)", rate, None,
-                   finding=f"facilitators intervene at almost every opportunity (rate >= {thr})",
-                   holds=None if rate is None or thr is None else rate >= thr,
-                   note="" if rate is not None else "no facilitator turns"))
+    out.append(
+        Row(
+            "Finding 3: facilitator intervention rate (main study)",
+            rate,
+            None,
+            finding=f"facilitators intervene at almost every opportunity (rate >= {thr})",
+            holds=None if rate is None or thr is None else rate >= thr,
+            note="" if rate is not None else "no facilitator turns",
+        )
+    )
 
     # Turn taking.
-    out.append(Row("Turn taking: observed P(speaker_t = speaker_t-2)", reply.get("rate"), paper.get("reply_rate"),
-                   note=f"over {reply.get('turns', 0)} user turns of respond discussions"))
+    out.append(
+        Row(
+            "Turn taking: observed P(speaker_t = speaker_t-2)",
+            reply.get("rate"),
+            paper.get("reply_rate"),
+            note=f"over {reply.get('turns', 0)} user turns of respond discussions",
+        )
+    )
 
     # Ablations: diversity orderings (Fig. 5).
     synth = div[div["source"] == "synthetic"].dropna(subset=["diversity"])
@@ -113,18 +157,32 @@ def rows(paper: dict, ols: OLSResult, anova: dict, interv: pd.DataFrame, reply: 
     holds = None
     if "respond" in by_tt and len(by_tt) >= 2 and not few_tt:
         holds = bool(by_tt["respond"] == by_tt.min())
-    out.append(Row("Fig. 5b: mean diversity with respond turn taking", _f(by_tt.get("respond", np.nan)), None,
-                   finding="the paper's turn taking gives the lowest diversity of the turn-taking functions",
-                   holds=holds, note=(", ".join(f"{k}: {v:.3f}" for k, v in by_tt.items()) or "no ablation")
-                   + (f"; n/a: fewer than {MIN_GROUP} discussions in a group" if few_tt and len(by_tt) else "")))
+    out.append(
+        Row(
+            "Fig. 5b: mean diversity with respond turn taking",
+            _f(by_tt.get("respond", np.nan)),
+            None,
+            finding="the paper's turn taking gives the lowest diversity of the turn-taking functions",
+            holds=holds,
+            note=(", ".join(f"{k}: {v:.3f}" for k, v in by_tt.items()) or "no ablation")
+            + (f"; n/a: fewer than {MIN_GROUP} discussions in a group" if few_tt and len(by_tt) else ""),
+        )
+    )
     by_model = synth[synth["condition"] == MAIN].groupby("model")["diversity"].mean()
     qwen = [m for m in by_model.index if str(paper.get("ablation_model", "qwen")).lower() in m.lower()]
     few_model = bool(len(by_model)) and synth[synth["condition"] == MAIN].groupby("model").size().min() < MIN_GROUP
     holds = bool(by_model[qwen[0]] == by_model.max()) if qwen and len(by_model) >= 2 and not few_model else None
-    out.append(Row("Fig. 5a: mean diversity of the Qwen model", _f(by_model[qwen[0]]) if qwen else None, None,
-                   finding="Qwen has the highest diversity of the models", holds=holds,
-                   note=", ".join(f"{k}: {v:.3f}" for k, v in by_model.items())
-                   + ("" if qwen else "; no Qwen model in this run")))
+    out.append(
+        Row(
+            "Fig. 5a: mean diversity of the Qwen model",
+            _f(by_model[qwen[0]]) if qwen else None,
+            None,
+            finding="Qwen has the highest diversity of the models",
+            holds=holds,
+            note=", ".join(f"{k}: {v:.3f}" for k, v in by_model.items())
+            + ("" if qwen else "; no Qwen model in this run"),
+        )
+    )
 
     # Fig. 6: trolls and the instruction prompt.
     effects = {}
@@ -132,18 +190,28 @@ def rows(paper: dict, ols: OLSResult, anova: dict, interv: pd.DataFrame, reply: 
     basic = tt[tt["condition"] == BASIC]
     if len(basic):
         model, strategy = basic["model"].iloc[0], basic["strategy"].iloc[0]
-        cell = {"instruction prompt": tt[(tt["condition"] == MAIN) & (tt["model"] == model)
-                                         & (tt["strategy"] == strategy)], "basic prompt": basic}
+        cell = {
+            "instruction prompt": tt[(tt["condition"] == MAIN) & (tt["model"] == model) & (tt["strategy"] == strategy)],
+            "basic prompt": basic,
+        }
         for prompt, d in cell.items():
             m = d.groupby("trolls")["toxicity"].mean()
             if {"with trolls", "without trolls"} <= set(m.index):
                 effects[prompt] = float(m["with trolls"] - m["without trolls"])
-    holds = (effects["instruction prompt"] > max(0.0, effects["basic prompt"])
-             if len(effects) == 2 else None)
-    out.append(Row("Fig. 6: non-troll toxicity, with minus without trolls (instruction prompt)",
-                   effects.get("instruction prompt"), None,
-                   finding="trolls raise other users' toxicity only with the instruction prompt", holds=holds,
-                   degenerate=degenerate,
-                   note=(f"basic prompt: {effects['basic prompt']:.3f}" if "basic prompt" in effects
-                         else "needs discussions with and without trolls under both prompts")))
+    holds = effects["instruction prompt"] > max(0.0, effects["basic prompt"]) if len(effects) == 2 else None
+    out.append(
+        Row(
+            "Fig. 6: non-troll toxicity, with minus without trolls (instruction prompt)",
+            effects.get("instruction prompt"),
+            None,
+            finding="trolls raise other users' toxicity only with the instruction prompt",
+            holds=holds,
+            degenerate=degenerate,
+            note=(
+                f"basic prompt: {effects['basic prompt']:.3f}"
+                if "basic prompt" in effects
+                else "needs discussions with and without trolls under both prompts"
+            ),
+        )
+    )
     return out

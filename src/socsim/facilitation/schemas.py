@@ -2,86 +2,98 @@
 
 import pyarrow as pa
 
-PERSONAS = pa.schema([
-    pa.field("persona_id", pa.string(), nullable=False),
-    pa.field("username", pa.string()),
-    pa.field("age", pa.int32()),
-    pa.field("sex", pa.string()),
-    pa.field("education_level", pa.string()),
-    pa.field("sexual_orientation", pa.string()),
-    pa.field("demographic_group", pa.string()),
-    pa.field("current_employment", pa.string()),
-    pa.field("special_instructions", pa.string()),
-    pa.field("personality_characteristics", pa.list_(pa.string())),  # the person's own traits
-    pa.field("role_traits", pa.list_(pa.string())),  # traits that come from the role (dropped without roles)
-    pa.field("role", pa.string(), nullable=False),
-    pa.field("source", pa.string(), nullable=False),  # "file" or "llm"
-    pa.field("parse_ok", pa.bool_(), nullable=False),
-    pa.field("raw_answer", pa.string()),  # the model's raw text (llm source), kept even when it does not parse
-])
+PERSONAS = pa.schema(
+    [
+        pa.field("persona_id", pa.string(), nullable=False),
+        pa.field("username", pa.string()),
+        pa.field("age", pa.int32()),
+        pa.field("sex", pa.string()),
+        pa.field("education_level", pa.string()),
+        pa.field("sexual_orientation", pa.string()),
+        pa.field("demographic_group", pa.string()),
+        pa.field("current_employment", pa.string()),
+        pa.field("special_instructions", pa.string()),
+        pa.field("personality_characteristics", pa.list_(pa.string())),  # the person's own traits
+        pa.field("role_traits", pa.list_(pa.string())),  # traits that come from the role (dropped without roles)
+        pa.field("role", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),  # "file" or "llm"
+        pa.field("parse_ok", pa.bool_(), nullable=False),
+        pa.field("raw_answer", pa.string()),  # the model's raw text (llm source), kept even when it does not parse
+    ]
+)
 
-TOPICS = pa.schema([
-    pa.field("topic_id", pa.string(), nullable=False),
-    pa.field("theme", pa.string()),
-    pa.field("text", pa.string()),
-    pa.field("source", pa.string(), nullable=False),
-    pa.field("parse_ok", pa.bool_(), nullable=False),
-    pa.field("raw_answer", pa.string()),
-])
+TOPICS = pa.schema(
+    [
+        pa.field("topic_id", pa.string(), nullable=False),
+        pa.field("theme", pa.string()),
+        pa.field("text", pa.string()),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("parse_ok", pa.bool_(), nullable=False),
+        pa.field("raw_answer", pa.string()),
+    ]
+)
 
-PARTICIPANT = pa.struct([
-    pa.field("persona_id", pa.string()),
-    pa.field("username", pa.string()),
-    pa.field("role", pa.string()),
-    pa.field("system_prompt", pa.string()),
-])
+PARTICIPANT = pa.struct(
+    [
+        pa.field("persona_id", pa.string()),
+        pa.field("username", pa.string()),
+        pa.field("role", pa.string()),
+        pa.field("system_prompt", pa.string()),
+    ]
+)
 
 # One row per discussion (Algorithm 1), with everything needed to run it alone.
-SETUPS = pa.schema([
-    pa.field("discussion_id", pa.string(), nullable=False),
-    pa.field("condition", pa.string(), nullable=False),  # main, tt_round_robin, tt_random, no_sdb, ...
-    pa.field("model", pa.string(), nullable=False),
-    pa.field("strategy", pa.string(), nullable=False),
-    pa.field("turn_taking", pa.string(), nullable=False),
-    pa.field("p_respond", pa.float64(), nullable=False),
-    pa.field("context_h", pa.int32(), nullable=False),
-    pa.field("user_turns", pa.int32(), nullable=False),
-    pa.field("instructions", pa.string(), nullable=False),  # full | basic
-    pa.field("with_sdb", pa.bool_(), nullable=False),
-    pa.field("with_roles", pa.bool_(), nullable=False),
-    pa.field("topic_id", pa.string(), nullable=False),
-    pa.field("topic", pa.string(), nullable=False),
-    pa.field("participants", pa.list_(PARTICIPANT), nullable=False),
-    pa.field("facilitator_prompt", pa.string()),  # null: no facilitator
-    pa.field("seed", pa.int64(), nullable=False),
-])
+SETUPS = pa.schema(
+    [
+        pa.field("discussion_id", pa.string(), nullable=False),
+        pa.field("condition", pa.string(), nullable=False),  # main, tt_round_robin, tt_random, no_sdb, ...
+        pa.field("model", pa.string(), nullable=False),
+        pa.field("strategy", pa.string(), nullable=False),
+        pa.field("turn_taking", pa.string(), nullable=False),
+        pa.field("p_respond", pa.float64(), nullable=False),
+        pa.field("context_h", pa.int32(), nullable=False),
+        pa.field("user_turns", pa.int32(), nullable=False),
+        pa.field("instructions", pa.string(), nullable=False),  # full | basic
+        pa.field("with_sdb", pa.bool_(), nullable=False),
+        pa.field("with_roles", pa.bool_(), nullable=False),
+        pa.field("topic_id", pa.string(), nullable=False),
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("participants", pa.list_(PARTICIPANT), nullable=False),
+        pa.field("facilitator_prompt", pa.string()),  # null: no facilitator
+        pa.field("seed", pa.int64(), nullable=False),
+    ]
+)
 
 # One row per turn (comment or silent turn) of a discussion.
-COMMENTS = pa.schema([
-    pa.field("discussion_id", pa.string(), nullable=False),
-    pa.field("turn", pa.int32(), nullable=False),
-    pa.field("position", pa.int32()),  # index among the discussion's non-silent comments; null if silent
-    pa.field("speaker_id", pa.string(), nullable=False),  # persona id, or "facilitator"
-    pa.field("speaker_name", pa.string(), nullable=False),
-    pa.field("role", pa.string(), nullable=False),  # normal_user | troll | community_veteran | facilitator
-    pa.field("is_facilitator", pa.bool_(), nullable=False),
-    pa.field("is_silent", pa.bool_(), nullable=False),
-    pa.field("is_seed", pa.bool_(), nullable=False),  # the seed opinion that opens the discussion
-    pa.field("text", pa.string(), nullable=False),
-    pa.field("model", pa.string(), nullable=False),
-    pa.field("strategy", pa.string(), nullable=False),
-    pa.field("condition", pa.string(), nullable=False),
-    pa.field("prompt_hash", pa.string()),
-    pa.field("completion_tokens", pa.int32(), nullable=False),
-])
+COMMENTS = pa.schema(
+    [
+        pa.field("discussion_id", pa.string(), nullable=False),
+        pa.field("turn", pa.int32(), nullable=False),
+        pa.field("position", pa.int32()),  # index among the discussion's non-silent comments; null if silent
+        pa.field("speaker_id", pa.string(), nullable=False),  # persona id, or "facilitator"
+        pa.field("speaker_name", pa.string(), nullable=False),
+        pa.field("role", pa.string(), nullable=False),  # normal_user | troll | community_veteran | facilitator
+        pa.field("is_facilitator", pa.bool_(), nullable=False),
+        pa.field("is_silent", pa.bool_(), nullable=False),
+        pa.field("is_seed", pa.bool_(), nullable=False),  # the seed opinion that opens the discussion
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("model", pa.string(), nullable=False),
+        pa.field("strategy", pa.string(), nullable=False),
+        pa.field("condition", pa.string(), nullable=False),
+        pa.field("prompt_hash", pa.string()),
+        pa.field("completion_tokens", pa.int32(), nullable=False),
+    ]
+)
 
 # One row per (comment, annotator).
-ANNOTATIONS = pa.schema([
-    pa.field("discussion_id", pa.string(), nullable=False),
-    pa.field("turn", pa.int32(), nullable=False),
-    pa.field("annotator_id", pa.string(), nullable=False),
-    pa.field("toxicity", pa.int32()),
-    pa.field("argument_quality", pa.int32()),
-    pa.field("parse_ok", pa.bool_(), nullable=False),
-    pa.field("raw_answer", pa.string(), nullable=False),
-])
+ANNOTATIONS = pa.schema(
+    [
+        pa.field("discussion_id", pa.string(), nullable=False),
+        pa.field("turn", pa.int32(), nullable=False),
+        pa.field("annotator_id", pa.string(), nullable=False),
+        pa.field("toxicity", pa.int32()),
+        pa.field("argument_quality", pa.int32()),
+        pa.field("parse_ok", pa.bool_(), nullable=False),
+        pa.field("raw_answer", pa.string(), nullable=False),
+    ]
+)

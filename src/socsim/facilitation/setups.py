@@ -32,11 +32,15 @@ def conditions(fp: dict) -> list[tuple[Condition, list[str], list[str], int]]:
         first = [ablation_model(fp)]
         for tt in ab["turn_taking"]:
             out.append((Condition(f"tt_{tt}", tt), first, [ab["strategy"]], ab["discussions"]))
-        variants = {"no_sdb": {"with_sdb": False}, "no_roles": {"with_roles": False},
-                    "basic_instructions": {"instructions": "basic"}}
+        variants = {
+            "no_sdb": {"with_sdb": False},
+            "no_roles": {"with_roles": False},
+            "basic_instructions": {"instructions": "basic"},
+        }
         for name in ab["prompts"]:
-            out.append((Condition(name, fp["turn_taking"], **variants[name]), first, [ab["strategy"]],
-                        ab["discussions"]))
+            out.append(
+                (Condition(name, fp["turn_taking"], **variants[name]), first, [ab["strategy"]], ab["discussions"])
+            )
     return out
 
 
@@ -78,7 +82,8 @@ def participant_prompt(persona: dict, instructions: str, with_sdb: bool, with_ro
         parts.append(
             f"About you: you are {persona['age']} years old, {persona['sex']}, {persona['sexual_orientation']}, "
             f"{persona['demographic_group']}. Education: {persona['education_level']}. "
-            f"Work: {persona['current_employment']}. Personality: {traits}.")
+            f"Work: {persona['current_employment']}. Personality: {traits}."
+        )
     if with_roles:
         parts.append(persona["special_instructions"].strip())
     return "\n".join(parts)
@@ -91,8 +96,9 @@ def facilitator_prompt(strategies: dict, strategy: str) -> str | None:
     return "\n".join([strategies["moderator_persona"].strip(), text.strip(), strategies["silence_rule"].strip()])
 
 
-def build_setups(fp: dict, seed: int, personas: list[dict], topics: list[dict], instructions: dict,
-                 strategies: dict) -> list[dict]:
+def build_setups(
+    fp: dict, seed: int, personas: list[dict], topics: list[dict], instructions: dict, strategies: dict
+) -> list[dict]:
     personas = [p for p in personas if p["parse_ok"]]
     topics = [t for t in topics if t["parse_ok"] and t["text"]]
     k = fp["users_per_discussion"]
@@ -113,18 +119,32 @@ def build_setups(fp: dict, seed: int, personas: list[dict], topics: list[dict], 
                     chosen = rng.sample(personas, k)  # RANDOMSAMPLE(Theta, 7)
                     topic = rng.choice(topics)  # RANDOMSAMPLE(O, 1)
                     text = user_instructions(instructions, cond.instructions, fp["silence"]["users_told"])
-                    rows.append({
-                        "discussion_id": did, "condition": cond.name, "model": model, "strategy": strategy,
-                        "turn_taking": cond.turn_taking, "p_respond": float(fp["p_respond"]),
-                        "context_h": fp["context_h"], "user_turns": fp["user_turns"],
-                        "instructions": cond.instructions, "with_sdb": cond.with_sdb, "with_roles": cond.with_roles,
-                        "topic_id": topic["topic_id"], "topic": topic["text"],
-                        "participants": [{"persona_id": p["persona_id"], "username": p["username"],
-                                          "role": p["role"] if cond.with_roles else "normal_user",
-                                          "system_prompt": participant_prompt(p, text, cond.with_sdb,
-                                                                              cond.with_roles)}
-                                         for p in chosen],
-                        "facilitator_prompt": facilitator_prompt(strategies, strategy),
-                        "seed": derive_seed(seed, "facilitation", "discussion", did),
-                    })
+                    rows.append(
+                        {
+                            "discussion_id": did,
+                            "condition": cond.name,
+                            "model": model,
+                            "strategy": strategy,
+                            "turn_taking": cond.turn_taking,
+                            "p_respond": float(fp["p_respond"]),
+                            "context_h": fp["context_h"],
+                            "user_turns": fp["user_turns"],
+                            "instructions": cond.instructions,
+                            "with_sdb": cond.with_sdb,
+                            "with_roles": cond.with_roles,
+                            "topic_id": topic["topic_id"],
+                            "topic": topic["text"],
+                            "participants": [
+                                {
+                                    "persona_id": p["persona_id"],
+                                    "username": p["username"],
+                                    "role": p["role"] if cond.with_roles else "normal_user",
+                                    "system_prompt": participant_prompt(p, text, cond.with_sdb, cond.with_roles),
+                                }
+                                for p in chosen
+                            ],
+                            "facilitator_prompt": facilitator_prompt(strategies, strategy),
+                            "seed": derive_seed(seed, "facilitation", "discussion", did),
+                        }
+                    )
     return rows

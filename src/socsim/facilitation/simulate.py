@@ -41,7 +41,7 @@ class SilenceRule:
         self.patterns = [re.compile(p, re.IGNORECASE) for p in patterns]
 
     @classmethod
-    def from_file(cls, path) -> "SilenceRule":
+    def from_file(cls, path) -> SilenceRule:
         import yaml
 
         with open(path, encoding="utf-8") as fh:
@@ -70,11 +70,19 @@ def episode(setup: dict) -> Episode:
 
 
 def messages(setup: dict, speaker: Speaker, turns: list[dict]) -> list[dict]:
-    task = (f"Write your intervention as @{FACILITATOR_NAME}, or an empty message to stay silent."
-            if speaker.id == FACILITATOR else f"Write your next comment as @{speaker.name}.")
-    return [{"role": "system", "content": speaker.system_prompt},
-            {"role": "user", "content": f"Discussion topic: {setup['topic']}\n\nLatest comments:\n"
-                                        f"{views.render(views.window(turns, setup['context_h']))}\n\n{task}"}]
+    task = (
+        f"Write your intervention as @{FACILITATOR_NAME}, or an empty message to stay silent."
+        if speaker.id == FACILITATOR
+        else f"Write your next comment as @{speaker.name}."
+    )
+    return [
+        {"role": "system", "content": speaker.system_prompt},
+        {
+            "role": "user",
+            "content": f"Discussion topic: {setup['topic']}\n\nLatest comments:\n"
+            f"{views.render(views.window(turns, setup['context_h']))}\n\n{task}",
+        },
+    ]
 
 
 def comment_rows(setup: dict, turns: list[Turn]) -> list[dict]:
@@ -83,17 +91,31 @@ def comment_rows(setup: dict, turns: list[Turn]) -> list[dict]:
     rows = []
     for t in turns:
         sp = ep.speaker(t["speaker_id"])
-        rows.append({"discussion_id": t["episode_id"], "turn": t["turn"], "position": t["position"],
-                     "speaker_id": sp.id, "speaker_name": sp.name, "role": sp.role,
-                     "is_facilitator": sp.id == FACILITATOR, "is_silent": t["is_silent"], "is_seed": t["is_opening"],
-                     "text": t["text"], "model": setup["model"], "strategy": setup["strategy"],
-                     "condition": setup["condition"], "prompt_hash": prompt_hash(sp.system_prompt),
-                     "completion_tokens": t["completion_tokens"]})
+        rows.append(
+            {
+                "discussion_id": t["episode_id"],
+                "turn": t["turn"],
+                "position": t["position"],
+                "speaker_id": sp.id,
+                "speaker_name": sp.name,
+                "role": sp.role,
+                "is_facilitator": sp.id == FACILITATOR,
+                "is_silent": t["is_silent"],
+                "is_seed": t["is_opening"],
+                "text": t["text"],
+                "model": setup["model"],
+                "strategy": setup["strategy"],
+                "condition": setup["condition"],
+                "prompt_hash": prompt_hash(sp.system_prompt),
+                "completion_tokens": t["completion_tokens"],
+            }
+        )
     return rows
 
 
-async def run_discussion(setup: dict, client: LLMClient, sampling: Sampling,
-                         silence: SilenceRule | None = None) -> list[dict]:
+async def run_discussion(
+    setup: dict, client: LLMClient, sampling: Sampling, silence: SilenceRule | None = None
+) -> list[dict]:
     """Simulate one discussion from its setup row; returns one COMMENTS row per turn."""
     silence = silence or SilenceRule()
     ep = episode(setup)
@@ -107,8 +129,15 @@ async def run_discussion(setup: dict, client: LLMClient, sampling: Sampling,
         text = clean_comment(text, speaker.name)
         return text, silence(text)
 
-    turns = await play(ep, policy, stop.TurnBudget(1 + setup["user_turns"] * (1 + moderated)), client, sampling,
-                       lambda speaker, turns: messages(setup, speaker, turns), reply)
+    turns = await play(
+        ep,
+        policy,
+        stop.TurnBudget(1 + setup["user_turns"] * (1 + moderated)),
+        client,
+        sampling,
+        lambda speaker, turns: messages(setup, speaker, turns),
+        reply,
+    )
     return comment_rows(setup, turns)
 
 
@@ -116,16 +145,21 @@ def silence_metrics(rows: list[dict]) -> dict:
     """Counts of silent turns for the simulate metrics."""
     fac = [r for r in rows if r["is_facilitator"]]
     users = [r for r in rows if not r["is_facilitator"]]
-    return {"comments": sum(not r["is_silent"] for r in rows), "silent_turns": sum(r["is_silent"] for r in rows),
-            "facilitator_turns": len(fac), "facilitator_silent": sum(r["is_silent"] for r in fac),
-            "facilitator_interventions": sum(not r["is_silent"] for r in fac),
-            "user_silent": sum(r["is_silent"] for r in users),
-            # non-empty replies the silence rule counted as silence ("(silent)", "...", ...)
-            "silent_by_rule": sum(r["is_silent"] and bool(r["text"]) for r in rows)}
+    return {
+        "comments": sum(not r["is_silent"] for r in rows),
+        "silent_turns": sum(r["is_silent"] for r in rows),
+        "facilitator_turns": len(fac),
+        "facilitator_silent": sum(r["is_silent"] for r in fac),
+        "facilitator_interventions": sum(not r["is_silent"] for r in fac),
+        "user_silent": sum(r["is_silent"] for r in users),
+        # non-empty replies the silence rule counted as silence ("(silent)", "...", ...)
+        "silent_by_rule": sum(r["is_silent"] and bool(r["text"]) for r in rows),
+    }
 
 
-async def run_discussions(setups: list[dict], clients: dict[str, LLMClient], max_tokens: int,
-                          silence: SilenceRule | None = None) -> list[dict]:
+async def run_discussions(
+    setups: list[dict], clients: dict[str, LLMClient], max_tokens: int, silence: SilenceRule | None = None
+) -> list[dict]:
     def one(setup: dict):
         client = clients[setup["model"]]
         return run_discussion(setup, client, client.sampling(max_tokens=max_tokens), silence)

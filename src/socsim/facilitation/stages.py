@@ -17,8 +17,9 @@ def run_personas(ctx: StageContext) -> None:
     else:
         roles = materials.role_sequence(p["n"], p["roles"], ctx.seed)
         client = ctx.client()
-        requests = materials.persona_requests(p["n"], roles, roles_text, ctx.seed, p["max_tokens"],
-                                              client.default_sampling)
+        requests = materials.persona_requests(
+            p["n"], roles, roles_text, ctx.seed, p["max_tokens"], client.default_sampling
+        )
         rows = materials.personas_from_responses(client.run(requests, desc="personas"), roles, roles_text)
     ctx.write("personas", rows)
     ctx.write_metrics(rows=len(rows), rows_parse_ok=sum(r["parse_ok"] for r in rows))
@@ -37,17 +38,20 @@ def run_topics(ctx: StageContext) -> None:
     ctx.write_metrics(rows=len(rows), rows_parse_ok=sum(r["parse_ok"] for r in rows))
 
 
-
-
-
 # -- discussions ---------------------------------------------------------------------------
+
 
 def run_setups(ctx: StageContext) -> None:
     from socsim.facilitation import setups
 
     rows = setups.build_setups(
-        ctx.params["facilitation"], ctx.seed, ctx.rows("personas"), ctx.rows("topics"),
-        ctx.yaml("instructions_file"), ctx.yaml("strategies_file"))
+        ctx.params["facilitation"],
+        ctx.seed,
+        ctx.rows("personas"),
+        ctx.rows("topics"),
+        ctx.yaml("instructions_file"),
+        ctx.yaml("strategies_file"),
+    )
     ctx.write("setups", rows)
     ctx.write_metrics(discussions=len(rows))
 
@@ -75,9 +79,13 @@ def run_annotate(ctx: StageContext) -> None:
     annotators = materials.read_annotators(ctx.path("annotators_file"), fa["annotators"])
     client = ctx.client()
     keys, requests = annotate.requests(
-        comments, {r["discussion_id"]: r["context_h"] for r in setup_rows}, annotators,
-        ctx.yaml("guide_file"), ctx.seed,
-        client.sampling(max_tokens=fa["max_tokens"], temperature=fa["temperature"]))
+        comments,
+        {r["discussion_id"]: r["context_h"] for r in setup_rows},
+        annotators,
+        ctx.yaml("guide_file"),
+        ctx.seed,
+        client.sampling(max_tokens=fa["max_tokens"], temperature=fa["temperature"]),
+    )
     rows = annotate.rows(keys, client.run(requests, desc="annotations"))
     ctx.write("annotations", rows)
     # The parse-failure rates also live here: a failed analyse job loses its outputs under Snakemake.
@@ -85,8 +93,10 @@ def run_annotate(ctx: StageContext) -> None:
 
     from socsim.facilitation.analysis import parse_failures
 
-    ctx.write_metrics(ratings_parse_ok=sum(r["parse_ok"] for r in rows),
-                      **parse_failures(pd.DataFrame(rows, columns=["annotator_id", "parse_ok"])))
+    ctx.write_metrics(
+        ratings_parse_ok=sum(r["parse_ok"] for r in rows),
+        **parse_failures(pd.DataFrame(rows, columns=["annotator_id", "parse_ok"])),
+    )
 
 
 def run_analyse(ctx: StageContext) -> None:
@@ -132,10 +142,12 @@ def run_analyse(ctx: StageContext) -> None:
     reply = analysis.observed_reply_rate(comments, setups_df)
 
     # ols.flags starts with the toxicity flags; the tests' own flags come back from their JSON form.
-    all_flags = dg.collect(ols.flags, *[[dg.Flag(f["scope"], f["reason"]) for f in a["flags"]]
-                                        for a in anova.values()])
-    vs_paper.write(out, paper.rows(vs_paper.read_paper(ctx.path("paper_file")), ols, anova, interv, reply, div, tt,
-                                   flags), "Facilitation (paper 000): ours vs the paper")
+    all_flags = dg.collect(ols.flags, *[[dg.Flag(f["scope"], f["reason"]) for f in a["flags"]] for a in anova.values()])
+    vs_paper.write(
+        out,
+        paper.rows(vs_paper.read_paper(ctx.path("paper_file")), ols, anova, interv, reply, div, tt, flags),
+        "Facilitation (paper 000): ours vs the paper",
+    )
     summary = {
         "degeneracy_flags": dg.as_json(all_flags),
         "degenerate": bool(all_flags),
@@ -143,23 +155,36 @@ def run_analyse(ctx: StageContext) -> None:
         "discussions": int(setups_df["discussion_id"].nunique()),
         "discussions_main": int((setups_df["condition"] == analysis.MAIN).sum()),
         "rated_user_comments_main": int(sum(anova["comment"]["n"].values())),
-        "ratings": agreement["ratings"], "parse_failure_rate": agreement["parse_failure_rate"],
+        "ratings": agreement["ratings"],
+        "parse_failure_rate": agreement["parse_failure_rate"],
         "toxicity_distribution_main": analysis.toxicity_distribution(rated),
         "krippendorff_alpha_toxicity": agreement["krippendorff_alpha_toxicity"],
-        "ols": {"available": ols.unavailable is None, "reason": ols.unavailable, "adj_r2": ols.adj_r2,
-                "nobs": ols.nobs, "discussions": ols.n_clusters, "note": ols.note},
+        "ols": {
+            "available": ols.unavailable is None,
+            "reason": ols.unavailable,
+            "adj_r2": ols.adj_r2,
+            "nobs": ols.nobs,
+            "discussions": ols.n_clusters,
+            "note": ols.note,
+        },
         "anova": {level: {"F": a["F"], "p": a["p"], "verdict": a["verdict"]} for level, a in anova.items()},
         "strategies_without_ratings": anova["comment"]["no_ratings"],
         "observed_reply_rate": reply,
-        "facilitator_intervention_rate_all_conditions": (float(interv["interventions"].sum() / interv["opportunities"].sum())
-                                          if len(interv) else None),
+        "facilitator_intervention_rate_all_conditions": (
+            float(interv["interventions"].sum() / interv["opportunities"].sum()) if len(interv) else None
+        ),
     }
     write_json(out / "summary.json", summary)
     write_json(out / "provenance.json", ctx.provenance())
-    ctx.write_metrics(ols_adj_r2=ols.adj_r2, ols_nobs=ols.nobs, anova_p=anova["comment"]["p"],
-                      anova_p_discussion=anova["discussion"]["p"], degeneracy_flags=len(all_flags),
-                      parse_failure_rate=agreement["parse_failure_rate"],
-                      krippendorff_alpha_toxicity=agreement["krippendorff_alpha_toxicity"])
+    ctx.write_metrics(
+        ols_adj_r2=ols.adj_r2,
+        ols_nobs=ols.nobs,
+        anova_p=anova["comment"]["p"],
+        anova_p_discussion=anova["discussion"]["p"],
+        degeneracy_flags=len(all_flags),
+        parse_failure_rate=agreement["parse_failure_rate"],
+        krippendorff_alpha_toxicity=agreement["krippendorff_alpha_toxicity"],
+    )
     for f in all_flags:
         print(f.message)
 
@@ -174,8 +199,11 @@ def run_figures(ctx: StageContext) -> None:
     a = ctx.path("analysis")
     out = ctx.path("figures")
     summary = json.loads((a / "summary.json").read_text())
-    figures.fig3_pairwise(pd.read_csv(a / "pairwise_ttests.csv", keep_default_na=False, na_values=[""]), out,
-                          summary.get("degeneracy_flags", []))
+    figures.fig3_pairwise(
+        pd.read_csv(a / "pairwise_ttests.csv", keep_default_na=False, na_values=[""]),
+        out,
+        summary.get("degeneracy_flags", []),
+    )
     figures.fig4_interventions(pd.read_csv(a / "interventions.csv"), out)
     figures.fig5_diversity(pd.read_csv(a / "diversity.csv"), out)
     figures.fig6_troll_toxicity(pd.read_csv(a / "nontroll_toxicity_groups.csv"), out)
@@ -188,62 +216,126 @@ def shards(params) -> dict[str, dict]:
     from socsim.facilitation.setups import conditions
 
     fp = params["facilitation"]
-    cells = [{"condition": c.name, "model": m} for c, models, strats, n in conditions(fp) if n > 0 and strats
-             for m in models]
+    cells = [
+        {"condition": c.name, "model": m} for c, models, strats, n in conditions(fp) if n > 0 and strats for m in models
+    ]
     return shard_table(cells, list(fp["shard_by"]))
 
 
-DESIGN_KEYS = ("seed", "facilitation.models", "facilitation.strategies", "facilitation.discussions_per_cell",
-               "facilitation.users_per_discussion", "facilitation.user_turns", "facilitation.context_h",
-               "facilitation.turn_taking", "facilitation.p_respond", "facilitation.ablations",
-               "facilitation.silence")
+DESIGN_KEYS = (
+    "seed",
+    "facilitation.models",
+    "facilitation.strategies",
+    "facilitation.discussions_per_cell",
+    "facilitation.users_per_discussion",
+    "facilitation.user_turns",
+    "facilitation.context_h",
+    "facilitation.turn_taking",
+    "facilitation.p_respond",
+    "facilitation.ablations",
+    "facilitation.silence",
+)
 
 # What the shard function reads (the design cells that have discussions), and shard_by.
-SHARD_KEYS = ("facilitation.models", "facilitation.strategies", "facilitation.discussions_per_cell",
-              "facilitation.turn_taking", "facilitation.ablations", "facilitation.shard_by")
+SHARD_KEYS = (
+    "facilitation.models",
+    "facilitation.strategies",
+    "facilitation.discussions_per_cell",
+    "facilitation.turn_taking",
+    "facilitation.ablations",
+    "facilitation.shard_by",
+)
 
 ARTIFACTS = {
-    "personas_file": Artifact(f"{DATA}/personas.jsonl"), "roles_file": Artifact(f"{DATA}/roles.yaml"),
-    "topics_file": Artifact(f"{DATA}/topics.jsonl"), "instructions_file": Artifact(f"{DATA}/instructions.yaml"),
-    "strategies_file": Artifact(f"{DATA}/strategies.yaml"), "silence_file": Artifact(f"{DATA}/silence.yaml"),
-    "annotators_file": Artifact(f"{DATA}/annotators.jsonl"), "guide_file": Artifact(f"{DATA}/annotation.yaml"),
+    "personas_file": Artifact(f"{DATA}/personas.jsonl"),
+    "roles_file": Artifact(f"{DATA}/roles.yaml"),
+    "topics_file": Artifact(f"{DATA}/topics.jsonl"),
+    "instructions_file": Artifact(f"{DATA}/instructions.yaml"),
+    "strategies_file": Artifact(f"{DATA}/strategies.yaml"),
+    "silence_file": Artifact(f"{DATA}/silence.yaml"),
+    "annotators_file": Artifact(f"{DATA}/annotators.jsonl"),
+    "guide_file": Artifact(f"{DATA}/annotation.yaml"),
     "paper_file": Artifact(f"{DATA}/paper.yaml"),
     "personas": Artifact(f"{RESULTS}/personas.parquet", schemas.PERSONAS, ("persona_id",)),
     "topics": Artifact(f"{RESULTS}/topics.parquet", schemas.TOPICS, ("topic_id",)),
     "setups": Artifact(f"{RESULTS}/setups.parquet", schemas.SETUPS, ("discussion_id",)),
     "comments": Artifact(f"{RESULTS}/comments/{SHARD}.parquet", schemas.COMMENTS, ("discussion_id", "turn")),
-    "annotations": Artifact(f"{RESULTS}/annotations/{SHARD}.parquet", schemas.ANNOTATIONS,
-                            ("discussion_id", "turn", "annotator_id")),
+    "annotations": Artifact(
+        f"{RESULTS}/annotations/{SHARD}.parquet", schemas.ANNOTATIONS, ("discussion_id", "turn", "annotator_id")
+    ),
     "analysis": Artifact(f"{RESULTS}/analysis", kind="dir", report="tables", pattern="{name}.csv"),
     "figures": Artifact(f"{RESULTS}/figures", kind="dir", report="figures"),
 }
 
-STUDY = Study("facilitation", ARTIFACTS, [
-    Stage("personas", "Participant personas (paper 000, Table 1): from data/ or generated by the LLM under a JSON "
-          "schema.", run_personas, inputs=("personas_file", "roles_file"), outputs=("personas",),
-          params=("seed", "facilitation.personas"), uses_llm=True),
-    Stage("topics", "Topics (seed opinions) that open each discussion: from data/ or generated by the LLM.",
-          run_topics, inputs=("topics_file",), outputs=("topics",), params=("seed", "facilitation.topics"),
-          uses_llm=True),
-    Stage("setups", "Discussion setups (Algorithm 1): per model x strategy x i < N_d (and per ablation), 7 sampled "
-          "personas, one topic and a facilitator; one row per discussion.", run_setups,
-          inputs=("personas", "topics", "instructions_file", "strategies_file"), outputs=("setups",),
-          params=DESIGN_KEYS),
-    Stage("simulate", "Run the discussions of one shard concurrently: turn taking, context window of h comments, "
-          "facilitator interventions or silence; one row per turn.", run_simulate,
-          inputs=("setups", "silence_file"), outputs=("comments",),
-          params=("facilitation.comment_max_tokens", *SHARD_KEYS),
-          uses_llm=True, shards=shards),
-    Stage("annotate", "LLM annotators rate every non-silent comment of one shard (toxicity and argument quality, "
-          "1-5) seeing the h comments before it; rows keyed by (discussion_id, turn, annotator_id).", run_annotate,
-          inputs=("comments", "setups", "annotators_file", "guide_file"), outputs=("annotations",),
-          params=("seed", "facilitation.annotation", *SHARD_KEYS), uses_llm=True,
-          shards=shards),
-    Stage("analyse", "Diversity, OLS toxicity ~ strategy * time (Table 2; plain and clustered errors), ANOVA and "
-          "pairwise t-tests with Holm at comment and discussion level, interventions, troll effects, Krippendorff's "
-          "alpha, degeneracy flags (summary.json), ours vs the paper (vs_paper.csv/.md).", run_analyse,
-          inputs=("setups", "comments", "annotations", "paper_file"), outputs=("analysis",),
-          params=("facilitation.analysis",)),
-    Stage("figures", "Figs. 3-6 (PNG + PDF): pairwise toxicity differences, interventions, diversity, non-troll "
-          "toxicity.", run_figures, inputs=("analysis",), outputs=("figures",)),
-])
+STUDY = Study(
+    "facilitation",
+    ARTIFACTS,
+    [
+        Stage(
+            "personas",
+            "Participant personas (paper 000, Table 1): from data/ or generated by the LLM under a JSON schema.",
+            run_personas,
+            inputs=("personas_file", "roles_file"),
+            outputs=("personas",),
+            params=("seed", "facilitation.personas"),
+            uses_llm=True,
+        ),
+        Stage(
+            "topics",
+            "Topics (seed opinions) that open each discussion: from data/ or generated by the LLM.",
+            run_topics,
+            inputs=("topics_file",),
+            outputs=("topics",),
+            params=("seed", "facilitation.topics"),
+            uses_llm=True,
+        ),
+        Stage(
+            "setups",
+            "Discussion setups (Algorithm 1): per model x strategy x i < N_d (and per ablation), 7 sampled "
+            "personas, one topic and a facilitator; one row per discussion.",
+            run_setups,
+            inputs=("personas", "topics", "instructions_file", "strategies_file"),
+            outputs=("setups",),
+            params=DESIGN_KEYS,
+        ),
+        Stage(
+            "simulate",
+            "Run the discussions of one shard concurrently: turn taking, context window of h comments, "
+            "facilitator interventions or silence; one row per turn.",
+            run_simulate,
+            inputs=("setups", "silence_file"),
+            outputs=("comments",),
+            params=("facilitation.comment_max_tokens", *SHARD_KEYS),
+            uses_llm=True,
+            shards=shards,
+        ),
+        Stage(
+            "annotate",
+            "LLM annotators rate every non-silent comment of one shard (toxicity and argument quality, "
+            "1-5) seeing the h comments before it; rows keyed by (discussion_id, turn, annotator_id).",
+            run_annotate,
+            inputs=("comments", "setups", "annotators_file", "guide_file"),
+            outputs=("annotations",),
+            params=("seed", "facilitation.annotation", *SHARD_KEYS),
+            uses_llm=True,
+            shards=shards,
+        ),
+        Stage(
+            "analyse",
+            "Diversity, OLS toxicity ~ strategy * time (Table 2; plain and clustered errors), ANOVA and "
+            "pairwise t-tests with Holm at comment and discussion level, interventions, troll effects, Krippendorff's "
+            "alpha, degeneracy flags (summary.json), ours vs the paper (vs_paper.csv/.md).",
+            run_analyse,
+            inputs=("setups", "comments", "annotations", "paper_file"),
+            outputs=("analysis",),
+            params=("facilitation.analysis",),
+        ),
+        Stage(
+            "figures",
+            "Figs. 3-6 (PNG + PDF): pairwise toxicity differences, interventions, diversity, non-troll toxicity.",
+            run_figures,
+            inputs=("analysis",),
+            outputs=("figures",),
+        ),
+    ],
+)

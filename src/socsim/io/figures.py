@@ -22,8 +22,9 @@ def save(fig, out_dir: Path, name: str) -> list[Path]:
         path = out_dir / f"{name}.{ext}"
         buf = io.BytesIO()
         # No creation date in the PDF: re-runs give the same bytes.
-        fig.savefig(buf, format=ext, dpi=150, bbox_inches="tight",
-                    metadata={"CreationDate": None} if ext == "pdf" else None)
+        fig.savefig(
+            buf, format=ext, dpi=150, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None
+        )
         atomic_write_bytes(path, buf.getvalue())
         paths.append(path)
     plt.close(fig)

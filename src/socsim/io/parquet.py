@@ -6,8 +6,9 @@ import json
 import math
 import os
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -64,15 +65,17 @@ def write_json(path: str | Path, value: Any) -> None:
     atomic_write_bytes(path, (text + "\n").encode("utf-8"))
 
 
-def write_table(path: str | Path, rows: Sequence[dict], schema: pa.Schema, sort_by: Sequence[str],
-                provenance: dict) -> pa.Table:
+def write_table(
+    path: str | Path, rows: Sequence[dict], schema: pa.Schema, sort_by: Sequence[str], provenance: dict
+) -> pa.Table:
     """Write rows with the given schema, sorted by `sort_by`, with provenance in the file metadata."""
     table = pa.Table.from_pylist(list(rows), schema=schema)
     if len(table) and sort_by:
         table = table.sort_by([(c, "ascending") for c in sort_by])
     meta = dict(schema.metadata or {})
-    meta[PROVENANCE_KEY] = json.dumps(strict_json_value(provenance), sort_keys=True, ensure_ascii=False,
-                                      allow_nan=False).encode("utf-8")
+    meta[PROVENANCE_KEY] = json.dumps(
+        strict_json_value(provenance), sort_keys=True, ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
     table = table.replace_schema_metadata(meta)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd", write_statistics=True, use_dictionary=True)
@@ -92,7 +95,9 @@ def read_table(path: str | Path, schema: pa.Schema | None = None) -> pa.Table:
             if field.name not in table.column_names:
                 problems.append(f"missing column {field.name!r} ({field.type})")
             elif not table.schema.field(field.name).type.equals(field.type):
-                problems.append(f"column {field.name!r} is {table.schema.field(field.name).type}, expected {field.type}")
+                problems.append(
+                    f"column {field.name!r} is {table.schema.field(field.name).type}, expected {field.type}"
+                )
         if problems:
             raise SchemaError(f"{path}: " + "; ".join(problems))
         table = table.select(schema.names)

@@ -14,8 +14,13 @@ from socsim.config import params_hash
 def git_commit() -> str | None:
     """The commit of the source tree socsim runs from, when it is a git checkout."""
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(socsim.__file__).resolve().parent,
-                             capture_output=True, text=True, timeout=5)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(socsim.__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None

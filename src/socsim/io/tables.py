@@ -11,26 +11,51 @@ from socsim.io.parquet import atomic_write_bytes
 
 
 def _tex(s: str) -> str:
-    for a, b in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("%", r"\%"), ("&", r"\&"), ("#", r"\#"),
-                 ("$", r"\$"), ("±", r"$\pm$")):
+    for a, b in (
+        ("\\", r"\textbackslash{}"),
+        ("_", r"\_"),
+        ("%", r"\%"),
+        ("&", r"\&"),
+        ("#", r"\#"),
+        ("$", r"\$"),
+        ("±", r"$\pm$"),
+    ):
         s = s.replace(a, b)
     return s
 
 
-def write(df: pd.DataFrame, out_dir: str | Path, name: str, title: str, notes: list[str] = (),
-          shown: pd.DataFrame | None = None) -> None:
+def write(
+    df: pd.DataFrame,
+    out_dir: str | Path,
+    name: str,
+    title: str,
+    notes: list[str] = (),
+    shown: pd.DataFrame | None = None,
+) -> None:
     """`<name>.csv` (the values), `<name>.md` and `<name>.tex` (the cells of `shown`, default the
     values, as text; notes below)."""
     out_dir = Path(out_dir)
     atomic_write_bytes(out_dir / f"{name}.csv", df.to_csv(index=False, float_format="%.6g").encode())
     df = df if shown is None else shown
-    cells = df.astype(object).map(lambda v: "n/a" if v is None or (isinstance(v, float) and math.isnan(v))
-                                  else f"{v:.4g}" if isinstance(v, float) else str(v))
+    cells = df.astype(object).map(
+        lambda v: (
+            "n/a"
+            if v is None or (isinstance(v, float) and math.isnan(v))
+            else f"{v:.4g}"
+            if isinstance(v, float)
+            else str(v)
+        )
+    )
     md = [f"# {title}", "", "| " + " | ".join(map(str, df.columns)) + " |", "|---" * len(df.columns) + "|"]
     md += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in cells.itertuples(index=False)]
     md += ["", *(f"- {n}" for n in notes)]
-    tex = [f"% {title}", r"\begin{tabular}{" + "l" * len(df.columns) + "}", r"\hline",
-           " & ".join(_tex(str(c)) for c in df.columns) + r" \\", r"\hline"]
+    tex = [
+        f"% {title}",
+        r"\begin{tabular}{" + "l" * len(df.columns) + "}",
+        r"\hline",
+        " & ".join(_tex(str(c)) for c in df.columns) + r" \\",
+        r"\hline",
+    ]
     tex += [" & ".join(_tex(c) for c in row) + r" \\" for row in cells.itertuples(index=False)]
     tex += [r"\hline", r"\end{tabular}", *(f"% {n}" for n in notes)]
     atomic_write_bytes(out_dir / f"{name}.md", ("\n".join(md) + "\n").encode())

@@ -61,9 +61,17 @@ def table(rows: list[Row]) -> pd.DataFrame:
             holds = "n/a"
         else:
             holds = "yes" if r.holds else "no"
-        out.append({"quantity": r.quantity, "ours": ours, "paper": paper,
-                    "difference": None if ours is None or paper is None else ours - paper,
-                    "finding": r.finding, "finding_holds": holds, "note": r.note})
+        out.append(
+            {
+                "quantity": r.quantity,
+                "ours": ours,
+                "paper": paper,
+                "difference": None if ours is None or paper is None else ours - paper,
+                "finding": r.finding,
+                "finding_holds": holds,
+                "note": r.note,
+            }
+        )
     return pd.DataFrame(out, columns=COLUMNS)
 
 
@@ -72,8 +80,12 @@ def _fmt(x) -> str:
 
 
 def markdown(df: pd.DataFrame, title: str) -> str:
-    lines = [f"# {title}", "", "| Quantity | Ours | Paper | Difference | Finding | Holds? | Note |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        f"# {title}",
+        "",
+        "| Quantity | Ours | Paper | Difference | Finding | Holds? | Note |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in df.itertuples(index=False):
         cells = [r.quantity, _fmt(r.ours), _fmt(r.paper), _fmt(r.difference), r.finding, r.finding_holds, r.note]
         lines.append("| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |")

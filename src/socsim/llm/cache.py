@@ -58,8 +58,10 @@ class CallCache:
             raise
 
     def _fresh_start(self) -> str:
-        return (f"move {self.path} (with any -wal and -shm file beside it) away or delete it to start a fresh cache "
-                "(its cached calls are lost and paid again), or point llm.cache_path at another file")
+        return (
+            f"move {self.path} (with any -wal and -shm file beside it) away or delete it to start a fresh cache "
+            "(its cached calls are lost and paid again), or point llm.cache_path at another file"
+        )
 
     def _open(self) -> None:
         try:
@@ -67,8 +69,9 @@ class CallCache:
             # Read-only checks first: a file that is not a cache is left as it was.
             problems = [row[0] for row in self._conn.execute("PRAGMA quick_check")]
             if problems != ["ok"]:
-                raise CacheFileError(f"the call cache {self.path} is damaged ({'; '.join(problems[:3])}); "
-                                     f"{self._fresh_start()}")
+                raise CacheFileError(
+                    f"the call cache {self.path} is damaged ({'; '.join(problems[:3])}); {self._fresh_start()}"
+                )
             with self._transaction("BEGIN"):  # one snapshot: another process may be stamping the file
                 stamped = self._check_layout()
             self._conn.execute("PRAGMA journal_mode=WAL")
@@ -81,8 +84,10 @@ class CallCache:
                         self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except sqlite3.DatabaseError as exc:
             if exc.sqlite_errorname in ("SQLITE_NOTADB", "SQLITE_CORRUPT"):
-                raise CacheFileError(f"the call cache {self.path} is not an SQLite database, or a damaged one ({exc}); "
-                                     f"{self._fresh_start()}") from None
+                raise CacheFileError(
+                    f"the call cache {self.path} is not an SQLite database, or a damaged one ({exc}); "
+                    f"{self._fresh_start()}"
+                ) from None
             raise CacheFileError(f"the call cache {self.path} cannot be opened: {exc}") from None
 
     @contextmanager
@@ -104,16 +109,20 @@ class CallCache:
             if version == SCHEMA_VERSION:
                 return True
             newer = " (a newer socsim wrote it: upgrade socsim to reuse its calls)" if version > SCHEMA_VERSION else ""
-            raise CacheFileError(f"the call cache {self.path} has schema version {version} and this socsim reads "
-                                 f"version {SCHEMA_VERSION} only{newer}; or point llm.cache_path at another file to "
-                                 "start a fresh cache")
+            raise CacheFileError(
+                f"the call cache {self.path} has schema version {version} and this socsim reads "
+                f"version {SCHEMA_VERSION} only{newer}; or point llm.cache_path at another file to "
+                "start a fresh cache"
+            )
         tables = sorted(row[0] for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
         columns = [(c[1], c[2], c[3], c[5]) for c in self._conn.execute("PRAGMA table_info(calls)")]
         if app_id == 0 and version == 0 and (not tables or (tables == ["calls"] and columns == V1_COLUMNS)):
             return False
-        raise CacheFileError(f"the call cache {self.path} is another program's SQLite database, not a socsim call "
-                             f"cache (tables: {', '.join(tables) or 'none'}; application_id {app_id}, user_version "
-                             f"{version}); point llm.cache_path at another file, or move that database away")
+        raise CacheFileError(
+            f"the call cache {self.path} is another program's SQLite database, not a socsim call "
+            f"cache (tables: {', '.join(tables) or 'none'}; application_id {app_id}, user_version "
+            f"{version}); point llm.cache_path at another file, or move that database away"
+        )
 
     def get(self, key: str) -> Completion | None:
         with self._lock:
@@ -121,15 +130,25 @@ class CallCache:
         if row is None:
             return None
         data = json.loads(row[0])
-        return Completion(text=data["text"], prompt_tokens=data["prompt_tokens"],
-                          completion_tokens=data["completion_tokens"], finish_reason=data.get("finish_reason"))
+        return Completion(
+            text=data["text"],
+            prompt_tokens=data["prompt_tokens"],
+            completion_tokens=data["completion_tokens"],
+            finish_reason=data.get("finish_reason"),
+        )
 
     def put(self, key: str, completion: Completion, model_identity: dict) -> None:
-        data = {"text": completion.text, "prompt_tokens": completion.prompt_tokens,
-                "completion_tokens": completion.completion_tokens, "finish_reason": completion.finish_reason}
+        data = {
+            "text": completion.text,
+            "prompt_tokens": completion.prompt_tokens,
+            "completion_tokens": completion.completion_tokens,
+            "finish_reason": completion.finish_reason,
+        }
         with self._lock:
-            self._conn.execute("INSERT OR REPLACE INTO calls (key, completion, model) VALUES (?, ?, ?)",
-                               (key, json.dumps(data), canonical_json(model_identity)))
+            self._conn.execute(
+                "INSERT OR REPLACE INTO calls (key, completion, model) VALUES (?, ?, ?)",
+                (key, json.dumps(data), canonical_json(model_identity)),
+            )
 
     def __len__(self) -> int:
         with self._lock:

@@ -8,8 +8,9 @@ no calls and a crashed stage resumes from the calls that finished.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from socsim.llm.accounting import Accounting
 from socsim.llm.cache import CallCache, request_key
@@ -44,20 +45,32 @@ class LLMClient:
         self._probed = False
 
     @classmethod
-    def from_params(cls, params: dict, cache_path: str | Path | None = None) -> "LLMClient":
+    def from_params(cls, params: dict, cache_path: str | Path | None = None) -> LLMClient:
         """Build the client that params.yaml's `llm` section describes."""
         llm = params["llm"]
         if llm["backend"] == "embedded":
             from socsim.llm.embedded import EmbeddedBackend
 
-            backend = EmbeddedBackend(llm["model_path"], n_ctx=llm["n_ctx"], n_threads=llm["n_threads"],
-                                      prefix_cache=llm["prefix_cache"], flash_attn=llm["flash_attn"])
+            backend = EmbeddedBackend(
+                llm["model_path"],
+                n_ctx=llm["n_ctx"],
+                n_threads=llm["n_threads"],
+                prefix_cache=llm["prefix_cache"],
+                flash_attn=llm["flash_attn"],
+            )
         else:
             from socsim.llm.server import RetryPolicy, ServerBackend
 
-            backend = ServerBackend(llm["backend"], llm["endpoints"], dialect=llm["dialect"], model=llm["model"],
-                                    concurrency=llm["concurrency"], timeout=llm["timeout"],
-                                    retry=RetryPolicy(**llm["retries"]), api_key_env=llm["api_key_env"])
+            backend = ServerBackend(
+                llm["backend"],
+                llm["endpoints"],
+                dialect=llm["dialect"],
+                model=llm["model"],
+                concurrency=llm["concurrency"],
+                timeout=llm["timeout"],
+                retry=RetryPolicy(**llm["retries"]),
+                api_key_env=llm["api_key_env"],
+            )
         path = cache_path if cache_path is not None else llm["cache_path"]
         return cls(backend, CallCache(path) if path else None, Sampling(**llm["sampling"]))
 
@@ -102,9 +115,16 @@ class LLMClient:
             value, ok, err = completion.text, True, None
         if not ok:
             acc.parse_failures += 1
-        return Response(text=completion.text, value=value, parse_ok=ok, parse_error=err,
-                        prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
-                        finish_reason=completion.finish_reason, cached=cached)
+        return Response(
+            text=completion.text,
+            value=value,
+            parse_ok=ok,
+            parse_error=err,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+            finish_reason=completion.finish_reason,
+            cached=cached,
+        )
 
     async def generate_all(self, requests: Sequence[Request], desc: str = "LLM calls") -> list[Response]:
         """Answer all requests concurrently (bounded by the backend); results in input order."""
@@ -121,7 +141,7 @@ class LLMClient:
 
         return asyncio.run(main())
 
-    async def __aenter__(self) -> "LLMClient":
+    async def __aenter__(self) -> LLMClient:
         await self.probe()
         return self
 

@@ -145,7 +145,7 @@ class JsonSchema(Constraint):
     kind = "json_schema"
 
     @staticmethod
-    def of(schema: dict, name: str = "answer") -> "JsonSchema":
+    def of(schema: dict, name: str = "answer") -> JsonSchema:
         jsonschema.Draft202012Validator.check_schema(schema)
         return JsonSchema(json.dumps(schema, sort_keys=True, separators=(",", ":")), name)
 

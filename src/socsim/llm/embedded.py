@@ -46,9 +46,14 @@ def _prefix_state_llama_class():
             size = int(llama_cpp.llama_state_get_size(self._ctx.ctx))
             buf = (ctypes.c_uint8 * size)()
             n = int(llama_cpp.llama_state_get_data(self._ctx.ctx, buf, size))
-            return LlamaState(scores=np.empty((0, 0), dtype=np.single), input_ids=self.input_ids.copy(),
-                              n_tokens=self.n_tokens, llama_state=ctypes.string_at(buf, n), llama_state_size=n,
-                              seed=self._seed)
+            return LlamaState(
+                scores=np.empty((0, 0), dtype=np.single),
+                input_ids=self.input_ids.copy(),
+                n_tokens=self.n_tokens,
+                llama_state=ctypes.string_at(buf, n),
+                llama_state_size=n,
+                seed=self._seed,
+            )
 
         def load_state(self, state: LlamaState) -> None:
             self.input_ids = state.input_ids.copy()
@@ -98,8 +103,14 @@ class EmbeddedBackend:
 
     kind = "embedded"
 
-    def __init__(self, model_path: str | None = None, n_ctx: int = 4096, n_threads: int | None = None,
-                 prefix_cache: bool = True, flash_attn: bool = True):
+    def __init__(
+        self,
+        model_path: str | None = None,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        prefix_cache: bool = True,
+        flash_attn: bool = True,
+    ):
         self.hub: dict | None = None  # where a hf:// model came from (repo, file, commit)
         if hub.is_hub_path(model_path):
             self.model_path, self.hub = hub.resolve(model_path)
@@ -136,8 +147,14 @@ class EmbeddedBackend:
     def llm(self):
         if self._llm is None:
             cls = _prefix_state_llama_class()
-            self._llm = cls(model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                            n_threads_batch=self.n_threads, verbose=False, flash_attn=self.flash_attn)
+            self._llm = cls(
+                model_path=str(self.model_path),
+                n_ctx=self.n_ctx,
+                n_threads=self.n_threads,
+                n_threads_batch=self.n_threads,
+                verbose=False,
+                flash_attn=self.flash_attn,
+            )
             if self.prefix_cache:
                 from llama_cpp import LlamaRAMCache
 
@@ -162,8 +179,7 @@ class EmbeddedBackend:
             else:
                 import json
 
-                self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(constraint.json_schema()),
-                                                                    verbose=False)
+                self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(constraint.json_schema()), verbose=False)
         return self._grammars[key]
 
     def on_model_thread(self, fn, *args):
@@ -191,9 +207,13 @@ class EmbeddedBackend:
             )
         choice = out["choices"][0]
         usage = out.get("usage") or {}
-        return Completion(text=choice["message"].get("content") or "", prompt_tokens=usage.get("prompt_tokens", 0),
-                          completion_tokens=usage.get("completion_tokens", 0),
-                          finish_reason=choice.get("finish_reason"), endpoint="embedded")
+        return Completion(
+            text=choice["message"].get("content") or "",
+            prompt_tokens=usage.get("prompt_tokens", 0),
+            completion_tokens=usage.get("completion_tokens", 0),
+            finish_reason=choice.get("finish_reason"),
+            endpoint="embedded",
+        )
 
     async def complete(self, request: Request) -> Completion:
         return await asyncio.get_running_loop().run_in_executor(self._executor, self.complete_sync, request)

@@ -48,14 +48,22 @@ def resolve(model_path: str) -> tuple[Path, dict]:
 
     ref = parse(model_path)
     try:
-        local = Path(hf_hub_download(ref.repo_id, ref.filename, revision=ref.revision,
-                                     token=os.environ.get("HF_TOKEN") or False))
+        local = Path(
+            hf_hub_download(ref.repo_id, ref.filename, revision=ref.revision, token=os.environ.get("HF_TOKEN") or False)
+        )
     except Exception as exc:  # noqa: BLE001 - Hub, HTTP-client and file errors alike: name the URL
-        raise LLMConfigError(f"llm.model_path: cannot fetch {ref.url} from the Hugging Face Hub or find it in the "
-                             f"local Hub cache: {type(exc).__name__}: {exc}") from None
+        raise LLMConfigError(
+            f"llm.model_path: cannot fetch {ref.url} from the Hugging Face Hub or find it in the "
+            f"local Hub cache: {type(exc).__name__}: {exc}"
+        ) from None
     # The cache stores files under snapshots/<commit>/<file>: the commit the revision resolved to.
     commit = local.parent
     for _ in Path(ref.filename).parts[1:]:
         commit = commit.parent
-    return local, {"source": ref.url, "repo_id": ref.repo_id, "filename": ref.filename,
-                   "revision": ref.revision, "commit": commit.name}
+    return local, {
+        "source": ref.url,
+        "repo_id": ref.repo_id,
+        "filename": ref.filename,
+        "revision": ref.revision,
+        "commit": commit.name,
+    }

@@ -24,17 +24,31 @@ def free_port() -> int:
 class LlamaServer:
     """`python -m llama_cpp.server` serving the embedded GGUF on a loopback port (stopped with SIGKILL)."""
 
-    def __init__(self, port: int | None = None, api_key: str | None = None, n_threads: int | None = None,
-                 cpu: int | None = None):
+    def __init__(
+        self, port: int | None = None, api_key: str | None = None, n_threads: int | None = None, cpu: int | None = None
+    ):
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.api_key, self.n_threads, self.cpu = api_key, n_threads, cpu
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 120.0) -> "LlamaServer":
+    def start(self, timeout: float = 120.0) -> LlamaServer:
         """Start it (with `cpu`: pinned to that core by taskset) and wait until it lists its model."""
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()), "--host", "127.0.0.1",
-               "--port", str(self.port), "--n_ctx", "2048", "--verbose", "false"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(default_model_path()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            "2048",
+            "--verbose",
+            "false",
+        ]
         cmd += ["--api_key", self.api_key] if self.api_key else []
         cmd += ["--n_threads", str(self.n_threads)] if self.n_threads else []
         cmd = ["taskset", "-c", str(self.cpu), *cmd] if self.cpu is not None else cmd

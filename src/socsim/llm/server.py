@@ -57,7 +57,7 @@ class EndpointSpec:
     api_key_env: str | None = None
 
     @classmethod
-    def parse(cls, entry: "str | dict | EndpointSpec", api_key_env: str | None = None) -> "EndpointSpec":
+    def parse(cls, entry: str | dict | EndpointSpec, api_key_env: str | None = None) -> EndpointSpec:
         if isinstance(entry, EndpointSpec):
             return entry
         if isinstance(entry, str):
@@ -72,7 +72,8 @@ class EndpointSpec:
         if not key:
             raise LLMConfigError(
                 f"LLM endpoint {self.url} needs an API key from the environment variable {self.api_key_env} "
-                f"(llm.api_key_env), which is not set; export it before the run (it is never written anywhere)")
+                f"(llm.api_key_env), which is not set; export it before the run (it is never written anywhere)"
+            )
         return key
 
 
@@ -121,16 +122,28 @@ def _describe(exc: BaseException) -> str:
 
 def _auth_error(spec: EndpointSpec, status: int) -> LLMError:
     if spec.api_key_env:
-        return LLMConfigError(f"LLM endpoint {spec.url} refused the API key from the environment variable "
-                              f"{spec.api_key_env} (HTTP {status}); check its value")
-    return LLMConfigError(f"LLM endpoint {spec.url} requires an API key (HTTP {status}); set llm.api_key_env "
-                          f"to the name of the environment variable that holds it")
+        return LLMConfigError(
+            f"LLM endpoint {spec.url} refused the API key from the environment variable "
+            f"{spec.api_key_env} (HTTP {status}); check its value"
+        )
+    return LLMConfigError(
+        f"LLM endpoint {spec.url} requires an API key (HTTP {status}); set llm.api_key_env "
+        f"to the name of the environment variable that holds it"
+    )
 
 
 class ServerBackend:
-    def __init__(self, kind: str, endpoints: list, dialect: str | None = None, model: str | None = None,
-                 concurrency: int = 8, timeout: float = 120.0, retry: RetryPolicy | None = None,
-                 api_key_env: str | None = None):
+    def __init__(
+        self,
+        kind: str,
+        endpoints: list,
+        dialect: str | None = None,
+        model: str | None = None,
+        concurrency: int = 8,
+        timeout: float = 120.0,
+        retry: RetryPolicy | None = None,
+        api_key_env: str | None = None,
+    ):
         if kind not in ("tgi", "openai"):
             raise ValueError(f"unknown server backend {kind!r}")
         self.kind = kind
@@ -159,20 +172,27 @@ class ServerBackend:
             except httpx2.HTTPError as exc:
                 raise EndpointUnavailableError(
                     f"LLM endpoint {url} is unreachable ({type(exc).__name__}: {exc}); start the server or fix "
-                    f"llm.endpoints in params.yaml") from None
+                    f"llm.endpoints in params.yaml"
+                ) from None
             if resp.status_code in AUTH_STATUS:
                 raise _auth_error(spec, resp.status_code)
             if resp.status_code == 200:
                 data = resp.json()
                 if path == "/info":
-                    return {"model_id": data.get("model_id"), "model_sha": data.get("model_sha"),
-                            "server": f"tgi {data.get('version', '')}".strip()}
+                    return {
+                        "model_id": data.get("model_id"),
+                        "model_sha": data.get("model_sha"),
+                        "server": f"tgi {data.get('version', '')}".strip(),
+                    }
                 models = data.get("data") or []
                 ids = [m.get("id") for m in models]
                 if self.model and self.model not in ids:
                     raise LLMError(f"LLM endpoint {url} does not serve llm.model={self.model!r} (it lists {ids})")
-                return {"model_id": self.model or (ids[0] if ids else None), "model_sha": None,
-                        "server": "openai-compatible"}
+                return {
+                    "model_id": self.model or (ids[0] if ids else None),
+                    "model_sha": None,
+                    "server": "openai-compatible",
+                }
             last = f"HTTP {resp.status_code} on {path}"
         raise EndpointUnavailableError(f"LLM endpoint {url} failed its health probe ({last})")
 
@@ -182,16 +202,18 @@ class ServerBackend:
         pool serving different models stops the stage."""
         keys = [s.api_key() for s in self.specs]
         async with httpx2.AsyncClient(timeout=min(self.timeout, 10.0)) as client:
-            results = await asyncio.gather(*(self._probe_one(client, s, k) for s, k in zip(self.specs, keys)),
-                                           return_exceptions=True)
+            results = await asyncio.gather(
+                *(self._probe_one(client, s, k) for s, k in zip(self.specs, keys)), return_exceptions=True
+            )
         for r in results:
             if isinstance(r, BaseException) and not isinstance(r, EndpointUnavailableError):
                 raise r
         up = [(s, k, r) for s, k, r in zip(self.specs, keys, results) if not isinstance(r, BaseException)]
         down = [str(r) for r in results if isinstance(r, BaseException)]
         if not up:
-            raise EndpointUnavailableError("; ".join(down) if len(down) == 1 else
-                                           "no LLM endpoint answered: " + "; ".join(down))
+            raise EndpointUnavailableError(
+                "; ".join(down) if len(down) == 1 else "no LLM endpoint answered: " + "; ".join(down)
+            )
         for msg in down:
             print(f"socsim: warning: {msg}; going on with the other endpoints", file=sys.stderr)
         models = {(i["model_id"], i["model_sha"]) for _, _, i in up}
@@ -199,8 +221,13 @@ class ServerBackend:
             listing = ", ".join(f"{s.url} -> {i['model_id']}@{i['model_sha']}" for s, _, i in up)
             raise LLMError(f"llm.endpoints serve different models ({listing}); a pool must serve one model")
         info = up[0][2]
-        self._identity = {"backend": self.kind, "dialect": self.dialect, "model_id": info["model_id"],
-                          "model_sha": info["model_sha"], "runtime": info["server"]}
+        self._identity = {
+            "backend": self.kind,
+            "dialect": self.dialect,
+            "model_id": info["model_id"],
+            "model_sha": info["model_sha"],
+            "runtime": info["server"],
+        }
         before = {ep.url: ep for ep in self._endpoints or []}
         self._changed = None  # a future of an earlier event loop (asyncio.run) must not be awaited here
         self._endpoints = [_Endpoint(s, k, self.concurrency, self.timeout) for s, k in zip(self.specs, keys)]
@@ -248,7 +275,7 @@ class ServerBackend:
             backoffs = [ep.retry_at - now for ep in live if ep.retry_at > now]
             try:
                 await asyncio.wait_for(asyncio.shield(self._changed), min(backoffs) if backoffs else None)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     def _wake(self) -> None:
@@ -259,7 +286,8 @@ class ServerBackend:
     def _all_down(self) -> EndpointUnavailableError:
         listing = "; ".join(f"{ep.url} ({ep.last_error})" for ep in self._endpoints or [])
         return EndpointUnavailableError(
-            f"every LLM endpoint failed after {self.retry.max_tries} tries and was taken out of the pool: {listing}")
+            f"every LLM endpoint failed after {self.retry.max_tries} tries and was taken out of the pool: {listing}"
+        )
 
     def _failed(self, ep: _Endpoint, exc: BaseException) -> None:
         """Count a failed try on an endpoint. A failure while it already backs off (other requests that
@@ -276,8 +304,11 @@ class ServerBackend:
             ep.removed = True
             self._wake()
             if len(self._endpoints or []) > 1:
-                print(f"socsim: warning: LLM endpoint {ep.url} taken out of the pool after {ep.strikes} failed "
-                      f"tries ({ep.last_error})", file=sys.stderr)
+                print(
+                    f"socsim: warning: LLM endpoint {ep.url} taken out of the pool after {ep.strikes} failed "
+                    f"tries ({ep.last_error})",
+                    file=sys.stderr,
+                )
             return
         ep.retry_at = now + self.retry.delay(ep.strikes)
         if ep.recheck is None or ep.recheck.done():
@@ -312,9 +343,13 @@ class ServerBackend:
         out = await ep.client.chat_completion(**kwargs)
         choice = out.choices[0]
         usage = out.usage
-        return Completion(text=choice.message.content or "", prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                          completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-                          finish_reason=choice.finish_reason, endpoint=ep.url)
+        return Completion(
+            text=choice.message.content or "",
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            finish_reason=choice.finish_reason,
+            endpoint=ep.url,
+        )
 
     async def complete(self, request: Request) -> Completion:
         """One request: sent to the least-busy live endpoint; a retryable failure sends it to the next
@@ -345,8 +380,9 @@ class ServerBackend:
             if not self._live():
                 raise self._all_down()
             if len(errors) >= self.retry.max_tries * len(self._endpoints or [1]):
-                raise EndpointUnavailableError(f"LLM request failed after {len(errors)} tries; last errors: "
-                                               + " | ".join(errors[-3:]))
+                raise EndpointUnavailableError(
+                    f"LLM request failed after {len(errors)} tries; last errors: " + " | ".join(errors[-3:])
+                )
             ep.retries += 1
             self.retries += 1
 

@@ -28,8 +28,12 @@ class Request:
     constraint: Constraint | None = None
 
     @staticmethod
-    def chat(messages: list[dict] | list[tuple[str, str]], seed: int, sampling: Sampling | None = None,
-             constraint: Constraint | None = None) -> "Request":
+    def chat(
+        messages: list[dict] | list[tuple[str, str]],
+        seed: int,
+        sampling: Sampling | None = None,
+        constraint: Constraint | None = None,
+    ) -> Request:
         pairs = tuple((m["role"], m["content"]) if isinstance(m, dict) else (m[0], m[1]) for m in messages)
         return Request(messages=pairs, seed=int(seed), sampling=sampling or Sampling(), constraint=constraint)
 

@@ -66,9 +66,12 @@ def trajectories(setups: list[dict], ratings: list[dict]) -> list[dict]:
 
 def bias_diversity(values) -> dict:
     a = np.asarray([v for v in values if v is not None and not pd.isna(v)], dtype=float)
-    return {"B": float(a.mean()) if a.size else None,
-            "D_pop": float(a.std(ddof=0)) if a.size else None,
-            "D_sample": float(a.std(ddof=1)) if a.size > 1 else None, "n_values": int(a.size)}
+    return {
+        "B": float(a.mean()) if a.size else None,
+        "D_pop": float(a.std(ddof=0)) if a.size else None,
+        "D_sample": float(a.std(ddof=1)) if a.size > 1 else None,
+        "n_values": int(a.size),
+    }
 
 
 def per_sim(setups: pd.DataFrame, traj: pd.DataFrame, ddof: int) -> pd.DataFrame:
@@ -88,17 +91,33 @@ def per_sim(setups: pd.DataFrame, traj: pd.DataFrame, ddof: int) -> pd.DataFrame
         counts = Counter(v for v in values if v is not None and not pd.isna(v))
         reviewed = set(g[g.source.isin(["classified", "parse_failed"])].agent)
         b = bd["B"]
-        rows.append({
-            "sim_id": s.sim_id, "model": s.model, "topic": s.topic, "category": s.category, "framing": s.framing,
-            "bias": s.bias, "memory": s.memory, "world": s.world, "init": s.init, "topology": s.topology,
-            "condition": s.condition, "rep": s.rep, "n_agents": s.n_agents, "steps": s.steps, **bd,
-            "D": bd["D_pop"] if ddof == 0 else bd["D_sample"],
-            "B_truth": None if b is None else (b if s.framing == "true" else -b),
-            "mode_share": max(counts.values()) / sum(counts.values()) if counts else None,
-            "changes": int(changed.values.sum()), "last_change": max(change_t) if change_t else 0,
-            "classified": int((g.source == "classified").sum()), "parse_failed": int((g.source == "parse_failed").sum()),
-            "never_reviewed": int(s.n_agents - len(reviewed)) if s.condition == "main" else 0,
-        })
+        rows.append(
+            {
+                "sim_id": s.sim_id,
+                "model": s.model,
+                "topic": s.topic,
+                "category": s.category,
+                "framing": s.framing,
+                "bias": s.bias,
+                "memory": s.memory,
+                "world": s.world,
+                "init": s.init,
+                "topology": s.topology,
+                "condition": s.condition,
+                "rep": s.rep,
+                "n_agents": s.n_agents,
+                "steps": s.steps,
+                **bd,
+                "D": bd["D_pop"] if ddof == 0 else bd["D_sample"],
+                "B_truth": None if b is None else (b if s.framing == "true" else -b),
+                "mode_share": max(counts.values()) / sum(counts.values()) if counts else None,
+                "changes": int(changed.values.sum()),
+                "last_change": max(change_t) if change_t else 0,
+                "classified": int((g.source == "classified").sum()),
+                "parse_failed": int((g.source == "parse_failed").sum()),
+                "never_reviewed": int(s.n_agents - len(reviewed)) if s.condition == "main" else 0,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -108,36 +127,58 @@ def _se(x: pd.Series) -> float | None:
 
 def aggregate(ps: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Mean over topics +- SE (repetitions averaged within a topic first; their SD kept)."""
-    topic_level = ps.groupby(by + ["topic"], sort=True).agg(B=("B", "mean"), D=("D", "mean"),
-                                                           rep_sd_B=("B", "std"), rep_sd_D=("D", "std"),
-                                                           reps=("B", "size")).reset_index()
+    topic_level = (
+        ps.groupby(by + ["topic"], sort=True)
+        .agg(B=("B", "mean"), D=("D", "mean"), rep_sd_B=("B", "std"), rep_sd_D=("D", "std"), reps=("B", "size"))
+        .reset_index()
+    )
     rows = []
     for key, g in topic_level.groupby(by, sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        rows.append({**dict(zip(by, key)), "B": g.B.mean(), "B_se": _se(g.B), "D": g.D.mean(), "D_se": _se(g.D),
-                     "n_topics": len(g), "reps": int(g.reps.max()),
-                     "rep_sd_B": g.rep_sd_B.mean() if g.reps.max() > 1 else None,
-                     "rep_sd_D": g.rep_sd_D.mean() if g.reps.max() > 1 else None})
+        rows.append(
+            {
+                **dict(zip(by, key)),
+                "B": g.B.mean(),
+                "B_se": _se(g.B),
+                "D": g.D.mean(),
+                "D_se": _se(g.D),
+                "n_topics": len(g),
+                "reps": int(g.reps.max()),
+                "rep_sd_B": g.rep_sd_B.mean() if g.reps.max() > 1 else None,
+                "rep_sd_D": g.rep_sd_D.mean() if g.reps.max() > 1 else None,
+            }
+        )
     out = pd.DataFrame(rows)
     if len(out):
-        out = out.assign(_b=out.bias.map(BIAS_ORDER)).sort_values(
-            [c for c in by if c != "bias"] + ["_b"], kind="stable").drop(columns="_b").reset_index(drop=True)
+        out = (
+            out.assign(_b=out.bias.map(BIAS_ORDER))
+            .sort_values([c for c in by if c != "bias"] + ["_b"], kind="stable")
+            .drop(columns="_b")
+            .reset_index(drop=True)
+        )
     return out
 
 
 def show(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Table cells as the paper prints them: 'B ± SE' and 'D ± SE' (SE n/a for one topic)."""
-    f = lambda m, s: "n/a" if m is None or pd.isna(m) else (f"{m:.2f}" if s is None or pd.isna(s) else f"{m:.2f} ± {s:.2f}")  # noqa: E731
-    return pd.DataFrame({**{c: df[c] for c in by}, "B": [f(m, s) for m, s in zip(df.B, df.B_se)],
-                         "D": [f(m, s) for m, s in zip(df.D, df.D_se)], "n_topics": df.n_topics})
+    f = lambda m, s: (
+        "n/a" if m is None or pd.isna(m) else (f"{m:.2f}" if s is None or pd.isna(s) else f"{m:.2f} ± {s:.2f}")
+    )  # noqa: E731
+    return pd.DataFrame(
+        {
+            **{c: df[c] for c in by},
+            "B": [f(m, s) for m, s in zip(df.B, df.B_se)],
+            "D": [f(m, s) for m, s in zip(df.D, df.D_se)],
+            "n_topics": df.n_topics,
+        }
+    )
 
 
 def classifier_flags(ratings: pd.DataFrame) -> dict[str, list[dg.Flag]]:
     """Per agent model: a classifier whose answers carry no information (one value >= 90 %)."""
     out = {}
     for model, g in ratings.groupby("model", sort=True):
-        out[model] = dg.collect(dg.one_value(g.opinion.dropna().tolist(),
-                                             f"opinion classifier on {model}'s reports"))
+        out[model] = dg.collect(dg.one_value(g.opinion.dropna().tolist(), f"opinion classifier on {model}'s reports"))
     return out
 
 
@@ -147,28 +188,60 @@ def tests(ps: pd.DataFrame, flags_of: dict[str, list[dg.Flag]], alpha: float) ->
     topic_b = main.groupby(CELL + ["topic"], sort=True)[["B", "D"]].mean().reset_index()
     for key, g in topic_b.groupby(CELL, sort=True):
         k = dict(zip(CELL, key))
-        fl = dg.collect(flags_of.get(k["model"], []), dg.too_few(len(g), MIN_TEST_UNITS, "one-sample t of B", "topics"),
-                        dg.near_constant(g.B, f"B ({k['framing']}, {k['bias']})") if len(g) >= MIN_TEST_UNITS else None)
+        fl = dg.collect(
+            flags_of.get(k["model"], []),
+            dg.too_few(len(g), MIN_TEST_UNITS, "one-sample t of B", "topics"),
+            dg.near_constant(g.B, f"B ({k['framing']}, {k['bias']})") if len(g) >= MIN_TEST_UNITS else None,
+        )
         t, p = stats.ttest_1samp(g.B, 0.0) if not fl else (None, None)
-        rows.append({"test": "one-sample t: B vs 0", **k, "n": len(g), "statistic": t, "p": p,
-                     "mean": g.B.mean(), "result": dg.verdict(fl, "significant" if p is not None and p < alpha else "not significant")})
+        rows.append(
+            {
+                "test": "one-sample t: B vs 0",
+                **k,
+                "n": len(g),
+                "statistic": t,
+                "p": p,
+                "mean": g.B.mean(),
+                "result": dg.verdict(fl, "significant" if p is not None and p < alpha else "not significant"),
+            }
+        )
     paired = []
     for key, g in topic_b.groupby([c for c in CELL if c != "framing"], sort=True):
         k = dict(zip([c for c in CELL if c != "framing"], key))
         w = g.pivot(index="topic", columns="framing", values="B").dropna()
         n = len(w) if {"false", "true"} <= set(w.columns) else 0
         diff = (w["true"] - w["false"]) if n else pd.Series(dtype=float)
-        fl = dg.collect(flags_of.get(k["model"], []), dg.too_few(n, MIN_TEST_UNITS, "paired framing t of B", "topics"),
-                        dg.near_constant(diff, "B(true) - B(false)") if n >= MIN_TEST_UNITS else None)
+        fl = dg.collect(
+            flags_of.get(k["model"], []),
+            dg.too_few(n, MIN_TEST_UNITS, "paired framing t of B", "topics"),
+            dg.near_constant(diff, "B(true) - B(false)") if n >= MIN_TEST_UNITS else None,
+        )
         t, p = stats.ttest_rel(w["true"], w["false"]) if not fl else (None, None)
-        paired.append(({"test": "paired t: B true vs false", **k, "framing": "both", "n": n, "statistic": t, "p": p,
-                        "mean": diff.mean() if n else None}, fl))
+        paired.append(
+            (
+                {
+                    "test": "paired t: B true vs false",
+                    **k,
+                    "framing": "both",
+                    "n": n,
+                    "statistic": t,
+                    "p": p,
+                    "mean": diff.mean() if n else None,
+                },
+                fl,
+            )
+        )
     adj = bonferroni([r["p"] for r, _ in paired if r["p"] is not None]) if paired else []
     it = iter(adj)
     for r, fl in paired:
         p_adj = next(it) if r["p"] is not None else None
-        rows.append({**r, "p_adj": p_adj,
-                     "result": dg.verdict(fl, "significant" if p_adj is not None and p_adj < alpha else "not significant")})
+        rows.append(
+            {
+                **r,
+                "p_adj": p_adj,
+                "result": dg.verdict(fl, "significant" if p_adj is not None and p_adj < alpha else "not significant"),
+            }
+        )
     rows += anova_rows(main, flags_of, alpha)
     return pd.DataFrame(rows)
 
@@ -181,19 +254,33 @@ def anova_rows(main: pd.DataFrame, flags_of: dict, alpha: float) -> list[dict]:
     for key, g in units.groupby(by, sort=True):
         k = dict(zip(by, key))
         groups = {b: g[g.bias == b].D.to_numpy() for b in BIAS_ORDER if (g.bias == b).any()}
-        fl = dg.collect(flags_of.get(k["model"], []),
-                        dg.too_few(len(groups), 2, "ANOVA of D by bias", "bias levels"),
-                        *(dg.too_few(len(v), 2, f"ANOVA of D by bias ({b})", "units") for b, v in groups.items()),
-                        dg.near_constant(g.D, "D") if len(g) > 1 else None)
+        fl = dg.collect(
+            flags_of.get(k["model"], []),
+            dg.too_few(len(groups), 2, "ANOVA of D by bias", "bias levels"),
+            *(dg.too_few(len(v), 2, f"ANOVA of D by bias ({b})", "units") for b, v in groups.items()),
+            dg.near_constant(g.D, "D") if len(g) > 1 else None,
+        )
         res = anova(groups) if not fl else {}
         if res and not np.isfinite(res["F"]):
             fl.append(dg.Flag("ANOVA of D by bias", "no variance within bias levels"))
             res = {}
-        rows.append({"test": "one-way ANOVA: D by bias", **k, "framing": "both", "bias": "all",
-                     "n": len(g), "statistic": res.get("F"), "p": res.get("p"),
-                     "contrast_none_vs_bias": res.get("c1"), "p_contrast_none_vs_bias": res.get("p1"),
-                     "contrast_weak_vs_strong": res.get("c2"), "p_contrast_weak_vs_strong": res.get("p2"),
-                     "mean": None, "result": dg.verdict(fl, "significant" if res.get("p", 1) < alpha else "not significant")})
+        rows.append(
+            {
+                "test": "one-way ANOVA: D by bias",
+                **k,
+                "framing": "both",
+                "bias": "all",
+                "n": len(g),
+                "statistic": res.get("F"),
+                "p": res.get("p"),
+                "contrast_none_vs_bias": res.get("c1"),
+                "p_contrast_none_vs_bias": res.get("p1"),
+                "contrast_weak_vs_strong": res.get("c2"),
+                "p_contrast_weak_vs_strong": res.get("p2"),
+                "mean": None,
+                "result": dg.verdict(fl, "significant" if res.get("p", 1) < alpha else "not significant"),
+            }
+        )
     return rows
 
 
@@ -225,8 +312,13 @@ def baseline_table(ps: pd.DataFrame, base: pd.DataFrame, setups: pd.DataFrame, d
     bdf = pd.DataFrame(rows, columns=["sim_id", "baseline", "B", "D"])
     main = ps[ps.condition == "main"]
     llm = main[["sim_id", *CELL, "topic", "B", "D"]].assign(source="llm")
-    merged = [llm] + [main[["sim_id", *CELL, "topic"]].merge(bdf[bdf.baseline == k], on="sim_id")
-                      .drop(columns="baseline").assign(source=k) for k in sorted(bdf.baseline.unique())]
+    merged = [llm] + [
+        main[["sim_id", *CELL, "topic"]]
+        .merge(bdf[bdf.baseline == k], on="sim_id")
+        .drop(columns="baseline")
+        .assign(source=k)
+        for k in sorted(bdf.baseline.unique())
+    ]
     both = pd.concat(merged, ignore_index=True)
     return aggregate(both.rename(columns={"source": "run"}), ["run", *CELL])
 
@@ -239,15 +331,18 @@ def _verdict_of(rows: pd.DataFrame) -> tuple[bool | None, str | None]:
     return bool((rows.result == "significant").all()), None
 
 
-def vs_paper_rows(ps: pd.DataFrame, setups: pd.DataFrame, tst: pd.DataFrame, paper: dict, alpha: float
-                  ) -> list[vs_paper.Row]:
+def vs_paper_rows(
+    ps: pd.DataFrame, setups: pd.DataFrame, tst: pd.DataFrame, paper: dict, alpha: float
+) -> list[vs_paper.Row]:
     """Every Table 1 / Table 2 cell we ran beside the seed paper's (D as population SD, as the
     tables), v4's global-warming runs, the two findings, and the uniform start's sample SD."""
     rows: list[vs_paper.Row] = []
     main = ps[(ps.condition == "main") & (ps.init == "uniform")]
     pop = main.assign(D=main.D_pop)  # the paper's tables: population SD whatever metrics.ddof says
-    for by, ref_of, name in ((CELL, lambda r: paper["table1"], "Table 1"),
-                             (["category", *CELL], lambda r: paper["table2"].get(r.category, {}), "Table 2")):
+    for by, ref_of, name in (
+        (CELL, lambda r: paper["table1"], "Table 1"),
+        (["category", *CELL], lambda r: paper["table2"].get(r.category, {}), "Table 2"),
+    ):
         for r in aggregate(pop, by).itertuples(index=False):
             p = ref_of(r).get(r.memory, {}).get(r.framing, {}).get(r.bias)
             if p is None:
@@ -268,25 +363,43 @@ def vs_paper_rows(ps: pd.DataFrame, setups: pd.DataFrame, tst: pd.DataFrame, pap
     for (model, topology, memory), g in main.groupby(["model", "topology", "memory"], sort=True):
         biases = sorted(set(g.bias), key=BIAS_ORDER.get)
         sel = (tst.model == model) & (tst.topology == topology) & (tst.memory == memory) & (tst.init == "uniform")
-        paper_b = {f: np.mean([ref.get(memory, {}).get(f, {}).get(b, {}).get("B", np.nan) for b in biases])
-                   for f in ("false", "true")}
+        paper_b = {
+            f: np.mean([ref.get(memory, {}).get(f, {}).get(b, {}).get("B", np.nan) for b in biases])
+            for f in ("false", "true")
+        }
         one = tst[sel & (tst.test == "one-sample t: B vs 0") & (tst.framing == "false")]
         holds, deg = _verdict_of(one)
         false_b = g[g.framing == "false"].B
         if holds is not None:
             holds = holds and bool((one["mean"] < 0).all())
         scope = f"{model}, {memory} ({topology}), bias {'/'.join(biases)}"
-        rows.append(vs_paper.Row(f"{scope}: mean B under false framing", false_b.mean() if len(false_b) else None,
-                                 paper_b["false"], finding=paper["findings"]["truth"], holds=holds, degenerate=deg,
-                                 note="holds: every false-framing cell's B < 0 with a significant one-sample t"))
+        rows.append(
+            vs_paper.Row(
+                f"{scope}: mean B under false framing",
+                false_b.mean() if len(false_b) else None,
+                paper_b["false"],
+                finding=paper["findings"]["truth"],
+                holds=holds,
+                degenerate=deg,
+                note="holds: every false-framing cell's B < 0 with a significant one-sample t",
+            )
+        )
         pair = tst[sel & (tst.test == "paired t: B true vs false")]
         holds, deg = _verdict_of(pair)
         if holds is not None:
             holds = holds and bool((pair["mean"] > 0).all())
         diff = g[g.framing == "true"].B.mean() - false_b.mean() if {"true", "false"} <= set(g.framing) else None
-        rows.append(vs_paper.Row(f"{scope}: B(true) - B(false)", diff, paper_b["true"] - paper_b["false"],
-                                 finding=paper["findings"]["truth"], holds=holds, degenerate=deg,
-                                 note="holds: B higher under true framing in every bias cell (paired t, Bonferroni)"))
+        rows.append(
+            vs_paper.Row(
+                f"{scope}: B(true) - B(false)",
+                diff,
+                paper_b["true"] - paper_b["false"],
+                finding=paper["findings"]["truth"],
+                holds=holds,
+                degenerate=deg,
+                note="holds: B higher under true framing in every bias cell (paired t, Bonferroni)",
+            )
+        )
         an = tst[sel & (tst.test == "one-way ANOVA: D by bias")]
         d_by = g.groupby("bias").D_pop.mean()
         for a in an.itertuples(index=False):
@@ -294,16 +407,29 @@ def vs_paper_rows(ps: pd.DataFrame, setups: pd.DataFrame, tst: pd.DataFrame, pap
             if holds is not None:
                 holds = holds and "none" in d_by and "strong" in d_by and bool(d_by["strong"] > d_by["none"])
             three = len(biases) == 3
-            rows.append(vs_paper.Row(f"{scope}: ANOVA F of D by bias", a.statistic,
-                                     paper.get("anova_v4", {}).get(memory, {}).get("F") if three else None,
-                                     finding=paper["findings"]["bias_diversity"], holds=holds, degenerate=deg,
-                                     note="paper: arXiv v4 App. M, F(2) over 3 levels" if three else
-                                     f"paper's F(2) needs all 3 bias levels; ran {len(biases)}; holds: p < alpha "
-                                     "and mean D strong > none"))
+            rows.append(
+                vs_paper.Row(
+                    f"{scope}: ANOVA F of D by bias",
+                    a.statistic,
+                    paper.get("anova_v4", {}).get(memory, {}).get("F") if three else None,
+                    finding=paper["findings"]["bias_diversity"],
+                    holds=holds,
+                    degenerate=deg,
+                    note="paper: arXiv v4 App. M, F(2) over 3 levels"
+                    if three
+                    else f"paper's F(2) needs all 3 bias levels; ran {len(biases)}; holds: p < alpha "
+                    "and mean D strong > none",
+                )
+            )
     start = setups[(setups.condition == "main") & (setups.init == "uniform")]
     if len(start):
         initial = list(start.iloc[0]["initial"])
-        rows.append(vs_paper.Row("uniform start: D (sample SD, ddof 1)", float(np.std(initial, ddof=1)),
-                                 paper["uniform_start"]["D_sample"],
-                                 note=f"N = {len(initial)}; the population SD of the same start is {np.std(initial):.4f}"))
+        rows.append(
+            vs_paper.Row(
+                "uniform start: D (sample SD, ddof 1)",
+                float(np.std(initial, ddof=1)),
+                paper["uniform_start"]["D_sample"],
+                note=f"N = {len(initial)}; the population SD of the same start is {np.std(initial):.4f}",
+            )
+        )
     return rows

@@ -49,8 +49,9 @@ def report(x: float) -> int:
     return int(min(SCALE_MAX, max(SCALE_MIN, value)))
 
 
-def _validate(kind: str, initial: Sequence[int], pairs: Sequence[tuple[int, int]], mu: float,
-              epsilon: float | None) -> None:
+def _validate(
+    kind: str, initial: Sequence[int], pairs: Sequence[tuple[int, int]], mu: float, epsilon: float | None
+) -> None:
     if kind not in KINDS:
         raise ValueError(f"unknown baseline kind {kind!r}; expected one of {', '.join(KINDS)}")
     if not _real(mu) or not 0 < mu <= 1:
@@ -65,8 +66,7 @@ def _validate(kind: str, initial: Sequence[int], pairs: Sequence[tuple[int, int]
         raise ValueError(f"initial must hold the opinions of at least 2 agents (got {n})")
     for i, o in enumerate(initial):
         if not _int(o) or not SCALE_MIN <= o <= SCALE_MAX:
-            raise ValueError(f"initial opinion of agent {i} must be an integer in {SCALE_MIN}..{SCALE_MAX} "
-                             f"(got {o!r})")
+            raise ValueError(f"initial opinion of agent {i} must be an integer in {SCALE_MIN}..{SCALE_MAX} (got {o!r})")
     for t, pair in enumerate(pairs, start=1):
         try:
             w, r = pair
@@ -78,8 +78,9 @@ def _validate(kind: str, initial: Sequence[int], pairs: Sequence[tuple[int, int]
             raise ValueError(f"pair at step {t} {pair!r} has writer == reviewer")
 
 
-def run(kind: str, initial: list[int], pairs: list[tuple[int, int]], mu: float,
-        epsilon: float | None = None) -> np.ndarray:
+def run(
+    kind: str, initial: list[int], pairs: list[tuple[int, int]], mu: float, epsilon: float | None = None
+) -> np.ndarray:
     """The (T+1, N) matrix of reported opinions; row 0 is `initial`, row t the opinions after step t.
 
     At step t with pair (w, r) only reviewer r updates (see the module docstring for the rules).

@@ -27,8 +27,9 @@ ANSWER = Choice(("-2", "-1", "0", "1", "2"))
 
 def request(prompts: dict, event: dict, claim: str, client: LLMClient, cl: dict, seed: int, name: str):
     template = prompts["classifier" if event.get("tweet") is not None else "classifier_control"]  # controls: no tweet
-    text = template.format(report=event["report"].strip(), claim=claim,
-                                        options=classifier_options(prompts, cl["paper_typo"]))
+    text = template.format(
+        report=event["report"].strip(), claim=claim, options=classifier_options(prompts, cl["paper_typo"])
+    )
     sampling = client.sampling(max_tokens=cl["max_tokens"], temperature=cl["temperature"])
     seed = derive_seed(seed, "opinion_dynamics", "classify", name, event["sim_id"], event["t"])
     return Request.chat([{"role": "user", "content": text}], seed, sampling, ANSWER)
@@ -36,17 +37,28 @@ def request(prompts: dict, event: dict, claim: str, client: LLMClient, cl: dict,
 
 def rating(event: dict, resp, name: str) -> dict:
     ans = sim_judge.answer(resp, opinion=None)
-    return {"sim_id": event["sim_id"], "t": event["t"], "agent": event["reviewer"], "model": event["model"],
-            "topic": event["topic"], "opinion": None if ans["opinion"] is None else int(ans["opinion"]),
-            "raw_answer": ans["raw_answer"], "parse_ok": ans["parse_ok"], "classifier_model": name}
+    return {
+        "sim_id": event["sim_id"],
+        "t": event["t"],
+        "agent": event["reviewer"],
+        "model": event["model"],
+        "topic": event["topic"],
+        "opinion": None if ans["opinion"] is None else int(ans["opinion"]),
+        "raw_answer": ans["raw_answer"],
+        "parse_ok": ans["parse_ok"],
+        "classifier_model": name,
+    }
 
 
-async def classify(events: list[dict], claims: dict[str, str], prompts: dict, cl: dict, client: LLMClient,
-                   name: str, seed: int) -> list[dict]:
+async def classify(
+    events: list[dict], claims: dict[str, str], prompts: dict, cl: dict, client: LLMClient, name: str, seed: int
+) -> list[dict]:
     """One rating per report, all concurrently (no report depends on another)."""
+
     async def one(e):
-        return [rating(e, await client.generate(request(prompts, e, claims[e["sim_id"]], client, cl, seed, name)),
-                       name)]
+        return [
+            rating(e, await client.generate(request(prompts, e, claims[e["sim_id"]], client, cl, seed, name)), name)
+        ]
 
     return await runner.run_all({name: client}, (one(e) for e in events), f"classify ({name})", unit="report")
 
@@ -60,16 +72,32 @@ def agreement(a, b) -> dict:
     pairs = [(int(x), int(y)) for x, y in zip(a, b) if x is not None and y is not None]
     out = {"n": len(pairs), "unpaired": len(list(a)) - len(pairs)}
     if not pairs:
-        return {**out, "agreement": None, "cohen_kappa": None, "krippendorff_alpha": None, "confusion": None,
-                "note": "no paired ratings"}
+        return {
+            **out,
+            "agreement": None,
+            "cohen_kappa": None,
+            "krippendorff_alpha": None,
+            "confusion": None,
+            "note": "no paired ratings",
+        }
     x, y = map(np.array, zip(*pairs))
     order = [2, 1, 0, -1, -2]
     confusion = [[int(np.sum((x == r) & (y == c))) for c in order] for r in order]
     alpha = None
     if len(set(x) | set(y)) > 1:
-        alpha = float(krippendorff.alpha(reliability_data=np.vstack([x, y]).astype(float),
-                                         level_of_measurement="ordinal", value_domain=order[::-1]))
+        alpha = float(
+            krippendorff.alpha(
+                reliability_data=np.vstack([x, y]).astype(float),
+                level_of_measurement="ordinal",
+                value_domain=order[::-1],
+            )
+        )
     kappa = None if len(set(x) | set(y)) == 1 else float(cohens_kappa(np.array(confusion), return_results=False))
-    return {**out, "agreement": float(np.mean(x == y)), "cohen_kappa": kappa,
-            "krippendorff_alpha": alpha, "confusion": confusion,
-            "note": "" if alpha is not None else "one value only: Krippendorff's alpha undefined"}
+    return {
+        **out,
+        "agreement": float(np.mean(x == y)),
+        "cohen_kappa": kappa,
+        "krippendorff_alpha": alpha,
+        "confusion": confusion,
+        "note": "" if alpha is not None else "one value only: Krippendorff's alpha undefined",
+    }

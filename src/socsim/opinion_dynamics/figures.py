@@ -26,8 +26,9 @@ def _trajectory(ax, sim: pd.DataFrame, setup: dict, title: str) -> None:
     for agent, g in sim.groupby("agent", sort=True):
         g = g.sort_values("t")
         init = setup["initial"][agent]
-        ax.step(g.t, g.opinion.astype(float) + 0.03 * agent, where="post", lw=1,
-                color=COLOURS.get(init, "black"), alpha=0.9)
+        ax.step(
+            g.t, g.opinion.astype(float) + 0.03 * agent, where="post", lw=1, color=COLOURS.get(init, "black"), alpha=0.9
+        )
     ax.set_ylim(-2.3, 2.6)
     ax.set_yticks([-2, -1, 0, 1, 2])
     ax.set_title(title, fontsize=8)
@@ -40,14 +41,24 @@ def trajectory_figures(setups: pd.DataFrame, traj: pd.DataFrame, out: Path) -> l
     for key, g in main[main.rep == 0].groupby(["model", "topic", "memory", "init", "topology"], sort=True):
         biases = [b for b in BIASES if b in set(g.bias)]
         framings = sorted(set(g.framing))
-        fig, axes = plt.subplots(len(biases), len(framings), figsize=(4 * len(framings), 2.4 * len(biases)),
-                                 squeeze=False, sharex=True, sharey=True)
+        fig, axes = plt.subplots(
+            len(biases),
+            len(framings),
+            figsize=(4 * len(framings), 2.4 * len(biases)),
+            squeeze=False,
+            sharex=True,
+            sharey=True,
+        )
         for i, b in enumerate(biases):
             for j, f in enumerate(framings):
                 cell = g[(g.bias == b) & (g.framing == f)]
                 s = cell.iloc[0].to_dict() if len(cell) else None
-                _trajectory(axes[i][j], by_sim.get(s["sim_id"], pd.DataFrame()) if s else pd.DataFrame(),
-                            s or {"initial": []}, f"{f} framing, {b} bias")
+                _trajectory(
+                    axes[i][j],
+                    by_sim.get(s["sim_id"], pd.DataFrame()) if s else pd.DataFrame(),
+                    s or {"initial": []},
+                    f"{f} framing, {b} bias",
+                )
         for ax in axes[-1]:
             ax.set_xlabel("time step t")
         fig.suptitle(f"Opinion trajectories: {' / '.join(map(str, key))} (colour = initial opinion)", fontsize=9)
@@ -57,8 +68,9 @@ def trajectory_figures(setups: pd.DataFrame, traj: pd.DataFrame, out: Path) -> l
     controls = setups[setups.condition != "main"]
     for key, g in controls[controls.rep == 0].groupby(["model", "topic"], sort=True):
         conds, framings = sorted(set(g.condition)), sorted(set(g.framing))
-        fig, axes = plt.subplots(len(conds), len(framings), figsize=(4 * len(framings), 2.4 * len(conds)),
-                                 squeeze=False, sharey=True)
+        fig, axes = plt.subplots(
+            len(conds), len(framings), figsize=(4 * len(framings), 2.4 * len(conds)), squeeze=False, sharey=True
+        )
         for i, c in enumerate(conds):
             for j, f in enumerate(framings):
                 s = g[(g.condition == c) & (g.framing == f)].iloc[0].to_dict()
@@ -89,8 +101,9 @@ def final_distributions(ps: pd.DataFrame, traj: pd.DataFrame, setups: pd.DataFra
     for key, g in main.groupby(["model", "memory", "topology"], sort=True):
         biases = [b for b in BIASES if b in set(g.bias)]
         framings = sorted(set(g.framing))
-        fig, axes = plt.subplots(len(biases), len(framings), figsize=(3.5 * len(framings), 2.3 * len(biases)),
-                                 squeeze=False, sharex=True)
+        fig, axes = plt.subplots(
+            len(biases), len(framings), figsize=(3.5 * len(framings), 2.3 * len(biases)), squeeze=False, sharex=True
+        )
         for i, b in enumerate(biases):
             for j, f in enumerate(framings):
                 ax = axes[i][j]
@@ -110,24 +123,35 @@ def final_distributions(ps: pd.DataFrame, traj: pd.DataFrame, setups: pd.DataFra
     return names
 
 
-def bias_diversity_figure(t1: pd.DataFrame, baseline: pd.DataFrame, controls: pd.DataFrame, out: Path,
-                          d_label: str) -> list[str]:
+def bias_diversity_figure(
+    t1: pd.DataFrame, baseline: pd.DataFrame, controls: pd.DataFrame, out: Path, d_label: str
+) -> list[str]:
     """B and D (mean +- SE over topics) by condition, with the numeric baselines and the controls."""
     names = []
     for model, g in t1.groupby("model", sort=True):
         g = g.reset_index(drop=True)
-        labels = [f"{r.memory[:3]} {r.framing[0].upper()} {r.bias}" + ("" if r.topology == "complete" else f" {r.topology}")
-                  + ("" if r.init == "uniform" else f" {r.init}") for r in g.itertuples()]
+        labels = [
+            f"{r.memory[:3]} {r.framing[0].upper()} {r.bias}"
+            + ("" if r.topology == "complete" else f" {r.topology}")
+            + ("" if r.init == "uniform" else f" {r.init}")
+            for r in g.itertuples()
+        ]
         x = np.arange(len(g))
         fig, axes = plt.subplots(1, 2, figsize=(max(6, 0.7 * len(g) + 3) * 1.6, 3.6))
         for ax, col in zip(axes, ("B", "D")):
             ax.errorbar(x, g[col], yerr=g[f"{col}_se"].astype(float).fillna(0), fmt="o", color="black", label="LLM")
             for kind, marker in (("deffuant", "s"), ("degroot", "^")):
                 b = baseline[(baseline.run == kind) & (baseline.model == model)]
-                m = g.merge(b, on=["model", "topology", "init", "memory", "framing", "bias"], how="left", suffixes=("", "_b"))
+                m = g.merge(
+                    b, on=["model", "topology", "init", "memory", "framing", "bias"], how="left", suffixes=("", "_b")
+                )
                 ax.plot(x, m[f"{col}_b"], marker, mfc="none", label=kind)
-            for k, (cond, c) in enumerate(controls[controls.model == model].groupby(["condition", "framing"], sort=True)):
-                ax.axhline(c[col].mean(), ls="--", lw=0.8, color=f"C{k + 3}", label=f"{cond[0].replace('_', ' ')} ({cond[1]})")
+            for k, (cond, c) in enumerate(
+                controls[controls.model == model].groupby(["condition", "framing"], sort=True)
+            ):
+                ax.axhline(
+                    c[col].mean(), ls="--", lw=0.8, color=f"C{k + 3}", label=f"{cond[0].replace('_', ' ')} ({cond[1]})"
+                )
             ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
             ax.set_title({"B": "bias B (mean final opinion)", "D": f"diversity D ({d_label})"}[col], fontsize=9)
             ax.axhline(0, color="grey", lw=0.5)

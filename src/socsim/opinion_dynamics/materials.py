@@ -22,16 +22,33 @@ def persona_rows(personas: dict) -> list[dict]:
     for p in personas["personas"]:
         if int(p["initial"]) not in VALUES:
             raise ValueError(f"persona {p['id']}: initial opinion {p['initial']} is not in -2..2")
-        rows.append({"persona_id": p["id"], "name": p["name"], "initial": int(p["initial"]),
-                     "leaning": p["leaning"], "age": int(p["age"]), "gender": p["gender"],
-                     "ethnicity": p["ethnicity"], "education": p["education"], "occupation": p["occupation"]})
+        rows.append(
+            {
+                "persona_id": p["id"],
+                "name": p["name"],
+                "initial": int(p["initial"]),
+                "leaning": p["leaning"],
+                "age": int(p["age"]),
+                "gender": p["gender"],
+                "ethnicity": p["ethnicity"],
+                "education": p["education"],
+                "occupation": p["occupation"],
+            }
+        )
     return rows
 
 
 def topic_rows(topics: dict) -> list[dict]:
-    return [{"topic": t["id"], "category": t["category"], "name": t["name"],
-             "claim_false": claim(t["claims"]["false"]), "claim_true": claim(t["claims"]["true"])}
-            for t in topics["topics"]]
+    return [
+        {
+            "topic": t["id"],
+            "category": t["category"],
+            "name": t["name"],
+            "claim_false": claim(t["claims"]["false"]),
+            "claim_true": claim(t["claims"]["true"]),
+        }
+        for t in topics["topics"]
+    ]
 
 
 def claim(text: str) -> str:

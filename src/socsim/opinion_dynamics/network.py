@@ -52,8 +52,10 @@ def _validate(topology: dict, n: int) -> str:
     allowed = {"kind", *_PARAMS[kind]}
     extra = sorted(set(topology) - allowed)
     if extra:
-        raise ValueError(f"topology {kind!r} does not take parameter(s) {', '.join(map(str, extra))}; "
-                         f"it takes: {', '.join(_PARAMS[kind]) or 'none'}")
+        raise ValueError(
+            f"topology {kind!r} does not take parameter(s) {', '.join(map(str, extra))}; "
+            f"it takes: {', '.join(_PARAMS[kind]) or 'none'}"
+        )
     missing = [p for p in _PARAMS[kind] if p not in topology]
     if missing:
         raise ValueError(f"topology {kind!r} needs parameter(s) {', '.join(missing)}")
@@ -64,8 +66,10 @@ def _validate(topology: dict, n: int) -> str:
     elif kind == "watts_strogatz":
         k, beta = topology["k"], topology["beta"]
         if not _int(k) or k < 2 or k % 2 or k >= n:
-            raise ValueError(f"watts_strogatz parameter k must be an even integer with 2 <= k < n = {n} "
-                             f"(got {k!r}); each node joins its k nearest ring neighbours, k/2 on each side")
+            raise ValueError(
+                f"watts_strogatz parameter k must be an even integer with 2 <= k < n = {n} "
+                f"(got {k!r}); each node joins its k nearest ring neighbours, k/2 on each side"
+            )
         if not _real(beta) or not 0 <= beta <= 1:
             raise ValueError(f"watts_strogatz parameter beta must be a number in [0, 1] (got {beta!r})")
     return kind
@@ -91,8 +95,10 @@ def graph(topology: dict, n: int, seed: int) -> networkx.Graph:
         if networkx.is_connected(g):
             return g
     hint = "raise p" if kind == "erdos_renyi" else "raise k (or lower beta)"
-    raise ValueError(f"{kind} graph with n={n} and {({k: v for k, v in topology.items() if k != 'kind'})} was not "
-                     f"connected in {MAX_GRAPH_ATTEMPTS} seeded attempts; {hint}")
+    raise ValueError(
+        f"{kind} graph with n={n} and { ({k: v for k, v in topology.items() if k != 'kind'}) } was not "
+        f"connected in {MAX_GRAPH_ATTEMPTS} seeded attempts; {hint}"
+    )
 
 
 def edges_of(g: networkx.Graph) -> list[tuple[int, int]]:
@@ -100,8 +106,9 @@ def edges_of(g: networkx.Graph) -> list[tuple[int, int]]:
     return sorted({(min(u, v), max(u, v)) for u, v in g.edges() if u != v})
 
 
-def schedule(n: int, steps: int, rng: random.Random,
-             edges: list[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
+def schedule(
+    n: int, steps: int, rng: random.Random, edges: list[tuple[int, int]] | None = None
+) -> list[tuple[int, int]]:
     """The ordered (writer, reviewer) pairs of `steps` steps among agents 0..n-1.
 
     edges None (fully mixed, the paper): writer = rng.randrange(n), reviewer uniform among the other n-1 agents.

@@ -34,7 +34,9 @@ def multiset(init: str, n: int) -> list[int]:
     for value, share in sorted(DISTRIBUTIONS[init].items()):
         count = share * n
         if abs(count - round(count)) > 1e-9:
-            raise ValueError(f"initial distribution {init!r} needs N divisible by {round(1 / min(DISTRIBUTIONS[init].values()))}, got N = {n}")
+            raise ValueError(
+                f"initial distribution {init!r} needs N divisible by {round(1 / min(DISTRIBUTIONS[init].values()))}, got N = {n}"
+            )
         out += [value] * round(count)
     return out
 
@@ -92,21 +94,43 @@ def build(od: dict, seed: int, personas: list[dict], topics: list[dict], prompts
         keys = ("model", "topic", "framing", "bias", "memory", "world", "init", "topology", "condition")
         sim_id = ".".join(str(kw[k]) for k in keys) + f".r{kw['rep']}"
         topic = by_id[kw["topic"]]
-        return {"sim_id": sim_id, "category": topic["category"], "claim": topic[f"claim_{kw['framing']}"],
-                "seed": seed, **kw}
+        return {
+            "sim_id": sim_id,
+            "category": topic["category"],
+            "claim": topic[f"claim_{kw['framing']}"],
+            "seed": seed,
+            **kw,
+        }
 
     def main_runs(model, topic, framing, bias, memory, init, topo, rep):
         extra = () if od["schedule"] == "shared" else (model, framing, bias, memory)
         edges, pairs, initial = schedule(topic, init, topo, rep, extra)
         claim = by_id[topic][f"claim_{framing}"]
         texts = [materials.persona_text(prompts, p, o) for p, o in zip(agents, initial)]
-        rows.append(row(
-            model=model, topic=topic, framing=framing, bias=bias, memory=memory, world=world, init=init,
-            topology=topology_label(topo), condition="main", rep=rep, n_agents=n, steps=steps,
-            agent_names=[p["name"] for p in agents], initial=initial, personas=texts,
-            system_prompts=[system_prompt(prompts, t, claim, world, bias) for t in texts],
-            reminder=" ".join(reminder_parts(prompts, world, bias)) if inject else "",
-            writers=[w for w, _ in pairs], reviewers=[r for _, r in pairs], edges=[list(e) for e in edges]))
+        rows.append(
+            row(
+                model=model,
+                topic=topic,
+                framing=framing,
+                bias=bias,
+                memory=memory,
+                world=world,
+                init=init,
+                topology=topology_label(topo),
+                condition="main",
+                rep=rep,
+                n_agents=n,
+                steps=steps,
+                agent_names=[p["name"] for p in agents],
+                initial=initial,
+                personas=texts,
+                system_prompts=[system_prompt(prompts, t, claim, world, bias) for t in texts],
+                reminder=" ".join(reminder_parts(prompts, world, bias)) if inject else "",
+                writers=[w for w, _ in pairs],
+                reviewers=[r for _, r in pairs],
+                edges=[list(e) for e in edges],
+            )
+        )
 
     for model in models:
         for topic in od["topics"]:
@@ -122,9 +146,13 @@ def build(od: dict, seed: int, personas: list[dict], topics: list[dict], prompts
             for rep in range(od["repetitions"]):
                 for framing in framings:
                     for init in fig5["distributions"]:
-                        if not (topic in od["topics"] and "none" in od["confirmation_bias"]
-                                and fig5["memory"] in od["memory"] and init in od["initial_distributions"]
-                                and {"kind": "complete"} in od["topologies"]):
+                        if not (
+                            topic in od["topics"]
+                            and "none" in od["confirmation_bias"]
+                            and fig5["memory"] in od["memory"]
+                            and init in od["initial_distributions"]
+                            and {"kind": "complete"} in od["topologies"]
+                        ):
                             main_runs(model, topic, framing, "none", fig5["memory"], init, {"kind": "complete"}, rep)
         if od["controls"]["enabled"]:
             for topic in od["topics"]:
@@ -137,8 +165,9 @@ def build(od: dict, seed: int, personas: list[dict], topics: list[dict], prompts
     return rows
 
 
-def controls(od: dict, seed: int, agents: list[dict], prompts: dict, topic: dict, framing: str, model: str,
-             rep: int, row) -> list[dict]:
+def controls(
+    od: dict, seed: int, agents: list[dict], prompts: dict, topic: dict, framing: str, model: str, rep: int, row
+) -> list[dict]:
     """Paper 4.3: (a) no interaction, with role play: every agent reports its belief; (b) no
     interaction, no role play: one bare agent. `independent` (the paper's text, default): `reports`
     fresh reports per agent, each its own context; otherwise (the original code) T steps, one
@@ -157,14 +186,44 @@ def controls(od: dict, seed: int, agents: list[dict], prompts: dict, topic: dict
         rng = seeds.rng(seed, "opinion_dynamics", topic["topic"], rep, "control_schedule")
         roleplay = [rng.randrange(n) for _ in range(od["steps"])]
         bare = [0] * od["steps"]
-    common = dict(model=model, topic=topic["topic"], framing=framing, bias="none", memory=memory, world=world,
-                  init="uniform", topology="none", rep=rep)
+    common = dict(
+        model=model,
+        topic=topic["topic"],
+        framing=framing,
+        bias="none",
+        memory=memory,
+        world=world,
+        init="uniform",
+        topology="none",
+        rep=rep,
+    )
     return [
-        row(**common, condition="control_roleplay", n_agents=n, steps=len(roleplay),
-            agent_names=[p["name"] for p in agents], initial=initial, personas=texts,
+        row(
+            **common,
+            condition="control_roleplay",
+            n_agents=n,
+            steps=len(roleplay),
+            agent_names=[p["name"] for p in agents],
+            initial=initial,
+            personas=texts,
             system_prompts=[system_prompt(prompts, t, claim, world, "none", control=True) for t in texts],
-            reminder=reminder, writers=[-1] * len(roleplay), reviewers=roleplay, edges=[]),
-        row(**common, condition="control_bare", n_agents=1, steps=len(bare), agent_names=["(no role)"],
-            initial=[None], personas=[""], system_prompts=[None], reminder="", writers=[-1] * len(bare),
-            reviewers=bare, edges=[]),
+            reminder=reminder,
+            writers=[-1] * len(roleplay),
+            reviewers=roleplay,
+            edges=[],
+        ),
+        row(
+            **common,
+            condition="control_bare",
+            n_agents=1,
+            steps=len(bare),
+            agent_names=["(no role)"],
+            initial=[None],
+            personas=[""],
+            system_prompts=[None],
+            reminder="",
+            writers=[-1] * len(bare),
+            reviewers=bare,
+            edges=[],
+        ),
     ]

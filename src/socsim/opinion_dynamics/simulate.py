@@ -55,15 +55,20 @@ class Simulation:
     def __init__(self, setup: dict, prompts: dict, od: dict, client: LLMClient):
         self.s, self.p, self.od, self.client = setup, prompts, od, client
         self.control = setup["condition"] != "main"
-        self.agents = [Agent(i, name, persona, views.Memory(summary_head=prompts["reflection_head"]))
-                       for i, (name, persona) in enumerate(zip(setup["agent_names"], setup["personas"]))]
+        self.agents = [
+            Agent(i, name, persona, views.Memory(summary_head=prompts["reflection_head"]))
+            for i, (name, persona) in enumerate(zip(setup["agent_names"], setup["personas"]))
+        ]
         self.sampling = client.sampling(max_tokens=od["max_tokens"])
         self.steps: dict[int, dict] = {}  # t -> the EVENTS row being filled
         self.reflections = 0  # reflective_variant code: the counter all agents share
-        self.episode = Episode(setup["sim_id"], setup["model"], setup["seed"],
-                               tuple(Speaker(str(i), a.name, sp) for i, (a, sp) in
-                                     enumerate(zip(self.agents, setup["system_prompts"]))),
-                               seed_ids=("opinion_dynamics", setup["sim_id"]))
+        self.episode = Episode(
+            setup["sim_id"],
+            setup["model"],
+            setup["seed"],
+            tuple(Speaker(str(i), a.name, sp) for i, (a, sp) in enumerate(zip(self.agents, setup["system_prompts"]))),
+            seed_ids=("opinion_dynamics", setup["sim_id"]),
+        )
 
     # -- the schedule -------------------------------------------------------------------
     def turns_per_step(self) -> int:
@@ -83,11 +88,23 @@ class Simulation:
     def step(self, t: int) -> dict:
         if t not in self.steps:
             i = t - 1
-            self.steps[t] = {"sim_id": self.s["sim_id"], "t": t, "model": self.s["model"], "topic": self.s["topic"],
-                             "condition": self.s["condition"], "writer": self.s["writers"][i],
-                             "reviewer": self.s["reviewers"][i], "writer_prev": "none", "reviewer_prev": "none",
-                             "tweet": None, "report": "", "writer_reflection": None, "reviewer_reflection": None,
-                             "completion_tokens": 0, "truncated_events": 0}
+            self.steps[t] = {
+                "sim_id": self.s["sim_id"],
+                "t": t,
+                "model": self.s["model"],
+                "topic": self.s["topic"],
+                "condition": self.s["condition"],
+                "writer": self.s["writers"][i],
+                "reviewer": self.s["reviewers"][i],
+                "writer_prev": "none",
+                "reviewer_prev": "none",
+                "tweet": None,
+                "report": "",
+                "writer_reflection": None,
+                "reviewer_reflection": None,
+                "completion_tokens": 0,
+                "truncated_events": 0,
+            }
         return self.steps[t]
 
     # -- what an agent sees ----------------------------------------------------------------
@@ -131,7 +148,8 @@ class Simulation:
         templates = self.p["control_report" if agent.persona else "control_report_bare"]
         independent = self.s["memory"] == "none"
         prompt = templates["later" if agent.reports and not independent else "first"].format(
-            name=agent.name, claim=claim, k_prev=ordinal(max(agent.reports, 1)))
+            name=agent.name, claim=claim, k_prev=ordinal(max(agent.reports, 1))
+        )
         return self.context(agent, self.task(prompt, self.p["control_cue"]), t, with_memory=not independent)
 
     # -- after each turn: the memory event (and a reflection) ------------------------------------
@@ -144,11 +162,13 @@ class Simulation:
             agent.tweets += 1
             row["tweet"] = turn["text"]
             event = self.p["events"][f"{agent.prev}_write"].format(
-                k=ordinal(agent.tweets), k_prev=ordinal(max(agent.tweets - 1, 1)), tweet=turn["text"], claim=claim)
+                k=ordinal(agent.tweets), k_prev=ordinal(max(agent.tweets - 1, 1)), tweet=turn["text"], claim=claim
+            )
         elif kind == "review":
             row["report"] = turn["text"]
             event = self.p["events"][f"{agent.prev}_review"].format(
-                k=ordinal(agent.tweets), tweet=row["tweet"], reasoning=f"Reasoning: {turn['text']}")
+                k=ordinal(agent.tweets), tweet=row["tweet"], reasoning=f"Reasoning: {turn['text']}"
+            )
         else:
             agent.reports += 1
             row["report"] = turn["text"]
@@ -166,8 +186,11 @@ class Simulation:
         paper = self.od["reflective_variant"] == "paper"
         if paper:
             summary = agent.memory.summary
-            prompt = (self.p["reflect_first"].format(event=event) if summary is None
-                      else self.p["reflect_update"].format(summary=summary, event=event))
+            prompt = (
+                self.p["reflect_first"].format(event=event)
+                if summary is None
+                else self.p["reflect_update"].format(summary=summary, event=event)
+            )
             msgs = self.context(agent, prompt, t, with_memory=False)
         else:  # the original code's semantics (spec 1.2 (i)-(iii))
             first = self.reflections == 0
@@ -191,11 +214,19 @@ class Simulation:
 
     async def run(self) -> list[dict]:
         budget = self.turns_per_step() * self.s["steps"]
-        await play(self.episode, self.policy(), stop.TurnBudget(budget), self.client, self.sampling,
-                   self.messages, observe=self.observe)
+        await play(
+            self.episode,
+            self.policy(),
+            stop.TurnBudget(budget),
+            self.client,
+            self.sampling,
+            self.messages,
+            observe=self.observe,
+        )
         return [self.steps[t] for t in sorted(self.steps)]
 
 
 async def run_simulations(setups: list[dict], prompts: dict, od: dict, clients: dict[str, LLMClient]) -> list[dict]:
-    return await runner.run_all(clients, (Simulation(s, prompts, od, clients[s["model"]]).run() for s in setups),
-                                "simulations", unit="sim")
+    return await runner.run_all(
+        clients, (Simulation(s, prompts, od, clients[s["model"]]).run() for s in setups), "simulations", unit="sim"
+    )

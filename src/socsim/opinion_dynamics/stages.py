@@ -30,8 +30,9 @@ def run_setups(ctx: StageContext) -> None:
 
     rows = setups.build(ctx.params[OD], ctx.seed, ctx.rows("personas"), ctx.rows("topics"), ctx.yaml("prompts_file"))
     ctx.write("setups", rows)
-    ctx.write_metrics(simulations=len(rows), by_condition=dict(pd.Series([r["condition"] for r in rows]).value_counts()
-                                                                .sort_index()))
+    ctx.write_metrics(
+        simulations=len(rows), by_condition=dict(pd.Series([r["condition"] for r in rows]).value_counts().sort_index())
+    )
 
 
 def run_simulate(ctx: StageContext) -> None:
@@ -42,9 +43,12 @@ def run_simulate(ctx: StageContext) -> None:
     clients = ctx.model_clients(od["agent_models"], "opinion_dynamics.agent_models", present=setups)
     rows = asyncio.run(simulate.run_simulations(setups, ctx.yaml("prompts_file"), od, clients))
     ctx.write("events", rows)
-    ctx.write_metrics(simulations=len(setups), steps=len(rows),
-                      truncated_events=sum(r["truncated_events"] for r in rows),
-                      steps_with_truncation=sum(r["truncated_events"] > 0 for r in rows))
+    ctx.write_metrics(
+        simulations=len(setups),
+        steps=len(rows),
+        truncated_events=sum(r["truncated_events"] for r in rows),
+        steps_with_truncation=sum(r["truncated_events"] > 0 for r in rows),
+    )
 
 
 def _classifier(ctx: StageContext, entry: dict, where: str):
@@ -73,16 +77,24 @@ def run_validate(ctx: StageContext) -> None:
     out = ctx.path("validation")
     ratings = ctx.rows("ratings")
     if v["against"] is None:
-        write_json(out, {"status": "not requested", "how": "set opinion_dynamics.validation.against to a CSV of "
-                         "human ratings (sim_id, t, opinion) or a second classifier (a name plus llm keys)"})
+        write_json(
+            out,
+            {
+                "status": "not requested",
+                "how": "set opinion_dynamics.validation.against to a CSV of "
+                "human ratings (sim_id, t, opinion) or a second classifier (a name plus llm keys)",
+            },
+        )
         ctx.write_metrics(validated=0)
         return
     if isinstance(v["against"], str):
         human = pd.read_csv(v["against"])
         missing = {"sim_id", "t", "opinion"} - set(human.columns)
         if missing:
-            raise ValueError(f"{v['against']}: human ratings need the columns sim_id, t, opinion (missing: "
-                             f"{', '.join(sorted(missing))})")
+            raise ValueError(
+                f"{v['against']}: human ratings need the columns sim_id, t, opinion (missing: "
+                f"{', '.join(sorted(missing))})"
+            )
         other = {(r.sim_id, int(r.t)): int(r.opinion) for r in human.itertuples()}
         against = f"human ratings ({v['against']})"
     else:
@@ -90,18 +102,27 @@ def run_validate(ctx: StageContext) -> None:
         claims = {s["sim_id"]: s["claim"] for s in ctx.rows("setups")}
         from socsim import seeds
 
-        events = sorted(seeds.rng(ctx.seed, OD, "validate").sample(events, min(v["sample"], len(events))),
-                        key=lambda e: (e["sim_id"], e["t"]))
+        events = sorted(
+            seeds.rng(ctx.seed, OD, "validate").sample(events, min(v["sample"], len(events))),
+            key=lambda e: (e["sim_id"], e["t"]),
+        )
         name, client = _classifier(ctx, v["against"], "opinion_dynamics.validation.against")
         second = asyncio.run(classify.classify(events, claims, ctx.yaml("prompts_file"), cl, client, name, ctx.seed))
         other = {(r["sim_id"], r["t"]): r["opinion"] for r in second}
         against = f"second classifier {name}"
     pairs = [(r["opinion"], other[(r["sim_id"], r["t"])]) for r in ratings if (r["sim_id"], r["t"]) in other]
-    result = {"classifier": cl["model"]["name"], "against": against,
-              **classify.agreement([a for a, _ in pairs], [b for _, b in pairs])}
+    result = {
+        "classifier": cl["model"]["name"],
+        "against": against,
+        **classify.agreement([a for a, _ in pairs], [b for _, b in pairs]),
+    }
     write_json(out, result)
-    ctx.write_metrics(validated=result["n"], agreement=result["agreement"], cohen_kappa=result["cohen_kappa"],
-                      krippendorff_alpha=result["krippendorff_alpha"])
+    ctx.write_metrics(
+        validated=result["n"],
+        agreement=result["agreement"],
+        cohen_kappa=result["cohen_kappa"],
+        krippendorff_alpha=result["krippendorff_alpha"],
+    )
 
 
 def run_trajectories(ctx: StageContext) -> None:
@@ -123,8 +144,11 @@ def run_baseline(ctx: StageContext) -> None:
         pairs = list(zip(s["writers"], s["reviewers"]))
         for kind, cfg in (("deffuant", b["deffuant"]), ("degroot", b["degroot"])):
             matrix = baseline.run(kind, s["initial"], pairs, cfg["mu"], cfg.get("epsilon"))
-            rows += [{"sim_id": s["sim_id"], "baseline": kind, "agent": i, "t": t, "opinion": int(v)}
-                     for t, row in enumerate(matrix) for i, v in enumerate(row)]
+            rows += [
+                {"sim_id": s["sim_id"], "baseline": kind, "agent": i, "t": t, "opinion": int(v)}
+                for t, row in enumerate(matrix)
+                for i, v in enumerate(row)
+            ]
     ctx.write("baseline", rows)
     ctx.write_metrics(rows=len(rows))
 
@@ -154,21 +178,39 @@ def run_analyse(ctx: StageContext) -> None:
     ctrl = ps[ps.condition != "main"]
     by_c = ["model", "condition", "framing", "bias"]
     tc = analysis.aggregate(ctrl, by_c)
-    tables.write(tc, d, "controls", "Controls: B and D over every classified report (no interaction)", [d_note],
-                 analysis.show(tc, by_c))
+    tables.write(
+        tc,
+        d,
+        "controls",
+        "Controls: B and D over every classified report (no interaction)",
+        [d_note],
+        analysis.show(tc, by_c),
+    )
     tst = analysis.tests(ps, flags_of, alpha)
-    tables.write(tst, d, "tests", "The paper's tests (one-sample t of B, paired framing t, ANOVA of D by bias)",
-                 [f"alpha = {alpha}"])
+    tables.write(
+        tst,
+        d,
+        "tests",
+        "The paper's tests (one-sample t of B, paired framing t, ANOVA of D by bias)",
+        [f"alpha = {alpha}"],
+    )
     base = analysis.baseline_table(ps, ctx.read("baseline").to_pandas(), setups, ddof)
-    tables.write(base, d, "baseline", "B and D: LLM runs beside the numeric baselines (same N, T, schedule, start)",
-                 [d_note])
+    tables.write(
+        base, d, "baseline", "B and D: LLM runs beside the numeric baselines (same N, T, schedule, start)", [d_note]
+    )
     rows = analysis.vs_paper_rows(ps, setups, tst, vs_paper.read_paper(ctx.path("paper_file")), alpha)
     vs_paper.write(d, rows, "Opinion dynamics (paper 002): our run beside the paper's Tables 1 and 2 (seed) and v4")
     flags = dg.collect(*flags_of.values())
-    summary = {"simulations": int(len(ps)), "main": int(len(main)), "controls": int(len(ctrl)),
-               "d_definition": d_note, "parse_failed": int(ps.parse_failed.sum()),
-               "agents_never_reviewed": int(ps.never_reviewed.sum()),
-               "degenerate": bool(flags), "degeneracy_flags": dg.as_json(flags)}
+    summary = {
+        "simulations": int(len(ps)),
+        "main": int(len(main)),
+        "controls": int(len(ctrl)),
+        "d_definition": d_note,
+        "parse_failed": int(ps.parse_failed.sum()),
+        "agents_never_reviewed": int(ps.never_reviewed.sum()),
+        "degenerate": bool(flags),
+        "degeneracy_flags": dg.as_json(flags),
+    }
     write_json(d / "summary.json", summary)
     write_json(d / "provenance.json", ctx.provenance())
     for f in flags:
@@ -195,22 +237,42 @@ def shards(params) -> dict[str, dict]:
     """Simulate/classify shards: one per (agent model, topic), or coarser by `opinion_dynamics.shard_by`."""
     od = params[OD]
     topics = list(dict.fromkeys([*od["topics"], *od["fig5"]["topics"]]))
-    return shard_table([{"model": m["name"], "topic": t} for m in od["agent_models"] for t in topics],
-                       list(od["shard_by"]))
+    return shard_table(
+        [{"model": m["name"], "topic": t} for m in od["agent_models"] for t in topics], list(od["shard_by"])
+    )
 
 
-SHARD_KEYS = ("opinion_dynamics.agent_models", "opinion_dynamics.topics", "opinion_dynamics.fig5.topics",
-              "opinion_dynamics.shard_by")
-DESIGN = ("seed", "opinion_dynamics.agent_models", "opinion_dynamics.topics", "opinion_dynamics.framings",
-          "opinion_dynamics.confirmation_bias", "opinion_dynamics.memory", "opinion_dynamics.world",
-          "opinion_dynamics.initial_distributions", "opinion_dynamics.topologies", "opinion_dynamics.n_agents",
-          "opinion_dynamics.steps", "opinion_dynamics.repetitions", "opinion_dynamics.schedule",
-          "opinion_dynamics.injection", "opinion_dynamics.fig5", "opinion_dynamics.controls")
+SHARD_KEYS = (
+    "opinion_dynamics.agent_models",
+    "opinion_dynamics.topics",
+    "opinion_dynamics.fig5.topics",
+    "opinion_dynamics.shard_by",
+)
+DESIGN = (
+    "seed",
+    "opinion_dynamics.agent_models",
+    "opinion_dynamics.topics",
+    "opinion_dynamics.framings",
+    "opinion_dynamics.confirmation_bias",
+    "opinion_dynamics.memory",
+    "opinion_dynamics.world",
+    "opinion_dynamics.initial_distributions",
+    "opinion_dynamics.topologies",
+    "opinion_dynamics.n_agents",
+    "opinion_dynamics.steps",
+    "opinion_dynamics.repetitions",
+    "opinion_dynamics.schedule",
+    "opinion_dynamics.injection",
+    "opinion_dynamics.fig5",
+    "opinion_dynamics.controls",
+)
 CLASSIFIER = ("seed", "opinion_dynamics.classifier")
 
 ARTIFACTS = {
-    "personas_file": Artifact(f"{DATA}/personas.yaml"), "topics_file": Artifact(f"{DATA}/topics.yaml"),
-    "prompts_file": Artifact(f"{DATA}/prompts.yaml"), "paper_file": Artifact(f"{DATA}/paper.yaml"),
+    "personas_file": Artifact(f"{DATA}/personas.yaml"),
+    "topics_file": Artifact(f"{DATA}/topics.yaml"),
+    "prompts_file": Artifact(f"{DATA}/prompts.yaml"),
+    "paper_file": Artifact(f"{DATA}/paper.yaml"),
     "personas": Artifact(f"{RESULTS}/personas.parquet", schemas.PERSONAS, ("persona_id",)),
     "topics": Artifact(f"{RESULTS}/topics.parquet", schemas.TOPICS, ("topic",)),
     "setups": Artifact(f"{RESULTS}/setups.parquet", schemas.SETUPS, ("sim_id",)),
@@ -223,37 +285,99 @@ ARTIFACTS = {
     "figures": Artifact(f"{RESULTS}/figures", kind="dir", report="figures"),
 }
 
-STUDY = Study(OD, ARTIFACTS, [
-    Stage("materials", "The 10 personas (App. B) and the 15 topics with both framings (App. H) as tables.",
-          run_materials, inputs=("personas_file", "topics_file"), outputs=("personas", "topics")),
-    Stage("setups", "One self-contained row per simulation: factors, N agents with persona texts, initial opinions "
-          "and system prompts, the full pair schedule (seeded from ids, shared across the conditions of a topic and "
-          "repetition); Fig. 5 runs and the two controls.", run_setups,
-          inputs=("personas", "topics", "prompts_file"), outputs=("setups",), params=DESIGN),
-    Stage("simulate", "T steps per simulation on the engine: the writer tweets, the reviewer reports its belief with "
-          "reasoning; cumulative or reflective memory; controls report without interaction. One row per step.",
-          run_simulate, inputs=("setups", "prompts_file"), outputs=("events",),
-          params=("opinion_dynamics.max_tokens", "opinion_dynamics.memory_max_tokens",
-                  "opinion_dynamics.history_layout", "opinion_dynamics.reflective_variant", *SHARD_KEYS),
-          uses_llm=True, shards=shards),
-    Stage("classify", "The opinion classifier: every report to -2..2 under a constraint (temperature 0), raw answer "
-          "and parse flag kept.", run_classify, inputs=("events", "setups", "prompts_file"), outputs=("ratings",),
-          params=(*CLASSIFIER, *SHARD_KEYS), uses_llm=True, shards=shards),
-    Stage("validate", "Agreement, Cohen's kappa and Krippendorff's alpha of the classifier against a second classifier "
-          "or human ratings (opinion_dynamics.validation.against; null = not requested).", run_validate,
-          inputs=("ratings", "events", "setups", "prompts_file"), outputs=("validation",),
-          params=(*CLASSIFIER, "opinion_dynamics.validation"), uses_llm=True),
-    Stage("trajectories", "One row per (simulation, agent, t = 0..T): the initial, classified or carried opinion "
-          "(a failed parse carries the previous one, flagged).", run_trajectories, inputs=("setups", "ratings"),
-          outputs=("trajectories",)),
-    Stage("baseline", "Numeric agent-based baselines on the same N, T, pair schedule and scale: Deffuant bounded "
-          "confidence and DeGroot-style averaging.", run_baseline, inputs=("setups",), outputs=("baseline",),
-          params=("opinion_dynamics.baseline",)),
-    Stage("analyse", "B and D per simulation (population and sample SD), Tables 1 and 2, controls, the paper's tests, "
-          "baselines side by side, degeneracy flags, vs_paper.", run_analyse,
-          inputs=("setups", "trajectories", "ratings", "baseline", "paper_file"), outputs=("analysis",),
-          params=("opinion_dynamics.metrics", "opinion_dynamics.alpha")),
-    Stage("figures", "Opinion trajectories (Figs. 4-6 layout) and controls, final distributions, B and D by "
-          "condition with the baselines (PNG + PDF).", run_figures, inputs=("setups", "trajectories", "analysis"),
-          outputs=("figures",), params=("opinion_dynamics.metrics",)),
-])
+STUDY = Study(
+    OD,
+    ARTIFACTS,
+    [
+        Stage(
+            "materials",
+            "The 10 personas (App. B) and the 15 topics with both framings (App. H) as tables.",
+            run_materials,
+            inputs=("personas_file", "topics_file"),
+            outputs=("personas", "topics"),
+        ),
+        Stage(
+            "setups",
+            "One self-contained row per simulation: factors, N agents with persona texts, initial opinions "
+            "and system prompts, the full pair schedule (seeded from ids, shared across the conditions of a topic and "
+            "repetition); Fig. 5 runs and the two controls.",
+            run_setups,
+            inputs=("personas", "topics", "prompts_file"),
+            outputs=("setups",),
+            params=DESIGN,
+        ),
+        Stage(
+            "simulate",
+            "T steps per simulation on the engine: the writer tweets, the reviewer reports its belief with "
+            "reasoning; cumulative or reflective memory; controls report without interaction. One row per step.",
+            run_simulate,
+            inputs=("setups", "prompts_file"),
+            outputs=("events",),
+            params=(
+                "opinion_dynamics.max_tokens",
+                "opinion_dynamics.memory_max_tokens",
+                "opinion_dynamics.history_layout",
+                "opinion_dynamics.reflective_variant",
+                *SHARD_KEYS,
+            ),
+            uses_llm=True,
+            shards=shards,
+        ),
+        Stage(
+            "classify",
+            "The opinion classifier: every report to -2..2 under a constraint (temperature 0), raw answer "
+            "and parse flag kept.",
+            run_classify,
+            inputs=("events", "setups", "prompts_file"),
+            outputs=("ratings",),
+            params=(*CLASSIFIER, *SHARD_KEYS),
+            uses_llm=True,
+            shards=shards,
+        ),
+        Stage(
+            "validate",
+            "Agreement, Cohen's kappa and Krippendorff's alpha of the classifier against a second classifier "
+            "or human ratings (opinion_dynamics.validation.against; null = not requested).",
+            run_validate,
+            inputs=("ratings", "events", "setups", "prompts_file"),
+            outputs=("validation",),
+            params=(*CLASSIFIER, "opinion_dynamics.validation"),
+            uses_llm=True,
+        ),
+        Stage(
+            "trajectories",
+            "One row per (simulation, agent, t = 0..T): the initial, classified or carried opinion "
+            "(a failed parse carries the previous one, flagged).",
+            run_trajectories,
+            inputs=("setups", "ratings"),
+            outputs=("trajectories",),
+        ),
+        Stage(
+            "baseline",
+            "Numeric agent-based baselines on the same N, T, pair schedule and scale: Deffuant bounded "
+            "confidence and DeGroot-style averaging.",
+            run_baseline,
+            inputs=("setups",),
+            outputs=("baseline",),
+            params=("opinion_dynamics.baseline",),
+        ),
+        Stage(
+            "analyse",
+            "B and D per simulation (population and sample SD), Tables 1 and 2, controls, the paper's tests, "
+            "baselines side by side, degeneracy flags, vs_paper.",
+            run_analyse,
+            inputs=("setups", "trajectories", "ratings", "baseline", "paper_file"),
+            outputs=("analysis",),
+            params=("opinion_dynamics.metrics", "opinion_dynamics.alpha"),
+        ),
+        Stage(
+            "figures",
+            "Opinion trajectories (Figs. 4-6 layout) and controls, final distributions, B and D by "
+            "condition with the baselines (PNG + PDF).",
+            run_figures,
+            inputs=("setups", "trajectories", "analysis"),
+            outputs=("figures",),
+            params=("opinion_dynamics.metrics",),
+        ),
+    ],
+)

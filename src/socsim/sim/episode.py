@@ -9,8 +9,9 @@ the records to its own output schema.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Protocol, TypedDict
+from typing import Protocol, TypedDict
 
 from socsim.llm import LLMClient, Request, Sampling
 from socsim.seeds import derive_seed
@@ -62,11 +63,20 @@ class Transcript:
         self.turns: list[Turn] = []
         self.spoken = 0
 
-    def add(self, speaker_id: str, text: str, completion_tokens: int = 0, silent: bool = False,
-            opening: bool = False) -> Turn:
-        turn = Turn(episode_id=self.episode.id, turn=len(self.turns), position=None if silent else self.spoken,
-                    speaker_id=speaker_id, speaker_name=self.episode.speaker(speaker_id).name, text=text,
-                    is_silent=bool(silent), is_opening=opening, completion_tokens=completion_tokens)
+    def add(
+        self, speaker_id: str, text: str, completion_tokens: int = 0, silent: bool = False, opening: bool = False
+    ) -> Turn:
+        turn = Turn(
+            episode_id=self.episode.id,
+            turn=len(self.turns),
+            position=None if silent else self.spoken,
+            speaker_id=speaker_id,
+            speaker_name=self.episode.speaker(speaker_id).name,
+            text=text,
+            is_silent=bool(silent),
+            is_opening=opening,
+            completion_tokens=completion_tokens,
+        )
         self.turns.append(turn)
         self.spoken += not silent
         return turn
@@ -85,9 +95,16 @@ def strip_reply(speaker: Speaker, text: str) -> tuple[str, bool]:
     return text.strip(), False
 
 
-async def play(episode: Episode, policy: Policy, stop: Callable[[Transcript], bool], client: LLMClient,
-               sampling: Sampling, messages: Messages, reply: Reply = strip_reply,
-               observe: Observe | None = None) -> list[Turn]:
+async def play(
+    episode: Episode,
+    policy: Policy,
+    stop: Callable[[Transcript], bool],
+    client: LLMClient,
+    sampling: Sampling,
+    messages: Messages,
+    reply: Reply = strip_reply,
+    observe: Observe | None = None,
+) -> list[Turn]:
     """Play one episode: the opening (if any) by the policy's first speaker, then one model turn
     per policy step until `stop` holds; `observe` sees every model turn once it is recorded
     (Concordia's observe step: a study updates its agents' memories there)."""
@@ -96,11 +113,11 @@ async def play(episode: Episode, policy: Policy, stop: Callable[[Transcript], bo
         t.add(policy.next(), episode.opening, opening=True)
     while not stop(t):
         speaker = episode.speaker(policy.next())
-        resp = await client.generate(Request.chat(messages(speaker, t.turns), episode.turn_seed(len(t.turns)),
-                                                  sampling))
+        resp = await client.generate(
+            Request.chat(messages(speaker, t.turns), episode.turn_seed(len(t.turns)), sampling)
+        )
         text, silent = reply(speaker, resp.text)
         turn = t.add(speaker.id, text, resp.completion_tokens, silent)
         if observe is not None:
             await observe(speaker, turn)
     return t.turns
-

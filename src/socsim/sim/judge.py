@@ -4,7 +4,7 @@ the answer becomes raw text, a parse flag and the parsed fields."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from socsim.llm import Constraint, Request, Response, Sampling
 from socsim.seeds import derive_seed
@@ -18,23 +18,32 @@ def transcripts(rows: list[dict], id_key: str) -> dict[str, list[dict]]:
     return out
 
 
-def targets(turns: list[dict], window: Callable[[list[dict], dict], list[dict]],
-            keep: Callable[[dict], bool] = lambda t: True) -> Iterator[tuple[dict, list[dict]]]:
+def targets(
+    turns: list[dict], window: Callable[[list[dict], dict], list[dict]], keep: Callable[[dict], bool] = lambda t: True
+) -> Iterator[tuple[dict, list[dict]]]:
     """(target, window(turns before it, target)) for every turn that `keep` selects, in order."""
     for i, t in enumerate(turns):
         if keep(t):
             yield t, window(turns[:i], t)
 
 
-def request(system: str, user: str, constraint: Constraint, sampling: Sampling, run_seed: int,
-            *ids: object) -> Request:
-    return Request.chat([{"role": "system", "content": system}, {"role": "user", "content": user}],
-                        derive_seed(run_seed, *ids), sampling, constraint)
+def request(system: str, user: str, constraint: Constraint, sampling: Sampling, run_seed: int, *ids: object) -> Request:
+    return Request.chat(
+        [{"role": "system", "content": system}, {"role": "user", "content": user}],
+        derive_seed(run_seed, *ids),
+        sampling,
+        constraint,
+    )
 
 
 def answer(resp: Response, **fields: str | None) -> dict:
     """raw_answer, parse_ok, and each field: the parsed value's key (None: the whole value); every
     field None when the answer did not parse."""
-    return {**{name: (resp.value if key is None else resp.value[key]) if resp.parse_ok else None
-               for name, key in fields.items()},
-            "parse_ok": resp.parse_ok, "raw_answer": resp.text}
+    return {
+        **{
+            name: (resp.value if key is None else resp.value[key]) if resp.parse_ok else None
+            for name, key in fields.items()
+        },
+        "parse_ok": resp.parse_ok,
+        "raw_answer": resp.text,
+    }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import AsyncIterator, Awaitable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Iterable
 
 from socsim.llm import LLMClient
 from socsim.progress import gather_with_progress
@@ -26,8 +26,9 @@ async def gather_rows(jobs: Iterable[Awaitable[list]], desc: str, unit: str = "e
     return [row for rows in await gather_with_progress(jobs, desc, unit=unit) for row in rows]
 
 
-async def run_all(clients: dict[str, LLMClient], jobs: Iterable[Awaitable[list]], desc: str,
-                  unit: str = "episode") -> list:
+async def run_all(
+    clients: dict[str, LLMClient], jobs: Iterable[Awaitable[list]], desc: str, unit: str = "episode"
+) -> list:
     """gather_rows inside opened(clients). Pass `jobs` as a generator: nothing starts before the probes."""
     async with opened(clients):
         return await gather_rows(jobs, desc, unit)

@@ -30,8 +30,9 @@ def render(turns: list[dict], line: str = "@{speaker_name}: {text}") -> str:
 def as_chat(system: str | None, turns: list[dict], speaker_id: str) -> list[dict]:
     """The whole history from one speaker's side: its own turns as assistant messages."""
     head = [{"role": "system", "content": system}] if system is not None else []
-    return head + [{"role": "assistant" if t["speaker_id"] == speaker_id else "user", "content": t["text"]}
-                   for t in turns]
+    return head + [
+        {"role": "assistant" if t["speaker_id"] == speaker_id else "user", "content": t["text"]} for t in turns
+    ]
 
 
 class Memory:
@@ -52,7 +53,7 @@ class Memory:
     def summarise(self, summary: str, keep: int = 0) -> None:
         """Replace the summary and every entry but the last `keep` by `summary`."""
         self.summary = summary
-        self.entries = self.entries[len(self.entries) - keep:] if keep > 0 else []
+        self.entries = self.entries[len(self.entries) - keep :] if keep > 0 else []
 
     def __len__(self) -> int:
         return len(self.entries)

@@ -26,8 +26,9 @@ def interval(means: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def grouped(df: pd.DataFrame, by: list[str] | str, value: str, draw: int, repeats: int, level: float,
-            seed: int) -> pd.DataFrame:
+def grouped(
+    df: pd.DataFrame, by: list[str] | str, value: str, draw: int, repeats: int, level: float, seed: int
+) -> pd.DataFrame:
     """One row per group: n, observed mean, bootstrap mean and interval. Seeded per group label,
     so a group's interval does not depend on which other groups exist."""
     by = [by] if isinstance(by, str) else list(by)
@@ -37,6 +38,14 @@ def grouped(df: pd.DataFrame, by: list[str] | str, value: str, draw: int, repeat
         rng = np.random.default_rng([seed] + [derive_seed(0, k) for k in key])
         means = bootstrap_means(g[value].to_numpy(), draw, repeats, rng)
         lo, hi = interval(means, level)
-        rows.append({**dict(zip(by, key)), "n": len(g), "mean": float(g[value].mean()),
-                     "boot_mean": float(np.nanmean(means)), "lo": lo, "hi": hi})
+        rows.append(
+            {
+                **dict(zip(by, key)),
+                "n": len(g),
+                "mean": float(g[value].mean()),
+                "boot_mean": float(np.nanmean(means)),
+                "lo": lo,
+                "hi": hi,
+            }
+        )
     return pd.DataFrame(rows, columns=by + ["n", "mean", "boot_mean", "lo", "hi"])

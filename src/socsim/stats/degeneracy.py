@@ -14,8 +14,8 @@ pass/fail, stars or a coefficient, and the study's ``summary.json`` lists every 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import numpy as np
 
@@ -85,8 +85,9 @@ def miscalibrated(reference, answered, scope: str, max_mae: float = CALIBRATION_
         return Flag(scope, f"scores its calibration examples {shown} (expected {expected})")
     mae = float(np.abs(ref - ans).mean())
     if mae > max_mae:
-        return Flag(scope, f"scores its calibration examples {shown} (expected {expected}; mean error {mae:.2f} "
-                           f"> {max_mae:g})")
+        return Flag(
+            scope, f"scores its calibration examples {shown} (expected {expected}; mean error {mae:.2f} > {max_mae:g})"
+        )
     return None
 
 

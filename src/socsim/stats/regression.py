@@ -44,17 +44,25 @@ def ols_plain_and_clustered(data: pd.DataFrame, formula: str, cluster: str) -> O
     plain = model.fit()
     groups = pd.factorize(data.loc[plain.model.data.row_labels, cluster])[0]
     clustered = model.fit(cov_type="cluster", cov_kwds={"groups": groups})
-    table = pd.DataFrame({
-        "coef": plain.params,
-        "se": plain.bse,
-        "p": plain.pvalues,
-        "se_cluster": clustered.bse,
-        "p_cluster": clustered.pvalues,
-    })
+    table = pd.DataFrame(
+        {
+            "coef": plain.params,
+            "se": plain.bse,
+            "p": plain.pvalues,
+            "se_cluster": clustered.bse,
+            "p_cluster": clustered.pvalues,
+        }
+    )
     table.index.name = "term"
-    return OLSResult(table=table, adj_r2=_finite_or_nan(plain.rsquared_adj), r2=_finite_or_nan(plain.rsquared),
-                     nobs=int(plain.nobs), n_clusters=int(len(np.unique(groups))), formula=formula,
-                     resid_ss=float(plain.ssr))
+    return OLSResult(
+        table=table,
+        adj_r2=_finite_or_nan(plain.rsquared_adj),
+        r2=_finite_or_nan(plain.rsquared),
+        nobs=int(plain.nobs),
+        n_clusters=int(len(np.unique(groups))),
+        formula=formula,
+        resid_ss=float(plain.ssr),
+    )
 
 
 def design_terms(data: pd.DataFrame, formula: str) -> list[str]:
@@ -66,14 +74,24 @@ def design_terms(data: pd.DataFrame, formula: str) -> list[str]:
     return list(X.columns)
 
 
-def unavailable(data: pd.DataFrame, formula: str, cluster: str, reason: str, flags: list | None = None,
-                note: str = "") -> OLSResult:
+def unavailable(
+    data: pd.DataFrame, formula: str, cluster: str, reason: str, flags: list | None = None, note: str = ""
+) -> OLSResult:
     """An OLS reported as n/a with its reason: every term present, every number NaN."""
     terms = design_terms(data, formula) if len(data) else []
     table = pd.DataFrame(np.nan, index=pd.Index(terms, name="term"), columns=COLUMNS)
     n_clusters = int(data[cluster].nunique()) if cluster in data else 0
-    return OLSResult(table=table, adj_r2=float("nan"), r2=float("nan"), nobs=int(len(data)), n_clusters=n_clusters,
-                     formula=formula, note=note, unavailable=reason, flags=list(flags or []))
+    return OLSResult(
+        table=table,
+        adj_r2=float("nan"),
+        r2=float("nan"),
+        nobs=int(len(data)),
+        n_clusters=n_clusters,
+        formula=formula,
+        note=note,
+        unavailable=reason,
+        flags=list(flags or []),
+    )
 
 
 def stars(p: float) -> str:

@@ -52,7 +52,7 @@ def diversity(texts: list[str]) -> float:
 def _ngrams(toks: list[str], n: int) -> dict[tuple, int]:
     counts: dict[tuple, int] = {}
     for i in range(len(toks) - n + 1):
-        g = tuple(toks[i:i + n])
+        g = tuple(toks[i : i + n])
         counts[g] = counts.get(g, 0) + 1
     return counts
 
@@ -87,4 +87,4 @@ def self_bleu(texts: list[str]) -> float:
     toks = [t for t in toks if t]
     if len(toks) < 2:
         return float("nan")
-    return sum(bleu(t, toks[:i] + toks[i + 1:]) for i, t in enumerate(toks)) / len(toks)
+    return sum(bleu(t, toks[:i] + toks[i + 1 :]) for i, t in enumerate(toks)) / len(toks)
