@@ -303,9 +303,10 @@ def test_mode3_never_sees_human_tweets_after_round_one_and_ablations_keep_round_
     assert not any("human tweet r2" in texts(q) or "human tweet r3" in texts(q) for q in reqs)
     _, base = run(2)
     _, ablated = run(2, "no_prior_chats")
-    first_round = lambda rs: [
-        texts(q) for q in rs if "human tweet r2" not in texts(q) and "human tweet r3" not in texts(q)
-    ]  # noqa: E731
+
+    def first_round(rs):
+        return [texts(q) for q in rs if "human tweet r2" not in texts(q) and "human tweet r3" not in texts(q)]
+
     assert first_round(base) == first_round(ablated)  # round 1 has no prior chats to drop
     late = [texts(q) for q in ablated if "human tweet r3" in texts(q)]
     assert late and all("human tweet r1" not in t for t in late)  # tau^1 dropped from later rounds

@@ -160,7 +160,7 @@ def _synthetic_rated(seed=0, per_cell=40, turns=12):
             did = f"{strategy}-{d}"
             u = rng.normal(0, 0.3)  # shared by a discussion's ratings: the reason to cluster
             for t in range(turns):
-                for a in range(3):
+                for _ in range(3):
                     y = 2.0 + shift + (-0.01 + slope) * t + u + rng.normal(0, 0.5)
                     rows.append(
                         {

@@ -55,7 +55,8 @@ params = config.validate({"llm": {"model_path": sys.argv[1], "cache_path": sys.a
 client = LLMClient.from_params(params)
 resp = asyncio.run(client.generate(Request.chat([{"role": "user", "content": "Say hi."}], 1,
                                                 client.sampling(max_tokens=4))))
-print(json.dumps({"identity": client.identity(), "path": str(client.backend.model_path), "tokens": resp.completion_tokens}))
+print(json.dumps({"identity": client.identity(), "path": str(client.backend.model_path),
+                  "tokens": resp.completion_tokens}))
 """
 
 

@@ -283,7 +283,7 @@ def test_only_reviewer_changes_and_shape():
         assert m.shape == (101, 10)
         assert list(m[0]) == initial
         assert m.min() >= -2 and m.max() <= 2
-        for t, (w, r) in enumerate(pairs, start=1):
+        for t, (_, r) in enumerate(pairs, start=1):
             others = [i for i in range(10) if i != r]
             assert list(m[t, others]) == list(m[t - 1, others])
 

@@ -428,7 +428,7 @@ def test_tables_and_tests_on_known_data():
     """15 topics: B = -1 + topic noise under false framing, +0.5 under true; D rises with bias."""
     rng = np.random.default_rng(3)
     rows = []
-    for k, (f, b) in enumerate(product(["false", "true"], ["none", "weak", "strong"])):
+    for f, b in product(["false", "true"], ["none", "weak", "strong"]):
         for i in range(15):
             rows.append(
                 {

@@ -79,8 +79,14 @@ def dvc_stages(params: Mapping) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for study, st in studies.all_stages():
         paths = study.paths(st, params)
-        sub = (lambda s: s.replace(SHARD, "${item}")) if st.shards else (lambda s: s)
-        flat = lambda v: [sub(x) for x in ([v] if isinstance(v, str) else v)]  # noqa: E731
+        item = "${item}" if st.shards else SHARD
+
+        def sub(s: str, item: str = item) -> str:
+            return s.replace(SHARD, item)
+
+        def flat(v: str | list[str]) -> list[str]:
+            return [sub(x) for x in ([v] if isinstance(v, str) else v)]
+
         entry: dict[str, Any] = {"cmd": sub(study.command(st, paths))}
         deps = [d for n in st.inputs for d in flat(paths[n])] + list(st.code)
         entry["deps"] = deps

@@ -3,7 +3,8 @@
 For refactors that must keep behaviour. A Parquet artifact is compared as a table (its rows and
 columns; shard files `<artifact>/*.parquet` are read together as one table, in key order, so a
 sharded run compares with an unsharded one), and its provenance is compared apart, without the
-git commit (also in provenance.json). Every other file (CSV, Markdown, LaTeX, JSON, PNG) is compared byte for byte, except
+git commit (also in provenance.json). Every other file (CSV, Markdown, LaTeX, JSON, PNG) is compared byte
+for byte, except
 metrics/, logs/ and benchmarks/ (timings). Prints one line per artifact; exits 1 on a difference.
 """
 

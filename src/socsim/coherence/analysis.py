@@ -30,7 +30,8 @@ The six tests of section 4.3, with their exact pass rules (alpha = coherence.alp
 Tests 3, 4 and 6 also report `significant` of `comparisons` (Bonferroni-corrected p < alpha).
 
 A test says "degenerate input: <why>" (socsim.stats.degeneracy) instead of pass / fail when its
-inputs carry no information (this comes first, even when no conversation is left): one preference value for >= 90% of a model's parsed preferences
+inputs carry no information (this comes first, even when no conversation is left): one preference value
+for >= 90% of a model's parsed preferences
 (Tests 1-4, 6, Table 3), one openness value for >= 90% (Tests 5, 6), one final judge score for
 >= 90% of the conversations or a judge that misjudges its own calibration examples (every test,
 Table 3), constant gaps or openness sums, or fewer cases than the test needs (MIN_CORRELATION
@@ -372,7 +373,7 @@ def six_tests(
         )
     # 4. contentiousness within preference pairs
     ps, possible = [], 0
-    for pair, g in df.groupby("pref_pair"):
+    for _pair, g in df.groupby("pref_pair"):
         for c1, c2 in itertools.combinations(sorted(g["contentiousness"].unique()), 2):
             possible += 1
             a, b = g.loc[g["contentiousness"] == c1, "agreement"], g.loc[g["contentiousness"] == c2, "agreement"]
@@ -507,7 +508,7 @@ def groupings(df: pd.DataFrame, boot: dict, seed: int) -> dict[str, pd.DataFrame
 def openness_vs_baseline(by_open_pair: pd.DataFrame) -> pd.DataFrame:
     """Fig. 8b: mean agreement of each openness pairing minus that of the (0, 0) baseline."""
     out = []
-    for model, g in by_open_pair.groupby("model"):
+    for _model, g in by_open_pair.groupby("model"):
         base = g.loc[g["open_pair"] == "0-0", "mean"]
         if len(base):
             out.append(g.assign(diff_from_0_0=g["mean"] - float(base.iloc[0])))

@@ -52,16 +52,12 @@ def table4(tests: pd.DataFrame) -> tuple[str, str, str]:
     note_lines = [f"[{i}] {n}" for i, n in enumerate(notes, 1)]
     md_text = "\n".join(md) + "\n\n" + "".join(f"{n}  \n" for n in note_lines)
     md_text += "\nPass rules: see socsim.coherence.analysis (module docstring) and the README.\n"
-    tex_esc = lambda s: (
-        s.replace("\\", r"\textbackslash{}")
-        .replace("_", r"\_")
-        .replace("%", r"\%")
-        .replace(  # noqa: E731
-            "&", r"\&"
-        )
-        .replace("#", r"\#")
-        .replace("$", r"\$")
-    )
+
+    def tex_esc(s: str) -> str:
+        for char, escaped in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("%", r"\%"), ("&", r"\&"), ("#", r"\#")):
+            s = s.replace(char, escaped)
+        return s.replace("$", r"\$")
+
     tex_text = "\n".join(tex) + "\n" + "".join(f"% {n}\n" for n in note_lines)
     if notes:
         tex_text += r"\par\footnotesize " + r" \\ ".join(tex_esc(n) for n in note_lines) + "\n"
@@ -97,7 +93,7 @@ def vs_paper_rows(
             v = table.loc[gap, col]
             return None if pd.isna(v) else float(v)
 
-        def note(table, gap):
+        def note(table, gap, degenerate=degenerate):
             n = val(table, gap, "n")
             text = table.loc[gap, "note"] if gap in table.index else "n/a: no suppression table"
             text = text if isinstance(text, str) else ""

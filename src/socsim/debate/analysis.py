@@ -103,7 +103,10 @@ def members(tables: dict, model: str) -> pd.DataFrame:
     rows = []
     for p in part[part.session_id.isin(ran)].itertuples():
         sign = -1.0 if sessions.loc[p.session_id, "reverse"] else 1.0
-        f = lambda v: None if v is None or pd.isna(v) else sign * float(v)  # noqa: E731
+
+        def f(v, sign=sign):
+            return None if v is None or pd.isna(v) else sign * float(v)
+
         h = [h_st.get((p.session_id, r, p.worker_id)) for r in (1, 2, 3)]
         base = {
             "session_id": p.session_id,

@@ -150,7 +150,7 @@ def _commit(folder: Path, repo_id: str, revision: str | None, local_dir: str | N
 # ----------------------------------------------------------------------------------------------- parse
 
 
-def parse(root: Path, topics: dict, aliases: dict, sources: list[str] = list(SOURCES)) -> dict:
+def parse(root: Path, topics: dict, aliases: dict, sources: tuple[str, ...] | list[str] = SOURCES) -> dict:
     """Sessions, participants, tweets and merged utterances of every session CSV under `root`.
 
     `topics` maps topic-dir slug -> {statement, set, reverse} (topics.yaml `topics:`), `aliases` maps each

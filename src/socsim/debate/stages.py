@@ -285,8 +285,8 @@ STUDY = Study(
         Stage(
             "simulate",
             "Digital twins of one shard's settings: Mode 1 next-message prediction, Mode 2 tweet-guided "
-            "conversation, Mode 3 full conversation (simulated tweets and final opinions); memory ablations; the humans' "
-            "partners, turn counts and speaker order.",
+            "conversation, Mode 3 full conversation (simulated tweets and final opinions); memory ablations; "
+            "the humans' partners, turn counts and speaker order.",
             run_simulate,
             inputs=("sessions", "participants", "tweets", "human_utterances", "prompts_file"),
             outputs=("simulated",),

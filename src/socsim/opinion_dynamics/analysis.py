@@ -161,9 +161,12 @@ def aggregate(ps: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 def show(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Table cells as the paper prints them: 'B ± SE' and 'D ± SE' (SE n/a for one topic)."""
-    f = lambda m, s: (
-        "n/a" if m is None or pd.isna(m) else (f"{m:.2f}" if s is None or pd.isna(s) else f"{m:.2f} ± {s:.2f}")
-    )  # noqa: E731
+
+    def f(m, s):
+        if m is None or pd.isna(m):
+            return "n/a"
+        return f"{m:.2f}" if s is None or pd.isna(s) else f"{m:.2f} ± {s:.2f}"
+
     return pd.DataFrame(
         {
             **{c: df[c] for c in by},
@@ -356,7 +359,10 @@ def vs_paper_rows(
     for r in main[main.topic == "global_warming"].itertuples(index=False):
         p = gw.get(r.memory, {}).get(r.framing, {}).get(r.bias)
         if p is not None:
-            label = f"global warming, arXiv v4 Table 6 ({r.model}, {r.topology}, rep {r.rep}): {r.memory}, {r.framing}, {r.bias}"
+            label = (
+                f"global warming, arXiv v4 Table 6 ({r.model}, {r.topology}, rep {r.rep}): "
+                f"{r.memory}, {r.framing}, {r.bias}"
+            )
             rows.append(vs_paper.Row(f"{label}: B", r.B, p["B"], note="one run each"))
             rows.append(vs_paper.Row(f"{label}: D (population SD)", r.D_pop, p["D"], note="one run each"))
     ref = paper["table1"]

@@ -35,7 +35,8 @@ def multiset(init: str, n: int) -> list[int]:
         count = share * n
         if abs(count - round(count)) > 1e-9:
             raise ValueError(
-                f"initial distribution {init!r} needs N divisible by {round(1 / min(DISTRIBUTIONS[init].values()))}, got N = {n}"
+                f"initial distribution {init!r} needs N divisible by "
+                f"{round(1 / min(DISTRIBUTIONS[init].values()))}, got N = {n}"
             )
         out += [value] * round(count)
     return out
