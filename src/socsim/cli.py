@@ -11,8 +11,10 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
+from types import FrameType
 
 from socsim import config, stages, studies
 from socsim.io.parquet import SchemaError
@@ -21,7 +23,10 @@ from socsim.llm.errors import LLMError
 
 def _stage_help(study: stages.Study, stage: stages.Stage) -> str:
     paths = study.paths(stage, None)
-    opt = lambda k: f"  --{k.replace('_', '-')} (default {paths[k]})"  # noqa: E731
+
+    def opt(k: str) -> str:
+        return f"  --{k.replace('_', '-')} (default {paths[k]})"
+
     lines = ["inputs:", *([opt(k) for k in stage.inputs] or ["  (none)"])]
     lines += ["outputs:", *[opt(k) for k in study.output_names(stage)]]
     if stage.shards:
@@ -116,7 +121,7 @@ def run_stage(args: argparse.Namespace) -> None:
         if shard not in known:
             raise ValueError(f"{study.name} {st.name}: no shard {shard!r} on these params (shards: {', '.join(known)})")
     defaults = study.paths(st, params, shard)
-    paths: dict = {}
+    paths: dict[str, Path | list[Path]] = {}
     for name, default in defaults.items():
         given = getattr(args, name)
         value = given if given is not None else ([default] if isinstance(default, str) else default)
@@ -126,7 +131,8 @@ def run_stage(args: argparse.Namespace) -> None:
         if isinstance(default, list) and given is not None:
             _check_shards(name, given, default)
     for name in st.inputs:
-        for p in paths[name] if isinstance(paths[name], list) else [paths[name]]:
+        path_or_shards = paths[name]
+        for p in path_or_shards if isinstance(path_or_shards, list) else [path_or_shards]:
             if not p.exists():
                 raise FileNotFoundError(f"input --{name.replace('_', '-')} not found: {p}")
     ctx = stages.StageContext(study, st, params, paths, shard)
@@ -149,7 +155,9 @@ def run_stage(args: argparse.Namespace) -> None:
         ctx.close()
 
 
-def _remove_partial_folders(study: stages.Study, st: stages.Stage, paths: dict, started: float) -> None:
+def _remove_partial_folders(
+    study: stages.Study, st: stages.Stage, paths: Mapping[str, Path | list[Path]], started: float
+) -> None:
     """A stage interrupted (Ctrl-C, SIGTERM) while writing a folder output (tables, figures) leaves it
     half new, half old: remove a folder it wrote into, as Snakemake removes a failed job's outputs (one
     it did not touch is left as it was). A stage that stops on an error of its own keeps what it wrote
@@ -170,7 +178,7 @@ def _stamp(t: float) -> str:
     return datetime.fromtimestamp(t).astimezone().isoformat(timespec="milliseconds")
 
 
-_signal = signal.SIGINT  # the signal that stopped the stage
+_signal: int = signal.SIGINT  # the signal that stopped the stage
 
 
 class StageInterrupted(KeyboardInterrupt):
@@ -182,7 +190,7 @@ class StageInterrupted(KeyboardInterrupt):
         self.cache = cache
 
 
-def _on_sigterm(signum, frame) -> None:
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     """A scheduler's SIGTERM (a cancelled or timed-out job) stops the stage as Ctrl-C does. Python's
     default kills the process on the spot, without running `finally` blocks: temporary files stay,
     caches stay open. Inside asyncio.run the SIGINT handler is the runner's, which cancels the main

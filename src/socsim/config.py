@@ -11,7 +11,7 @@ import copy
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ class ParamsError(ValueError):
     """params.yaml does not satisfy the schema; the message names the key."""
 
 
-def schema_path(params_path: str | os.PathLike | None = None) -> Path:
+def schema_path(params_path: str | os.PathLike[str] | None = None) -> Path:
     """Find params.schema.yaml: $SOCSIM_SCHEMA, next to params.yaml, or in the source tree."""
     candidates = []
     if os.environ.get("SOCSIM_SCHEMA"):
@@ -40,12 +40,12 @@ def schema_path(params_path: str | os.PathLike | None = None) -> Path:
     raise ParamsError(f"cannot find the params schema; looked in: {', '.join(map(str, candidates))}")
 
 
-def load_schema(params_path: str | os.PathLike | None = None) -> dict:
+def load_schema(params_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """params.schema.yaml (seed, llm) with every study's fragment beside it (<study>.schema.yaml)
     as the schema of its section."""
     path = schema_path(params_path)
     with open(path, encoding="utf-8") as fh:
-        schema = yaml.safe_load(fh)
+        schema: dict[str, Any] = yaml.safe_load(fh)
     for fragment in sorted(path.parent.glob("*.schema.yaml")):
         if fragment != path:
             with open(fragment, encoding="utf-8") as fh:
@@ -53,7 +53,7 @@ def load_schema(params_path: str | os.PathLike | None = None) -> dict:
     return schema
 
 
-def _fill_defaults(schema: dict, value: Any) -> Any:
+def _fill_defaults(schema: Mapping[str, Any], value: Any) -> Any:
     """Recursively insert schema defaults for missing object keys."""
     if not isinstance(value, dict) or schema.get("type") != "object":
         return value
@@ -65,7 +65,7 @@ def _fill_defaults(schema: dict, value: Any) -> Any:
     return value
 
 
-def _describe(schema: dict) -> str:
+def _describe(schema: Mapping[str, Any]) -> str:
     """What the schema expects, in words."""
     parts = []
     if "oneOf" in schema:
@@ -97,7 +97,7 @@ def _format_error(err: jsonschema.ValidationError) -> str:
     return f"{key}: expected {_describe(err.schema)}, got {json.dumps(err.instance)}"
 
 
-def validate(params: dict | None, schema: dict | None = None) -> dict:
+def validate(params: dict[str, Any] | None, schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Return a validated deep copy of params with every default filled in."""
     schema = schema if schema is not None else load_schema()
     params = copy.deepcopy(params) if params is not None else {}
@@ -113,14 +113,14 @@ def validate(params: dict | None, schema: dict | None = None) -> dict:
     return params
 
 
-def _check_semantics(params: dict) -> None:
+def _check_semantics(params: Mapping[str, Any]) -> None:
     """Rules a JSON schema cannot express."""
     roles = params.get("facilitation", {}).get("personas", {}).get("roles", {"any": 1})
     if sum(roles.values()) <= 0:
         raise ParamsError("facilitation.personas.roles: expected at least one role share > 0")
 
 
-def deep_merge(base: dict, override: dict) -> dict:
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     """Merge override into base, key by key (as Snakemake merges --configfile files)."""
     out = dict(base)
     for k, v in override.items():
@@ -128,7 +128,7 @@ def deep_merge(base: dict, override: dict) -> dict:
     return out
 
 
-def read_yaml(path: str | os.PathLike, what: str = "params file") -> dict:
+def read_yaml(path: str | os.PathLike[str], what: str = "params file") -> dict[str, Any]:
     """A YAML file holding a mapping (params, study materials), with errors that name the file."""
     path = Path(path)
     if not path.is_file():
@@ -143,11 +143,13 @@ def read_yaml(path: str | os.PathLike, what: str = "params file") -> dict:
     return data
 
 
-def load(paths: str | os.PathLike | Iterable[str | os.PathLike] = "params.yaml", overrides: Iterable[str] = ()) -> dict:
+def load(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] = "params.yaml", overrides: Iterable[str] = ()
+) -> dict[str, Any]:
     """Read params files (later ones override earlier ones), apply key=value overrides
     (values parsed as YAML), validate and fill defaults."""
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
-    params: dict = {}
+    params: dict[str, Any] = {}
     for path in paths:
         params = deep_merge(params, read_yaml(path))
     for item in overrides:
@@ -158,7 +160,7 @@ def load(paths: str | os.PathLike | Iterable[str | os.PathLike] = "params.yaml",
     return validate(params, load_schema(paths[0]))
 
 
-def with_llm_overrides(params: dict, model: dict, where: str) -> dict:
+def with_llm_overrides(params: Mapping[str, Any], model: Mapping[str, Any], where: str) -> dict[str, Any]:
     """params whose llm section is overridden by one model entry (a name plus any llm keys)."""
     overrides = {k: v for k, v in model.items() if k != "name"}
     try:
@@ -167,7 +169,7 @@ def with_llm_overrides(params: dict, model: dict, where: str) -> dict:
         raise ParamsError(f"{where} ({model['name']}): {exc}") from None
 
 
-def get_dotted(params: dict, key: str) -> Any:
+def get_dotted(params: Mapping[str, Any], key: str) -> Any:
     node: Any = params
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -176,7 +178,7 @@ def get_dotted(params: dict, key: str) -> Any:
     return node
 
 
-def set_dotted(params: dict, key: str, value: Any) -> None:
+def set_dotted(params: dict[str, Any], key: str, value: Any) -> None:
     parts = key.split(".")
     node = params
     for part in parts[:-1]:
@@ -184,12 +186,12 @@ def set_dotted(params: dict, key: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-def subset(params: dict, keys: Iterable[str]) -> dict:
+def subset(params: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
     """The values of the given dotted keys, as a flat {key: value} mapping."""
     return {k: get_dotted(params, k) for k in sorted(keys)}
 
 
-def params_hash(values: dict) -> str:
+def params_hash(values: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(values).encode()).hexdigest()
 
 

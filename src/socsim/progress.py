@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Iterable
+from typing import TypeVar
 
 from tqdm import tqdm
+
+T = TypeVar("T")
 
 
 def progress_bar(total: int, desc: str, unit: str = "it") -> tqdm:
@@ -21,12 +24,12 @@ def progress_bar(total: int, desc: str, unit: str = "it") -> tqdm:
     )
 
 
-async def gather_with_progress(awaitables: Iterable[Awaitable], desc: str, unit: str = "it") -> list:
+async def gather_with_progress(awaitables: Iterable[Awaitable[T]], desc: str, unit: str = "it") -> list[T]:
     """Await everything concurrently, results in input order; on a failure cancel the rest."""
     awaitables = list(awaitables)
     bar = progress_bar(len(awaitables), desc, unit)
 
-    async def one(aw):
+    async def one(aw: Awaitable[T]) -> T:
         result = await aw
         bar.update(1)
         return result

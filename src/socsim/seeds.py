@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from typing import cast
 
 SEED_BITS = 31  # llama.cpp, TGI and OpenAI-compatible servers all accept a non-negative int32
 
@@ -17,7 +18,8 @@ SEED_BITS = 31  # llama.cpp, TGI and OpenAI-compatible servers all accept a non-
 def derive_seed(run_seed: int, *ids: object) -> int:
     material = "\x1f".join([str(int(run_seed))] + [str(i) for i in ids])
     digest = hashlib.blake2b(material.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") % (2**SEED_BITS)
+    # cast: typeshed types int ** int as Any (a negative exponent gives a float); SEED_BITS is positive
+    return cast(int, int.from_bytes(digest, "big") % (2**SEED_BITS))
 
 
 def rng(run_seed: int, *ids: object) -> random.Random:

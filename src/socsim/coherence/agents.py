@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
+from typing import Any
 
 from socsim import seeds
-from socsim.llm import Choice, IntRange, Request, Sampling
+from socsim.llm import Choice, IntRange, Request, Response, Sampling
 from socsim.seeds import derive_seed
 
 GRID_KEYS = ("region", "age", "gender", "urbanicity", "education")
@@ -13,23 +15,25 @@ YES_NO = Choice(("Yes", "No"))
 PREFERENCE = IntRange(1, 5)
 
 
-def grid(prompts: dict) -> list[dict]:
+def grid(prompts: dict[str, Any]) -> list[dict[str, Any]]:
     """Every demographic background of Table 2 (4 x 5 x 2 x 4 x 6 = 960), in a fixed order."""
     return [dict(zip(GRID_KEYS, values)) for values in itertools.product(*(prompts["grid"][k] for k in GRID_KEYS))]
 
 
 def bias_cells(levels: list[int]) -> list[tuple[int, str]]:
-    cells = []
+    cells: list[tuple[int, str]] = []
     for b in sorted(levels):
         cells += [(0, "none")] if b == 0 else [(b, "favor"), (b, "against")]
     return cells
 
 
-def build_agents(cp: dict, seed: int, topics: dict, prompts: dict) -> list[dict]:
+def build_agents(
+    cp: dict[str, Any], seed: int, topics: dict[str, Any], prompts: dict[str, Any]
+) -> list[dict[str, Any]]:
     """Per topic and bias cell, a seeded sample of backgrounds (the full grid is 4800 agents a topic)."""
     backgrounds = grid(prompts)
     by_id = {t["id"]: t for t in topics["topics"]}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for topic_id in cp["topics"]:
         topic = by_id[topic_id]
         for level, direction in bias_cells(cp["bias_levels"]):
@@ -52,7 +56,7 @@ def build_agents(cp: dict, seed: int, topics: dict, prompts: dict) -> list[dict]
     return rows
 
 
-def system_prompt(agent: dict, prompts: dict, task: str) -> str:
+def system_prompt(agent: dict[str, Any], prompts: dict[str, Any], task: str) -> str:
     """Persona, bias, the consistency sentence, then the task instruction."""
     parts = [agent["persona_prompt"]] + ([agent["bias_prompt"]] if agent["bias_prompt"] else [])
     parts += [prompts["consistency"].strip(), prompts[task].strip()]
@@ -60,11 +64,16 @@ def system_prompt(agent: dict, prompts: dict, task: str) -> str:
 
 
 def elicitation_requests(
-    agents: list[dict], topics: dict, prompts: dict, seed: int, model: str, sampling: Sampling
+    agents: list[dict[str, Any]],
+    topics: dict[str, Any],
+    prompts: dict[str, Any],
+    seed: int,
+    model: str,
+    sampling: Sampling,
 ) -> list[Request]:
     """Per agent: the preference question, then the nine openness items (in this order)."""
     statements = {t["id"]: t["statement"] for t in topics["topics"]}
-    out = []
+    out: list[Request] = []
     for a in agents:
         pref_system = system_prompt(a, prompts, "preference_instruction")
         q = prompts["preference_question"].format(statement=statements[a["topic"]])
@@ -89,7 +98,7 @@ def elicitation_requests(
     return out
 
 
-def openness_score(answers: list[str | None], items: list[dict], scoring: str) -> int | None:
+def openness_score(answers: list[str | None], items: list[dict[str, Any]], scoring: str) -> int | None:
     """Number of Yes (the paper), or with reverse keying a No on a reversed item counts. None if any
     item did not parse."""
     if any(a is None for a in answers):
@@ -101,9 +110,11 @@ def openness_score(answers: list[str | None], items: list[dict], scoring: str) -
     raise ValueError(f"unknown openness scoring {scoring!r}")
 
 
-def profile_rows(agents: list[dict], responses, prompts: dict, scoring: str, model: str) -> list[dict]:
+def profile_rows(
+    agents: list[dict[str, Any]], responses: Sequence[Response], prompts: dict[str, Any], scoring: str, model: str
+) -> list[dict[str, Any]]:
     n = 1 + len(prompts["openness_items"])
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i, a in enumerate(agents):
         pref, *items = responses[i * n : (i + 1) * n]
         answers = [r.value if r.parse_ok else None for r in items]
@@ -124,9 +135,10 @@ def profile_rows(agents: list[dict], responses, prompts: dict, scoring: str, mod
 
 
 def profile_key(p: int, o: int, b: int, unit: str) -> str:
+    shown: int | str = o
     if unit == "bins":
-        o = "low" if o <= 3 else "mid" if o <= 6 else "high"
-    return f"{p}-{o}-{b}"
+        shown = "low" if o <= 3 else "mid" if o <= 6 else "high"
+    return f"{p}-{shown}-{b}"
 
 
 def opener(seed: int, conversation_id: str) -> int:
@@ -136,8 +148,13 @@ def opener(seed: int, conversation_id: str) -> int:
 
 
 def pair_agents(
-    profiles: list[dict], agents: dict[str, dict], pairing: dict, seed: int, topics: dict, prompts: dict
-) -> list[dict]:
+    profiles: list[dict[str, Any]],
+    agents: dict[str, dict[str, Any]],
+    pairing: dict[str, Any],
+    seed: int,
+    topics: dict[str, Any],
+    prompts: dict[str, Any],
+) -> list[dict[str, Any]]:
     """For every unordered pair of profiles present (per model and topic), k pairs of two different
     agents. Profiles whose elicitation did not parse take no part. Agent 1 holds the first profile
     of the pair (sorted); `opener` (a seeded coin per conversation) says which agent asks the
@@ -155,7 +172,7 @@ def pair_agents(
         a = agents[p["agent_id"]]
         key = profile_key(p["preference"], p["openness"], a["bias_level"], pairing["unit"])
         groups.setdefault((p["model"], a["topic"]), {}).setdefault(key, []).append(p["agent_id"])
-    rows = []
+    rows: list[dict[str, Any]] = []
     for (model, topic), by_profile in sorted(groups.items()):
         rng = seeds.rng(seed, "coherence", "pairs", model, topic)
         keys = sorted(by_profile)

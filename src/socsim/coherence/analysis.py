@@ -44,8 +44,11 @@ no second contentiousness level).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
 
@@ -113,7 +116,7 @@ def finish_table(df: pd.DataFrame) -> pd.DataFrame:
     return df.sort_values("conversation_id", ignore_index=True)
 
 
-def distribution(scores) -> np.ndarray:
+def distribution(scores: npt.ArrayLike) -> npt.NDArray[np.float64]:
     s = np.asarray(scores, dtype=int)
     counts = np.array([(s == k).sum() for k in SCORES], dtype=float)
     return counts / counts.sum() if counts.sum() else np.full(5, np.nan)
@@ -132,12 +135,18 @@ def shift_weight(gap: int, shift: str, steepness: float = DEFAULT_STEEPNESS) -> 
     if shift == "sigmoid":
         if steepness <= 0:
             raise ValueError(f"sigmoid steepness must be > 0, got {steepness}")
-        s = lambda x: 1 / (1 + np.exp(-steepness * (x - 2)))  # noqa: E731
+
+        def s(x: float) -> np.float64:
+            y: np.float64 = 1 / (1 + np.exp(-steepness * (x - 2)))
+            return y
+
         return float((s(gap) - s(0)) / (s(4) - s(0)))
     raise ValueError(f"unknown shift {shift!r}")
 
 
-def expected_distributions(p0: np.ndarray, shift: str, steepness: float = DEFAULT_STEEPNESS) -> dict[int, np.ndarray]:
+def expected_distributions(
+    p0: npt.NDArray[np.float64], shift: str, steepness: float = DEFAULT_STEEPNESS
+) -> dict[int, npt.NDArray[np.float64]]:
     """Expected agreement distribution per gap: gap 0 as observed, gap 4 its inverse (score s at gap 0
     has the probability of 6 - s at gap 4), in between a linear or sigmoidal mix of the two."""
     p4 = p0[::-1]
@@ -165,7 +174,7 @@ SUPPRESSION_COLUMNS = (
 
 
 def suppression(
-    df: pd.DataFrame, shift: str, boot: dict, seed: int, steepness: float = DEFAULT_STEEPNESS
+    df: pd.DataFrame, shift: str, boot: dict[str, Any], seed: int, steepness: float = DEFAULT_STEEPNESS
 ) -> pd.DataFrame:
     """Observed vs expected mean agreement per gap (Table 3 / Fig. 5): difference and ratio, with
     bootstrap intervals for both (expected ones drawn from the expected distribution). Without
@@ -185,7 +194,7 @@ def suppression(
             columns=SUPPRESSION_COLUMNS,
         )
     exp = expected_distributions(distribution(gap0), shift, steepness)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for g in range(5):
         obs = df.loc[df["gap"] == g, "agreement"].to_numpy(dtype=float)
         rng = np.random.default_rng([seed, g])
@@ -215,7 +224,7 @@ def suppression(
     return pd.DataFrame(rows, columns=SUPPRESSION_COLUMNS)
 
 
-def _mwu(a, b, alternative: str) -> float:
+def _mwu(a: npt.ArrayLike, b: npt.ArrayLike, alternative: str) -> float:
     a, b = np.asarray(a, float), np.asarray(b, float)
     if len(a) < 2 or len(b) < 2:
         return float("nan")
@@ -287,9 +296,19 @@ def six_tests(
         raise ValueError(f"unknown coherence.test6_rule {test6_rule!r} (one of {', '.join(TEST6_RULES)})")
     flags = flags or {}
     label = f" ({scope})" if scope else ""
-    rows, raised = [], []
+    rows: list[dict[str, Any]] = []
+    raised: list[dg.Flag] = []
 
-    def add(test, statistic=np.nan, p=np.nan, passed=None, detail="", extra=(), significant=np.nan, comparisons=np.nan):
+    def add(
+        test: int,
+        statistic: float = np.nan,
+        p: float = np.nan,
+        passed: bool | None = None,
+        detail: str = "",
+        extra: Iterable[dg.Flag | None] = (),
+        significant: float = np.nan,
+        comparisons: float = np.nan,
+    ) -> None:
         raw = "n/a" if passed is None else ("pass" if passed else "fail")
         found = dg.collect(flags.get(test, []), *extra)  # degenerate inputs first, even without data
         rows.append(
@@ -317,7 +336,7 @@ def six_tests(
             add(t, detail=empty_reason or "no conversations")
         return done()
 
-    def correlation(test, x, unit):
+    def correlation(test: int, x: str, unit: str) -> None:
         few = dg.too_few(len(df), MIN_CORRELATION, f"coherence test {test}{label}", "conversations")
         const = [
             dg.near_constant(df[x], f"coherence {unit}{label}"),
@@ -333,7 +352,7 @@ def six_tests(
         r, p = sps.pearsonr(df[x], df["agreement"])
         add(test, r, p, bool((r < 0) if test == 1 else (r > 0)) and bool(p < alpha), f"n = {len(df)}")
 
-    def few_groups(test, groups: dict[str, int]):
+    def few_groups(test: int, groups: dict[str, int]) -> list[dg.Flag | None]:
         return [
             dg.too_few(n, MIN_GROUP, f"coherence test {test}{label}, group {g}", "conversations")
             for g, n in groups.items()
@@ -489,7 +508,7 @@ def filter_repetitive(df: pd.DataFrame, agent_bleu: pd.DataFrame, threshold: flo
     return df[keep].reset_index(drop=True), int((~keep).sum())
 
 
-def groupings(df: pd.DataFrame, boot: dict, seed: int) -> dict[str, pd.DataFrame]:
+def groupings(df: pd.DataFrame, boot: dict[str, Any], seed: int) -> dict[str, pd.DataFrame]:
     """Bootstrap means for every grouping the figures use."""
     args = (boot["draw"], boot["repeats"], boot["level"], seed)
     return {
@@ -534,9 +553,9 @@ def analyse(
     judgments: pd.DataFrame,
     utterances: pd.DataFrame | None,
     calibration: pd.DataFrame | None,
-    cp: dict,
+    cp: dict[str, Any],
     seed: int,
-) -> dict:
+) -> dict[str, Any]:
     """Every table of the analysis from data frames of the documented schemas (no model calls):
     {"tables": name -> DataFrame, "summary": dict, "flags": model -> input flags}."""
     all_conv = conversation_table(agents, profiles, pairs, judgments)
@@ -545,7 +564,11 @@ def analyse(
     boot, steep = cp["bootstrap"], cp["sigmoid_steepness"]
     tables = {f"bootstrap_{k}": v for k, v in groupings(df, boot, seed).items()}
     models = models_of(profiles, pairs)
-    supp, tests, flags, raised, notes = [], [], {}, [], {}
+    supp: list[pd.DataFrame] = []
+    tests: list[pd.DataFrame] = []
+    flags: dict[str, dict[str, list[dg.Flag]]] = {}
+    raised: list[dg.Flag] = []
+    notes: dict[str, str | None] = {}
     for model in models:
         g = df[df["model"] == model]
         n_pairs, n_judged = int((pairs["model"] == model).sum()), int((all_conv["model"] == model).sum())

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from socsim.io.vs_paper import Row
@@ -27,7 +29,7 @@ def table4(tests: pd.DataFrame) -> tuple[str, str, str]:
     csv = wide.reset_index().rename(columns={t: f"test{t}" for t in range(1, 7)}).to_csv(index=False)
     notes: list[str] = []
 
-    def mark(cell, kind: str) -> str:
+    def mark(cell: object, kind: str) -> str:
         if cell == "pass":
             return "✓" if kind == "md" else r"\checkmark"
         if cell == "fail":
@@ -64,7 +66,7 @@ def table4(tests: pd.DataFrame) -> tuple[str, str, str]:
     return csv, md_text, tex_text
 
 
-def _paper_model(paper: dict, model: str) -> tuple[str, dict] | tuple[None, None]:
+def _paper_model(paper: dict[str, Any], model: str) -> tuple[str, dict[str, Any]] | tuple[None, None]:
     for name, entry in (paper.get("table4", {}).get("models") or {}).items():
         if model.lower() in [a.lower() for a in entry.get("aliases", [])] + [name.lower()]:
             return name, entry
@@ -72,7 +74,7 @@ def _paper_model(paper: dict, model: str) -> tuple[str, dict] | tuple[None, None
 
 
 def vs_paper_rows(
-    tables: dict[str, pd.DataFrame], flags: dict[str, dict[str, list[dg.Flag]]], paper: dict
+    tables: dict[str, pd.DataFrame], flags: dict[str, dict[str, list[dg.Flag]]], paper: dict[str, Any]
 ) -> list[Row]:
     """Per agent model: Table 3's distributions, the suppression numbers of section 4.1 and Table 4,
     ours beside the paper's, with whether the paper's finding holds (or why we cannot tell)."""
@@ -87,13 +89,13 @@ def vs_paper_rows(
         lin = supp[(supp["model"] == model) & (supp["panel"] == "linear shift")].set_index("gap")
         sig = supp[(supp["model"] == model) & (supp["panel"] == "sigmoid shift")].set_index("gap")
 
-        def val(table, gap, col):
+        def val(table: pd.DataFrame, gap: int, col: str) -> float | None:
             if gap not in table.index or col not in table.columns:
                 return None
             v = table.loc[gap, col]
             return None if pd.isna(v) else float(v)
 
-        def note(table, gap, degenerate=degenerate):
+        def note(table: pd.DataFrame, gap: int, degenerate: str | None = degenerate) -> str:
             n = val(table, gap, "n")
             text = table.loc[gap, "note"] if gap in table.index else "n/a: no suppression table"
             text = text if isinstance(text, str) else ""

@@ -15,6 +15,8 @@ Conversations run concurrently.
 
 from __future__ import annotations
 
+from typing import Any
+
 from socsim.llm import IntRange, LLMClient, Request, Sampling
 from socsim.sim import judge as sim_judge
 from socsim.sim import policies, runner, stop, views
@@ -25,7 +27,7 @@ JUDGE_SCORE = IntRange(1, 5)
 AGENT_LINE = "Agent {speaker}: {text}"
 
 
-def episode(pair: dict) -> Episode:
+def episode(pair: dict[str, Any]) -> Episode:
     """A pairs row as an engine episode: agents 1 and 2, the topic's question as the opening."""
     speakers = tuple(Speaker(pair[f"agent{k}_id"], f"Agent {k}", pair[f"agent{k}_system_prompt"]) for k in (1, 2))
     return Episode(
@@ -38,7 +40,7 @@ def episode(pair: dict) -> Episode:
     )
 
 
-async def converse(pair: dict, cp: dict, client: LLMClient) -> list[dict]:
+async def converse(pair: dict[str, Any], cp: dict[str, Any], client: LLMClient) -> list[dict[str, Any]]:
     """One conversation from its pairs row; one UTTERANCES row per statement."""
     ep = episode(pair)
     ids = [s.id for s in ep.speakers]
@@ -66,7 +68,9 @@ async def converse(pair: dict, cp: dict, client: LLMClient) -> list[dict]:
     ]
 
 
-async def run_conversations(pairs: list[dict], cp: dict, clients: dict[str, LLMClient]) -> list[dict]:
+async def run_conversations(
+    pairs: list[dict[str, Any]], cp: dict[str, Any], clients: dict[str, LLMClient]
+) -> list[dict[str, Any]]:
     return await runner.run_all(
         clients, (converse(p, cp, clients[p["model"]]) for p in pairs), "conversations", unit="conv"
     )
@@ -76,7 +80,9 @@ def judge_sampling(client: LLMClient) -> Sampling:
     return client.sampling(max_tokens=4, temperature=0.0)
 
 
-def judge_request(prompts: dict, window: list[dict], sampling: Sampling, seed: int, *ids: object) -> Request:
+def judge_request(
+    prompts: dict[str, Any], window: list[dict[str, Any]], sampling: Sampling, seed: int, *ids: object
+) -> Request:
     """The judge prompt (with its calibration examples) on a window of "Agent k: ..." statements."""
     examples = "\n\n".join(f"Example (score {e['score']}):\n{e['conversation']}" for e in prompts["judge_examples"])
     return sim_judge.request(
@@ -92,12 +98,17 @@ def judge_request(prompts: dict, window: list[dict], sampling: Sampling, seed: i
 
 
 async def judge(
-    conversation: list[dict], prompts: dict, cp: dict, client: LLMClient, judge_name: str, seed: int
-) -> list[dict]:
+    conversation: list[dict[str, Any]],
+    prompts: dict[str, Any],
+    cp: dict[str, Any],
+    client: LLMClient,
+    judge_name: str,
+    seed: int,
+) -> list[dict[str, Any]]:
     """Agreement after every utterance from at most the last `judge_window` statements of each
     agent; -1 (no call) when the window holds no text."""
     sampling = judge_sampling(client)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for u, window in sim_judge.targets(
         conversation, lambda before, u: views.per_speaker(before + [u], cp["judge_window"], "speaker")
     ):
@@ -110,20 +121,20 @@ async def judge(
     return rows
 
 
-def calibration_window(example: dict) -> list[dict]:
+def calibration_window(example: dict[str, Any]) -> list[dict[str, Any]]:
     """A calibration example's "Agent k: ..." lines as a window."""
-    window = []
+    window: list[dict[str, Any]] = []
     for line in example["conversation"].splitlines():
         head, _, text = line.partition(":")
         window.append({"speaker": int(head.split()[-1]), "text": text.strip()})
     return window
 
 
-async def calibrate(prompts: dict, client: LLMClient, judge_name: str, seed: int) -> list[dict]:
+async def calibrate(prompts: dict[str, Any], client: LLMClient, judge_name: str, seed: int) -> list[dict[str, Any]]:
     """The judge scores the calibration examples of its own prompt, with the prompt, constraint and
     sampling of the real judgments (seed from the run seed, the judge and the example's index)."""
     sampling = judge_sampling(client)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i, example in enumerate(prompts["judge_examples"]):
         req = judge_request(prompts, calibration_window(example), sampling, seed, "calibration", judge_name, i)
         rows.append(
@@ -137,7 +148,9 @@ async def calibrate(prompts: dict, client: LLMClient, judge_name: str, seed: int
     return rows
 
 
-def judges_for(agent_models: list[str], judge_model: dict, judge_models: dict | None) -> dict[str, dict]:
+def judges_for(
+    agent_models: list[str], judge_model: dict[str, Any], judge_models: dict[str, dict[str, Any]] | None
+) -> dict[str, dict[str, Any]]:
     """The judge entry of every agent model: `judge_models[agent model]` where given, otherwise
     `judge_model` (the paper avoids a model judging its own conversations)."""
     judge_models = judge_models or {}
@@ -148,7 +161,7 @@ def judges_for(agent_models: list[str], judge_model: dict, judge_models: dict | 
             f"(agent models: {', '.join(agent_models)})"
         )
     out = {m: judge_models.get(m, judge_model) for m in agent_models}
-    by_name: dict[str, dict] = {}
+    by_name: dict[str, dict[str, Any]] = {}
     for entry in out.values():
         if by_name.setdefault(entry["name"], entry) != entry:
             raise ValueError(f"two different judge entries are both named {entry['name']!r}")
@@ -156,8 +169,13 @@ def judges_for(agent_models: list[str], judge_model: dict, judge_models: dict | 
 
 
 async def run_judge(
-    utterances: list[dict], prompts: dict, cp: dict, clients: dict[str, LLMClient], judge_of: dict[str, str], seed: int
-) -> list[dict]:
+    utterances: list[dict[str, Any]],
+    prompts: dict[str, Any],
+    cp: dict[str, Any],
+    clients: dict[str, LLMClient],
+    judge_of: dict[str, str],
+    seed: int,
+) -> list[dict[str, Any]]:
     """Judge every conversation with the judge of its agent model (`judge_of`: agent model -> judge
     name, `clients`: judge name -> client)."""
     return await runner.run_all(
@@ -171,7 +189,7 @@ async def run_judge(
     )
 
 
-async def run_calibration(prompts: dict, clients: dict[str, LLMClient], seed: int) -> list[dict]:
+async def run_calibration(prompts: dict[str, Any], clients: dict[str, LLMClient], seed: int) -> list[dict[str, Any]]:
     """Every judge (`clients`: judge name -> client) scores the calibration examples."""
     return await runner.run_all(
         clients,

@@ -8,6 +8,7 @@ one) instead of failing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import matplotlib
@@ -17,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 
 from socsim.io.figures import save  # noqa: E402
 
@@ -35,12 +37,12 @@ TABLES = (
 )
 
 
-def read_csv(path) -> pd.DataFrame:
+def read_csv(path: str | Path) -> pd.DataFrame:
     """An analysis CSV as written: empty cells are missing, but "n/a" stays the text "n/a"."""
     return pd.read_csv(path, keep_default_na=False, na_values=["", "nan", "NaN"])
 
 
-def _sort_key(label) -> tuple:
+def _sort_key(label: object) -> tuple[float | str, ...]:
     """Numeric order for labels such as 3, "1-5" or "0-9" (so "10" follows "9")."""
     parts = str(label).split("-")
     try:
@@ -49,11 +51,11 @@ def _sort_key(label) -> tuple:
         return (float("inf"), str(label))
 
 
-def categories(values) -> list[str]:
+def categories(values: Iterable[object]) -> list[str]:
     return [str(v) for v in sorted(set(values), key=_sort_key)]
 
 
-def no_data(ax, reason: str = "") -> None:
+def no_data(ax: Axes, reason: str = "") -> None:
     ax.text(
         0.5,
         0.5,
@@ -67,7 +69,7 @@ def no_data(ax, reason: str = "") -> None:
     )
 
 
-def _errorbars(ax, data: pd.DataFrame, x: str, hue: str | None = None, order: list[str] | None = None) -> bool:
+def _errorbars(ax: Axes, data: pd.DataFrame, x: str, hue: str | None = None, order: list[str] | None = None) -> bool:
     """Bootstrap means with intervals at sorted category positions, dodged per hue level.
     Returns False (and draws nothing) without data."""
     data = data.dropna(subset=["boot_mean"]) if len(data) else data
@@ -164,7 +166,7 @@ def fig5_suppression(
     return save(fig, out, "fig5_suppression")
 
 
-def _pair_ends(label) -> tuple[int, int] | None:
+def _pair_ends(label: object) -> tuple[int, int] | None:
     try:
         lo, hi = (int(float(v)) for v in str(label).split("-"))
         return lo, hi

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from socsim.coherence import schemas
 from socsim.io.parquet import atomic_write_bytes, write_json
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from socsim.llm import LLMClient
 
 DATA = "data/coherence"
 RESULTS = "results/coherence"
@@ -68,7 +75,7 @@ def run_converse(ctx: StageContext) -> None:
     )
 
 
-def _judges(ctx: StageContext, utterances: list[dict]) -> tuple[dict, dict[str, str]]:
+def _judges(ctx: StageContext, utterances: list[dict[str, Any]]) -> tuple[dict[str, LLMClient], dict[str, str]]:
     """The judge clients for the agent models that have conversations, and agent model -> judge name."""
     from socsim.coherence import dialogue
 
@@ -113,13 +120,12 @@ def run_analyse(ctx: StageContext) -> None:
     from socsim.coherence import analysis, compare
     from socsim.io import vs_paper
 
+    # Unpacked by name: mypy cannot count the items of a starred generator.
+    agents, profiles, pairs, judgments, utterances, calibration = (
+        ctx.read(name).to_pandas() for name in ("agents", "profiles", "pairs", "judgments", "utterances", "calibration")
+    )
     out = analysis.analyse(
-        *(
-            ctx.read(name).to_pandas()
-            for name in ("agents", "profiles", "pairs", "judgments", "utterances", "calibration")
-        ),
-        ctx.params["coherence"],
-        ctx.seed,
+        agents, profiles, pairs, judgments, utterances, calibration, ctx.params["coherence"], ctx.seed
     )
     d = ctx.path("analysis")
     for name, table in out["tables"].items():
@@ -145,12 +151,15 @@ def run_figures(ctx: StageContext) -> None:
     from socsim.coherence import figures
 
     a, out = ctx.path("analysis"), ctx.path("figures")
-    t = lambda name: figures.read_csv(a / f"{name}.csv")  # noqa: E731
+
+    def t(name: str) -> pd.DataFrame:
+        return figures.read_csv(a / f"{name}.csv")
+
     figures.all_figures({name: t(name) for name in figures.TABLES}, out)
     ctx.write_metrics(figures=sorted(p.name for p in out.glob("*.png")))
 
 
-def shards(params) -> dict[str, dict]:
+def shards(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Converse/judge shards: one per (agent model, topic), or coarser by `coherence.shard_by`."""
     cp = params["coherence"]
     cells = [{"model": m["name"], "topic": t} for m in cp["agent_models"] for t in cp["topics"]]

@@ -13,6 +13,7 @@ utterance with an on-topic human comparator, fewer groups or members than a test
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -38,8 +39,8 @@ def utterance_metrics(
     annotations: pd.DataFrame,
     human_utterances: pd.DataFrame,
     human_annotations: pd.DataFrame,
-    dp: dict,
-) -> dict:
+    dp: dict[str, Any],
+) -> dict[str, Any]:
     from socsim.debate import metrics
 
     sim = _utterances_with_labels(simulated, annotations, SETTING + KEYS)
@@ -84,7 +85,7 @@ def annotator_flags(annotations: pd.DataFrame, human_annotations: pd.DataFrame) 
     )
 
 
-def members(tables: dict, model: str) -> pd.DataFrame:
+def members(tables: dict[str, Any], model: str) -> pd.DataFrame:
     """Sect. 6 inputs: one row per Depth member and source (human, llm): tweet stances s1..s3,
     opinions, the round-1 partner; reverse-coded on truth-framed topics."""
     sessions = tables["sessions"].set_index("session_id")
@@ -104,7 +105,7 @@ def members(tables: dict, model: str) -> pd.DataFrame:
     for p in part[part.session_id.isin(ran)].itertuples():
         sign = -1.0 if sessions.loc[p.session_id, "reverse"] else 1.0
 
-        def f(v, sign=sign):
+        def f(v: Any, sign: float = sign) -> float | None:
             return None if v is None or pd.isna(v) else sign * float(v)
 
         h = [h_st.get((p.session_id, r, p.worker_id)) for r in (1, 2, 3)]
@@ -130,7 +131,9 @@ def members(tables: dict, model: str) -> pd.DataFrame:
     )
 
 
-def _paper_row(paper: dict, table: str, model: str, mode: int, ablation: str) -> tuple[dict | None, str]:
+def _paper_row(
+    paper: dict[str, Any], table: str, model: str, mode: int, ablation: str
+) -> tuple[dict[str, Any] | None, str]:
     t = paper.get(table, {})
     if table in ("table3", "table9"):
         if model in t:
@@ -139,14 +142,16 @@ def _paper_row(paper: dict, table: str, model: str, mode: int, ablation: str) ->
     return t.get(f"mode{mode}", {}).get(ablation), "gpt-4o-mini"
 
 
-def _degenerate(flags: list[dg.Flag], note) -> str | None:
+def _degenerate(flags: list[dg.Flag], note: Any) -> str | None:
     """The row's degeneracy message: an annotator flag, or why the statistic is undefined."""
     if flags:
         return flags[0].message
     return f"degenerate input: {note}" if isinstance(note, str) and note else None
 
 
-def analyse(metrics: pd.DataFrame, tables: dict, dp: dict, paper: dict, out: Path) -> dict:
+def analyse(
+    metrics: pd.DataFrame, tables: dict[str, Any], dp: dict[str, Any], paper: dict[str, Any], out: Path
+) -> dict[str, Any]:
     from socsim.debate import stats
 
     out.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,8 @@ Temperature 0 by default; raw answers and parse flags are kept (an unparsed answ
 
 from __future__ import annotations
 
+from typing import Any
+
 from socsim.llm import Choice, LLMClient
 from socsim.sim import judge as sim_judge
 from socsim.sim import runner
@@ -17,19 +19,19 @@ from socsim.sim import runner
 VALIDITY = Choice(("VALID", "INVALID"))
 
 
-def stance_choice(prompts: dict) -> Choice:
+def stance_choice(prompts: dict[str, Any]) -> Choice:
     return Choice(tuple(prompts["labels"]))
 
 
-def examples(prompts: dict, statement: str) -> tuple[str, str]:
+def examples(prompts: dict[str, Any], statement: str) -> tuple[str, str]:
     ex = prompts["on_topic_examples"]
     topic = ex["topic"] if ex["topic"].strip().lower() != statement.strip().lower() else ex["topic_alt"]
     return topic, "\n".join(f'- "{i["message"]}" -> {i["label"]}' for i in ex["items"])
 
 
-def dyad_turns(items: list[dict]) -> dict[tuple, list[dict]]:
+def dyad_turns(items: list[dict[str, Any]]) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
     """(session, round, dyad) -> its utterances in order."""
-    dyads: dict[tuple, list[dict]] = {}
+    dyads: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for it in items:
         if it.get("kind", "utterance") == "utterance":
             dyads.setdefault((it["session_id"], it["round"], it["dyad"]), []).append(it)
@@ -39,17 +41,17 @@ def dyad_turns(items: list[dict]) -> dict[tuple, list[dict]]:
 
 
 async def annotate(
-    items: list[dict],
-    tweets: dict,
-    names: dict,
+    items: list[dict[str, Any]],
+    tweets: dict[tuple[Any, ...], str],
+    names: dict[str, str],
     statements: dict[str, str],
-    prompts: dict,
-    ap: dict,
+    prompts: dict[str, Any],
+    ap: dict[str, Any],
     client: LLMClient,
     annotator: str,
     seed: int,
-    history: dict[tuple, list[dict]] | None = None,
-) -> list[dict]:
+    history: dict[tuple[Any, ...], list[dict[str, Any]]] | None = None,
+) -> list[dict[str, Any]]:
     """One annotation row per item (an utterance or a tweet of one source: human or a setting).
     `tweets`: (session, round, worker) -> the tweet text that source's dyad saw; `history`: the
     utterances each on-topic judgment sees before its target (default: the items' own dyads; Mode 1:
@@ -59,7 +61,7 @@ async def annotate(
     labels = stance_choice(prompts)
     opts = ", ".join(f'"{x}"' for x in prompts["labels"])
 
-    async def one(it: dict) -> list[dict]:
+    async def one(it: dict[str, Any]) -> list[dict[str, Any]]:
         statement = statements[it["session_id"]]
         ids = (
             it["model"],

@@ -5,17 +5,19 @@ partner difference, Pearson r with a fitted line), and the utterance metrics by 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from socsim.io.figures import plt, save
+from socsim.io.figures import save  # sets the Agg backend
 
 STEPS = {"tweet": ["s1", "s2", "s3"], "opinion": ["o_init", "o_final"]}
 COLOURS = {"human": "#444444", "llm": "#E07020"}
 
 
-def _no_data(ax, text="no data"):
+def _no_data(ax: Any, text: str = "no data") -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=9)
 
 

@@ -25,6 +25,7 @@ import os
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any, Literal
 
 log = logging.getLogger(__name__)
 
@@ -92,13 +93,13 @@ class HubFetchError(RuntimeError):
 
 def fetch(
     repo_id: str, revision: str, allow_patterns: list[str] | None, local_dir: str | None = None
-) -> tuple[Path, dict]:
+) -> tuple[Path, dict[str, Any]]:
     """The dataset snapshot (downloaded once into the Hub cache, or into `local_dir`) and its identity
     {repo, revision, commit}. HF_TOKEN comes from the environment only; HF_HUB_OFFLINE=1 reads the
     cache alone. Never `datasets.load_dataset`: its auto-config loses the path = topic/session identity."""
     from huggingface_hub import snapshot_download
 
-    token = os.environ.get("HF_TOKEN") or False
+    token: str | Literal[False] = os.environ.get("HF_TOKEN") or False
     try:
         folder = Path(
             snapshot_download(
@@ -122,7 +123,9 @@ def fetch(
     return folder, {"repo": repo_id, "revision": revision, "commit": commit}
 
 
-def _commit(folder: Path, repo_id: str, revision: str | None, local_dir: str | None, token) -> str | None:
+def _commit(
+    folder: Path, repo_id: str, revision: str | None, local_dir: str | None, token: str | Literal[False]
+) -> str | None:
     """The commit the revision resolved to: the cache stores a snapshot under snapshots/<commit>/."""
     if local_dir is None and folder.parent.name == "snapshots":
         return folder.name
@@ -150,7 +153,9 @@ def _commit(folder: Path, repo_id: str, revision: str | None, local_dir: str | N
 # ----------------------------------------------------------------------------------------------- parse
 
 
-def parse(root: Path, topics: dict, aliases: dict, sources: tuple[str, ...] | list[str] = SOURCES) -> dict:
+def parse(
+    root: Path, topics: dict[str, Any], aliases: dict[str, Any], sources: tuple[str, ...] | list[str] = SOURCES
+) -> dict[str, Any]:
     """Sessions, participants, tweets and merged utterances of every session CSV under `root`.
 
     `topics` maps topic-dir slug -> {statement, set, reverse} (topics.yaml `topics:`), `aliases` maps each
@@ -162,7 +167,7 @@ def parse(root: Path, topics: dict, aliases: dict, sources: tuple[str, ...] | li
     aliases = aliases.get("survey_aliases", aliases) if isinstance(aliases.get("survey_aliases"), dict) else aliases
     p = _Parser(root, topics, _alias_index(aliases))
     files = p.discover(list(sources))
-    out = {"sessions": [], "participants": [], "tweets": [], "utterances": []}
+    out: dict[str, Any] = {"sessions": [], "participants": [], "tweets": [], "utterances": []}
     for f in files:
         p.session(f, out)
     p.finish()
@@ -197,7 +202,7 @@ def _key(text: str) -> str:
     return slug(text).lower()
 
 
-def _alias_index(aliases: dict) -> dict[str, str]:
+def _alias_index(aliases: dict[str, Any]) -> dict[str, str]:
     index = {}
     for slot in SLOTS:
         index[_key(slot)] = slot
@@ -217,14 +222,14 @@ def _event_type(value: str) -> str | None:
 
 
 class _Parser:
-    def __init__(self, root: Path, topics: dict, aliases: dict[str, str]):
+    def __init__(self, root: Path, topics: dict[str, Any], aliases: dict[str, str]):
         self.root = root
         self.topics = topics
         self.topic_index = {_key(k): v for k, v in topics.items()}
         self.aliases = aliases
         self.warnings: list[str] = []
-        self.counts: Counter = Counter(shadowed_files=0, mirrored_rows_ignored=0, received_rows_used=0)
-        self._skipped: dict[str, list] = {}  # what was skipped -> [rows, first location]
+        self.counts: Counter[str] = Counter(shadowed_files=0, mirrored_rows_ignored=0, received_rows_used=0)
+        self._skipped: dict[str, list[Any]] = {}  # what was skipped -> [rows, first location]
         self._topic_cache: dict[tuple[str, str], tuple[str, bool]] = {}
 
     # -- warnings ---------------------------------------------------------------------------------
@@ -242,8 +247,8 @@ class _Parser:
             self.warn(f"{what}: {n} row(s) ignored (first at {where})")
 
     # -- files ------------------------------------------------------------------------------------
-    def discover(self, sources: list[str]) -> list[dict]:
-        seen: dict[str, dict] = {}
+    def discover(self, sources: list[str]) -> list[dict[str, Any]]:
+        seen: dict[str, dict[str, Any]] = {}
         files = []
         for source in sources:
             base = self.root / source
@@ -300,7 +305,7 @@ class _Parser:
                 self._topic_cache[(topic_set, topic_dir)] = (str(t["statement"]), bool(t.get("reverse", False)))
         return self._topic_cache[(topic_set, topic_dir)]
 
-    def read(self, path: Path, rel: str) -> list[dict]:
+    def read(self, path: Path, rel: str) -> list[dict[str, Any]]:
         rows = []
         rownum, line = 1, 0
         try:
@@ -350,7 +355,7 @@ class _Parser:
             raise ValueError(f"{rel}: row {rownum} (line {line}): {column} {raw!r} is not {kind}")
         return x
 
-    def record(self, raw: dict, rel: str, rownum: int, line: int) -> dict:
+    def record(self, raw: dict[str, str], rel: str, rownum: int, line: int) -> dict[str, Any]:
         eo = self.number(raw["event_order"], "event_order", rel, rownum, line, integral=True)
         if eo is None:
             raise ValueError(f"{rel}: row {rownum} (line {line}): event_order is empty")
@@ -379,11 +384,15 @@ class _Parser:
         }
 
     # -- one session ------------------------------------------------------------------------------
-    def session(self, f: dict, out: dict) -> None:
+    def session(self, f: dict[str, Any], out: dict[str, Any]) -> None:
         rel, sid = f["file"], f["session_id"]
         rows = sorted(self.read(f["path"], rel), key=lambda r: (r["event_order"], r["row"]))
         statement, reverse = self.topic(f["topic_set"], f["topic_dir"])
 
+        survey: defaultdict[str, dict[str, str]]
+        sent: defaultdict[tuple[int, frozenset[str]], list[dict[str, Any]]]
+        received: defaultdict[tuple[int, frozenset[str]], list[dict[str, Any]]]
+        people: set[str]
         init, post, tweets, survey = {}, {}, {}, defaultdict(dict)
         sent, received = defaultdict(list), defaultdict(list)  # (round, frozenset dyad) -> rows
         people, rounds = set(), set()
@@ -474,7 +483,14 @@ class _Parser:
             out["utterances"] += merge(sid, key[0], msgs)
 
     @staticmethod
-    def check(init, post, tweets, sent, received, rounds) -> list[str]:
+    def check(
+        init: dict[str, dict[str, Any]],
+        post: dict[str, dict[str, Any]],
+        tweets: dict[tuple[int, str], dict[str, Any]],
+        sent: dict[tuple[int, frozenset[str]], list[dict[str, Any]]],
+        received: dict[tuple[int, frozenset[str]], list[dict[str, Any]]],
+        rounds: set[int],
+    ) -> list[str]:
         """Why a session is incomplete (spec 1.5), in a fixed order; [] when complete."""
         reasons = []
         members = set(init)
@@ -517,10 +533,10 @@ class _Parser:
         return reasons
 
 
-def merge(session_id: str, rnd: int, msgs: list[dict]) -> list[dict]:
+def merge(session_id: str, rnd: int, msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Consecutive messages of one sender (in event order) joined by a single space: utterances k = 1..
     Validity: VALID if any part is VALID, else INVALID if any part is INVALID, else None."""
-    groups: list[list[dict]] = []
+    groups: list[list[dict[str, Any]]] = []
     for m in msgs:
         if groups and groups[-1][-1]["snd"] == m["snd"]:
             groups[-1].append(m)

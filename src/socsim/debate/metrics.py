@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -54,7 +55,7 @@ def _default_model_dir() -> Path:
         ) from exc
     # The model directory is the one holding sentence-transformers' modules.json and the weights.
     candidates = sorted(
-        {Path(dist.locate_file(f)).parent for f in (dist.files or []) if f.name == "modules.json"},
+        {Path(cast(Path, dist.locate_file(f))).parent for f in (dist.files or []) if f.name == "modules.json"},
         key=lambda p: len(p.parts),
     )
     if not candidates:
@@ -90,8 +91,9 @@ class Encoder:
         self._st_version = sentence_transformers.__version__
         self._package = None
         self._package_version = None
-        self._encode_kwargs: dict = {}
-        kwargs: dict = {"device": device}
+        self._encode_kwargs: dict[str, Any] = {}
+        kwargs: dict[str, Any] = {"device": device}
+        self.path: str | None
         if model is None:
             path = _default_model_dir()
             self.name = DEFAULT_MODEL
@@ -112,7 +114,9 @@ class Encoder:
 
     @property
     def dim(self) -> int:
-        getter = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        getter: Callable[[], Any] = (
+            getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        )
         return int(getter())
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -135,7 +139,7 @@ class Encoder:
     def __call__(self, texts: list[str]) -> np.ndarray:
         return self.encode(texts)
 
-    def identity(self) -> dict:
+    def identity(self) -> dict[str, Any]:
         """What produced the embeddings, for provenance."""
         return {
             "model": self.name,
@@ -153,7 +157,7 @@ class Encoder:
 # Round-wise aggregation (eq. 2)
 
 
-def _flag(value) -> bool:
+def _flag(value: Any) -> bool:
     """An on-topic flag: True only for a true value; None/NaN (unparsed) and False are off-topic."""
     if value is None:
         return False
@@ -165,7 +169,7 @@ def _flag(value) -> bool:
     return bool(value)
 
 
-def _stance(value) -> float | None:
+def _stance(value: Any) -> float | None:
     if value is None:
         return None
     try:
@@ -213,7 +217,7 @@ def round_wise(
         raise ValueError(f"round_wise: missing columns sim={missing} human={missing_h}")
 
     # On-topic human comparators by (session, round, speaker).
-    comparators: dict[tuple, list[tuple[str, float | None]]] = {}
+    comparators: dict[tuple[Any, ...], list[tuple[str, float | None]]] = {}
     for row in human.itertuples(index=False):
         if _flag(row.on_topic):
             comparators.setdefault((row.session_id, row.round, row.speaker), []).append(
@@ -288,7 +292,7 @@ def round_wise(
     for values, idx in groups:
         idx = np.asarray(idx)
         used = [int(i) for i in idx if int(i) in per_utt]
-        out = dict(zip(setting, values))
+        out: dict[str, Any] = dict(zip(setting, values))
         for m in METRICS:
             vals = np.array([per_utt[i][m] for i in used], dtype=float)
             vals = vals[np.isfinite(vals)]

@@ -26,11 +26,12 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from typing import Any
 
 from socsim.llm import JsonSchema, LLMClient, Request
 from socsim.seeds import derive_seed
 from socsim.sim import policies, runner, stop
-from socsim.sim.episode import Episode, Speaker, play
+from socsim.sim.episode import Episode, Speaker, Turn, play
 
 ABLATIONS = ("original", "no_prior_chats", "no_initial_opinion", "no_demographics", "no_private_profile")
 PREFIX = re.compile(r"^\s*(my response|response)\s*:\s*", re.IGNORECASE)
@@ -44,12 +45,13 @@ def clean(text: str) -> str:
     return text
 
 
-def options(prompts: dict) -> str:
+def options(prompts: dict[str, Any]) -> str:
     return ", ".join(f'"{label}"' for label in prompts["labels"])
 
 
-def label_of(prompts: dict, value: float) -> str:
-    return min(prompts["labels"], key=lambda lab: abs(prompts["labels"][lab] - value))
+def label_of(prompts: dict[str, Any], value: float) -> str:
+    label: str = min(prompts["labels"], key=lambda lab: abs(prompts["labels"][lab] - value))
+    return label
 
 
 class Session:
@@ -57,13 +59,13 @@ class Session:
 
     def __init__(
         self,
-        setting: dict,
-        session: dict,
-        participants: list[dict],
-        tweets: list[dict],
-        utterances: list[dict],
-        prompts: dict,
-        dp: dict,
+        setting: dict[str, Any],
+        session: dict[str, Any],
+        participants: list[dict[str, Any]],
+        tweets: list[dict[str, Any]],
+        utterances: list[dict[str, Any]],
+        prompts: dict[str, Any],
+        dp: dict[str, Any],
         seed: int,
         client: LLMClient,
     ):
@@ -72,14 +74,14 @@ class Session:
         self.people = {p["worker_id"]: p for p in participants}
         self.names = {w: p["name"] for w, p in self.people.items()}
         self.human_tweets = {(t["round"], t["worker_id"]): t for t in tweets}
-        self.human = {}
+        self.human: dict[tuple[int, str], list[dict[str, Any]]] = {}
         for u in utterances:
             self.human.setdefault((u["round"], u["dyad"]), []).append(u)
         self.partner = {(r, w): t["partner_id"] for (r, w), t in self.human_tweets.items()}
         self.sim_tweets: dict[tuple[int, str], str] = {}
-        self.sim_turns: dict[tuple[int, str], list[dict]] = {}  # (round, dyad) -> [{speaker, text}]
+        self.sim_turns: dict[tuple[int, str], list[dict[str, Any]]] = {}  # (round, dyad) -> [{speaker, text}]
         self.sampling = client.sampling(max_tokens=dp["max_tokens"])
-        self.rows: list[dict] = []
+        self.rows: list[dict[str, Any]] = []
 
     # -- memory ---------------------------------------------------------------------------------
     def system(self, worker: str) -> str:
@@ -93,15 +95,16 @@ class Session:
     def tweet(self, r: int, worker: str) -> str:
         if self.mode == 3 and r >= 2:
             return self.sim_tweets[(r, worker)]
-        return self.human_tweets[(r, worker)]["text"]
+        text: str = self.human_tweets[(r, worker)]["text"]
+        return text
 
-    def turns(self, r: int, dyad: str, upto: int | None = None) -> list[dict]:
+    def turns(self, r: int, dyad: str, upto: int | None = None) -> list[dict[str, Any]]:
         """The utterances of a dyad-round this twin remembers: human (Mode 1) or simulated."""
         if self.mode == 1:
             return self.human.get((r, dyad), [])[:upto]
         return self.sim_turns.get((r, dyad), [])[:upto]
 
-    def block(self, r: int, worker: str, turns: list[dict]) -> list[str]:
+    def block(self, r: int, worker: str, turns: list[dict[str, Any]]) -> list[str]:
         partner = self.partner[(r, worker)]
         name = self.names[partner]
         lines = [
@@ -116,7 +119,7 @@ class Session:
     def dyad(self, r: int, worker: str) -> str:
         return "|".join(sorted((worker, self.partner[(r, worker)])))
 
-    def memory(self, worker: str, r: int, current: list[dict] | None) -> list[dict]:
+    def memory(self, worker: str, r: int, current: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
         """System, initial opinion, earlier rounds, and (current given) the current round so far."""
         p = self.people[worker]
         msgs = [{"role": "system", "content": self.system(worker)}]
@@ -155,7 +158,7 @@ class Session:
         return msgs
 
     # -- generation ---------------------------------------------------------------------------------
-    def row(self, r: int, kind: str, dyad: str, k: int, speaker: str, partner: str, text: str, **extra) -> None:
+    def row(self, r: int, kind: str, dyad: str, k: int, speaker: str, partner: str, text: str, **extra: Any) -> None:
         self.rows.append(
             {
                 **self.set,
@@ -173,7 +176,7 @@ class Session:
             }
         )
 
-    def ids(self, *more) -> tuple:
+    def ids(self, *more: object) -> tuple[object, ...]:
         return ("debate", self.set["model"], self.mode, self.ablation, self.s["session_id"], *more)
 
     async def write_tweet(self, r: int, worker: str) -> None:
@@ -200,7 +203,7 @@ class Session:
         )
         order = [(u["speaker"], u["partner"]) for u in human]
 
-        def messages(speaker, turns):
+        def messages(speaker: Speaker, turns: list[Turn]) -> list[dict[str, Any]]:
             current = (
                 self.turns(r, dyad, len(turns))
                 if self.mode == 1
@@ -213,7 +216,7 @@ class Session:
 
         raws: list[str] = []
 
-        def reply(speaker, text):
+        def reply(speaker: Speaker, text: str) -> tuple[str, bool]:
             raws.append(text)  # the model's own text is kept beside the cleaned one
             return clean(text), False
 
@@ -250,7 +253,7 @@ class Session:
         text = resp.value["justification"] if resp.parse_ok else resp.text
         self.row(4, "opinion", "", 0, worker, "", text, opinion=value, parse_ok=resp.parse_ok, raw=resp.text)
 
-    async def run(self) -> list[dict]:
+    async def run(self) -> list[dict[str, Any]]:
         workers = sorted(self.people)
         for r in (1, 2, 3):
             if self.mode == 3 and r >= 2:
@@ -262,24 +265,24 @@ class Session:
         return self.rows
 
 
-def by_session(rows: list[dict]) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {}
+def by_session(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         out.setdefault(r["session_id"], []).append(r)
     return out
 
 
 async def run_settings(
-    settings: list[dict],
-    sessions: list[dict],
-    participants: list[dict],
-    tweets: list[dict],
-    utterances: list[dict],
-    prompts: dict,
-    dp: dict,
+    settings: list[dict[str, Any]],
+    sessions: list[dict[str, Any]],
+    participants: list[dict[str, Any]],
+    tweets: list[dict[str, Any]],
+    utterances: list[dict[str, Any]],
+    prompts: dict[str, Any],
+    dp: dict[str, Any],
     seed: int,
     clients: dict[str, LLMClient],
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Every (setting, session) concurrently; a setting's sessions are those of its topic set."""
     people, tw, ut = by_session(participants), by_session(tweets), by_session(utterances)
     jobs = (

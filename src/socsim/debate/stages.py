@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from socsim.debate import schemas
 from socsim.io.parquet import write_json
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
+
+if TYPE_CHECKING:
+    from socsim.llm import LLMClient
 
 DATA = "data/debate"
 RESULTS = "results/debate"
@@ -46,7 +51,7 @@ def run_ingest(ctx: StageContext) -> None:
     )
 
 
-def selected(ctx: StageContext) -> list[dict]:
+def selected(ctx: StageContext) -> list[dict[str, Any]]:
     """The complete sessions of the run: per topic set, the first `sessions_per_set` by id."""
     dp = ctx.params[DB]
     out = []
@@ -58,7 +63,7 @@ def selected(ctx: StageContext) -> list[dict]:
     return out
 
 
-def settings(dp: dict) -> list[dict]:
+def settings(dp: dict[str, Any]) -> list[dict[str, Any]]:
     """model x mode x ablation x topic set; the ablations other than `original` run on the first model
     only (the paper ran them on gpt-4o-mini)."""
     first = dp["agent_models"][0]["name"]
@@ -72,7 +77,7 @@ def settings(dp: dict) -> list[dict]:
     ]
 
 
-def _mine(ctx: StageContext, rows: list[dict]) -> list[dict]:
+def _mine(ctx: StageContext, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if all(r[k] == v for k, v in ctx.shard_values.items())]
 
 
@@ -84,14 +89,16 @@ def run_simulate(ctx: StageContext) -> None:
     clients = ctx.model_clients(dp["agent_models"], "debate.agent_models", present=mine)
     sessions = selected(ctx)
     keep = {s["session_id"] for s in sessions}
+    participants, tweets, utterances = (
+        [r for r in ctx.rows(n) if r["session_id"] in keep] for n in ("participants", "tweets", "human_utterances")
+    )
     rows = asyncio.run(
         simulate.run_settings(
             mine,
             sessions,
-            *(
-                [r for r in ctx.rows(n) if r["session_id"] in keep]
-                for n in ("participants", "tweets", "human_utterances")
-            ),
+            participants,
+            tweets,
+            utterances,
             ctx.yaml("prompts_file"),
             dp,
             ctx.seed,
@@ -107,12 +114,12 @@ def run_simulate(ctx: StageContext) -> None:
     )
 
 
-def _annotator(ctx: StageContext):
+def _annotator(ctx: StageContext) -> tuple[dict[str, Any], tuple[str, LLMClient]]:
     ap = ctx.params[DB]["annotator"]
     return ap, next(iter(ctx.model_clients([ap["model"]], "debate.annotator.model").items()))
 
 
-def _lookups(ctx: StageContext) -> tuple[dict, dict]:
+def _lookups(ctx: StageContext) -> tuple[dict[str, str], dict[str, str]]:
     names = {p["worker_id"]: p["name"] for p in ctx.rows("participants")}
     statements = {s["session_id"]: s["statement"] for s in ctx.rows("sessions")}
     return names, statements
@@ -191,9 +198,10 @@ def run_compare(ctx: StageContext) -> None:
     from socsim.debate import analysis
 
     dp = ctx.params[DB]
-    out = analysis.utterance_metrics(
-        *(ctx.read(n).to_pandas() for n in ("simulated", "annotations", "human_utterances", "human_annotations")), dp
+    simulated, annotations, human_utterances, human_annotations = (
+        ctx.read(n).to_pandas() for n in ("simulated", "annotations", "human_utterances", "human_annotations")
     )
+    out = analysis.utterance_metrics(simulated, annotations, human_utterances, human_annotations, dp)
     d = ctx.path("comparison")
     d.mkdir(parents=True, exist_ok=True)
     from socsim.io.parquet import atomic_write_bytes
@@ -227,7 +235,7 @@ def run_figures(ctx: StageContext) -> None:
     ctx.write_metrics(figures=sorted(names))
 
 
-def shards(params) -> dict[str, dict]:
+def shards(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Simulate/annotate shards: one per (model, mode, ablation, topic set), or coarser by `debate.shard_by`."""
     dp = params[DB]
     return shard_table(settings(dp), list(dp["shard_by"]))

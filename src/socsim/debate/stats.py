@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -12,7 +13,7 @@ from scipy import stats
 VAR_TOL = 1e-12
 
 
-def _num(x) -> float | None:
+def _num(x: Any) -> float | None:
     x = float(x)
     return x if math.isfinite(x) else None
 
@@ -33,7 +34,7 @@ def _friedman(data: np.ndarray) -> tuple[float | None, float | None]:
     return chi2, float(stats.chi2.sf(chi2, k - 1))
 
 
-def appendix_h(values: pd.DataFrame, best: str, alternative: str) -> dict:
+def appendix_h(values: pd.DataFrame, best: str, alternative: str) -> dict[str, Any]:
     """Appendix H: Friedman test across models (blocks = settings), then one-sided paired Wilcoxon
     signed-rank tests of `best` against each other model.
 
@@ -159,7 +160,8 @@ def group_level(members: pd.DataFrame, ddof: int = 1) -> tuple[pd.DataFrame, pd.
         key = (stat, source, q)
         if key not in wide.columns:
             return np.full(len(sessions), np.nan)
-        return wide[key].reindex(sessions).astype(float).to_numpy()
+        values: np.ndarray = wide[key].reindex(sessions).astype(float).to_numpy()
+        return values
 
     tests = []
     for name, (before, after, stat) in GROUP_TESTS.items():

@@ -27,7 +27,9 @@ Time (facilitation.analysis.time):
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import krippendorff
 import numpy as np
@@ -140,7 +142,7 @@ def toxicity_flags(rated: pd.DataFrame) -> list[dg.Flag]:
     return dg.collect(dg.one_value(tox, TOXICITY_SCOPE), dg.near_constant(tox, TOXICITY_SCOPE))
 
 
-def missing_strategies(expected: list[str] | None, present) -> list[str]:
+def missing_strategies(expected: list[str] | None, present: Iterable[str]) -> list[str]:
     present = set(present)
     return [s for s in (expected or []) if s not in present]
 
@@ -266,14 +268,14 @@ PAIRWISE_COLUMNS = [
 
 
 def group_tests(
-    units: pd.DataFrame, level: str, flags: list[dg.Flag] = (), expected_strategies: list[str] | None = None
-) -> tuple[dict, pd.DataFrame]:
+    units: pd.DataFrame, level: str, flags: Sequence[dg.Flag] = (), expected_strategies: list[str] | None = None
+) -> tuple[dict[str, Any], pd.DataFrame]:
     """ANOVA and pairwise Student t-tests (raw and Holm p) of toxicity across strategies, one unit
     per row of `units`. `verdict` is "" for a usable test, else "degenerate input: <why>"."""
     unit = "comments" if level == "comment" else "discussions"
     groups = {s: g["toxicity"].to_numpy(dtype=float) for s, g in units.groupby("strategy")}
     missing = missing_strategies(expected_strategies, groups)
-    anova = {
+    anova: dict[str, Any] = {
         "level": level,
         "unit": unit,
         "strategies": sorted(groups),
@@ -339,11 +341,12 @@ def group_tests(
 
 
 def anova_and_pairwise(
-    means: pd.DataFrame, flags: list[dg.Flag] = (), expected_strategies: list[str] | None = None
-) -> tuple[dict, pd.DataFrame]:
+    means: pd.DataFrame, flags: Sequence[dg.Flag] = (), expected_strategies: list[str] | None = None
+) -> tuple[dict[str, dict[str, Any]], pd.DataFrame]:
     """Both levels: {"comment": anova, "discussion": anova} and one pairwise table with a `level`
     column (Holm within each level)."""
-    anovas, tables = {}, []
+    anovas: dict[str, dict[str, Any]] = {}
+    tables: list[pd.DataFrame] = []
     for level in LEVELS:
         anovas[level], table = group_tests(unit_values(means, level), level, flags, expected_strategies)
         tables.append(table)
@@ -404,7 +407,7 @@ def troll_groups(tt: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-def observed_reply_rate(comments: pd.DataFrame, setups: pd.DataFrame) -> dict:
+def observed_reply_rate(comments: pd.DataFrame, setups: pd.DataFrame) -> dict[str, Any]:
     """P(speaker_t = speaker_t-2) over the user turns of discussions with `respond` turn taking
     (the paper's 40 %), and the number of turns it is measured on."""
     respond = setups.loc[setups["turn_taking"].isin(["respond", "respond_uniform"]), "discussion_id"]
@@ -417,9 +420,9 @@ def observed_reply_rate(comments: pd.DataFrame, setups: pd.DataFrame) -> dict:
     return {"rate": hits / trials if trials else None, "turns": trials}
 
 
-def parse_failures(annotations: pd.DataFrame) -> dict:
+def parse_failures(annotations: pd.DataFrame) -> dict[str, Any]:
     """How many ratings failed to parse, overall and per annotator (null rate without ratings)."""
-    out = {"ratings": int(len(annotations)), "parse_failures": int((~annotations["parse_ok"]).sum())}
+    out: dict[str, Any] = {"ratings": int(len(annotations)), "parse_failures": int((~annotations["parse_ok"]).sum())}
     out["parse_failure_rate"] = out["parse_failures"] / out["ratings"] if out["ratings"] else None
     out["parse_failure_rate_by_annotator"] = {
         a: float((~g["parse_ok"]).mean()) for a, g in annotations.groupby("annotator_id")
@@ -427,7 +430,7 @@ def parse_failures(annotations: pd.DataFrame) -> dict:
     return out
 
 
-def agreement(annotations: pd.DataFrame) -> dict:
+def agreement(annotations: pd.DataFrame) -> dict[str, Any]:
     """Parse-failure rates and Krippendorff's alpha (ordinal) of each rated dimension."""
     out = parse_failures(annotations)
     ok = annotations[annotations["parse_ok"]]
@@ -458,7 +461,7 @@ def check_ratings(annotations: pd.DataFrame) -> None:
         )
 
 
-def toxicity_distribution(rated: pd.DataFrame) -> dict:
+def toxicity_distribution(rated: pd.DataFrame) -> dict[str, float]:
     tox = _main_users(rated)["toxicity"].dropna()
     if tox.empty:
         return {}

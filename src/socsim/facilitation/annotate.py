@@ -4,7 +4,10 @@ argument quality, 1-5) seeing the h comments before it. Rows are keyed by
 
 from __future__ import annotations
 
-from socsim.llm import JsonSchema, Request, Sampling
+from collections.abc import Iterable
+from typing import Any
+
+from socsim.llm import JsonSchema, Request, Response, Sampling
 from socsim.sim import judge, views
 
 SCALE = list(range(1, 6))
@@ -22,7 +25,7 @@ ANSWER = JsonSchema.of(
 )
 
 
-def annotator_prompt(annotator: dict, guide: dict) -> str:
+def annotator_prompt(annotator: dict[str, Any], guide: dict[str, Any]) -> str:
     """An annotator's system prompt: the same sociodemographic fields as a participant's (Table 1),
     then the annotation guide as its special instructions."""
     traits = ", ".join(annotator.get("personality_characteristics") or [])
@@ -35,22 +38,30 @@ def annotator_prompt(annotator: dict, guide: dict) -> str:
     )
 
 
-def targets(comments: list[dict], h: dict[str, int]) -> list[tuple[dict, list[dict]]]:
+def targets(comments: list[dict[str, Any]], h: dict[str, int]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """(comment, context) for every comment to annotate; context = the h previous non-silent comments."""
-    out = []
+    out: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
     for did, rows in judge.transcripts(comments, "discussion_id").items():
         h_ = h[did]
-        out += judge.targets(
-            rows, lambda before, c, h_=h_: views.window(before, h_), lambda c: not c["is_silent"] and not c["is_seed"]
-        )
+
+        def window(before: list[dict[str, Any]], c: dict[str, Any], h_: int = h_) -> list[dict[str, Any]]:
+            return views.window(before, h_)
+
+        out += judge.targets(rows, window, lambda c: not c["is_silent"] and not c["is_seed"])
     return out
 
 
 def requests(
-    comments: list[dict], h: dict[str, int], annotators: list[dict], guide: dict, seed: int, sampling: Sampling
-) -> tuple[list[tuple[dict, dict]], list[Request]]:
+    comments: list[dict[str, Any]],
+    h: dict[str, int],
+    annotators: list[dict[str, Any]],
+    guide: dict[str, Any],
+    seed: int,
+    sampling: Sampling,
+) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], list[Request]]:
     """Requests grouped by annotator (so a shared system prompt stays in the model's prefix cache)."""
-    keys, reqs = [], []
+    keys: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    reqs: list[Request] = []
     todo = targets(comments, h)
     for a in annotators:
         system = annotator_prompt(a, guide)
@@ -77,7 +88,7 @@ def requests(
     return keys, reqs
 
 
-def rows(keys: list[tuple[dict, dict]], responses) -> list[dict]:
+def rows(keys: list[tuple[dict[str, Any], dict[str, Any]]], responses: Iterable[Response]) -> list[dict[str, Any]]:
     return [
         {
             "discussion_id": c["discussion_id"],

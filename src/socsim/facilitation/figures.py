@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 
 from socsim.facilitation.analysis import MAIN  # noqa: E402
 from socsim.io.figures import save  # noqa: E402
@@ -27,12 +28,12 @@ LEVEL_TITLES = {
 }
 
 
-def _no_data(ax, text: str) -> None:
+def _no_data(ax: Axes, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, transform=ax.transAxes, fontsize=9)
     ax.set_xticks([])
 
 
-def fig3_pairwise(pairwise: pd.DataFrame, out_dir: Path, flags: list[dict] | None = None) -> list[Path]:
+def fig3_pairwise(pairwise: pd.DataFrame, out_dir: Path, flags: list[dict[str, str]] | None = None) -> list[Path]:
     """Difference of mean toxicity, row strategy minus column strategy, one panel per test level
     (comments as units, as the paper; discussions as units). Stars: Student t-tests, Holm-adjusted
     p within the panel; a degenerate input shows no stars and says why."""

@@ -14,18 +14,20 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from socsim import seeds
-from socsim.llm import JsonSchema, Request, Sampling
+from socsim.llm import JsonSchema, Request, Response, Sampling
 from socsim.seeds import derive_seed
 
 ROLES = ("normal_user", "troll", "community_veteran")
 
 # Table 1 of the paper, less the role (assigned by the study design, not by the model).
-PERSONA_SCHEMA = {
+PERSONA_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": [
@@ -78,7 +80,7 @@ ANNOTATOR_FIELDS = (
     "personality_characteristics",
 )
 
-TOPIC_SCHEMA = {
+TOPIC_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": ["opinion"],
@@ -102,8 +104,8 @@ _REGIONS = (
 )
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    rows = []
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
@@ -141,8 +143,8 @@ def role_sequence(n: int, shares: dict[str, float], seed: int) -> list[str]:
 
 
 def _persona_row(
-    i: int, fields: dict, role: str, roles_text: dict[str, str], source: str, ok: bool, raw: str | None
-) -> dict:
+    i: int, fields: dict[str, Any], role: str, roles_text: dict[str, str], source: str, ok: bool, raw: str | None
+) -> dict[str, Any]:
     return {
         "persona_id": f"p{i:03d}",
         "username": fields.get("username"),
@@ -162,7 +164,7 @@ def _persona_row(
     }
 
 
-def personas_from_file(path: str | Path, roles_text: dict[str, str], n: int) -> list[dict]:
+def personas_from_file(path: str | Path, roles_text: dict[str, str], n: int) -> list[dict[str, Any]]:
     records = read_jsonl(path)
     if len(records) < n:
         raise ValueError(f"facilitation.personas.n = {n} but {path} holds only {len(records)} personas")
@@ -181,7 +183,7 @@ def personas_from_file(path: str | Path, roles_text: dict[str, str], n: int) -> 
     return rows
 
 
-def _check_unique_usernames(rows: list[dict], where: str) -> None:
+def _check_unique_usernames(rows: list[dict[str, Any]], where: str) -> None:
     seen: dict[str, str] = {}
     for row in rows:
         name = row["username"]
@@ -221,7 +223,9 @@ def persona_requests(
     return requests
 
 
-def personas_from_responses(responses, roles: list[str], roles_text: dict[str, str]) -> list[dict]:
+def personas_from_responses(
+    responses: Iterable[Response], roles: list[str], roles_text: dict[str, str]
+) -> list[dict[str, Any]]:
     rows = []
     used: set[str] = set()
     for i, resp in enumerate(responses):
@@ -236,7 +240,7 @@ def personas_from_responses(responses, roles: list[str], roles_text: dict[str, s
     return rows
 
 
-def read_annotators(path: str | Path, n: int) -> list[dict]:
+def read_annotators(path: str | Path, n: int) -> list[dict[str, Any]]:
     """The first n annotator personas, each with every field of ANNOTATOR_FIELDS."""
     records = read_jsonl(path)[:n]
     if len(records) < n:
@@ -248,7 +252,7 @@ def read_annotators(path: str | Path, n: int) -> list[dict]:
     return records
 
 
-def topics_from_file(path: str | Path, n: int) -> list[dict]:
+def topics_from_file(path: str | Path, n: int) -> list[dict[str, Any]]:
     records = read_jsonl(path)
     if len(records) < n:
         raise ValueError(f"facilitation.topics.n = {n} but {path} holds only {len(records)} topics")
@@ -297,7 +301,7 @@ def topic_requests(themes: list[str], n: int, seed: int, max_tokens: int, sampli
     return requests
 
 
-def topics_from_responses(responses, themes: list[str]) -> list[dict]:
+def topics_from_responses(responses: Iterable[Response], themes: list[str]) -> list[dict[str, Any]]:
     return [
         {
             "topic_id": f"g{i + 1:02d}",

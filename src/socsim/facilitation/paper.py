@@ -12,6 +12,8 @@ one). Rows that depend on toxicity ratings say "degenerate input: <why>" when th
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -23,24 +25,24 @@ from socsim.stats.regression import OLSResult
 ALPHA = 0.05
 
 
-def _f(x):
+def _f(x: float | None) -> float | None:
     return None if x is None or not np.isfinite(x) else float(x)
 
 
 MIN_GROUP = 2  # discussions per group before an ordering of group means is called a finding
 
 
-def _negative_and_significant(ours: dict, coefs: dict) -> bool:
+def _negative_and_significant(ours: dict[str, Any], coefs: dict[str, Any]) -> bool:
     """The paper's claim is a significant negative coefficient: the sign alone is not enough."""
     return all(v < 0 and np.isfinite(ours[k]["p"]) and ours[k]["p"] < ALPHA for k, v in coefs.items())
 
 
 def rows(
-    paper: dict,
+    paper: dict[str, Any],
     ols: OLSResult,
-    anova: dict,
+    anova: dict[str, dict[str, Any]],
     interv: pd.DataFrame,
-    reply: dict,
+    reply: dict[str, Any],
     div: pd.DataFrame,
     tt: pd.DataFrame,
     flags: list[dg.Flag],
@@ -185,7 +187,7 @@ def rows(
     )
 
     # Fig. 6: trolls and the instruction prompt.
-    effects = {}
+    effects: dict[str, float] = {}
     tt = tt.dropna(subset=["toxicity"])
     basic = tt[tt["condition"] == BASIC]
     if len(basic):

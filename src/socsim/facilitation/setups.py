@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from socsim import seeds
 from socsim.seeds import derive_seed
@@ -23,7 +24,7 @@ class Condition:
     with_roles: bool = True
 
 
-def conditions(fp: dict) -> list[tuple[Condition, list[str], list[str], int]]:
+def conditions(fp: dict[str, Any]) -> list[tuple[Condition, list[str], list[str], int]]:
     """(condition, models, strategies, discussions per cell) for the main study and each ablation."""
     models = [m["name"] for m in fp["models"]]
     out = [(Condition("main", fp["turn_taking"]), models, list(fp["strategies"]), fp["discussions_per_cell"])]
@@ -32,7 +33,7 @@ def conditions(fp: dict) -> list[tuple[Condition, list[str], list[str], int]]:
         first = [ablation_model(fp)]
         for tt in ab["turn_taking"]:
             out.append((Condition(f"tt_{tt}", tt), first, [ab["strategy"]], ab["discussions"]))
-        variants = {
+        variants: dict[str, dict[str, Any]] = {
             "no_sdb": {"with_sdb": False},
             "no_roles": {"with_roles": False},
             "basic_instructions": {"instructions": "basic"},
@@ -44,20 +45,20 @@ def conditions(fp: dict) -> list[tuple[Condition, list[str], list[str], int]]:
     return out
 
 
-def ablation_model(fp: dict) -> str:
+def ablation_model(fp: dict[str, Any]) -> str:
     """The one model the ablations run on (the paper: Qwen 2.5): facilitation.ablations.model, or the
     first of facilitation.models when that is null."""
     models = [m["name"] for m in fp["models"]]
-    name = fp["ablations"].get("model") or models[0]
+    name: str = fp["ablations"].get("model") or models[0]
     if name not in models:
         raise ValueError(f"facilitation.ablations.model = {name!r} is not one of facilitation.models {models}")
     return name
 
 
-def user_instructions(instructions: dict, variant: str, users_told_silence: bool) -> str:
+def user_instructions(instructions: dict[str, Any], variant: str, users_told_silence: bool) -> str:
     """The participants' instruction prompt. By default (as the paper) only the facilitator is told
     it may stay silent; facilitation.silence.users_told adds the same permission for users."""
-    text = instructions[variant].strip()
+    text: str = instructions[variant].strip()
     if users_told_silence:
         text += "\n" + instructions["user_silence"].strip()
     return text
@@ -71,7 +72,7 @@ def prompt_hash(text: str | None) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16] if text is not None else None
 
 
-def participant_prompt(persona: dict, instructions: str, with_sdb: bool, with_roles: bool) -> str:
+def participant_prompt(persona: dict[str, Any], instructions: str, with_sdb: bool, with_roles: bool) -> str:
     """A user's system prompt. Without SDBs: no sociodemographic fields and no personality. Without
     roles: neither the role's special instructions nor the personality traits tied to the role."""
     parts = [instructions.strip(), f"Your username is @{persona['username']}."]
@@ -89,7 +90,7 @@ def participant_prompt(persona: dict, instructions: str, with_sdb: bool, with_ro
     return "\n".join(parts)
 
 
-def facilitator_prompt(strategies: dict, strategy: str) -> str | None:
+def facilitator_prompt(strategies: dict[str, Any], strategy: str) -> str | None:
     text = strategies["strategies"][strategy]
     if text is None:
         return None
@@ -97,8 +98,13 @@ def facilitator_prompt(strategies: dict, strategy: str) -> str | None:
 
 
 def build_setups(
-    fp: dict, seed: int, personas: list[dict], topics: list[dict], instructions: dict, strategies: dict
-) -> list[dict]:
+    fp: dict[str, Any],
+    seed: int,
+    personas: list[dict[str, Any]],
+    topics: list[dict[str, Any]],
+    instructions: dict[str, Any],
+    strategies: dict[str, Any],
+) -> list[dict[str, Any]]:
     personas = [p for p in personas if p["parse_ok"]]
     topics = [t for t in topics if t["parse_ok"] and t["text"]]
     k = fp["users_per_discussion"]

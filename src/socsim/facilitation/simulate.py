@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import Any
 
 from socsim.facilitation.setups import prompt_hash
 from socsim.llm import LLMClient, Sampling
 from socsim.sim import policies, runner, stop, views
-from socsim.sim.episode import Episode, Speaker, Turn, play
+from socsim.sim.episode import Episode, Policy, Speaker, Turn, play
 
 FACILITATOR = "facilitator"
 FACILITATOR_NAME = "moderator"
@@ -37,11 +40,11 @@ class SilenceRule:
     """Whether a (cleaned) reply is silence: empty, only punctuation/symbols/whitespace, or matching
     one of `patterns` in full (case-insensitive regular expressions)."""
 
-    def __init__(self, patterns: list[str] | tuple[str, ...] = ()):
+    def __init__(self, patterns: list[str] | tuple[str, ...] = ()) -> None:
         self.patterns = [re.compile(p, re.IGNORECASE) for p in patterns]
 
     @classmethod
-    def from_file(cls, path) -> SilenceRule:
+    def from_file(cls, path: str | Path) -> SilenceRule:
         import yaml
 
         with open(path, encoding="utf-8") as fh:
@@ -61,7 +64,7 @@ class SilenceRule:
         return any(p.fullmatch(t) for p in self.patterns)
 
 
-def episode(setup: dict) -> Episode:
+def episode(setup: dict[str, Any]) -> Episode:
     """The setup row as an engine episode: its participants, then the facilitator (if any)."""
     speakers = [Speaker(p["persona_id"], p["username"], p["system_prompt"], p["role"]) for p in setup["participants"]]
     if setup["facilitator_prompt"] is not None:
@@ -69,7 +72,7 @@ def episode(setup: dict) -> Episode:
     return Episode(setup["discussion_id"], setup["model"], setup["seed"], tuple(speakers), setup["topic"], ("turn",))
 
 
-def messages(setup: dict, speaker: Speaker, turns: list[dict]) -> list[dict]:
+def messages(setup: dict[str, Any], speaker: Speaker, turns: list[Turn]) -> list[dict[str, Any]]:
     task = (
         f"Write your intervention as @{FACILITATOR_NAME}, or an empty message to stay silent."
         if speaker.id == FACILITATOR
@@ -85,10 +88,10 @@ def messages(setup: dict, speaker: Speaker, turns: list[dict]) -> list[dict]:
     ]
 
 
-def comment_rows(setup: dict, turns: list[Turn]) -> list[dict]:
+def comment_rows(setup: dict[str, Any], turns: list[Turn]) -> list[dict[str, Any]]:
     """The engine's turn records as COMMENTS rows."""
     ep = episode(setup)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for t in turns:
         sp = ep.speaker(t["speaker_id"])
         rows.append(
@@ -114,13 +117,13 @@ def comment_rows(setup: dict, turns: list[Turn]) -> list[dict]:
 
 
 async def run_discussion(
-    setup: dict, client: LLMClient, sampling: Sampling, silence: SilenceRule | None = None
-) -> list[dict]:
+    setup: dict[str, Any], client: LLMClient, sampling: Sampling, silence: SilenceRule | None = None
+) -> list[dict[str, Any]]:
     """Simulate one discussion from its setup row; returns one COMMENTS row per turn."""
     silence = silence or SilenceRule()
     ep = episode(setup)
     users = [p["persona_id"] for p in setup["participants"]]
-    policy = policies.Drawn(setup["turn_taking"], users, random.Random(setup["seed"]), setup["p_respond"])
+    policy: Policy = policies.Drawn(setup["turn_taking"], users, random.Random(setup["seed"]), setup["p_respond"])
     moderated = setup["facilitator_prompt"] is not None
     if moderated:
         policy = policies.FollowedBy(policy, FACILITATOR)
@@ -141,7 +144,7 @@ async def run_discussion(
     return comment_rows(setup, turns)
 
 
-def silence_metrics(rows: list[dict]) -> dict:
+def silence_metrics(rows: list[dict[str, Any]]) -> dict[str, int]:
     """Counts of silent turns for the simulate metrics."""
     fac = [r for r in rows if r["is_facilitator"]]
     users = [r for r in rows if not r["is_facilitator"]]
@@ -158,9 +161,9 @@ def silence_metrics(rows: list[dict]) -> dict:
 
 
 async def run_discussions(
-    setups: list[dict], clients: dict[str, LLMClient], max_tokens: int, silence: SilenceRule | None = None
-) -> list[dict]:
-    def one(setup: dict):
+    setups: list[dict[str, Any]], clients: dict[str, LLMClient], max_tokens: int, silence: SilenceRule | None = None
+) -> list[dict[str, Any]]:
+    def one(setup: dict[str, Any]) -> Awaitable[list[dict[str, Any]]]:
         client = clients[setup["model"]]
         return run_discussion(setup, client, client.sampling(max_tokens=max_tokens), silence)
 

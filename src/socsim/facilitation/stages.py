@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 from socsim.facilitation import materials, schemas
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DATA = "data/facilitation"
 RESULTS = "results/facilitation"
@@ -112,7 +118,7 @@ def run_analyse(ctx: StageContext) -> None:
     human = analysis.read_human_reference(fa["human_reference"])
     out = ctx.path("analysis")
 
-    def csv(df, name):
+    def csv(df: pd.DataFrame, name: str) -> None:
         atomic_write_bytes(out / name, df.to_csv(index=False, float_format="%.6g").encode())
 
     # Parse-failure rates first: written even when no rating is usable (the error says so).
@@ -210,7 +216,7 @@ def run_figures(ctx: StageContext) -> None:
     ctx.write_metrics(figures=sorted(p.name for p in out.glob("*.png")))
 
 
-def shards(params) -> dict[str, dict]:
+def shards(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Simulate/annotate shards: one per (condition, model) cell of the design that has discussions,
     or coarser by `facilitation.shard_by` ([] = one shard)."""
     from socsim.facilitation.setups import conditions

@@ -9,15 +9,16 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from socsim.io.parquet import atomic_write_bytes  # noqa: E402
 
 
-def save(fig, out_dir: Path, name: str) -> list[Path]:
+def save(fig: Figure, out_dir: Path, name: str) -> list[Path]:
     """Each file rendered in memory, then written atomically (as every artifact): an interrupted
     run leaves no half-written image, and the file gets the umask's mode."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
+    paths: list[Path] = []
     for ext in ("png", "pdf"):
         path = out_dir / f"{name}.{ext}"
         buf = io.BytesIO()

@@ -66,7 +66,11 @@ def write_json(path: str | Path, value: Any) -> None:
 
 
 def write_table(
-    path: str | Path, rows: Sequence[dict], schema: pa.Schema, sort_by: Sequence[str], provenance: dict
+    path: str | Path,
+    rows: Sequence[dict[str, Any]],
+    schema: pa.Schema,
+    sort_by: Sequence[str],
+    provenance: dict[str, Any],
 ) -> pa.Table:
     """Write rows with the given schema, sorted by `sort_by`, with provenance in the file metadata."""
     table = pa.Table.from_pylist(list(rows), schema=schema)
@@ -114,7 +118,7 @@ def read_tables(paths: Sequence[str | Path], schema: pa.Schema | None = None, so
     return table.sort_by([(c, "ascending") for c in sort_by]) if len(table) and sort_by else table
 
 
-def read_provenance(path: str | Path) -> dict:
+def read_provenance(path: str | Path) -> dict[str, Any]:
     meta = pq.read_schema(path).metadata or {}
     raw = meta.get(PROVENANCE_KEY)
     return json.loads(raw) if raw else {}

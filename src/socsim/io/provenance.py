@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import socsim
 from socsim.config import params_hash
@@ -26,7 +27,9 @@ def git_commit() -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def provenance(stage: str, params_values: dict, seed: int | None, model: dict | None) -> dict:
+def provenance(
+    stage: str, params_values: dict[str, Any], seed: int | None, model: dict[str, Any] | None
+) -> dict[str, Any]:
     return {
         "stage": stage,
         "params": params_values,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -29,7 +30,7 @@ def write(
     out_dir: str | Path,
     name: str,
     title: str,
-    notes: list[str] = (),
+    notes: Sequence[str] = (),
     shown: pd.DataFrame | None = None,
 ) -> None:
     """`<name>.csv` (the values), `<name>.md` and `<name>.tex` (the cells of `shown`, default the

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import yaml
@@ -31,7 +32,7 @@ class Row:
     note: str = ""  # why n/a, or anything a reader needs
 
 
-def read_paper(path: str | Path) -> dict:
+def read_paper(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"paper reference values not found: {path}")
@@ -39,7 +40,7 @@ def read_paper(path: str | Path) -> dict:
         return yaml.safe_load(fh) or {}
 
 
-def _num(x) -> float | None:
+def _num(x: Any) -> float | None:
     if x is None:
         return None
     try:
@@ -75,7 +76,7 @@ def table(rows: list[Row]) -> pd.DataFrame:
     return pd.DataFrame(out, columns=COLUMNS)
 
 
-def _fmt(x) -> str:
+def _fmt(x: object) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
 

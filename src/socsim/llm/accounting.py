@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -15,8 +16,10 @@ class Accounting:
     retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    endpoint_calls: dict = field(default_factory=dict)  # calls answered per endpoint
-    endpoints: dict = field(default_factory=dict)  # server pools: {url: calls, failures, retries, removed}
+    endpoint_calls: dict[str, int] = field(default_factory=dict)  # calls answered per endpoint
+    endpoints: dict[str, dict[str, int | bool]] = field(
+        default_factory=dict
+    )  # server pools: {url: calls, failures, retries, removed}
     _start: float = field(default_factory=time.perf_counter, repr=False)
     _gen_first: float | None = field(default=None, repr=False)
     _gen_last: float | None = field(default=None, repr=False)
@@ -40,7 +43,7 @@ class Accounting:
             return 0.0
         return self._gen_last - self._gen_first
 
-    def as_metrics(self) -> dict:
+    def as_metrics(self) -> dict[str, Any]:
         gen = self.generation_wall_s
         return {
             "requests": self.requests,

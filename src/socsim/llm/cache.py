@@ -12,8 +12,10 @@ import json
 import os
 import sqlite3
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from socsim.config import canonical_json
 from socsim.llm.errors import CacheFileError
@@ -28,7 +30,7 @@ V1_COLUMNS = [("key", "TEXT", 0, 1), ("completion", "TEXT", 1, 0), ("model", "TE
 CREATE_V1 = "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, completion TEXT NOT NULL, model TEXT NOT NULL)"
 
 
-def request_key(model_identity: dict, request: Request) -> str:
+def request_key(model_identity: dict[str, Any], request: Request) -> str:
     material = {"model": model_identity, **request.key_material()}
     return hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()
 
@@ -91,7 +93,7 @@ class CallCache:
             raise CacheFileError(f"the call cache {self.path} cannot be opened: {exc}") from None
 
     @contextmanager
-    def _transaction(self, begin: str):
+    def _transaction(self, begin: str) -> Iterator[None]:
         self._conn.execute(begin)
         try:
             yield
@@ -137,7 +139,7 @@ class CallCache:
             finish_reason=data.get("finish_reason"),
         )
 
-    def put(self, key: str, completion: Completion, model_identity: dict) -> None:
+    def put(self, key: str, completion: Completion, model_identity: dict[str, Any]) -> None:
         data = {
             "text": completion.text,
             "prompt_tokens": completion.prompt_tokens,
@@ -152,7 +154,8 @@ class CallCache:
 
     def __len__(self) -> int:
         with self._lock:
-            return self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+            count: int = self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+            return count
 
     def close(self) -> None:
         with self._lock:

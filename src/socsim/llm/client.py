@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from socsim.llm.accounting import Accounting
 from socsim.llm.cache import CallCache, request_key
@@ -23,9 +23,9 @@ class Backend(Protocol):
 
     retries: int  # retries so far (timeouts, connection errors, 429, 5xx)
 
-    async def probe(self) -> dict: ...  # load the model / check every endpoint; returns identity()
+    async def probe(self) -> dict[str, Any]: ...  # load the model / check every endpoint; returns identity()
 
-    def identity(self) -> dict: ...  # backend, model id, revision/sha: part of every cache key
+    def identity(self) -> dict[str, Any]: ...  # backend, model id, revision/sha: part of every cache key
 
     async def complete(self, request: Request) -> Completion: ...
 
@@ -45,9 +45,10 @@ class LLMClient:
         self._probed = False
 
     @classmethod
-    def from_params(cls, params: dict, cache_path: str | Path | None = None) -> LLMClient:
+    def from_params(cls, params: dict[str, Any], cache_path: str | Path | None = None) -> LLMClient:
         """Build the client that params.yaml's `llm` section describes."""
         llm = params["llm"]
+        backend: Backend
         if llm["backend"] == "embedded":
             from socsim.llm.embedded import EmbeddedBackend
 
@@ -74,16 +75,16 @@ class LLMClient:
         path = cache_path if cache_path is not None else llm["cache_path"]
         return cls(backend, CallCache(path) if path else None, Sampling(**llm["sampling"]))
 
-    async def probe(self) -> dict:
+    async def probe(self) -> dict[str, Any]:
         """Health-check the backend (load the model / probe every endpoint) and return its identity."""
         identity = await self.backend.probe()
         self._probed = True
         return identity
 
-    def identity(self) -> dict:
+    def identity(self) -> dict[str, Any]:
         return self.backend.identity()
 
-    def sampling(self, **overrides) -> Sampling:
+    def sampling(self, **overrides: float | None) -> Sampling:
         base = self.default_sampling.as_dict()
         base.update({k: v for k, v in overrides.items() if v is not None})
         return Sampling(**base)
@@ -96,7 +97,7 @@ class LLMClient:
         key = request_key(self.identity(), request)
         completion = self.cache.get(key) if self.cache is not None else None
         cached = completion is not None
-        if cached:
+        if completion is not None:  # cached
             acc.cache_hits += 1
         else:
             acc.call_started()
@@ -135,7 +136,7 @@ class LLMClient:
     def run(self, requests: Sequence[Request], desc: str = "LLM calls") -> list[Response]:
         """Synchronous entry point for a stage: probe, answer everything, release the backend."""
 
-        async def main():
+        async def main() -> list[Response]:
             async with self:
                 return await self.generate_all(requests, desc)
 
@@ -145,7 +146,7 @@ class LLMClient:
         await self.probe()
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:

@@ -23,17 +23,17 @@ def _gbnf_literal(text: str) -> str:
 class Constraint:
     kind: str = ""
 
-    def spec(self) -> dict:  # stable description, part of the cache key
+    def spec(self) -> dict[str, Any]:  # stable description, part of the cache key
         raise NotImplementedError
 
-    def json_schema(self) -> dict:
+    def json_schema(self) -> dict[str, Any]:
         raise NotImplementedError
 
     def gbnf(self) -> str | None:
         """A llama.cpp grammar, or None to derive one from json_schema()."""
         return None
 
-    def response_format(self, dialect: str) -> dict:
+    def response_format(self, dialect: str) -> dict[str, Any]:
         schema = self.json_schema()
         if dialect == "tgi":
             return {"type": "json", "value": schema}
@@ -75,14 +75,14 @@ class Choice(Constraint):
     options: tuple[str, ...]
     kind = "choice"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not self.options or len(set(o.lower() for o in self.options)) != len(self.options):
             raise ValueError("Choice needs distinct, non-empty options")
 
-    def spec(self) -> dict:
+    def spec(self) -> dict[str, Any]:
         return {"kind": self.kind, "options": list(self.options)}
 
-    def json_schema(self) -> dict:
+    def json_schema(self) -> dict[str, Any]:
         return {"type": "string", "enum": list(self.options)}
 
     def gbnf(self) -> str:
@@ -104,15 +104,15 @@ class IntRange(Constraint):
     high: int
     kind = "int_range"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.low > self.high:
             raise ValueError("IntRange needs low <= high")
 
-    def spec(self) -> dict:
+    def spec(self) -> dict[str, Any]:
         return {"kind": self.kind, "low": self.low, "high": self.high}
 
-    def json_schema(self) -> dict:
-        schema = {"type": "integer", "minimum": self.low, "maximum": self.high}
+    def json_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "integer", "minimum": self.low, "maximum": self.high}
         if self.high - self.low <= 100:
             # Grammar compilers (llama.cpp, outlines) enforce an enum but not always a range.
             schema["enum"] = list(range(self.low, self.high + 1))
@@ -145,17 +145,18 @@ class JsonSchema(Constraint):
     kind = "json_schema"
 
     @staticmethod
-    def of(schema: dict, name: str = "answer") -> JsonSchema:
+    def of(schema: dict[str, Any], name: str = "answer") -> JsonSchema:
         jsonschema.Draft202012Validator.check_schema(schema)
         return JsonSchema(json.dumps(schema, sort_keys=True, separators=(",", ":")), name)
 
-    def spec(self) -> dict:
+    def spec(self) -> dict[str, Any]:
         return {"kind": self.kind, "schema": json.loads(self.schema_text)}
 
-    def json_schema(self) -> dict:
-        return json.loads(self.schema_text)
+    def json_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = json.loads(self.schema_text)
+        return schema
 
-    def response_format(self, dialect: str) -> dict:
+    def response_format(self, dialect: str) -> dict[str, Any]:
         fmt = super().response_format(dialect)
         if dialect == "openai":
             fmt["json_schema"]["name"] = self.name

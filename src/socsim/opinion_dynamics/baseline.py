@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -94,7 +95,7 @@ def run(
         diff = x[w] - x[r]
         if kind == "degroot":
             x[r] = (1.0 - mu) * x[r] + mu * x[w]
-        elif abs(diff) <= epsilon:
+        elif abs(diff) <= cast(float, epsilon):  # _validate: deffuant has a float epsilon
             x[r] = x[r] + mu * diff
         reported[r] = report(x[r])
         out[t] = reported

@@ -14,9 +14,12 @@ classifier against a second classifier or a CSV of human ratings (sim_id, t, opi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
-from socsim.llm import Choice, LLMClient, Request
+from socsim.llm import Choice, LLMClient, Request, Response
 from socsim.opinion_dynamics.materials import classifier_options
 from socsim.seeds import derive_seed
 from socsim.sim import judge as sim_judge
@@ -25,7 +28,15 @@ from socsim.sim import runner
 ANSWER = Choice(("-2", "-1", "0", "1", "2"))
 
 
-def request(prompts: dict, event: dict, claim: str, client: LLMClient, cl: dict, seed: int, name: str):
+def request(
+    prompts: dict[str, Any],
+    event: dict[str, Any],
+    claim: str,
+    client: LLMClient,
+    cl: dict[str, Any],
+    seed: int,
+    name: str,
+) -> Request:
     template = prompts["classifier" if event.get("tweet") is not None else "classifier_control"]  # controls: no tweet
     text = template.format(
         report=event["report"].strip(), claim=claim, options=classifier_options(prompts, cl["paper_typo"])
@@ -35,7 +46,7 @@ def request(prompts: dict, event: dict, claim: str, client: LLMClient, cl: dict,
     return Request.chat([{"role": "user", "content": text}], seed, sampling, ANSWER)
 
 
-def rating(event: dict, resp, name: str) -> dict:
+def rating(event: dict[str, Any], resp: Response, name: str) -> dict[str, Any]:
     ans = sim_judge.answer(resp, opinion=None)
     return {
         "sim_id": event["sim_id"],
@@ -51,11 +62,17 @@ def rating(event: dict, resp, name: str) -> dict:
 
 
 async def classify(
-    events: list[dict], claims: dict[str, str], prompts: dict, cl: dict, client: LLMClient, name: str, seed: int
-) -> list[dict]:
+    events: list[dict[str, Any]],
+    claims: dict[str, str],
+    prompts: dict[str, Any],
+    cl: dict[str, Any],
+    client: LLMClient,
+    name: str,
+    seed: int,
+) -> list[dict[str, Any]]:
     """One rating per report, all concurrently (no report depends on another)."""
 
-    async def one(e):
+    async def one(e: dict[str, Any]) -> list[dict[str, Any]]:
         return [
             rating(e, await client.generate(request(prompts, e, claims[e["sim_id"]], client, cl, seed, name)), name)
         ]
@@ -63,7 +80,7 @@ async def classify(
     return await runner.run_all({name: client}, (one(e) for e in events), f"classify ({name})", unit="report")
 
 
-def agreement(a, b) -> dict:
+def agreement(a: Sequence[int | None], b: Sequence[int | None]) -> dict[str, Any]:
     """Exact agreement, Cohen's kappa, Krippendorff's alpha (ordinal) and the confusion matrix
     (rows a = +2..-2, columns b = +2..-2, as v4 App. N prints it) of paired ratings."""
     import krippendorff

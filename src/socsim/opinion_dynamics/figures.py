@@ -4,21 +4,23 @@ distributions, and B and D by condition beside the numeric baselines."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from socsim.io.figures import plt, save
+from socsim.io.figures import save  # sets the Agg backend
 
 COLOURS = {2: "#0066FF", 1: "#66C2FF", 0: "#999999", -1: "#FF8080", -2: "#E60000"}  # by initial opinion
 BIASES = ["none", "weak", "strong"]
 
 
-def _no_data(ax, text="no data"):
+def _no_data(ax: Any, text: str = "no data") -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=9)
 
 
-def _trajectory(ax, sim: pd.DataFrame, setup: dict, title: str) -> None:
+def _trajectory(ax: Any, sim: pd.DataFrame, setup: dict[str, Any], title: str) -> None:
     """One step line per agent (its value changes only at its reviews), coloured by its initial
     opinion, offset by 0.03 x agent index."""
     if sim.empty:

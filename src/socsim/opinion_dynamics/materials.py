@@ -3,6 +3,8 @@ the opinion scale (App. C) and the prompt templates (data/opinion_dynamics/promp
 
 from __future__ import annotations
 
+from typing import Any
+
 VALUES = (-2, -1, 0, 1, 2)
 FRAMINGS = ("false", "true")
 BIASES = ("none", "weak", "strong")
@@ -17,7 +19,7 @@ def ordinal(k: int) -> str:
     return f"{k}{suffix}"
 
 
-def persona_rows(personas: dict) -> list[dict]:
+def persona_rows(personas: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for p in personas["personas"]:
         if int(p["initial"]) not in VALUES:
@@ -38,7 +40,7 @@ def persona_rows(personas: dict) -> list[dict]:
     return rows
 
 
-def topic_rows(topics: dict) -> list[dict]:
+def topic_rows(topics: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {
             "topic": t["id"],
@@ -56,16 +58,18 @@ def claim(text: str) -> str:
     return f"Theory XYZ claims that {text.strip().rstrip('.')}"
 
 
-def belief_label(prompts: dict, value: int) -> str:
-    return prompts["scale"][int(value)]
+def belief_label(prompts: dict[str, Any], value: int) -> str:
+    label: str = prompts["scale"][int(value)]
+    return label
 
 
-def persona_text(prompts: dict, persona: dict, initial: int) -> str:
+def persona_text(prompts: dict[str, Any], persona: dict[str, Any], initial: int) -> str:
     """The persona with its initial belief line for this simulation."""
-    return prompts["persona"].format(belief=belief_label(prompts, initial), **persona).strip()
+    text: str = prompts["persona"].format(belief=belief_label(prompts, initial), **persona).strip()
+    return text
 
 
-def classifier_options(prompts: dict, paper_typo: bool = False) -> str:
+def classifier_options(prompts: dict[str, Any], paper_typo: bool = False) -> str:
     """'-2: (Strongly negative opinion about XYZ), ..., 2: (Strongly positive opinion about XYZ)';
     `paper_typo` labels option 2 as the seed paper's App. I does ("Strongly negative")."""
     labels = {v: prompts["scale"][v] for v in VALUES}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numbers
 import random
+from typing import Any, cast
 
 import networkx
 
@@ -38,15 +39,15 @@ def _int(value: object) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def _check_n(n: object) -> None:
+def _check_n(n: int) -> None:
     if not _int(n) or n < 2:
         raise ValueError(f"n must be an integer >= 2 (got {n!r})")
 
 
-def _validate(topology: dict, n: int) -> str:
+def _validate(topology: dict[str, Any], n: int) -> str:
     if not isinstance(topology, dict):
         raise ValueError(f"topology must be a dict with a 'kind' key (got {topology!r})")
-    kind = topology.get("kind")
+    kind = cast(str, topology.get("kind"))  # checked against TOPOLOGIES next
     if kind not in TOPOLOGIES:
         raise ValueError(f"unknown topology kind {kind!r}; expected one of {', '.join(TOPOLOGIES)}")
     allowed = {"kind", *_PARAMS[kind]}
@@ -75,7 +76,7 @@ def _validate(topology: dict, n: int) -> str:
     return kind
 
 
-def graph(topology: dict, n: int, seed: int) -> networkx.Graph:
+def graph(topology: dict[str, Any], n: int, seed: int) -> networkx.Graph:
     """The interaction graph on agents 0..n-1.
 
     topology: {"kind": "complete"} (the paper: fully mixed), {"kind": "erdos_renyi", "p": 0.3} or

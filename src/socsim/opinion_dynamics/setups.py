@@ -13,6 +13,9 @@ Seeds (never a global RNG): the pair schedule, the graph and the opinion assignm
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from socsim import seeds
 from socsim.opinion_dynamics import materials, network
 
@@ -42,7 +45,7 @@ def multiset(init: str, n: int) -> list[int]:
     return out
 
 
-def assign(init: str, personas: list[dict], seed: int, *ids) -> list[int]:
+def assign(init: str, personas: list[dict[str, Any]], seed: int, *ids: object) -> list[int]:
     """Initial opinion per agent: the uniform start with the 10 listed personas keeps their listed
     opinions (App. B is a uniform draw); otherwise a seeded permutation of the distribution."""
     values = multiset(init, len(personas))
@@ -53,22 +56,26 @@ def assign(init: str, personas: list[dict], seed: int, *ids) -> list[int]:
     return values
 
 
-def topology_label(topology: dict) -> str:
+def topology_label(topology: dict[str, Any]) -> str:
     rest = "".join(f"-{k}{topology[k]}" for k in sorted(topology) if k != "kind")
     return f"{topology['kind']}{rest}"
 
 
-def system_prompt(prompts: dict, persona: str, claim: str, world: str, bias: str, control: bool = False) -> str:
+def system_prompt(
+    prompts: dict[str, Any], persona: str, claim: str, world: str, bias: str, control: bool = False
+) -> str:
     text = prompts["control_system" if control else "system"].format(persona=persona, claim=claim).strip()
     return " ".join([text, *reminder_parts(prompts, world, bias)])
 
 
-def reminder_parts(prompts: dict, world: str, bias: str) -> list[str]:
+def reminder_parts(prompts: dict[str, Any], world: str, bias: str) -> list[str]:
     parts = [prompts["closed_world"].strip()] if world == "closed" else []
     return parts + ([prompts["bias"][bias].strip()] if bias != "none" else [])
 
 
-def build(od: dict, seed: int, personas: list[dict], topics: list[dict], prompts: dict) -> list[dict]:
+def build(
+    od: dict[str, Any], seed: int, personas: list[dict[str, Any]], topics: list[dict[str, Any]], prompts: dict[str, Any]
+) -> list[dict[str, Any]]:
     n, steps = od["n_agents"], od["steps"]
     if n > len(personas):
         raise ValueError(f"opinion_dynamics.n_agents = {n}, but the personas file holds only {len(personas)}")
@@ -82,16 +89,18 @@ def build(od: dict, seed: int, personas: list[dict], topics: list[dict], prompts
     framings = ["true" if f else "false" for f in od["framings"]]
     models = [m["name"] for m in od["agent_models"]]
     world, inject = od["world"], od["injection"] == "every_prompt"
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
 
-    def schedule(topic, init, topo, rep, extra=()):
+    def schedule(
+        topic: str, init: str, topo: dict[str, Any], rep: int, extra: tuple[object, ...] = ()
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[int]]:
         ids = (topic, init, topology_label(topo), rep)
         edges = network.edges_of(network.graph(topo, n, seeds.derive_seed(seed, "opinion_dynamics", *ids, "graph")))
         rng = seeds.rng(seed, "opinion_dynamics", *ids, *extra, "schedule")
         pairs = network.schedule(n, steps, rng, None if topo["kind"] == "complete" else edges)
         return edges, pairs, assign(init, agents, seed, topic, init, rep)
 
-    def row(**kw) -> dict:
+    def row(**kw: Any) -> dict[str, Any]:
         keys = ("model", "topic", "framing", "bias", "memory", "world", "init", "topology", "condition")
         sim_id = ".".join(str(kw[k]) for k in keys) + f".r{kw['rep']}"
         topic = by_id[kw["topic"]]
@@ -103,7 +112,9 @@ def build(od: dict, seed: int, personas: list[dict], topics: list[dict], prompts
             **kw,
         }
 
-    def main_runs(model, topic, framing, bias, memory, init, topo, rep):
+    def main_runs(
+        model: str, topic: str, framing: str, bias: str, memory: str, init: str, topo: dict[str, Any], rep: int
+    ) -> None:
         extra = () if od["schedule"] == "shared" else (model, framing, bias, memory)
         edges, pairs, initial = schedule(topic, init, topo, rep, extra)
         claim = by_id[topic][f"claim_{framing}"]
@@ -167,8 +178,16 @@ def build(od: dict, seed: int, personas: list[dict], topics: list[dict], prompts
 
 
 def controls(
-    od: dict, seed: int, agents: list[dict], prompts: dict, topic: dict, framing: str, model: str, rep: int, row
-) -> list[dict]:
+    od: dict[str, Any],
+    seed: int,
+    agents: list[dict[str, Any]],
+    prompts: dict[str, Any],
+    topic: dict[str, Any],
+    framing: str,
+    model: str,
+    rep: int,
+    row: Callable[..., dict[str, Any]],
+) -> list[dict[str, Any]]:
     """Paper 4.3: (a) no interaction, with role play: every agent reports its belief; (b) no
     interaction, no role play: one bare agent. `independent` (the paper's text, default): `reports`
     fresh reports per agent, each its own context; otherwise (the original code) T steps, one

@@ -27,6 +27,7 @@ Steps within a simulation are sequential; simulations run concurrently.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from socsim.llm import LLMClient, Request
 from socsim.opinion_dynamics.materials import ordinal
@@ -52,7 +53,7 @@ class Agent:
 class Simulation:
     """One setups row played on the engine; `rows()` gives its EVENTS rows afterwards."""
 
-    def __init__(self, setup: dict, prompts: dict, od: dict, client: LLMClient):
+    def __init__(self, setup: dict[str, Any], prompts: dict[str, Any], od: dict[str, Any], client: LLMClient):
         self.s, self.p, self.od, self.client = setup, prompts, od, client
         self.control = setup["condition"] != "main"
         self.agents = [
@@ -60,7 +61,7 @@ class Simulation:
             for i, (name, persona) in enumerate(zip(setup["agent_names"], setup["personas"]))
         ]
         self.sampling = client.sampling(max_tokens=od["max_tokens"])
-        self.steps: dict[int, dict] = {}  # t -> the EVENTS row being filled
+        self.steps: dict[int, dict[str, Any]] = {}  # t -> the EVENTS row being filled
         self.reflections = 0  # reflective_variant code: the counter all agents share
         self.episode = Episode(
             setup["sim_id"],
@@ -85,7 +86,7 @@ class Simulation:
         t, k = divmod(turn, self.turns_per_step())
         return t + 1, "report" if self.control else ("write", "review")[k]
 
-    def step(self, t: int) -> dict:
+    def step(self, t: int) -> dict[str, Any]:
         if t not in self.steps:
             i = t - 1
             self.steps[t] = {
@@ -108,7 +109,7 @@ class Simulation:
         return self.steps[t]
 
     # -- what an agent sees ----------------------------------------------------------------
-    def context(self, agent: Agent, prompt: str, t: int, with_memory: bool = True) -> list[dict]:
+    def context(self, agent: Agent, prompt: str, t: int, with_memory: bool = True) -> list[dict[str, Any]]:
         system = self.episode.speakers[agent.index].system_prompt
         msgs = [{"role": "system", "content": system}] if system else []
         memory = self.fit(agent, t) if with_memory else []
@@ -117,7 +118,7 @@ class Simulation:
             return msgs + [{"role": "user", "content": "\n\n".join(parts)}]
         return msgs + [{"role": "user", "content": c} for c in parts]
 
-    def fit(self, agent: Agent, t: int) -> list[dict]:
+    def fit(self, agent: Agent, t: int) -> list[dict[str, Any]]:
         """The memory messages within `memory_max_tokens`, oldest events left out first."""
         msgs = agent.memory.messages()
         head = 1 if agent.memory.summary is not None else 0
@@ -132,7 +133,7 @@ class Simulation:
     def task(self, text: str, cue: str) -> str:
         return "\n".join(x for x in (text.strip(), self.s["reminder"], cue) if x)
 
-    def messages(self, speaker: Speaker, turns: list[Turn]) -> list[dict]:
+    def messages(self, speaker: Speaker, turns: list[Turn]) -> list[dict[str, Any]]:
         agent, claim = self.agents[int(speaker.id)], self.s["claim"]
         t, kind = self.step_of(len(turns))
         row = self.step(t)
@@ -212,7 +213,7 @@ class Simulation:
             agent.memory.append({"text": text})
         return text
 
-    async def run(self) -> list[dict]:
+    async def run(self) -> list[dict[str, Any]]:
         budget = self.turns_per_step() * self.s["steps"]
         await play(
             self.episode,
@@ -226,7 +227,9 @@ class Simulation:
         return [self.steps[t] for t in sorted(self.steps)]
 
 
-async def run_simulations(setups: list[dict], prompts: dict, od: dict, clients: dict[str, LLMClient]) -> list[dict]:
+async def run_simulations(
+    setups: list[dict[str, Any]], prompts: dict[str, Any], od: dict[str, Any], clients: dict[str, LLMClient]
+) -> list[dict[str, Any]]:
     return await runner.run_all(
         clients, (Simulation(s, prompts, od, clients[s["model"]]).run() for s in setups), "simulations", unit="sim"
     )

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from socsim.io.parquet import write_json
 from socsim.opinion_dynamics import schemas
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
+
+if TYPE_CHECKING:
+    from socsim.llm import LLMClient
 
 DATA = "data/opinion_dynamics"
 RESULTS = "results/opinion_dynamics"
@@ -51,7 +56,7 @@ def run_simulate(ctx: StageContext) -> None:
     )
 
 
-def _classifier(ctx: StageContext, entry: dict, where: str):
+def _classifier(ctx: StageContext, entry: dict[str, Any], where: str) -> tuple[str, LLMClient]:
     return next(iter(ctx.model_clients([entry], where).items()))
 
 
@@ -224,7 +229,7 @@ def run_figures(ctx: StageContext) -> None:
     setups = ctx.read("setups").to_pandas()
     traj = ctx.read("trajectories").to_pandas()
     a, out = ctx.path("analysis"), ctx.path("figures")
-    csv = lambda name: pd.read_csv(a / f"{name}.csv", dtype={"framing": str})  # noqa: E731 ("false" stays a string)
+    csv: Callable[[str], pd.DataFrame] = lambda name: pd.read_csv(a / f"{name}.csv", dtype={"framing": str})  # noqa: E731 ("false" stays a string)
     ps = csv("per_sim")
     names = figures.trajectory_figures(setups, traj, out)
     names += figures.final_distributions(ps, traj, setups, out)
@@ -233,7 +238,7 @@ def run_figures(ctx: StageContext) -> None:
     ctx.write_metrics(figures=sorted(names))
 
 
-def shards(params) -> dict[str, dict]:
+def shards(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Simulate/classify shards: one per (agent model, topic), or coarser by `opinion_dynamics.shard_by`."""
     od = params[OD]
     topics = list(dict.fromkeys([*od["topics"], *od["fig5"]["topics"]]))

@@ -32,7 +32,7 @@ class Episode:
     seed: int
     speakers: tuple[Speaker, ...]
     opening: str | None = None
-    seed_ids: tuple = ()
+    seed_ids: tuple[object, ...] = ()
 
     def speaker(self, speaker_id: str) -> Speaker:
         return next(s for s in self.speakers if s.id == speaker_id)
@@ -86,7 +86,9 @@ class Policy(Protocol):
     def next(self) -> str: ...  # the id of the next speaker
 
 
-Messages = Callable[[Speaker, list[Turn]], list[dict]]  # a speaker's view of the turns so far -> chat messages
+Messages = Callable[
+    [Speaker, list[Turn]], list[dict[str, str]]
+]  # a speaker's view of the turns so far -> chat messages
 Reply = Callable[[Speaker, str], tuple[str, bool]]  # raw model text -> (text to record, silent?)
 Observe = Callable[[Speaker, Turn], Awaitable[None]]  # after each model turn: memories, reflections (may call models)
 

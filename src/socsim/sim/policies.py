@@ -16,6 +16,10 @@ random ones draw from the `random.Random` they are given (seeded per episode by 
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from socsim.sim.episode import Policy
 
 
 class Drawn:
@@ -66,7 +70,8 @@ class Schedule:
     turn's listener. Running past the end is an error (stop the episode with a budget)."""
 
     def __init__(self, pairs: list[tuple[str, str]]):
-        self.pairs, self.n, self.listener = list(pairs), 0, None
+        self.pairs, self.n = list(pairs), 0
+        self.listener: str | None = None
 
     def next(self) -> str:
         if self.n >= len(self.pairs):
@@ -80,7 +85,7 @@ class FollowedBy:
     """`inner`'s speakers, each but the first followed by `follower` (paper 000: the facilitator
     may answer every user comment, but not the opening)."""
 
-    def __init__(self, inner, follower: str):
+    def __init__(self, inner: Policy, follower: str):
         self.inner, self.follower, self.turns, self.due = inner, follower, 0, False
 
     def next(self) -> str:

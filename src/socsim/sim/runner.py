@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Iterable
+from typing import TypeVar
 
 from socsim.llm import LLMClient
 from socsim.progress import gather_with_progress
+
+T = TypeVar("T")  # a row
 
 
 @contextlib.asynccontextmanager
@@ -21,14 +24,14 @@ async def opened(clients: dict[str, LLMClient]) -> AsyncIterator[dict[str, LLMCl
             await client.aclose()
 
 
-async def gather_rows(jobs: Iterable[Awaitable[list]], desc: str, unit: str = "episode") -> list:
+async def gather_rows(jobs: Iterable[Awaitable[list[T]]], desc: str, unit: str = "episode") -> list[T]:
     """Await the jobs concurrently behind a progress bar; their rows concatenated in job order."""
     return [row for rows in await gather_with_progress(jobs, desc, unit=unit) for row in rows]
 
 
 async def run_all(
-    clients: dict[str, LLMClient], jobs: Iterable[Awaitable[list]], desc: str, unit: str = "episode"
-) -> list:
+    clients: dict[str, LLMClient], jobs: Iterable[Awaitable[list[T]]], desc: str, unit: str = "episode"
+) -> list[T]:
     """gather_rows inside opened(clients). Pass `jobs` as a generator: nothing starts before the probes."""
     async with opened(clients):
         return await gather_rows(jobs, desc, unit)

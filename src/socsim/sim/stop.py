@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from socsim.sim.episode import Transcript
 
 GOODBYE = re.compile(r"\bgoodbye[.!]*[\"'\u201d\u2019)\]*_\s]*$", re.IGNORECASE)
 
@@ -19,7 +24,7 @@ class TurnBudget:
     def __init__(self, n: int):
         self.n = n
 
-    def __call__(self, transcript) -> bool:
+    def __call__(self, transcript: Transcript) -> bool:
         return len(transcript.turns) >= self.n
 
 
@@ -29,10 +34,10 @@ class Goodbye:
     def __init__(self, both: bool = False):
         self.both = both
 
-    def __call__(self, transcript) -> bool:
+    def __call__(self, transcript: Transcript) -> bool:
         said = {t["speaker_id"] for t in transcript.turns if says_goodbye(t["text"])}
         return said >= {s.id for s in transcript.episode.speakers} if self.both else bool(said)
 
 
-def any_of(*rules):
+def any_of(*rules: Callable[[Transcript], bool]) -> Callable[[Transcript], bool]:
     return lambda transcript: any(rule(transcript) for rule in rules)

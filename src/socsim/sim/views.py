@@ -5,16 +5,22 @@ Views take records with the keys they name: the engine's Turn records, or a stud
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
-def window(turns: list[dict], h: int) -> list[dict]:
+# A turn record: the engine's Turn, or a study's own row.
+T = TypeVar("T", bound=Mapping[str, Any])
+
+
+def window(turns: Sequence[T], h: int) -> list[T]:
     """The last h non-silent turns (`is_silent`); none for h = 0."""
     return [t for t in turns if not t["is_silent"]][-h:] if h > 0 else []
 
 
-def per_speaker(turns: list[dict], n: int, key: str = "speaker_id") -> list[dict]:
+def per_speaker(turns: Sequence[T], n: int, key: str = "speaker_id") -> list[T]:
     """At most the last n turns of each speaker (told apart by `key`), in order."""
-    seen: dict = {}
-    keep = []
+    seen: dict[Any, int] = {}
+    keep: list[T] = []
     for t in reversed(turns):
         seen[t[key]] = seen.get(t[key], 0) + 1
         if seen[t[key]] <= n:
@@ -22,12 +28,12 @@ def per_speaker(turns: list[dict], n: int, key: str = "speaker_id") -> list[dict
     return keep[::-1]
 
 
-def render(turns: list[dict], line: str = "@{speaker_name}: {text}") -> str:
+def render(turns: Sequence[Mapping[str, Any]], line: str = "@{speaker_name}: {text}") -> str:
     """One line per turn, `line` formatted with the turn's keys."""
     return "\n".join(line.format(**t) for t in turns)
 
 
-def as_chat(system: str | None, turns: list[dict], speaker_id: str) -> list[dict]:
+def as_chat(system: str | None, turns: Sequence[Mapping[str, Any]], speaker_id: str) -> list[dict[str, str]]:
     """The whole history from one speaker's side: its own turns as assistant messages."""
     head = [{"role": "system", "content": system}] if system is not None else []
     return head + [
@@ -45,9 +51,9 @@ class Memory:
     def __init__(self, line: str = "@{speaker_name}: {text}", summary_head: str = "Summary so far: "):
         self.line, self.summary_head = line, summary_head
         self.summary: str | None = None
-        self.entries: list[dict] = []
+        self.entries: list[dict[str, Any]] = []
 
-    def append(self, turn: dict) -> None:
+    def append(self, turn: dict[str, Any]) -> None:
         self.entries.append(turn)
 
     def summarise(self, summary: str, keep: int = 0) -> None:
@@ -58,7 +64,7 @@ class Memory:
     def __len__(self) -> int:
         return len(self.entries)
 
-    def messages(self, role: str = "user", key: str = "text") -> list[dict]:
+    def messages(self, role: str = "user", key: str = "text") -> list[dict[str, str]]:
         """The memory as chat messages: the summary (with its head), then one message per entry."""
         head = [{"role": role, "content": self.summary_head + self.summary}] if self.summary is not None else []
         return head + [{"role": role, "content": e[key]} for e in self.entries]

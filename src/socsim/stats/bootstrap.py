@@ -5,20 +5,25 @@ interval."""
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from socsim.seeds import derive_seed
 
 
-def bootstrap_means(values: np.ndarray, draw: int, repeats: int, rng: np.random.Generator) -> np.ndarray:
+def bootstrap_means(
+    values: npt.ArrayLike, draw: int, repeats: int, rng: np.random.Generator
+) -> npt.NDArray[np.float64]:
     values = np.asarray(values, dtype=float)
     if values.size == 0:
-        return np.full(repeats, np.nan)
+        empty: npt.NDArray[np.float64] = np.full(repeats, np.nan)
+        return empty
     idx = rng.integers(0, values.size, size=(repeats, draw))
-    return values[idx].mean(axis=1)
+    means: npt.NDArray[np.float64] = values[idx].mean(axis=1)
+    return means
 
 
-def interval(means: np.ndarray, level: float) -> tuple[float, float]:
+def interval(means: npt.NDArray[np.float64], level: float) -> tuple[float, float]:
     if np.isnan(means).all():
         return float("nan"), float("nan")
     tail = (1 - level) / 2 * 100

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 DOMINANCE = 0.9
 CALIBRATION_MAE = 1.0
@@ -33,16 +34,17 @@ class Flag:
     def message(self) -> str:
         return f"degenerate input: {self.scope}: {self.reason}"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, str]:
         return {"scope": self.scope, "reason": self.reason, "message": self.message}
 
 
-def _finite(values) -> np.ndarray:
+def _finite(values: Iterable[float | None]) -> npt.NDArray[np.float64]:
     a = np.asarray([v for v in values if v is not None], dtype=float)
-    return a[np.isfinite(a)]
+    finite: npt.NDArray[np.float64] = a[np.isfinite(a)]
+    return finite
 
 
-def one_value(values, scope: str, threshold: float = DOMINANCE) -> Flag | None:
+def one_value(values: Iterable[float | None], scope: str, threshold: float = DOMINANCE) -> Flag | None:
     """Flag when one value makes up at least `threshold` of the (finite) answers, or there are none."""
     a = _finite(values)
     if a.size == 0:
@@ -57,7 +59,7 @@ def one_value(values, scope: str, threshold: float = DOMINANCE) -> Flag | None:
     return None
 
 
-def near_constant(values, scope: str, tol: float = VARIANCE_TOL) -> Flag | None:
+def near_constant(values: Iterable[float | None], scope: str, tol: float = VARIANCE_TOL) -> Flag | None:
     """Flag when a numeric input has zero (or numerically zero) variance."""
     a = _finite(values)
     if a.size == 0:
@@ -73,7 +75,9 @@ def too_few(n: int, need: int, scope: str, unit: str = "cases") -> Flag | None:
     return None
 
 
-def miscalibrated(reference, answered, scope: str, max_mae: float = CALIBRATION_MAE) -> Flag | None:
+def miscalibrated(
+    reference: Iterable[float], answered: Iterable[float | None], scope: str, max_mae: float = CALIBRATION_MAE
+) -> Flag | None:
     """Flag a judge that misjudges its own calibration examples (reference scores known)."""
     pairs = [(float(r), float(a)) for r, a in zip(reference, answered) if a is not None and np.isfinite(a)]
     if not pairs:
@@ -107,5 +111,5 @@ def verdict(flags: list[Flag], value: str) -> str:
     return flags[0].message if flags else value
 
 
-def as_json(flags: list[Flag]) -> list[dict]:
+def as_json(flags: list[Flag]) -> list[dict[str, str]]:
     return [f.as_dict() for f in flags]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 
-def holm(pvalues) -> np.ndarray:
+def holm(pvalues: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Holm-Bonferroni step-down adjusted p-values (same order as the input)."""
     p = np.asarray(pvalues, dtype=float)
     m = p.size
@@ -19,6 +20,7 @@ def holm(pvalues) -> np.ndarray:
     return out
 
 
-def bonferroni(pvalues) -> np.ndarray:
+def bonferroni(pvalues: npt.ArrayLike) -> npt.NDArray[np.float64]:
     p = np.asarray(pvalues, dtype=float)
-    return np.minimum(p * p.size, 1.0)
+    out: npt.NDArray[np.float64] = np.minimum(p * p.size, 1.0)
+    return out

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import patsy
+import patsy  # type: ignore[import-untyped]  # ships no py.typed; not in pyproject's ignore_missing_imports list
 import statsmodels.formula.api as smf
+
+if TYPE_CHECKING:
+    from socsim.stats.degeneracy import Flag
 
 COLUMNS = ["coef", "se", "p", "se_cluster", "p_cluster"]
 
@@ -29,7 +33,7 @@ class OLSResult:
     note: str = ""
     resid_ss: float = float("nan")  # sum of squared residuals (0 for a perfect fit)
     unavailable: str | None = None  # why no coefficient is reported (the table is all NaN)
-    flags: list = field(default_factory=list)  # degeneracy flags of the inputs (stars withheld)
+    flags: list[Flag] = field(default_factory=list)  # degeneracy flags of the inputs (stars withheld)
 
 
 def _finite_or_nan(x: float) -> float:
@@ -75,7 +79,7 @@ def design_terms(data: pd.DataFrame, formula: str) -> list[str]:
 
 
 def unavailable(
-    data: pd.DataFrame, formula: str, cluster: str, reason: str, flags: list | None = None, note: str = ""
+    data: pd.DataFrame, formula: str, cluster: str, reason: str, flags: list[Flag] | None = None, note: str = ""
 ) -> OLSResult:
     """An OLS reported as n/a with its reason: every term present, every number NaN."""
     terms = design_terms(data, formula) if len(data) else []

@@ -49,8 +49,8 @@ def diversity(texts: list[str]) -> float:
     return 1.0 - sum(rouge_l_f1(toks[i], toks[j]) for i, j in pairs) / len(pairs)
 
 
-def _ngrams(toks: list[str], n: int) -> dict[tuple, int]:
-    counts: dict[tuple, int] = {}
+def _ngrams(toks: list[str], n: int) -> dict[tuple[str, ...], int]:
+    counts: dict[tuple[str, ...], int] = {}
     for i in range(len(toks) - n + 1):
         g = tuple(toks[i : i + n])
         counts[g] = counts.get(g, 0) + 1
@@ -70,7 +70,7 @@ def bleu(hypothesis: list[str], references: list[list[str]], max_n: int = 4, eps
         if total == 0:
             log_p += math.log(epsilon)
             continue
-        max_ref: dict[tuple, int] = {}
+        max_ref: dict[tuple[str, ...], int] = {}
         for ref in references:
             for g, c in _ngrams(ref, n).items():
                 max_ref[g] = max(max_ref.get(g, 0), c)
