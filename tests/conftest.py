@@ -22,9 +22,50 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = str(Path(sys.executable).parent)  # the venv's tools (snakemake, dvc, socsim)
 
 
+# -- the fast lane stays honest -------------------------------------------------------------------
+# What makes a test slow, whatever file it is in: it loads the embedded model, starts a model server,
+# runs Snakemake (a dry run excepted), DVC or SLURM. A test that does any of these without the `slow`
+# marker fails, naming what it did, so `pytest -m "not slow"` stays fast. (A `socsim` stage in a
+# subprocess is not caught here: those tests are marked by hand; `--durations` shows a straggler.)
+SLOW_PROGRAMS = {"snakemake", "dvc", "sbatch", "srun", "slurmctld", "slurmd", "munged", "llama_cpp.server"}
+DRY_RUN = {"-n", "--dry-run", "--dryrun", "--summary", "--lint", "--list-target-rules"}
+
+
+def slow_reason(args) -> str | None:
+    """Why a command line makes a test slow (None: it does not)."""
+    words = [str(a) for a in ([args] if isinstance(args, str | os.PathLike) else args)]
+    if len(words) == 1:
+        words = words[0].split()
+    names = [os.path.basename(w) for w in words]
+    for name in names:
+        if name in SLOW_PROGRAMS and not (name == "snakemake" and DRY_RUN & set(names)):
+            return f"runs {name}"
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests_stay_fast(request, monkeypatch):
+    if request.node.get_closest_marker("slow"):
+        return
+    import socsim.llm.embedded as embedded
+
+    def refuse(what: str):
+        pytest.fail(f"{request.node.nodeid} {what}: mark it @pytest.mark.slow", pytrace=False)
+
+    monkeypatch.setattr(embedded, "_prefix_state_llama_class", lambda: refuse("loads the embedded model"))
+    popen_init = subprocess.Popen.__init__
+
+    def guarded_init(self, args, *a, **kw):
+        if why := slow_reason(args):
+            refuse(why)
+        popen_init(self, args, *a, **kw)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded_init)
+
+
 @pytest.fixture(scope="session")
 def slurm_cluster(tmp_path_factory):
-    """One SLURM cluster for the session (tests/slurm_cluster.py): packages installed if needed (as root;
+    """One SLURM cluster for the session (tests/pipeline/slurm_cluster.py): packages installed if needed (as root;
     skipped with the reason elsewhere, never skipped under CI=true), daemons stopped at the end."""
     from slurm_cluster import SlurmCluster, ensure_packages
 
@@ -172,18 +213,19 @@ def kill_after_cached_calls(
 
 
 class Scripted:
-    """A backend whose speakers follow a script: reply(request) -> text; records every request."""
+    """The one scripted test backend: its speakers follow a script, reply(request) -> text; it records
+    every request. No model: what the fast lane's tests use in place of the LLM layer's backends."""
 
     retries = 0
 
-    def __init__(self, reply):
-        self.reply, self.requests, self.closed = reply, [], 0
+    def __init__(self, reply, name=None):
+        self.reply, self.name, self.requests, self.closed = reply, name, [], 0
 
     async def probe(self):
         return self.identity()
 
     def identity(self):
-        return {"backend": "scripted"}
+        return {"backend": "scripted"} if self.name is None else {"backend": "scripted", "model": self.name}
 
     async def complete(self, request):
         self.requests.append(request)
@@ -192,3 +234,10 @@ class Scripted:
 
     async def aclose(self):
         self.closed += 1
+
+
+def scripted_client(reply, name="scripted"):
+    """An LLMClient (no call cache) over the scripted backend."""
+    from socsim.llm import LLMClient
+
+    return LLMClient(Scripted(reply, name), None)

@@ -12,14 +12,17 @@ sharded (shard ids computed from params, so Snakemake and DVC know them when the
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pyarrow as pa
 
 from socsim.config import ParamsError, subset
+
+if TYPE_CHECKING:
+    from socsim.llm import LLMClient
 
 PARAMS_FILE = "params.yaml"
 SHARD = "{shard}"  # placeholder in a sharded artifact's path (a Snakemake wildcard, a DVC foreach item)
@@ -31,6 +34,10 @@ LLM_KEYS = ("llm.backend", "llm.model_path", "llm.model", "llm.sampling.temperat
 CORE_CODE = ("__init__.py", "stages.py", "config.py", "cli.py", "seeds.py", "progress.py", "io", "stats")
 LLM_CODE = ("llm", "sim")
 SRC = "src/socsim"
+# Cluster resources of a job (Snakemake `resources:`, read by the SLURM executor). A stage that calls a
+# model runs longer, and on the embedded backend uses two cores; other stages take the profile's
+# default-resources. A stage may declare its own (Stage.resources).
+LLM_RESOURCES: Mapping[str, int] = {"runtime": 240, "mem_mb": 8000, "cpus_per_task": 2}
 
 
 @dataclass(frozen=True)
@@ -53,7 +60,7 @@ class Artifact:
         return self.path.replace(SHARD, shard)
 
 
-ShardFn = Callable[[Mapping], dict[str, dict[str, Any]]]  # params -> {shard id: {column: value}}
+ShardFn = Callable[[Mapping[str, Any]], dict[str, dict[str, Any]]]  # params -> {shard id: {column: value}}
 
 
 @dataclass(frozen=True)
@@ -66,11 +73,19 @@ class Stage:
     params: tuple[str, ...] = ()  # dotted params keys read (LLM stages also read LLM_KEYS)
     uses_llm: bool = False
     shards: ShardFn | None = None  # split into one job per shard id (simulate, annotate, ...)
+    resources: Mapping[str, int] | None = None  # cluster resources (None: LLM_RESOURCES for LLM stages)
     study: str = ""  # set by Study
 
     @property
     def rule_name(self) -> str:
         return f"{self.study}_{self.name}"
+
+    @property
+    def job_resources(self) -> dict[str, int]:
+        """The job's cluster resources: its own, else LLM_RESOURCES for a stage that calls a model."""
+        if self.resources is not None:
+            return dict(self.resources)
+        return dict(LLM_RESOURCES) if self.uses_llm else {}
 
     @property
     def declared(self) -> tuple[str, ...]:
@@ -82,13 +97,13 @@ class Stage:
         shared = CORE_CODE + (LLM_CODE if self.uses_llm else ())
         return tuple(f"{SRC}/{p}" for p in (self.study, *shared))
 
-    def shard_table(self, params: Mapping) -> dict[str, dict[str, Any]]:
+    def shard_table(self, params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         """Shard id -> shard-key values; the shard function sees only the stage's declared params."""
         if not self.shards:
             return {ALL: {}}
         return self.shards(ParamsView(params, self.declared, self.rule_name))
 
-    def shard_ids(self, params: Mapping) -> list[str]:
+    def shard_ids(self, params: Mapping[str, Any]) -> list[str]:
         return sorted(self.shard_table(params))
 
 
@@ -125,9 +140,11 @@ class Study:
         for st in self.stages:  # a sharded stage reads a sharded input shard by shard: same shards
             for a in st.inputs:
                 producer = self.producer(a)
-                if self.artifacts[a].sharded and producer is None:
+                if not self.artifacts[a].sharded:
+                    continue
+                if producer is None:
                     raise ValueError(f"stage {name}.{st.name} reads sharded {a!r}, which no stage writes")
-                if st.shards and self.artifacts[a].sharded and producer.shards is not st.shards:
+                if st.shards and producer.shards is not st.shards:
                     raise ValueError(f"stage {name}.{st.name} reads {a!r} shard by shard but is sharded differently")
 
     def _metrics_path(self, st: Stage) -> str:
@@ -150,7 +167,7 @@ class Study:
     def output_names(self, st: Stage) -> tuple[str, ...]:
         return (*st.outputs, "metrics")
 
-    def paths(self, st: Stage, params: Mapping | None, shard: str | None = SHARD) -> dict[str, str | list[str]]:
+    def paths(self, st: Stage, params: Mapping[str, Any] | None, shard: str = SHARD) -> dict[str, str | list[str]]:
         """Every input and output of a stage, resolved: a sharded artifact of this stage's own
         shard is one path (`shard`, or the "{shard}" wildcard), a sharded input of an unsharded
         stage is the sorted list of its producer's shard files (needs params)."""
@@ -163,11 +180,18 @@ class Study:
                 out[name] = art.at(shard)
             else:
                 producer = self.producer(name)
+                # a sharded artifact of an unsharded stage is an input (Study.__init__ refuses sharded outputs
+                # there), and every sharded input has a producer (checked there too)
+                assert producer is not None
                 out[name] = [art.at(s) for s in producer.shard_ids(params)] if params is not None else art.path
         return out
 
     def command(
-        self, st: Stage, paths: dict[str, str | list[str]], params_files=(PARAMS_FILE,), shard: str | None = None
+        self,
+        st: Stage,
+        paths: dict[str, str | list[str]],
+        params_files: Iterable[str] = (PARAMS_FILE,),
+        shard: str | None = None,
     ) -> str:
         """The shell command that runs a stage on the given paths."""
         parts = ["socsim", self.name, st.name]
@@ -179,9 +203,9 @@ class Study:
             parts += ["--" + name.replace("_", "-"), *([value] if isinstance(value, str) else value)]
         return " ".join(map(_quote, parts))
 
-    def targets(self, params: Mapping) -> list[str]:
+    def targets(self, params: Mapping[str, Any]) -> list[str]:
         """Every output of every stage (all shards): what `snakemake` builds for this study."""
-        out = []
+        out: list[str] = []
         for st in self.stages:
             for name in self.output_names(st):
                 art = self.artifact(st, name)
@@ -194,11 +218,11 @@ def _quote(part: str) -> str:
     return part if shlex.quote(part.replace(SHARD, "x")) == part.replace(SHARD, "x") else shlex.quote(part)
 
 
-class ParamsView(Mapping):
+class ParamsView(Mapping[str, Any]):
     """Read-only view of params that refuses every key the stage did not declare, so that
     "a params change re-runs exactly the stages that read it" holds by construction."""
 
-    def __init__(self, data: Mapping, declared: tuple[str, ...], stage: str, prefix: str = ""):
+    def __init__(self, data: Mapping[str, Any], declared: tuple[str, ...], stage: str, prefix: str = "") -> None:
         self._data, self._declared, self._stage, self._prefix = data, declared, stage, prefix
 
     def _full(self, key: str) -> str:
@@ -237,7 +261,9 @@ class StageContext:
     """What a stage's run() receives: its declared params (a view), its resolved paths, its shard,
     readers and writers of its artifacts, and the LLM clients (closed with the context)."""
 
-    def __init__(self, study: Study, stage: Stage, params: dict, paths: dict[str, Path | list[Path]], shard: str = ALL):
+    def __init__(
+        self, study: Study, stage: Stage, params: dict[str, Any], paths: dict[str, Path | list[Path]], shard: str = ALL
+    ) -> None:
         self.study, self.stage, self.shard = study, stage, shard
         self._params = params
         self.params = ParamsView(params, stage.declared, f"{study.name}.{stage.name}")
@@ -247,7 +273,7 @@ class StageContext:
         self.shard_values: dict[str, Any] = (
             stage.shard_table(params).get(shard, {}) if shard == ALL else stage.shard_table(params)[shard]
         )
-        self._clients: dict[str, Any] = {}  # name -> LLMClient ("" = the default llm section)
+        self._clients: dict[str, LLMClient] = {}  # name -> LLMClient ("" = the default llm section)
 
     @property
     def label(self) -> str:
@@ -255,7 +281,7 @@ class StageContext:
 
     @property
     def seed(self) -> int:
-        return self.params["seed"]
+        return cast(int, self.params["seed"])  # an integer by the params schema
 
     def path(self, name: str) -> Path:
         p = self.paths[name]
@@ -282,16 +308,16 @@ class StageContext:
             table = table.filter(mask)
         return table
 
-    def yaml(self, name: str) -> dict:
+    def yaml(self, name: str) -> dict[str, Any]:
         """A YAML input (study materials), read with errors that name the file."""
         from socsim.config import read_yaml
 
         return read_yaml(self.path(name), "materials file")
 
-    def rows(self, name: str, in_shard: bool = False) -> list[dict]:
-        return self.read(name, in_shard).to_pylist()
+    def rows(self, name: str, in_shard: bool = False) -> list[dict[str, Any]]:
+        return cast(list[dict[str, Any]], self.read(name, in_shard).to_pylist())  # pyarrow is untyped
 
-    def write(self, name: str, rows: list[dict], **provenance_extra) -> None:
+    def write(self, name: str, rows: Sequence[dict[str, Any]], **provenance_extra: Any) -> None:
         from socsim.io.parquet import write_table
 
         art = self.study.artifacts[name]
@@ -299,7 +325,7 @@ class StageContext:
 
     # -- LLM clients ----------------------------------------------------------------------
     def _cache_path(self) -> str | None:
-        template = self._params["llm"]["cache_path"]
+        template: str | None = self._params["llm"]["cache_path"]
         if not template:
             return None
         try:
@@ -309,11 +335,13 @@ class StageContext:
                 f"llm.cache_path {template!r}: only {{study}}, {{stage}} and {{shard}} may appear in braces ({exc!r})"
             ) from None
 
-    def client(self):
+    def client(self) -> LLMClient:
         """The client of params' llm section (one per context, with this shard's call cache)."""
         return self._client("", self._params)
 
-    def model_clients(self, models: list[dict], where: str, present: list[dict] | None = None) -> dict:
+    def model_clients(
+        self, models: Sequence[Mapping[str, Any]], where: str, present: Iterable[Mapping[str, Any]] | None = None
+    ) -> dict[str, LLMClient]:
         """One client per model entry (a name plus llm overrides), each with this shard's call cache;
         with `present`, only the models that rows of it name (a shard's own models)."""
         from socsim.config import with_llm_overrides
@@ -323,7 +351,7 @@ class StageContext:
             models = [m for m in models if m["name"] in names]
         return {m["name"]: self._client(m["name"], with_llm_overrides(self._params, m, where)) for m in models}
 
-    def _client(self, name: str, params: dict):
+    def _client(self, name: str, params: dict[str, Any]) -> LLMClient:
         if name not in self._clients:
             from socsim.llm import LLMClient
             from socsim.llm.cache import CallCache
@@ -336,13 +364,13 @@ class StageContext:
             self._clients[name] = client
         return self._clients[name]
 
-    def model_identity(self) -> dict | None:
+    def model_identity(self) -> dict[str, Any] | None:
         named = {n: c.identity() for n, c in self._clients.items() if n}
         if named:
             return named
         return self._clients[""].identity() if "" in self._clients else None
 
-    def provenance(self, **extra) -> dict:
+    def provenance(self, **extra: Any) -> dict[str, Any]:
         from socsim.io.provenance import provenance
 
         prov = provenance(self.label, self.values, self._params["seed"], self.model_identity())
@@ -350,7 +378,7 @@ class StageContext:
             prov["shard"] = {"id": self.shard, **self.shard_values}
         return {**prov, **extra}
 
-    def llm_metrics(self) -> dict:
+    def llm_metrics(self) -> dict[str, Any]:
         """Accounting of the stage's clients: totals, and each named model's own."""
         from socsim.llm.accounting import Accounting
 
@@ -364,7 +392,7 @@ class StageContext:
         }
         return {**totals, "models": per}
 
-    def write_metrics(self, **extra) -> None:
+    def write_metrics(self, **extra: Any) -> None:
         """The stage's metrics JSON (DVC metrics): `extra`, and for LLM stages the call accounting."""
         from socsim.io.parquet import write_json
 

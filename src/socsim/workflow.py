@@ -2,12 +2,12 @@
 
 workflow/rules/common.smk turns `rules()` into Snakemake rules (a loop with `name:`) and socsim.dvc
 turns `dvc_stages()` into dvc.yaml; both come from the study contract, so the two DAGs agree by
-construction (tests/test_workflow.py checks it on the real tools).
+construction (tests/pipeline/test_workflow.py checks it on the real tools).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,10 @@ from socsim import config, studies
 from socsim.stages import PARAMS_FILE, SHARD, Stage, Study
 
 ROOT = Path(__file__).resolve().parents[2]
+# Report captions a study ships (optional): workflow/report/<study>/<report>.rst. Without one, a caption
+# is generated from the stage declarations into Snakemake's working folder.
+CAPTIONS = Path("workflow") / "report"
+GENERATED_CAPTIONS = Path(".snakemake") / "socsim-captions"
 
 
 def code_files(st: Stage, root: Path = ROOT) -> list[str]:
@@ -30,25 +34,28 @@ def _where(study: Study, st: Stage, kind: str, ext: str) -> str:
     return f"{study.results}/{kind}/{st.name}/{SHARD}.{ext}" if st.shards else f"{study.results}/{kind}/{st.name}.{ext}"
 
 
-def rules(params: Mapping, params_files: tuple[str, ...] = (PARAMS_FILE,), llm_threads: int = 1) -> list[dict]:
+def rules(
+    params: Mapping[str, Any], params_files: tuple[str, ...] = (PARAMS_FILE,), llm_threads: int = 1
+) -> list[dict[str, Any]]:
     """One plain description per Snakemake rule (sharded stages: one rule with a {shard} wildcard)."""
-    out = []
+    out: list[dict[str, Any]] = []
     for study, st in studies.all_stages():
         paths = study.paths(st, params)
-        outputs = {}
+        outputs: dict[str, dict[str, Any]] = {}
         for name in study.output_names(st):
             art = study.artifact(st, name)
             outputs[name] = {
                 "path": paths[name],
                 "dir": art.kind == "dir",
                 "pattern": art.pattern,
-                "caption": f"../report/{study.name}/{art.report}.rst" if art.report else None,
+                "caption": caption(study, art.report) if art.report else None,
                 "category": study.name,
                 "subcategory": st.name,
             }
         out.append(
             {
                 "name": st.rule_name,
+                "message": message(study, st),
                 "input": {**{n: paths[n] for n in st.inputs}, "code": code_files(st)},
                 "output": outputs,
                 "params": config.canonical_json(config.subset(params, st.declared)),
@@ -56,24 +63,54 @@ def rules(params: Mapping, params_files: tuple[str, ...] = (PARAMS_FILE,), llm_t
                 "benchmark": _where(study, st, "benchmarks", "tsv"),
                 "threads": llm_threads if st.uses_llm else 1,
                 "llm_clients": 1 if st.uses_llm else 0,
+                "resources": st.job_resources,
                 "command": command_param(study.command(st, paths, params_files)),
             }
         )
     return out
 
 
-def command_param(command: str):
+def message(study: Study, st: Stage) -> str:
+    """The rule's `message:`: the stage's summary (braces escaped: Snakemake formats messages), and the shard."""
+    text = f"{study.name} {st.name}: {st.summary}".replace("{", "{{").replace("}", "}}")
+    return text + (" [shard {wildcards.shard}]" if st.shards else "")
+
+
+def caption(study: Study, report: str, root: Path | None = None) -> str:
+    """The report caption of a study's `report` group (figures, tables): the study's own file, relative to
+    workflow/rules/ as Snakemake reads it, else one generated from the stages that write the group."""
+    root = Path.cwd() if root is None else root
+    if (root / CAPTIONS / study.name / f"{report}.rst").is_file():
+        return f"../report/{study.name}/{report}.rst"
+    lines = [f"{report.capitalize()} of the {study.name} study (a caption generated from its stage declarations).", ""]
+    for st in study.stages:
+        if any(study.artifacts[a].report == report for a in st.outputs):
+            lines.append(f"* ``{study.name} {st.name}``: {st.summary}")
+    path = root / GENERATED_CAPTIONS / study.name / f"{report}.rst"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(lines) + "\n"
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+    return str(path.resolve())
+
+
+def command_param(command: str) -> Callable[[Any], str]:
     """The command of one job as a Snakemake params function (the shard from the wildcards). The rules
     are made in a loop, so the shell directive, which Snakemake evaluates late, stays a constant
     ("{params.command} > {log} 2>&1") and each rule's command is bound here, when it is made."""
     return lambda wildcards: command.replace(SHARD, wildcards.shard) if SHARD in command else command
 
 
-def targets(params: Mapping) -> list[str]:
+def targets(params: Mapping[str, Any]) -> list[str]:
     return [t for study in studies.all_studies() for t in study.targets(params)]
 
 
-def dvc_stages(params: Mapping) -> dict[str, Any]:
+def study_targets(params: Mapping[str, Any]) -> dict[str, list[str]]:
+    """One target rule per study (`snakemake --cores all coherence`): every output of its stages."""
+    return {study.name: study.targets(params) for study in studies.all_studies()}
+
+
+def dvc_stages(params: Mapping[str, Any]) -> dict[str, Any]:
     """dvc.yaml's stages: the same commands, dependencies, params and outputs; a sharded stage is a
     `foreach` over its shard ids (computed from params.yaml when exported)."""
     out: dict[str, Any] = {}
@@ -87,12 +124,14 @@ def dvc_stages(params: Mapping) -> dict[str, Any]:
         def flat(v: str | list[str]) -> list[str]:
             return [sub(x) for x in ([v] if isinstance(v, str) else v)]
 
-        entry: dict[str, Any] = {"cmd": sub(study.command(st, paths))}
+        entry: dict[str, Any] = {"desc": st.summary, "cmd": sub(study.command(st, paths))}
         deps = [d for n in st.inputs for d in flat(paths[n])] + list(st.code)
         entry["deps"] = deps
         entry["params"] = list(st.declared) or None
         entry["outs"] = [d for n in st.outputs for d in flat(paths[n])]
-        entry["metrics"] = [{sub(paths["metrics"]): {"cache": False}}]
+        metrics = paths["metrics"]
+        assert isinstance(metrics, str)  # a stage's metrics is one file (per shard), never a list of shards
+        entry["metrics"] = [{sub(metrics): {"cache": False}}]
         entry = {k: v for k, v in entry.items() if v is not None}
         out[st.rule_name] = {"foreach": st.shard_ids(params), "do": entry} if st.shards else entry
     return out

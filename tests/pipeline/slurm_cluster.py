@@ -31,7 +31,7 @@ REQUIRED_PROGRAMS = ("slurmctld", "slurmd", "sbatch", "munged")
 DEBIAN_PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
 SYSTEM_CONF = Path("/etc/slurm/slurm.conf")
 # First line of every slurm.conf this module writes: how it recognises a file of its own at SYSTEM_CONF.
-MARKER = "# written by socsim tests/slurm_cluster.py"
+MARKER = "# written by socsim tests/pipeline/slurm_cluster.py"
 SLURMCTLD_PORT = 6817
 SLURMD_PORT = 6818
 # Daemons live in /usr/sbin, which a non-root PATH often lacks.
@@ -195,7 +195,7 @@ class SlurmCluster:
     def slurm_conf_text(self) -> str:
         lines = [
             MARKER,
-            "# A single-node test cluster; see tests/slurm_cluster.py. Removed when the cluster stops.",
+            "# A single-node test cluster; see tests/pipeline/slurm_cluster.py. Removed when the cluster stops.",
             "ClusterName=socsim-test",
             # The name must equal `hostname -s`; the address in brackets spares a name lookup.
             f"SlurmctldHost={self.node}(127.0.0.1)",

@@ -1,4 +1,4 @@
-"""A real single-node SLURM cluster (tests/slurm_cluster.py) and Snakemake's SLURM executor on it."""
+"""A real single-node SLURM cluster (tests/pipeline/slurm_cluster.py) and Snakemake's SLURM executor on it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from slurm_cluster import job_ids_in_logs, process_alive, snakemake_slurm_args
 
 pytestmark = pytest.mark.slow

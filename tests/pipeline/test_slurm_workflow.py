@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from slurm_cluster import job_ids_in_logs
 
 from conftest import cache_rows, copy_project, sh, tool_env
-from slurm_cluster import job_ids_in_logs
 from socsim import config, studies
 from socsim.llm.local import LlamaServer
 

@@ -52,6 +52,8 @@ for _rule in socsim_smk.rules(config, PARAMS_FILES, LLM_THREADS):
     rule:
         name:
             _rule["name"]
+        message:
+            _rule["message"]
         input:
             **_rule["input"],
         output:
@@ -66,8 +68,21 @@ for _rule in socsim_smk.rules(config, PARAMS_FILES, LLM_THREADS):
         threads: _rule["threads"]
         resources:
             llm_clients=_rule["llm_clients"],
+            **_rule["resources"],
         shell:
             "{params.command} > {log} 2>&1"
 
 
 ALL_TARGETS = socsim_smk.targets(config)
+
+
+# One target rule per study: `snakemake --cores all coherence` runs that study alone.
+for _study, _targets in socsim_smk.study_targets(config).items():
+
+    rule:
+        name:
+            _study
+        message:
+            f"{_study}: every stage of the study"
+        input:
+            _targets,

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import scripted_client
 from socsim.coherence import agents as ag
 from socsim.coherence import analysis as an
 from socsim.coherence import dialogue
@@ -20,7 +21,7 @@ from socsim.seeds import derive_seed
 from socsim.stats.bootstrap import bootstrap_means, grouped, interval
 from socsim.stats.text import bleu, self_bleu, tokens
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[3]
 PROMPTS = read_yaml(ROOT / "data/coherence/prompts.yaml")
 TOPICS = read_yaml(ROOT / "data/coherence/topics.yaml")
 
@@ -162,7 +163,7 @@ def test_pairing_covers_every_profile_pair_and_never_self_pairs():
 
 def test_judge_sees_the_last_three_statements_of_each_agent():
     convo = [{"conversation_id": "c", "turn": t, "speaker": 1 + t % 2, "text": f"s{t}"} for t in range(9)]
-    client = fake_client(lambda req: "3")
+    client = scripted_client(lambda req: "3")
     rows = asyncio.run(dialogue.judge(convo, PROMPTS, {"judge_window": 3}, client, "j", seed=1))
     users = [r.messages[1][1] for r in client.backend.requests]
     assert (
@@ -327,37 +328,7 @@ def test_bleu_and_self_bleu():
     assert removed == 1 and kept["agent1_id"].tolist() == ["s"]
 
 
-# -- who opens, turn budget (fake model) --------------------------------------------------------------
-
-
-class FakeBackend:
-    """Answers every request with reply(request); no model."""
-
-    retries = 0
-
-    def __init__(self, reply, name="fake"):
-        self.reply, self.name, self.requests = reply, name, []
-
-    async def probe(self):
-        return self.identity()
-
-    def identity(self):
-        return {"backend": "fake", "model": self.name}
-
-    async def complete(self, request):
-        from socsim.llm.types import Completion
-
-        self.requests.append(request)
-        return Completion(text=self.reply(request))
-
-    async def aclose(self):
-        pass
-
-
-def fake_client(reply, name="fake"):
-    from socsim.llm import LLMClient
-
-    return LLMClient(FakeBackend(reply, name), None)
+# -- who opens, turn budget (scripted backend) --------------------------------------------------------------
 
 
 def _many_profiles(n_agents=400, seed=0):
@@ -425,7 +396,7 @@ def _converse(opener, turns, reply, stop="first_goodbye", client=None):
         "seed": 1,
     }
     cp = {"turns_per_agent": turns, "stop": stop, "utterance_max_tokens": 16}
-    return asyncio.run(dialogue.converse(pair, cp, client or fake_client(reply)))
+    return asyncio.run(dialogue.converse(pair, cp, client or scripted_client(reply)))
 
 
 @pytest.mark.parametrize("opener", [1, 2])
@@ -443,7 +414,7 @@ def test_each_agent_generates_turns_per_agent_statements(opener, turns):
 
 
 def test_each_agent_sees_the_conversation_from_its_side_with_seeds_from_ids():
-    client = fake_client(lambda req: "Hm.")
+    client = scripted_client(lambda req: "Hm.")
     convo = _converse(1, 2, None, client=client)
     reqs = client.backend.requests
     assert [r.seed for r in reqs] == [derive_seed(1, "coherence", "converse", "c0", t) for t in range(1, 5)]
@@ -495,7 +466,7 @@ def test_run_judge_uses_each_models_judge_and_scores_calibration_examples():
         for m in ("m1", "m2")
         for t in range(3)
     ]
-    judge_a = fake_client(lambda req: "2", "A")
+    judge_a = scripted_client(lambda req: "2", "A")
 
     def b_reply(req):  # judge B scores the calibration examples right (their text is in the user message)
         user = req.messages[-1][1]
@@ -504,7 +475,7 @@ def test_run_judge_uses_each_models_judge_and_scores_calibration_examples():
                 return str(ex["score"])
         return "4"
 
-    judge_b = fake_client(b_reply, "B")
+    judge_b = scripted_client(b_reply, "B")
     rows = asyncio.run(
         dialogue.run_judge(
             utt, PROMPTS, {"judge_window": 3}, {"A": judge_a, "B": judge_b}, {"m1": "A", "m2": "B"}, seed=1

@@ -15,7 +15,7 @@ from scipy import stats as sps
 from socsim.debate.metrics import length, rouge_l, round_wise
 from socsim.debate.stats import appendix_h, group_level, individual_level
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 PAPER = yaml.safe_load((ROOT / "data" / "debate" / "paper.yaml").read_text())
 MODELS = ["gpt-4o-mini", "tulu-3-8b-sft", "llama-3.1-8b", "llama-3.1-70b", "mistral-7b-v0.3", "qwen2.5-32b"]
 

@@ -15,7 +15,7 @@ from socsim.llm import hub
 from socsim.llm.embedded import default_model_path
 from socsim.llm.errors import LLMConfigError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 REPO = "socsim-test/SmolLM2-135M-Instruct-GGUF"
 FILE = "gguf/SmolLM2-135M-Instruct.Q4_1.gguf"

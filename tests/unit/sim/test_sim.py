@@ -389,6 +389,7 @@ def _run_real(client: LLMClient) -> list[dict]:
     return asyncio.run(runner.run_all({"smol": client}, (one(ep) for ep in _episodes()), "test"))
 
 
+@pytest.mark.slow
 def test_runner_on_the_real_model_is_concurrent_closes_and_is_deterministic(tmp_path):
     a = _real_client(tmp_path, "a")
     rows_a = _run_real(a)
