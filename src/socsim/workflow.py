@@ -110,28 +110,29 @@ def study_targets(params: Mapping[str, Any]) -> dict[str, list[str]]:
     return {study.name: study.targets(params) for study in studies.all_studies()}
 
 
+def _foreach_item(s: str) -> str:
+    """A sharded stage's "{shard}" as DVC's foreach item (only a sharded stage's own paths hold it)."""
+    return s.replace(SHARD, "${item}")
+
+
+def _foreach_items(v: str | list[str]) -> list[str]:
+    return [_foreach_item(x) for x in ([v] if isinstance(v, str) else v)]
+
+
 def dvc_stages(params: Mapping[str, Any]) -> dict[str, Any]:
     """dvc.yaml's stages: the same commands, dependencies, params and outputs; a sharded stage is a
     `foreach` over its shard ids (computed from params.yaml when exported)."""
     out: dict[str, Any] = {}
     for study, st in studies.all_stages():
         paths = study.paths(st, params)
-        item = "${item}" if st.shards else SHARD
-
-        def sub(s: str, item: str = item) -> str:
-            return s.replace(SHARD, item)
-
-        def flat(v: str | list[str]) -> list[str]:
-            return [sub(x) for x in ([v] if isinstance(v, str) else v)]
-
-        entry: dict[str, Any] = {"desc": st.summary, "cmd": sub(study.command(st, paths))}
-        deps = [d for n in st.inputs for d in flat(paths[n])] + list(st.code)
+        entry: dict[str, Any] = {"desc": st.summary, "cmd": _foreach_item(study.command(st, paths))}
+        deps = [d for n in st.inputs for d in _foreach_items(paths[n])] + list(st.code)
         entry["deps"] = deps
         entry["params"] = list(st.declared) or None
-        entry["outs"] = [d for n in st.outputs for d in flat(paths[n])]
+        entry["outs"] = [d for n in st.outputs for d in _foreach_items(paths[n])]
         metrics = paths["metrics"]
         assert isinstance(metrics, str)  # a stage's metrics is one file (per shard), never a list of shards
-        entry["metrics"] = [{sub(metrics): {"cache": False}}]
+        entry["metrics"] = [{_foreach_item(metrics): {"cache": False}}]
         entry = {k: v for k, v in entry.items() if v is not None}
         out[st.rule_name] = {"foreach": st.shard_ids(params), "do": entry} if st.shards else entry
     return out

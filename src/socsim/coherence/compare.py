@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from socsim.io.tables import tex_escape
 from socsim.io.vs_paper import Row
 from socsim.stats import degeneracy as dg
 
@@ -55,14 +56,9 @@ def table4(tests: pd.DataFrame) -> tuple[str, str, str]:
     md_text = "\n".join(md) + "\n\n" + "".join(f"{n}  \n" for n in note_lines)
     md_text += "\nPass rules: see socsim.coherence.analysis (module docstring) and the README.\n"
 
-    def tex_esc(s: str) -> str:
-        for char, escaped in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("%", r"\%"), ("&", r"\&"), ("#", r"\#")):
-            s = s.replace(char, escaped)
-        return s.replace("$", r"\$")
-
     tex_text = "\n".join(tex) + "\n" + "".join(f"% {n}\n" for n in note_lines)
     if notes:
-        tex_text += r"\par\footnotesize " + r" \\ ".join(tex_esc(n) for n in note_lines) + "\n"
+        tex_text += r"\par\footnotesize " + r" \\ ".join(tex_escape(n) for n in note_lines) + "\n"
     return csv, md_text, tex_text
 
 

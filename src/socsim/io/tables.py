@@ -11,7 +11,8 @@ import pandas as pd
 from socsim.io.parquet import atomic_write_bytes
 
 
-def _tex(s: str) -> str:
+def tex_escape(s: str) -> str:
+    """Text as LaTeX: its special characters escaped (and ± as math)."""
     for a, b in (
         ("\\", r"\textbackslash{}"),
         ("_", r"\_"),
@@ -54,10 +55,10 @@ def write(
         f"% {title}",
         r"\begin{tabular}{" + "l" * len(df.columns) + "}",
         r"\hline",
-        " & ".join(_tex(str(c)) for c in df.columns) + r" \\",
+        " & ".join(tex_escape(str(c)) for c in df.columns) + r" \\",
         r"\hline",
     ]
-    tex += [" & ".join(_tex(c) for c in row) + r" \\" for row in cells.itertuples(index=False)]
+    tex += [" & ".join(tex_escape(c) for c in row) + r" \\" for row in cells.itertuples(index=False)]
     tex += [r"\hline", r"\end{tabular}", *(f"% {n}" for n in notes)]
     atomic_write_bytes(out_dir / f"{name}.md", ("\n".join(md) + "\n").encode())
     atomic_write_bytes(out_dir / f"{name}.tex", ("\n".join(tex) + "\n").encode())
