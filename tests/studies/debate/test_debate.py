@@ -12,6 +12,7 @@ import yaml
 
 from conftest import ROOT, Scripted
 from socsim.debate import annotate, simulate
+from socsim.debate.ingest import SLOTS
 from socsim.llm import LLMClient
 
 PROMPTS = yaml.safe_load((ROOT / "data/debate/prompts.yaml").read_text())
@@ -23,25 +24,7 @@ SESSION = {"session_id": "S1", "statement": "Angels are real.", "topic_set": "de
 
 def group():
     demo = json.dumps(
-        {
-            k: f"{k}-value"
-            for k in (
-                "age",
-                "gender",
-                "education",
-                "ethnicity",
-                "income",
-                "party_id",
-                "ideology",
-                "children_school_status",
-                "urbanicity",
-                "marital_status",
-                "bible_view",
-                "evangelical",
-                "religious_affiliation",
-                "occupation",
-            )
-        },
+        {k: f"{k}-value" for k in SLOTS},
         sort_keys=True,
     )
     people = [
