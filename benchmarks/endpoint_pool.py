@@ -18,7 +18,7 @@ import statistics
 import time
 
 from socsim.llm import LLMClient, Request, Sampling, derive_seed
-from socsim.llm.local import LlamaServer
+from socsim.llm.local import SERVED_MODEL_ID, LlamaServer
 from socsim.llm.server import ServerBackend
 
 TOPICS = [
@@ -47,7 +47,9 @@ def make_requests(n: int, max_tokens: int, round_no: int) -> list[Request]:
 
 
 def throughput(urls: list[str], requests: list[Request], concurrency: int) -> tuple[float, dict]:
-    backend = ServerBackend("openai", urls, dialect="llama_cpp", concurrency=concurrency, timeout=600)
+    backend = ServerBackend(
+        "openai", urls, dialect="llama_cpp", model=SERVED_MODEL_ID, concurrency=concurrency, timeout=600
+    )
     client = LLMClient(backend, cache=None)
 
     async def go():

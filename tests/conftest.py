@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from socsim.llm.local import LlamaServer, free_port  # noqa: F401 - used by the test modules
+from socsim.llm.local import SERVED_MODEL_ID, LlamaServer, free_port  # noqa: F401 - used by the test modules
 from socsim.llm.types import Completion
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,6 +138,11 @@ def write_params(path: Path, **sections) -> Path:
     params = deep_merge(base, sections)
     path.write_text(yaml.safe_dump(params))
     return path
+
+
+def served(endpoints: list, model_id: str = SERVED_MODEL_ID, **extra) -> dict:
+    """A models-registry entry for loopback llama-cpp-python servers (LlamaServer) of the shipped GGUF."""
+    return {"backend": "openai", "dialect": "llama_cpp", "model_id": model_id, "endpoints": list(endpoints), **extra}
 
 
 def socsim_cmd(*args: str) -> list[str]:

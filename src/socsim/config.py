@@ -57,11 +57,17 @@ def _fill_defaults(schema: Mapping[str, Any], value: Any) -> Any:
     """Recursively insert schema defaults for missing object keys."""
     if not isinstance(value, dict) or schema.get("type") != "object":
         return value
-    for key, sub in schema.get("properties", {}).items():
+    props = schema.get("properties", {})
+    for key, sub in props.items():
         if key not in value and "default" in sub:
             value[key] = copy.deepcopy(sub["default"])
         if key in value:
             value[key] = _fill_defaults(sub, value[key])
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):  # a map of named entries (the models registry): each entry's defaults
+        for key in value:
+            if key not in props:
+                value[key] = _fill_defaults(extra, value[key])
     return value
 
 
@@ -103,6 +109,11 @@ def validate(params: dict[str, Any] | None, schema: Mapping[str, Any] | None = N
     params = copy.deepcopy(params) if params is not None else {}
     if not isinstance(params, dict):
         raise ParamsError(f"params must be a mapping of keys to values, got {type(params).__name__}")
+    from socsim.models import legacy_hint
+
+    hint = legacy_hint(params)
+    if hint:
+        raise ParamsError(hint)
     params = _fill_defaults(schema, params)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(params), key=lambda e: (list(map(str, e.absolute_path)), e.message))
@@ -158,15 +169,6 @@ def load(
             raise ParamsError(f"override {item!r}: expected key=value")
         set_dotted(params, key, yaml.safe_load(raw))
     return validate(params, load_schema(paths[0]))
-
-
-def with_llm_overrides(params: Mapping[str, Any], model: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """params whose llm section is overridden by one model entry (a name plus any llm keys)."""
-    overrides = {k: v for k, v in model.items() if k != "name"}
-    try:
-        return validate({**params, "llm": deep_merge(params["llm"], overrides)})
-    except ParamsError as exc:
-        raise ParamsError(f"{where} ({model['name']}): {exc}") from None
 
 
 def get_dotted(params: Mapping[str, Any], key: str) -> Any:

@@ -28,8 +28,9 @@ PARAMS_FILE = "params.yaml"
 SHARD = "{shard}"  # placeholder in a sharded artifact's path (a Snakemake wildcard, a DVC foreach item)
 ALL = "all"  # the shard id of a stage's single shard when it is not split
 
-# The llm keys that change a model's answers, declared once: every LLM stage reads them.
-LLM_KEYS = ("llm.backend", "llm.model_path", "llm.model", "llm.sampling.temperature", "llm.sampling.top_p")
+# The keys that change a model's answers, declared once: every LLM stage reads them (the models registry
+# as a whole: DVC and Snakemake track params by static keys, and registry names may hold dots).
+LLM_KEYS = ("models", "llm.sampling.temperature", "llm.sampling.top_p")
 # The package code every stage runs (relative to src/socsim), and what LLM stages run besides.
 CORE_CODE = ("__init__.py", "stages.py", "config.py", "cli.py", "seeds.py", "progress.py", "io", "stats")
 LLM_CODE = ("llm", "sim")
@@ -61,6 +62,7 @@ class Artifact:
 
 
 ShardFn = Callable[[Mapping[str, Any]], dict[str, dict[str, Any]]]  # params -> {shard id: {column: value}}
+ModelsFn = Callable[[Mapping[str, Any]], dict[str, str]]  # params -> {model name: the params key naming it}
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class Stage:
     params: tuple[str, ...] = ()  # dotted params keys read (LLM stages also read LLM_KEYS)
     uses_llm: bool = False
     shards: ShardFn | None = None  # split into one job per shard id (simulate, annotate, ...)
+    models: ModelsFn | None = None  # LLM stages: the registry names it may call (socsim.models)
     resources: Mapping[str, int] | None = None  # cluster resources (None: LLM_RESOURCES for LLM stages)
     study: str = ""  # set by Study
 
@@ -105,6 +108,12 @@ class Stage:
 
     def shard_ids(self, params: Mapping[str, Any]) -> list[str]:
         return sorted(self.shard_table(params))
+
+    def model_names(self, params: Mapping[str, Any]) -> dict[str, str]:
+        """The registry names this stage may call on these params -> the params key that names each."""
+        if self.models is None:
+            return {}
+        return self.models(ParamsView(params, self.declared, self.rule_name))
 
 
 def shard_table(values: list[dict[str, Any]], keys: list[str]) -> dict[str, dict[str, Any]]:
@@ -335,40 +344,38 @@ class StageContext:
                 f"llm.cache_path {template!r}: only {{study}}, {{stage}} and {{shard}} may appear in braces ({exc!r})"
             ) from None
 
-    def client(self) -> LLMClient:
-        """The client of params' llm section (one per context, with this shard's call cache)."""
-        return self._client("", self._params)
-
     def model_clients(
-        self, models: Sequence[Mapping[str, Any]], where: str, present: Iterable[Mapping[str, Any]] | None = None
+        self, names: Sequence[str], where: str, present: Iterable[Mapping[str, Any]] | None = None
     ) -> dict[str, LLMClient]:
-        """One client per model entry (a name plus llm overrides), each with this shard's call cache;
-        with `present`, only the models that rows of it name (a shard's own models)."""
-        from socsim.config import with_llm_overrides
-
+        """One client per registry name (socsim.models), each with this shard's call cache; with
+        `present`, only the models that rows of it name (a shard's own models)."""
         if present is not None:
-            names = {r["model"] for r in present}
-            models = [m for m in models if m["name"] in names]
-        return {m["name"]: self._client(m["name"], with_llm_overrides(self._params, m, where)) for m in models}
+            used = {r["model"] for r in present}
+            names = [n for n in names if n in used]
+        return {n: self.model_client(n, where) for n in dict.fromkeys(names)}
 
-    def _client(self, name: str, params: dict[str, Any]) -> LLMClient:
+    def model_client(self, name: str, where: str) -> LLMClient:
+        """The client of one registry name (one per context; the stage's clients share its call cache)."""
         if name not in self._clients:
-            from socsim.llm import LLMClient
+            from socsim import models
             from socsim.llm.cache import CallCache
 
+            declared = self.stage.model_names(self._params)
+            if name not in declared:
+                raise ParamsError(
+                    f"stage {self.label} called model {name!r}, which its declaration does not name "
+                    f"(declared: {', '.join(declared) or 'none'}); add it to the stage's models"
+                )
+            client = models.client(self._params, models.resolve(self._params, name, where), cache_path="")
             path = self._cache_path()
-            # Clients of one stage share its cache file (one open handle).
             shared = next((c.cache for c in self._clients.values() if c.cache is not None), None)
-            client = LLMClient.from_params(params, cache_path="")
             client.cache = shared if shared is not None else (CallCache(path) if path else None)
             self._clients[name] = client
         return self._clients[name]
 
     def model_identity(self) -> dict[str, Any] | None:
-        named = {n: c.identity() for n, c in self._clients.items() if n}
-        if named:
-            return named
-        return self._clients[""].identity() if "" in self._clients else None
+        """Registry name -> the identity of the model that answered under it (None: no model was called)."""
+        return {n: c.identity() for n, c in self._clients.items() if c.answered} or None
 
     def provenance(self, **extra: Any) -> dict[str, Any]:
         from socsim.io.provenance import provenance
@@ -380,17 +387,12 @@ class StageContext:
 
     def llm_metrics(self) -> dict[str, Any]:
         """Accounting of the stage's clients: totals, and each named model's own."""
-        from socsim.llm.accounting import Accounting
-
-        if set(self._clients) <= {""}:
-            c = self._clients.get("")
-            return (c.accounting if c is not None else Accounting()).as_metrics()
-        per = {name: c.accounting.as_metrics() for name, c in self._clients.items() if name}
-        totals = {
-            k: sum(m[k] for m in per.values())
-            for k in ("requests", "calls", "cache_hits", "parse_failures", "completion_tokens")
+        per = {
+            name: {**c.accounting.as_metrics(), "identity": c.identity() if c.answered else None}
+            for name, c in self._clients.items()
         }
-        return {**totals, "models": per}
+        keys = ("requests", "calls", "cache_hits", "parse_failures", "retries", "prompt_tokens", "completion_tokens")
+        return {**{k: sum(m[k] for m in per.values()) for k in keys}, "models": per}
 
     def write_metrics(self, **extra: Any) -> None:
         """The stage's metrics JSON (DVC metrics): `extra`, and for LLM stages the call accounting."""

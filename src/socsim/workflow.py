@@ -7,7 +7,7 @@ construction (tests/pipeline/test_workflow.py checks it on the real tools).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -61,13 +61,28 @@ def rules(
                 "params": config.canonical_json(config.subset(params, st.declared)),
                 "log": _where(study, st, "logs", "log"),
                 "benchmark": _where(study, st, "benchmarks", "tsv"),
-                "threads": llm_threads if st.uses_llm else 1,
+                "threads": llm_threads if embedded(st, params) else 1,
                 "llm_clients": 1 if st.uses_llm else 0,
                 "resources": st.job_resources,
                 "command": command_param(study.command(st, paths, params_files)),
             }
         )
     return out
+
+
+def embedded(st: Stage, params: Mapping[str, Any]) -> bool:
+    """Whether a stage runs a model in process (it then takes every core: such jobs run one at a time)."""
+    registry = params["models"]
+    return any(registry.get(n, {}).get("backend", "embedded") == "embedded" for n in st.model_names(params))
+
+
+def preflight(params: Mapping[str, Any], rule_names: Iterable[str]) -> None:
+    """Before any job starts: every server model the jobs to run will call must answer and serve its model id."""
+    from socsim import models
+
+    by_rule = {st.rule_name: st for _, st in studies.all_stages()}
+    names = [n for r in set(rule_names) if r in by_rule for n in by_rule[r].model_names(params)]
+    models.preflight(params, names)
 
 
 def message(study: Study, st: Stage) -> str:

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from slurm_cluster import job_ids_in_logs
 
-from conftest import cache_rows, copy_project, sh, tool_env
+from conftest import cache_rows, copy_project, served, sh, tool_env
 from socsim import config, studies
 from socsim.llm.local import LlamaServer
 
@@ -40,8 +40,8 @@ def shared_server():
 
 def prepare(dest: Path, server_url: str) -> Path:
     project = copy_project(dest)
-    llm = {"backend": "openai", "dialect": "llama_cpp", "endpoints": [server_url], "concurrency": 2}
-    (project / "server.yaml").write_text(yaml.safe_dump({"llm": llm}))
+    server = {"llm": {"concurrency": 2}, "models": {"smollm2-135m": served([server_url])}}
+    (project / "server.yaml").write_text(yaml.safe_dump(server))
     return project
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import ROOT, copy_project, sh
+from conftest import ROOT, copy_project, served, sh
 from socsim import config, studies, workflow
 from socsim.config import deep_merge
 from socsim.io.parquet import read_provenance, read_table
@@ -194,11 +194,11 @@ def test_tiny_run_snakemake_then_dvc(project):
 
 def test_snakemake_rejects_bad_params_naming_the_key(tmp_path):
     """Validation stops the workflow before any job (a dry run suffices: it parses and validates)."""
-    (tmp_path / "bad.yaml").write_text("llm:\n  backend: gpt5\nfacilitation:\n  personas:\n    nn: 3\n")
+    (tmp_path / "bad.yaml").write_text("models:\n  m:\n    backend: gpt5\nfacilitation:\n  personas:\n    nn: 3\n")
     proc = sh(["snakemake", "--dry-run", "--cores", "1", "--configfile", str(tmp_path / "bad.yaml")], ROOT, check=False)
     assert proc.returncode != 0
     text = proc.stdout + proc.stderr
-    assert 'llm.backend: expected one of "embedded", "tgi", "openai", got "gpt5"' in text
+    assert 'models.m.backend: expected one of "embedded", "tgi", "openai", got "gpt5"' in text
     assert "facilitation.personas.nn: unknown key" in text
 
 
@@ -213,9 +213,9 @@ def job_interval(log: Path) -> tuple[datetime, datetime]:
 @pytest.mark.slow
 def test_llm_clients_bounds_the_jobs_that_talk_to_servers(project, llama_server):
     """Two LLM shards ready at once on two cores: with llm_clients=1 they never overlap, with 2 they do."""
-    llm = {"backend": "openai", "dialect": "llama_cpp", "endpoints": [llama_server.url], "concurrency": 1}
     od = {"steps": 1, "controls": {"enabled": False}}  # short jobs: only their overlap matters
-    (project / "server.yaml").write_text(yaml.safe_dump({"llm": llm, "opinion_dynamics": od}))
+    server = {"llm": {"concurrency": 1}, "models": {"smollm2-135m": served([llama_server.url])}, "opinion_dynamics": od}
+    (project / "server.yaml").write_text(yaml.safe_dump(server))
     shards = ("smollm2-135m.fire", "smollm2-135m.sky_color")
     targets = [f"results/opinion_dynamics/events/{s}.parquet" for s in shards]
     logs = [project / f"results/opinion_dynamics/logs/simulate/{s}.log" for s in shards]

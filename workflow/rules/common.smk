@@ -4,11 +4,13 @@
 from snakemake.exceptions import WorkflowError
 
 from socsim import config as socsim_config
+from socsim import models as socsim_models
 from socsim import workflow as socsim_smk
 from socsim import studies as socsim_studies
 
 try:
     _validated = socsim_config.validate(config, socsim_config.load_schema(workflow.basedir + "/params.yaml"))
+    socsim_models.check(_validated)  # every model a stage names resolves in the registry
 except socsim_config.ParamsError as exc:
     raise WorkflowError(f"params.yaml is invalid:\n{exc}")
 config.clear()
@@ -32,7 +34,7 @@ def _total_cores():
 
 # An embedded model uses every core, so its jobs run one at a time; jobs that talk to a server need
 # one core each and `llm_clients` (a global resource, see the profiles) bounds them instead.
-LLM_THREADS = (_total_cores() or 1) if config["llm"]["backend"] == "embedded" else 1
+LLM_THREADS = _total_cores() or 1
 
 
 def _outputs(spec):
@@ -74,6 +76,15 @@ for _rule in socsim_smk.rules(config, PARAMS_FILES, LLM_THREADS):
 
 
 ALL_TARGETS = socsim_smk.targets(config)
+
+
+onstart:
+    # Before the first job: the model servers the jobs to run need must answer and serve their model ids
+    # (a run without them stops here, in seconds, listing them).
+    try:
+        socsim_smk.preflight(config, [job.rule.name for job in workflow.dag.needrun_jobs()])
+    except Exception as exc:
+        raise WorkflowError(str(exc))
 
 
 # One target rule per study: `snakemake --cores all coherence` runs that study alone.

@@ -148,11 +148,9 @@ async def calibrate(prompts: dict[str, Any], client: LLMClient, judge_name: str,
     return rows
 
 
-def judges_for(
-    agent_models: list[str], judge_model: dict[str, Any], judge_models: dict[str, dict[str, Any]] | None
-) -> dict[str, dict[str, Any]]:
-    """The judge entry of every agent model: `judge_models[agent model]` where given, otherwise
-    `judge_model` (the paper avoids a model judging its own conversations)."""
+def judges_for(agent_models: list[str], judge_model: str, judge_models: dict[str, str] | None) -> dict[str, str]:
+    """The judge (a registry name) of every agent model: `judge_models[agent model]` where given,
+    otherwise `judge_model` (the paper avoids a model judging its own conversations)."""
     judge_models = judge_models or {}
     unknown = sorted(set(judge_models) - set(agent_models))
     if unknown:
@@ -160,12 +158,7 @@ def judges_for(
             f"coherence.judge_models names agent models that do not exist: {', '.join(unknown)} "
             f"(agent models: {', '.join(agent_models)})"
         )
-    out = {m: judge_models.get(m, judge_model) for m in agent_models}
-    by_name: dict[str, dict[str, Any]] = {}
-    for entry in out.values():
-        if by_name.setdefault(entry["name"], entry) != entry:
-            raise ValueError(f"two different judge entries are both named {entry['name']!r}")
-    return out
+    return {m: judge_models.get(m, judge_model) for m in agent_models}
 
 
 async def run_judge(

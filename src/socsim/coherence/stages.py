@@ -82,15 +82,27 @@ def _judges(ctx: StageContext, utterances: list[dict[str, Any]]) -> tuple[dict[s
     cp = ctx.params["coherence"]
     present = sorted({u["model"] for u in utterances})
     # Validate the mapping against every agent model, but judge (and calibrate) only those with conversations.
-    entries = dialogue.judges_for(
-        list(dict.fromkeys([m["name"] for m in cp["agent_models"]] + present)),
-        cp["judge_model"],
-        cp.get("judge_models"),
-    )
-    entries = {m: entries[m] for m in present}
-    unique = list({e["name"]: e for e in entries.values()}.values())
-    clients = ctx.model_clients(unique, "coherence.judge_models" if cp.get("judge_models") else "coherence.judge_model")
-    return clients, {m: e["name"] for m, e in entries.items()}
+    agent_models = list(dict.fromkeys([*cp["agent_models"], *present]))
+    judge_of = dialogue.judges_for(agent_models, cp["judge_model"], cp["judge_models"])
+    judge_of = {m: judge_of[m] for m in present}
+    return ctx.model_clients(list(judge_of.values()), _judge_key(cp)), judge_of
+
+
+def _judge_key(cp: Mapping[str, Any]) -> str:
+    return "coherence.judge_models" if cp["judge_models"] else "coherence.judge_model"
+
+
+def _agent_model_names(p: Mapping[str, Any]) -> dict[str, str]:
+    return dict.fromkeys(p["coherence"]["agent_models"], "coherence.agent_models")
+
+
+def _judge_model_names(p: Mapping[str, Any]) -> dict[str, str]:
+    """Stage.models of judge and calibrate: every agent model's judge (and judge_model, the fallback)."""
+    from socsim.coherence import dialogue
+
+    cp = p["coherence"]
+    judges = dialogue.judges_for(list(cp["agent_models"]), cp["judge_model"], cp["judge_models"])
+    return dict.fromkeys([*judges.values(), cp["judge_model"]], _judge_key(cp))
 
 
 def run_judge(ctx: StageContext) -> None:
@@ -162,7 +174,7 @@ def run_figures(ctx: StageContext) -> None:
 def shards(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Converse/judge shards: one per (agent model, topic), or coarser by `coherence.shard_by`."""
     cp = params["coherence"]
-    cells = [{"model": m["name"], "topic": t} for m in cp["agent_models"] for t in cp["topics"]]
+    cells = [{"model": m, "topic": t} for m in cp["agent_models"] for t in cp["topics"]]
     return shard_table(cells, list(cp["shard_by"]))
 
 
@@ -207,6 +219,7 @@ STUDY = Study(
             outputs=("profiles",),
             params=("seed", "coherence.agent_models", "coherence.openness_scoring"),
             uses_llm=True,
+            models=_agent_model_names,
         ),
         Stage(
             "pair",
@@ -228,6 +241,7 @@ STUDY = Study(
             outputs=("utterances",),
             params=("coherence.turns_per_agent", "coherence.stop", "coherence.utterance_max_tokens", *SHARD_KEYS),
             uses_llm=True,
+            models=_agent_model_names,
             shards=shards,
         ),
         Stage(
@@ -240,6 +254,7 @@ STUDY = Study(
             outputs=("judgments",),
             params=(*JUDGE_KEYS, "coherence.judge_window", *SHARD_KEYS),
             uses_llm=True,
+            models=_judge_model_names,
             shards=shards,
         ),
         Stage(
@@ -251,6 +266,7 @@ STUDY = Study(
             outputs=("calibration",),
             params=JUDGE_KEYS,
             uses_llm=True,
+            models=_judge_model_names,
         ),
         Stage(
             "analyse",

@@ -165,7 +165,7 @@ def analyse(
             )
         )
     rows: list[vs_paper.Row] = []
-    models = [m["name"] for m in dp["agent_models"]]
+    models = list(dp["agent_models"])
     every = metrics[metrics.on_topic_filter == "none"]
     metrics = metrics[metrics.on_topic_filter == "annotated"]
     for ts, (main_t, abl_t) in TABLES.items():

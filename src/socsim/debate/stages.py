@@ -66,14 +66,14 @@ def selected(ctx: StageContext) -> list[dict[str, Any]]:
 def settings(dp: dict[str, Any]) -> list[dict[str, Any]]:
     """model x mode x ablation x topic set; the ablations other than `original` run on the first model
     only (the paper ran them on gpt-4o-mini)."""
-    first = dp["agent_models"][0]["name"]
+    first = dp["agent_models"][0]
     return [
-        {"model": m["name"], "mode": mode, "ablation": a, "topic_set": ts}
+        {"model": m, "mode": mode, "ablation": a, "topic_set": ts}
         for m in dp["agent_models"]
         for mode in dp["modes"]
         for a in dp["ablations"]
         for ts in dp["topic_sets"]
-        if a == "original" or m["name"] == first
+        if a == "original" or m == first
     ]
 
 
@@ -114,9 +114,13 @@ def run_simulate(ctx: StageContext) -> None:
     )
 
 
+def _annotator_name(p: Mapping[str, Any]) -> dict[str, str]:
+    return {p[DB]["annotator"]["model"]: "debate.annotator.model"}
+
+
 def _annotator(ctx: StageContext) -> tuple[dict[str, Any], tuple[str, LLMClient]]:
     ap = ctx.params[DB]["annotator"]
-    return ap, next(iter(ctx.model_clients([ap["model"]], "debate.annotator.model").items()))
+    return ap, (ap["model"], ctx.model_client(ap["model"], "debate.annotator.model"))
 
 
 def _lookups(ctx: StageContext) -> tuple[dict[str, str], dict[str, str]]:
@@ -300,6 +304,7 @@ STUDY = Study(
             outputs=("simulated",),
             params=("seed", "debate.max_tokens", "debate.opinion_max_tokens", *SELECT, *SHARD_KEYS),
             uses_llm=True,
+            models=lambda p: dict.fromkeys(p[DB]["agent_models"], "debate.agent_models"),
             shards=shards,
         ),
         Stage(
@@ -311,6 +316,7 @@ STUDY = Study(
             outputs=("annotations",),
             params=(*ANNOTATOR, *SHARD_KEYS),
             uses_llm=True,
+            models=_annotator_name,
             shards=shards,
         ),
         Stage(
@@ -321,6 +327,7 @@ STUDY = Study(
             outputs=("human_annotations",),
             params=(*ANNOTATOR, *SELECT),
             uses_llm=True,
+            models=_annotator_name,
         ),
         Stage(
             "compare",

@@ -26,7 +26,7 @@ class Condition:
 
 def conditions(fp: dict[str, Any]) -> list[tuple[Condition, list[str], list[str], int]]:
     """(condition, models, strategies, discussions per cell) for the main study and each ablation."""
-    models = [m["name"] for m in fp["models"]]
+    models = list(fp["models"])
     out = [(Condition("main", fp["turn_taking"]), models, list(fp["strategies"]), fp["discussions_per_cell"])]
     ab = fp["ablations"]
     if ab["discussions"] > 0:
@@ -48,7 +48,7 @@ def conditions(fp: dict[str, Any]) -> list[tuple[Condition, list[str], list[str]
 def ablation_model(fp: dict[str, Any]) -> str:
     """The one model the ablations run on (the paper: Qwen 2.5): facilitation.ablations.model, or the
     first of facilitation.models when that is null."""
-    models = [m["name"] for m in fp["models"]]
+    models = list(fp["models"])
     name: str = fp["ablations"].get("model") or models[0]
     if name not in models:
         raise ValueError(f"facilitation.ablations.model = {name!r} is not one of facilitation.models {models}")

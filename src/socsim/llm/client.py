@@ -43,42 +43,28 @@ class LLMClient:
         self.default_sampling = default_sampling or Sampling()
         self.accounting = Accounting()
         self._probed = False
+        self.verified: dict[str, Any] | None = None  # the identity the backend reported when it was probed
+
+    @property
+    def answered(self) -> bool:
+        """Whether the model was reached (probed: loaded, or its server checked) under this client."""
+        return self.verified is not None
 
     @classmethod
-    def from_params(cls, params: dict[str, Any], cache_path: str | Path | None = None) -> LLMClient:
-        """Build the client that params.yaml's `llm` section describes."""
-        llm = params["llm"]
-        backend: Backend
-        if llm["backend"] == "embedded":
-            from socsim.llm.embedded import EmbeddedBackend
+    def from_params(
+        cls, params: dict[str, Any], model: str | None = None, cache_path: str | Path | None = None
+    ) -> LLMClient:
+        """The client of one models-registry entry of validated params (default: the first one)."""
+        from socsim import models
 
-            backend = EmbeddedBackend(
-                llm["model_path"],
-                n_ctx=llm["n_ctx"],
-                n_threads=llm["n_threads"],
-                prefix_cache=llm["prefix_cache"],
-                flash_attn=llm["flash_attn"],
-            )
-        else:
-            from socsim.llm.server import RetryPolicy, ServerBackend
-
-            backend = ServerBackend(
-                llm["backend"],
-                llm["endpoints"],
-                dialect=llm["dialect"],
-                model=llm["model"],
-                concurrency=llm["concurrency"],
-                timeout=llm["timeout"],
-                retry=RetryPolicy(**llm["retries"]),
-                api_key_env=llm["api_key_env"],
-            )
-        path = cache_path if cache_path is not None else llm["cache_path"]
-        return cls(backend, CallCache(path) if path else None, Sampling(**llm["sampling"]))
+        name = model if model is not None else next(iter(params["models"]))
+        return models.client(params, models.resolve(params, name), cache_path)
 
     async def probe(self) -> dict[str, Any]:
         """Health-check the backend (load the model / probe every endpoint) and return its identity."""
         identity = await self.backend.probe()
         self._probed = True
+        self.verified = identity
         return identity
 
     def identity(self) -> dict[str, Any]:

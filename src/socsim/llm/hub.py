@@ -1,4 +1,4 @@
-"""Model files from the Hugging Face Hub: `llm.model_path: hf://<owner>/<repo>[@<revision>]/<file>.gguf`.
+"""Model files from the Hugging Face Hub: `models.<name>.gguf: hf://<owner>/<repo>[@<revision>]/<file>.gguf`.
 
 The file is fetched once with huggingface_hub into its cache (HF_HUB_CACHE / HF_HOME decide where)
 and loaded from there afterwards; with HF_HUB_OFFLINE=1 only the cache is read. The token comes
@@ -39,7 +39,7 @@ def is_hub_path(model_path: str | os.PathLike[str] | None) -> TypeGuard[str]:
 def parse(model_path: str) -> HubFile:
     m = _HF_URL.match(model_path)
     if not m:
-        raise LLMConfigError(f"llm.model_path: {model_path!r} is not hf://<owner>/<repo>[@<revision>]/<file>.gguf")
+        raise LLMConfigError(f"gguf: {model_path!r} is not hf://<owner>/<repo>[@<revision>]/<file>.gguf")
     return HubFile(f"{m['owner']}/{m['name']}", m["file"], m["revision"])
 
 
@@ -54,7 +54,7 @@ def resolve(model_path: str) -> tuple[Path, dict[str, str | None]]:
         )
     except Exception as exc:  # noqa: BLE001 - Hub, HTTP-client and file errors alike: name the URL
         raise LLMConfigError(
-            f"llm.model_path: cannot fetch {ref.url} from the Hugging Face Hub or find it in the "
+            f"gguf: cannot fetch {ref.url} from the Hugging Face Hub or find it in the "
             f"local Hub cache: {type(exc).__name__}: {exc}"
         ) from None
     # The cache stores files under snapshots/<commit>/<file>: the commit the revision resolved to.

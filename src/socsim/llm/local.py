@@ -14,6 +14,10 @@ import urllib.request
 
 from socsim.llm.embedded import default_model_path
 
+# The id the server lists under /v1/models (--model_alias): the Hub repository of the shipped GGUF, as a
+# vLLM server of that model would name it. A registry entry of this server has it as model_id.
+SERVED_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -26,8 +30,14 @@ class LlamaServer:
     """`python -m llama_cpp.server` serving the embedded GGUF on a loopback port (stopped with SIGKILL)."""
 
     def __init__(
-        self, port: int | None = None, api_key: str | None = None, n_threads: int | None = None, cpu: int | None = None
+        self,
+        port: int | None = None,
+        api_key: str | None = None,
+        n_threads: int | None = None,
+        cpu: int | None = None,
+        alias: str = SERVED_MODEL_ID,
     ):
+        self.alias = alias  # the model id it serves
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.api_key, self.n_threads, self.cpu = api_key, n_threads, cpu
@@ -47,6 +57,8 @@ class LlamaServer:
             str(self.port),
             "--n_ctx",
             "2048",
+            "--model_alias",
+            self.alias,
             "--verbose",
             "false",
         ]

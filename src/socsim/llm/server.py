@@ -12,7 +12,7 @@ request fail, with an error naming each endpoint and its last error. An endpoint
 probe at the start is left out the same way (with a warning), as long as one does answer.
 
 API keys: a server that requires one (vLLM's --api-key, a hosted endpoint) gets it from the
-environment variable that params name (`llm.api_key_env`, or `api_key_env` of one endpoint). The key
+environment variable that params name (`api_key_env` of the models entry, or of one endpoint). The key
 itself is never stored: not in params, identity (cache keys, provenance), metrics, nor any message.
 """
 
@@ -31,7 +31,7 @@ import httpx2
 from huggingface_hub import AsyncInferenceClient
 from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError
 
-from socsim.llm.errors import EndpointUnavailableError, LLMConfigError, LLMError
+from socsim.llm.errors import EndpointUnavailableError, LLMConfigError, LLMError, ModelIdentityError
 from socsim.llm.types import Completion, Request
 
 RETRYABLE_STATUS = {408, 425, 429, 500, 502, 503, 504}
@@ -74,7 +74,7 @@ class EndpointSpec:
         if not key:
             raise LLMConfigError(
                 f"LLM endpoint {self.url} needs an API key from the environment variable {self.api_key_env} "
-                f"(llm.api_key_env), which is not set; export it before the run (it is never written anywhere)"
+                f"(its api_key_env), which is not set; export it before the run (it is never written anywhere)"
             )
         return key
 
@@ -129,8 +129,8 @@ def _auth_error(spec: EndpointSpec, status: int | None) -> LLMError:
             f"{spec.api_key_env} (HTTP {status}); check its value"
         )
     return LLMConfigError(
-        f"LLM endpoint {spec.url} requires an API key (HTTP {status}); set llm.api_key_env "
-        f"to the name of the environment variable that holds it"
+        f"LLM endpoint {spec.url} requires an API key (HTTP {status}); set api_key_env of "
+        f"its models entry to the name of the environment variable that holds it"
     )
 
 
@@ -145,12 +145,14 @@ class ServerBackend:
         timeout: float = 120.0,
         retry: RetryPolicy | None = None,
         api_key_env: str | None = None,
+        name: str | None = None,
     ):
         if kind not in ("tgi", "openai"):
             raise ValueError(f"unknown server backend {kind!r}")
         self.kind = kind
         self.dialect = dialect or kind
-        self.model = model
+        self.model = model  # the model id every endpoint must serve (the registry's model_id)
+        self.name = name or model or kind  # the registry entry, for messages
         self.specs = [EndpointSpec.parse(e, api_key_env) for e in endpoints]
         self.endpoint_urls = [s.url for s in self.specs]
         self.concurrency = concurrency
@@ -174,22 +176,21 @@ class ServerBackend:
             except httpx2.HTTPError as exc:
                 raise EndpointUnavailableError(
                     f"LLM endpoint {url} is unreachable ({type(exc).__name__}: {exc}); start the server or fix "
-                    f"llm.endpoints in params.yaml"
+                    f"models.{self.name}.endpoints"
                 ) from None
             if resp.status_code in AUTH_STATUS:
                 raise _auth_error(spec, resp.status_code)
             if resp.status_code == 200:
                 data = resp.json()
                 if path == "/info":
+                    self._check_served(url, [data.get("model_id")])
                     return {
                         "model_id": data.get("model_id"),
                         "model_sha": data.get("model_sha"),
                         "server": f"tgi {data.get('version', '')}".strip(),
                     }
-                models = data.get("data") or []
-                ids = [m.get("id") for m in models]
-                if self.model and self.model not in ids:
-                    raise LLMError(f"LLM endpoint {url} does not serve llm.model={self.model!r} (it lists {ids})")
+                ids = [m.get("id") for m in data.get("data") or []]
+                self._check_served(url, ids)
                 return {
                     "model_id": self.model or (ids[0] if ids else None),
                     "model_sha": None,
@@ -197,6 +198,16 @@ class ServerBackend:
                 }
             last = f"HTTP {resp.status_code} on {path}"
         raise EndpointUnavailableError(f"LLM endpoint {url} failed its health probe ({last})")
+
+    def _check_served(self, url: str, served: list[Any]) -> None:
+        """The identity check: the endpoint must serve the registry's model id (an OpenAI-compatible server
+        lists it among /v1/models, TGI names it in /info); a mismatch stops the stage."""
+        if self.model is not None and self.model not in served:
+            what = ", ".join(repr(s) for s in served) or "no model"
+            raise ModelIdentityError(
+                f"models.{self.name}: LLM endpoint {url} serves {what}, not the registry's model_id {self.model!r}; "
+                f"point models.{self.name}.endpoints at a server of {self.model}, or correct its model_id"
+            )
 
     async def probe(self) -> dict[str, Any]:
         """Check every endpoint before a stage starts and record the model they serve. An endpoint that
@@ -221,7 +232,9 @@ class ServerBackend:
         models = {(i["model_id"], i["model_sha"]) for _, _, i in up}
         if len(models) > 1:
             listing = ", ".join(f"{s.url} -> {i['model_id']}@{i['model_sha']}" for s, _, i in up)
-            raise LLMError(f"llm.endpoints serve different models ({listing}); a pool must serve one model")
+            raise LLMError(
+                f"models.{self.name}.endpoints serve different models ({listing}); a pool must serve one model"
+            )
         info = up[0][2]
         self._identity = {
             "backend": self.kind,

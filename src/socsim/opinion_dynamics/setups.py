@@ -87,7 +87,7 @@ def build(
     if unknown:
         raise ValueError(f"opinion_dynamics.topics: unknown topic(s) {', '.join(unknown)} (known: {', '.join(by_id)})")
     framings = ["true" if f else "false" for f in od["framings"]]
-    models = [m["name"] for m in od["agent_models"]]
+    models = list(od["agent_models"])
     world, inject = od["world"], od["injection"] == "every_prompt"
     rows: list[dict[str, Any]] = []
 

@@ -13,7 +13,7 @@ from socsim.opinion_dynamics import schemas
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
 
 if TYPE_CHECKING:
-    from socsim.llm import LLMClient
+    pass
 
 DATA = "data/opinion_dynamics"
 RESULTS = "results/opinion_dynamics"
@@ -56,8 +56,18 @@ def run_simulate(ctx: StageContext) -> None:
     )
 
 
-def _classifier(ctx: StageContext, entry: dict[str, Any], where: str) -> tuple[str, LLMClient]:
-    return next(iter(ctx.model_clients([entry], where).items()))
+def _human_ratings(against: str | None) -> bool:
+    """validation.against names a CSV of human ratings (else a second classifier from the registry)."""
+    return against is not None and against.lower().endswith(".csv")
+
+
+def _classifier_names(p: Mapping[str, Any]) -> dict[str, str]:
+    return {p[OD]["classifier"]["model"]: "opinion_dynamics.classifier.model"}
+
+
+def _validation_names(p: Mapping[str, Any]) -> dict[str, str]:
+    against = p[OD]["validation"]["against"]
+    return {} if against is None or _human_ratings(against) else {against: "opinion_dynamics.validation.against"}
 
 
 def run_classify(ctx: StageContext) -> None:
@@ -66,7 +76,8 @@ def run_classify(ctx: StageContext) -> None:
     cl = ctx.params[OD]["classifier"]
     events = ctx.rows("events")
     claims = {s["sim_id"]: s["claim"] for s in ctx.rows("setups")}
-    name, client = _classifier(ctx, cl["model"], "opinion_dynamics.classifier.model")
+    name = cl["model"]
+    client = ctx.model_client(name, "opinion_dynamics.classifier.model")
     rows = asyncio.run(classify.classify(events, claims, ctx.yaml("prompts_file"), cl, client, name, ctx.seed))
     ctx.write("ratings", rows)
     failed = sum(not r["parse_ok"] for r in rows)
@@ -87,12 +98,12 @@ def run_validate(ctx: StageContext) -> None:
             {
                 "status": "not requested",
                 "how": "set opinion_dynamics.validation.against to a CSV of "
-                "human ratings (sim_id, t, opinion) or a second classifier (a name plus llm keys)",
+                "human ratings (sim_id, t, opinion) or a second classifier (a models registry name)",
             },
         )
         ctx.write_metrics(validated=0)
         return
-    if isinstance(v["against"], str):
+    if _human_ratings(v["against"]):
         human = pd.read_csv(v["against"])
         missing = {"sim_id", "t", "opinion"} - set(human.columns)
         if missing:
@@ -111,13 +122,14 @@ def run_validate(ctx: StageContext) -> None:
             seeds.rng(ctx.seed, OD, "validate").sample(events, min(v["sample"], len(events))),
             key=lambda e: (e["sim_id"], e["t"]),
         )
-        name, client = _classifier(ctx, v["against"], "opinion_dynamics.validation.against")
+        name = v["against"]
+        client = ctx.model_client(name, "opinion_dynamics.validation.against")
         second = asyncio.run(classify.classify(events, claims, ctx.yaml("prompts_file"), cl, client, name, ctx.seed))
         other = {(r["sim_id"], r["t"]): r["opinion"] for r in second}
         against = f"second classifier {name}"
     pairs = [(r["opinion"], other[(r["sim_id"], r["t"])]) for r in ratings if (r["sim_id"], r["t"]) in other]
     result = {
-        "classifier": cl["model"]["name"],
+        "classifier": cl["model"],
         "against": against,
         **classify.agreement([a for a, _ in pairs], [b for _, b in pairs]),
     }
@@ -242,9 +254,7 @@ def shards(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Simulate/classify shards: one per (agent model, topic), or coarser by `opinion_dynamics.shard_by`."""
     od = params[OD]
     topics = list(dict.fromkeys([*od["topics"], *od["fig5"]["topics"]]))
-    return shard_table(
-        [{"model": m["name"], "topic": t} for m in od["agent_models"] for t in topics], list(od["shard_by"])
-    )
+    return shard_table([{"model": m, "topic": t} for m in od["agent_models"] for t in topics], list(od["shard_by"]))
 
 
 SHARD_KEYS = (
@@ -327,6 +337,7 @@ STUDY = Study(
             ),
             uses_llm=True,
             shards=shards,
+            models=lambda p: dict.fromkeys(p[OD]["agent_models"], "opinion_dynamics.agent_models"),
         ),
         Stage(
             "classify",
@@ -337,6 +348,7 @@ STUDY = Study(
             outputs=("ratings",),
             params=(*CLASSIFIER, *SHARD_KEYS),
             uses_llm=True,
+            models=_classifier_names,
             shards=shards,
         ),
         Stage(
@@ -348,6 +360,7 @@ STUDY = Study(
             outputs=("validation",),
             params=(*CLASSIFIER, "opinion_dynamics.validation"),
             uses_llm=True,
+            models=_validation_names,
         ),
         Stage(
             "trajectories",

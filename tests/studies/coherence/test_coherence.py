@@ -442,14 +442,11 @@ def test_goodbye_ends_the_conversation_early():
 
 
 def test_judges_for_agent_models():
-    default = {"name": "judge-a"}
+    default = "judge-a"
     assert dialogue.judges_for(["m1", "m2"], default, None) == {"m1": default, "m2": default}
-    other = {"name": "judge-b", "model": "B"}
-    assert dialogue.judges_for(["m1", "m2"], default, {"m2": other}) == {"m1": default, "m2": other}
+    assert dialogue.judges_for(["m1", "m2"], default, {"m2": "judge-b"}) == {"m1": default, "m2": "judge-b"}
     with pytest.raises(ValueError, match="do not exist: m3"):
-        dialogue.judges_for(["m1"], default, {"m3": other})
-    with pytest.raises(ValueError, match="both named 'judge-a'"):
-        dialogue.judges_for(["m1", "m2"], default, {"m2": {"name": "judge-a", "model": "other"}})
+        dialogue.judges_for(["m1"], default, {"m3": "judge-b"})
 
 
 def test_run_judge_uses_each_models_judge_and_scores_calibration_examples():

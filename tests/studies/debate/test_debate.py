@@ -299,7 +299,7 @@ def test_settings_run_ablations_on_the_first_model_only():
     from socsim.debate.stages import settings
 
     dp = {
-        "agent_models": [{"name": "a"}, {"name": "b"}],
+        "agent_models": ["a", "b"],
         "modes": [1, 3],
         "ablations": ["original", "no_prior_chats"],
         "topic_sets": ["depth"],

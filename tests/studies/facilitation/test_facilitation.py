@@ -660,7 +660,7 @@ def _fp(**over):
     from socsim import config
 
     base = {
-        "models": [{"name": "llama"}, {"name": "qwen"}],
+        "models": ["llama", "qwen"],
         "strategies": ["No Moderator", "No Instructions"],
         "users_per_discussion": 3,
         **over,

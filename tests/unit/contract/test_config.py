@@ -11,9 +11,13 @@ from socsim import config
 ROOT = config.schema_path().parents[2]
 
 
+def empty_entry():
+    return config.validate({})["models"]["smollm2-135m"]
+
+
 def test_default_params_validate_and_fill_defaults():
     params = config.load(ROOT / "params.yaml")
-    assert params["llm"]["backend"] == "embedded"
+    assert params["models"] == {"smollm2-135m": empty_entry()}
     empty = config.validate({})
     assert empty["llm"]["retries"]["max_tries"] == 5
     assert empty["facilitation"]["personas"]["source"] == "file"
@@ -23,11 +27,19 @@ def test_default_params_validate_and_fill_defaults():
 @pytest.mark.parametrize(
     "params,expected",
     [
-        ({"llm": {"backend": "gpt"}}, 'llm.backend: expected one of "embedded", "tgi", "openai", got "gpt"'),
+        (
+            {"models": {"m": {"backend": "gpt"}}},
+            'models.m.backend: expected one of "embedded", "tgi", "openai", got "gpt"',
+        ),
+        ({"models": {"m": {"n_ctx": 10}}}, "models.m.n_ctx: expected integer, >= 256"),
+        ({"models": {"m": {"modelid": "x"}}}, "models.m.modelid: unknown key"),
         ({"llm": {"concurrency": 0}}, "llm.concurrency: expected integer, >= 1"),
         ({"llm": {"concurrency": "many"}}, "llm.concurrency: expected integer"),
         ({"llm": {"sampling": {"top_p": 1.5}}}, "llm.sampling.top_p: expected number"),
-        ({"llm": {"endpoints": ["localhost:8080"]}}, "llm.endpoints.0: expected string, matching ^https?://"),
+        (
+            {"models": {"m": {"endpoints": ["localhost:8080"]}}},
+            "models.m.endpoints.0: expected string, matching ^https?://",
+        ),
         ({"llm": {"temprature": 0.1}}, "llm.temprature: unknown key"),
         ({"facilitation": {"personas": {"n": -1}}}, "facilitation.personas.n: expected integer, >= 1"),
         ({"seeed": 1}, "seeed: unknown key"),
@@ -45,11 +57,13 @@ def test_bad_params_name_the_key(params, expected):
 
 def test_override_files_merge(tmp_path):
     base = tmp_path / "params.yaml"
-    base.write_text(yaml.safe_dump({"seed": 1, "llm": {"backend": "tgi", "timeout": 5}}))
+    base.write_text(yaml.safe_dump({"seed": 1, "llm": {"timeout": 5}, "models": {"a": {"backend": "tgi"}}}))
     over = tmp_path / "paper.yaml"
-    over.write_text(yaml.safe_dump({"llm": {"timeout": 9}}))
+    over.write_text(yaml.safe_dump({"llm": {"timeout": 9}, "models": {"a": {"model_id": "x"}, "b": {}}}))
     params = config.load([base, over], overrides=["facilitation.personas.n=3"])
-    assert params["llm"]["backend"] == "tgi" and params["llm"]["timeout"] == 9
+    assert params["llm"]["timeout"] == 9
+    assert params["models"]["a"]["backend"] == "tgi" and params["models"]["a"]["model_id"] == "x"
+    assert params["models"]["b"]["backend"] == "embedded" and params["models"]["b"]["n_ctx"] == 4096
     assert params["facilitation"]["personas"]["n"] == 3
     with pytest.raises(config.ParamsError, match="params file not found"):
         config.load(tmp_path / "missing.yaml")
@@ -57,7 +71,7 @@ def test_override_files_merge(tmp_path):
 
 def test_cli_reports_bad_params_and_writes_nothing(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("llm:\n  backend: embedded\n  concurrency: -4\n")
+    bad.write_text("llm:\n  timeout: 10\n  concurrency: -4\n")
     out = tmp_path / "personas.parquet"
     proc = subprocess.run(
         [sys.executable, "-m", "socsim.cli", "facilitation", "personas", "--params", str(bad), "--personas", str(out)],

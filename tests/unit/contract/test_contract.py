@@ -145,17 +145,22 @@ def test_shards_read_back_as_the_unsharded_table(tmp_path):
 def test_each_shard_has_its_own_call_cache(tmp_path, params):
     study = studies.study("coherence")
     st = study.stage("judge")
-    p = config.deep_merge(
-        params,
-        {
-            "llm": {"cache_path": str(tmp_path / "{study}" / "{stage}" / "{shard}.sqlite")},
-            "coherence": {"shard_by": ["model", "topic"]},
-        },
+    p = config.validate(
+        config.deep_merge(
+            params,
+            {
+                "llm": {"cache_path": str(tmp_path / "{study}" / "{stage}" / "{shard}.sqlite")},
+                "coherence": {"shard_by": ["model", "topic"], "judge_models": {"smollm2-135m": "j1"}},
+                "models": {"j1": {}, "j2": {}},
+            },
+        )
     )
     ctx = StageContext(study, st, p, {}, "smollm2-135m.taxes")
     try:
-        a = ctx.model_clients([{"name": "j1"}, {"name": "j2"}], "coherence.judge_models")
-        assert a["j1"].cache is a["j2"].cache  # one open file per shard
+        a = ctx.model_clients(["j1", "smollm2-135m"], "coherence.judge_models")
+        with pytest.raises(config.ParamsError, match="'j2', which its declaration does not name"):
+            ctx.model_client("j2", "coherence.judge_models")
+        assert a["j1"].cache is a["smollm2-135m"].cache  # one open file per shard
         assert a["j1"].cache.path == tmp_path / "coherence" / "judge" / "smollm2-135m.taxes.sqlite"
         assert ctx.shard_values == {"model": "smollm2-135m", "topic": "taxes"}
     finally:

@@ -59,8 +59,9 @@ def test_llm_personas_byte_identical_across_runs_and_caches(tmp_path):
     assert table.column("source").to_pylist() == ["llm"] * 3
     assert all(table.column("raw_answer").to_pylist())
     prov = read_provenance(first)
-    assert prov["model"]["backend"] == "embedded" and prov["model"]["model_id"].endswith(".gguf")
-    assert len(prov["model"]["model_sha"]) == 64
+    model = prov["model"]["smollm2-135m"]  # registry name -> the identity that answered
+    assert model["backend"] == "embedded" and model["model_id"].endswith(".gguf")
+    assert len(model["model_sha"]) == 64
 
 
 def test_sigkill_mid_stage_resumes_without_repeating_calls(tmp_path):

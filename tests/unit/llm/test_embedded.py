@@ -12,7 +12,9 @@ pytestmark = pytest.mark.slow
 
 
 def client(tmp_path, name="cache"):
-    params = config.validate({"llm": {"cache_path": str(tmp_path / name / "llm.sqlite"), "n_ctx": 1024}})
+    params = config.validate(
+        {"llm": {"cache_path": str(tmp_path / name / "llm.sqlite")}, "models": {"smollm2-135m": {"n_ctx": 1024}}}
+    )
     return LLMClient.from_params(params)
 
 
@@ -100,6 +102,6 @@ def test_generate_all_is_concurrent_and_ordered(tmp_path):
 def test_missing_model_path_is_a_clear_error(tmp_path):
     from socsim.llm import LLMConfigError
 
-    params = config.validate({"llm": {"model_path": str(tmp_path / "nope.gguf")}})
-    with pytest.raises(LLMConfigError, match="llm.model_path: GGUF file not found"):
+    params = config.validate({"models": {"smollm2-135m": {"gguf": str(tmp_path / "nope.gguf")}}})
+    with pytest.raises(LLMConfigError, match="gguf: GGUF file not found"):
         LLMClient.from_params(params, cache_path=tmp_path / "c.sqlite")

@@ -51,8 +51,10 @@ LOAD = """
 import asyncio, json, sys
 from socsim import config
 from socsim.llm import LLMClient, Request
-params = config.validate({"llm": {"model_path": sys.argv[1], "cache_path": sys.argv[2], "n_ctx": 512}})
-client = LLMClient.from_params(params)
+params = config.validate(
+    {"models": {"hubbed": {"gguf": sys.argv[1], "n_ctx": 512}}, "llm": {"cache_path": sys.argv[2]}}
+)
+client = LLMClient.from_params(params, "hubbed")
 resp = asyncio.run(client.generate(Request.chat([{"role": "user", "content": "Say hi."}], 1,
                                                 client.sampling(max_tokens=4))))
 print(json.dumps({"identity": client.identity(), "path": str(client.backend.model_path),

@@ -14,23 +14,28 @@ import urllib.request
 
 import pytest
 
-from conftest import ROOT, LlamaServer, cache_rows, free_port, read_metrics, run_socsim, socsim_cmd, write_params
+from conftest import (
+    ROOT,
+    SERVED_MODEL_ID,
+    LlamaServer,
+    cache_rows,
+    free_port,
+    read_metrics,
+    run_socsim,
+    served,
+    socsim_cmd,
+    write_params,
+)
 from socsim import config
 from socsim.llm import Choice, EndpointUnavailableError, IntRange, LLMClient, LLMError, Request, Sampling, derive_seed
 
 pytestmark = pytest.mark.slow
 
 
-def server_client(tmp_path, endpoints, **llm):
-    llm = {
-        "backend": "openai",
-        "dialect": "llama_cpp",
-        "endpoints": endpoints,
-        "cache_path": str(tmp_path / "cache.sqlite"),
-        "retries": {"max_tries": 3, "backoff_base": 0.05},
-        **llm,
-    }
-    return LLMClient.from_params(config.validate({"llm": llm}))
+def server_client(tmp_path, endpoints, model_id=SERVED_MODEL_ID, **llm):
+    llm = {"cache_path": str(tmp_path / "cache.sqlite"), "retries": {"max_tries": 3, "backoff_base": 0.05}, **llm}
+    params = config.validate({"llm": llm, "models": {"served": served(endpoints, model_id)}})
+    return LLMClient.from_params(params, "served")
 
 
 def ask(text, seed, constraint=None, max_tokens=6):
@@ -45,7 +50,7 @@ def test_probe_constraints_and_pool(tmp_path, llama_server):
     reqs += [ask("Rate 1 to 5.", derive_seed(2, i), IntRange(1, 5)) for i in range(6)]
     out = c.run(reqs)
     identity = c.identity()
-    assert identity["backend"] == "openai" and identity["model_id"].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert identity["backend"] == "openai" and identity["model_id"] == SERVED_MODEL_ID
     assert all(r.parse_ok for r in out), [(r.text, r.parse_error) for r in out]
     assert {r.value for r in out[:6]} <= {"Yes", "No"} and all(1 <= r.value <= 5 for r in out[6:])
     m = c.accounting.as_metrics()
@@ -141,7 +146,7 @@ def test_server_down_at_start_stops_stage_and_writes_nothing(tmp_path):
     dead = f"http://127.0.0.1:{free_port()}"
     params = write_params(
         tmp_path / "params.yaml",
-        llm={"backend": "openai", "endpoints": [dead]},
+        models={"smollm2-135m": served([dead])},
         facilitation={"personas": {"source": "llm", "n": 2}},
     )
     out, metrics = tmp_path / "personas.parquet", tmp_path / "metrics.json"
@@ -177,13 +182,8 @@ def test_server_killed_mid_stage_retries_then_fails_clearly(tmp_path):
     try:
         params = write_params(
             tmp_path / "params.yaml",
-            llm={
-                "backend": "openai",
-                "dialect": "llama_cpp",
-                "endpoints": [server.url],
-                "concurrency": 1,
-                "retries": {"max_tries": 3, "backoff_base": 0.05},
-            },
+            llm={"concurrency": 1, "retries": {"max_tries": 3, "backoff_base": 0.05}},
+            models={"smollm2-135m": served([server.url])},
             facilitation={"personas": {"source": "llm", "n": 40}},
         )
         out, cache = tmp_path / "personas.parquet", tmp_path / "cache" / "llm.sqlite"
@@ -198,17 +198,12 @@ def test_server_killed_mid_stage_retries_then_fails_clearly(tmp_path):
     assert 2 <= cache_rows(cache) < 40  # the calls that finished are kept for the next run
 
 
-def personas_params(tmp_path, endpoints, n, **llm):
-    llm = {
-        "backend": "openai",
-        "dialect": "llama_cpp",
-        "endpoints": endpoints,
-        "concurrency": 1,
-        "retries": {"max_tries": 3, "backoff_base": 0.05},
-        **llm,
-    }
+def personas_params(tmp_path, endpoints, n, **model):
     return write_params(
-        tmp_path / "params.yaml", llm=llm, facilitation={"personas": {"source": "llm", "n": n, "max_tokens": 96}}
+        tmp_path / "params.yaml",
+        llm={"concurrency": 1, "retries": {"max_tries": 3, "backoff_base": 0.05}},
+        models={"smollm2-135m": served(endpoints, **model)},
+        facilitation={"personas": {"source": "llm", "n": n, "max_tokens": 96}},
     )
 
 
@@ -305,7 +300,7 @@ def test_server_with_api_key(tmp_path, keyed_server, monkeypatch):
     assert wrong.returncode == 2
     assert "refused the API key from the environment variable SOCSIM_TEST_KEY (HTTP 401)" in wrong.stderr
     no_key = run_socsim(*args[:3], str(personas_params(tmp_path, [keyed_server.url], 3)), *args[4:], env=env)
-    assert no_key.returncode == 2 and "requires an API key" in no_key.stderr and "llm.api_key_env" in no_key.stderr
+    assert no_key.returncode == 2 and "requires an API key" in no_key.stderr and "api_key_env" in no_key.stderr
     assert "Traceback" not in missing.stderr + wrong.stderr + no_key.stderr
 
     texts = [ok.stdout, ok.stderr, missing.stderr, wrong.stderr, no_key.stderr]

@@ -357,7 +357,9 @@ def _real_client(tmp_path, name) -> Tracked:
     from socsim import config
 
     return Tracked.from_params(
-        config.validate({"llm": {"cache_path": str(tmp_path / name / "llm.sqlite"), "n_ctx": 1024}})
+        config.validate(
+            {"llm": {"cache_path": str(tmp_path / name / "llm.sqlite")}, "models": {"smollm2-135m": {"n_ctx": 1024}}}
+        )
     )
 
 
