@@ -92,6 +92,32 @@ def build_parser() -> argparse.ArgumentParser:
     de = dss.add_parser("export", help="write dvc.yaml")
     de.add_argument("--out", default="dvc.yaml")
     dss.add_parser("check", help="fail if dvc.yaml differs from the registry")
+
+    pl = sub.add_parser(
+        "plan",
+        help="calls, tokens, largest prompt and expected time per study, stage and model, before a run",
+        description="Run every stage up to the LLM stages against counting backends: per study, stage and model "
+        "the calls, prompt and completion tokens, the largest prompt against the model's context and the expected "
+        "time. A prompt that overflows its context is an error (exit 2).",
+    )
+    pl.add_argument(
+        "--params", action="append", metavar="FILE", help="params files, merged in order (default: params.yaml)"
+    )
+    pl.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one params key")
+    pl.add_argument("--json", metavar="PATH", help="write the plan as JSON (per shard too)")
+    pl.add_argument(
+        "--rate",
+        action="append",
+        default=[],
+        metavar="MODEL=P,G",
+        help="prompt and completion tokens per second of a model (default: from earlier runs' metrics)",
+    )
+    pl.add_argument("--results", default="results", help="where earlier runs' metrics are (rates)")
+    pl.add_argument(
+        "--compare",
+        metavar="PLAN_JSON",
+        help="instead of planning: put a finished run's metrics beside this plan (and write `planned` into them)",
+    )
     return parser
 
 
@@ -229,6 +255,18 @@ def run_args(args: argparse.Namespace) -> int:
             import yaml
 
             print(yaml.safe_dump(config.load(args.files), sort_keys=False), end="")
+        elif args.study == "plan":
+            from socsim import plan
+
+            if args.compare:
+                print(plan.compare(Path(args.compare), Path(args.results))[0])
+                return 0
+            text, overflow = plan.main_plan(
+                args.params or [stages.PARAMS_FILE], args.json, args.rate, args.results, args.set
+            )
+            print(text)
+            if overflow:
+                raise plan.PlanError(overflow)
         elif args.study == "dvc":
             from socsim import dvc
 

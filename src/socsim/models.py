@@ -24,6 +24,7 @@ from socsim.config import ParamsError
 
 if TYPE_CHECKING:
     from socsim.llm import LLMClient
+    from socsim.llm.types import Sampling
 
 SERVER_BACKENDS = ("tgi", "openai")
 
@@ -103,7 +104,6 @@ def client(params: Mapping[str, Any], spec: ModelSpec, cache_path: str | Path | 
     """The client of one model: its backend, the shared llm settings, its sampling over llm.sampling."""
     from socsim.llm.cache import CallCache
     from socsim.llm.client import Backend, LLMClient
-    from socsim.llm.types import Sampling
 
     llm = params["llm"]
     backend: Backend
@@ -132,7 +132,14 @@ def client(params: Mapping[str, Any], spec: ModelSpec, cache_path: str | Path | 
             name=spec.name,
         )
     path = cache_path if cache_path is not None else llm["cache_path"]
-    return LLMClient(backend, CallCache(path) if path else None, Sampling(**{**llm["sampling"], **spec.sampling}))
+    return LLMClient(backend, CallCache(path) if path else None, sampling(params, spec))
+
+
+def sampling(params: Mapping[str, Any], spec: ModelSpec) -> Sampling:
+    """A model's default sampling: its registry entry's over llm.sampling."""
+    from socsim.llm.types import Sampling
+
+    return Sampling(**{**params["llm"]["sampling"], **spec.sampling})
 
 
 def references(params: Mapping[str, Any]) -> dict[str, list[str]]:

@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Iterable, Iterator
 from typing import TypeVar
 
 from tqdm import tqdm
 
 T = TypeVar("T")
+_QUIET = [False]
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """No progress bars inside (a plan runs every stage in a moment)."""
+    _QUIET[0] = True
+    try:
+        yield
+    finally:
+        _QUIET[0] = False
 
 
 def progress_bar(total: int, desc: str, unit: str = "it") -> tqdm:
@@ -21,6 +33,7 @@ def progress_bar(total: int, desc: str, unit: str = "it") -> tqdm:
         file=sys.stderr,
         dynamic_ncols=True,
         mininterval=0.5 if sys.stderr.isatty() else 10.0,
+        disable=_QUIET[0],
     )
 
 

@@ -23,6 +23,7 @@ from socsim.config import ParamsError, subset
 
 if TYPE_CHECKING:
     from socsim.llm import LLMClient
+    from socsim.models import ModelSpec
 
 PARAMS_FILE = "params.yaml"
 SHARD = "{shard}"  # placeholder in a sharded artifact's path (a Snakemake wildcard, a DVC foreach item)
@@ -271,9 +272,16 @@ class StageContext:
     readers and writers of its artifacts, and the LLM clients (closed with the context)."""
 
     def __init__(
-        self, study: Study, stage: Stage, params: dict[str, Any], paths: dict[str, Path | list[Path]], shard: str = ALL
+        self,
+        study: Study,
+        stage: Stage,
+        params: dict[str, Any],
+        paths: dict[str, Path | list[Path]],
+        shard: str = ALL,
+        clients: Callable[[ModelSpec], LLMClient] | None = None,
     ) -> None:
         self.study, self.stage, self.shard = study, stage, shard
+        self._make_client = clients  # how a model becomes a client (None: its backend; socsim plan: counting)
         self._params = params
         self.params = ParamsView(params, stage.declared, f"{study.name}.{stage.name}")
         self.paths = paths
@@ -282,7 +290,7 @@ class StageContext:
         self.shard_values: dict[str, Any] = (
             stage.shard_table(params).get(shard, {}) if shard == ALL else stage.shard_table(params)[shard]
         )
-        self._clients: dict[str, LLMClient] = {}  # name -> LLMClient ("" = the default llm section)
+        self._clients: dict[str, LLMClient] = {}  # registry name -> LLMClient
 
     @property
     def label(self) -> str:
@@ -366,7 +374,12 @@ class StageContext:
                     f"stage {self.label} called model {name!r}, which its declaration does not name "
                     f"(declared: {', '.join(declared) or 'none'}); add it to the stage's models"
                 )
-            client = models.client(self._params, models.resolve(self._params, name, where), cache_path="")
+            spec = models.resolve(self._params, name, where)
+            if self._make_client is not None:
+                client = self._make_client(spec)
+                self._clients[name] = client
+                return client
+            client = models.client(self._params, spec, cache_path="")
             path = self._cache_path()
             shared = next((c.cache for c in self._clients.values() if c.cache is not None), None)
             client.cache = shared if shared is not None else (CallCache(path) if path else None)

@@ -80,7 +80,7 @@ class LLMClient:
             await self.probe()
         acc = self.accounting
         acc.requests += 1
-        key = request_key(self.identity(), request)
+        key = request_key(self.identity(), request) if self.cache is not None else ""
         completion = self.cache.get(key) if self.cache is not None else None
         cached = completion is not None
         if completion is not None:  # cached

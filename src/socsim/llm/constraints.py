@@ -9,11 +9,13 @@ text, so an answer that does not parse is counted, not fatal.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
+import jsonschema.exceptions
 
 
 def _gbnf_literal(text: str) -> str:
@@ -167,5 +169,13 @@ class JsonSchema(Constraint):
             value = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"not valid JSON: {exc.msg} at char {exc.pos}") from None
-        jsonschema.validate(value, self.json_schema())
+        error = jsonschema.exceptions.best_match(_validator(self.schema_text).iter_errors(value))
+        if error is not None:
+            raise error  # what jsonschema.validate raises, without checking the schema again on every answer
         return value
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(schema_text: str) -> jsonschema.Draft202012Validator:
+    """One validator per schema (its check, done in JsonSchema.of, costs milliseconds per answer otherwise)."""
+    return jsonschema.Draft202012Validator(json.loads(schema_text))

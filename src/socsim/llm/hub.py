@@ -43,14 +43,21 @@ def parse(model_path: str) -> HubFile:
     return HubFile(f"{m['owner']}/{m['name']}", m["file"], m["revision"])
 
 
-def resolve(model_path: str) -> tuple[Path, dict[str, str | None]]:
-    """The local path of a Hub GGUF (downloaded once into the Hub cache) and its provenance record."""
+def resolve(model_path: str, local_only: bool = False) -> tuple[Path, dict[str, str | None]]:
+    """The local path of a Hub GGUF (downloaded once into the Hub cache; `local_only`: from the cache
+    or not at all) and its provenance record."""
     from huggingface_hub import hf_hub_download
 
     ref = parse(model_path)
     try:
         local = Path(
-            hf_hub_download(ref.repo_id, ref.filename, revision=ref.revision, token=os.environ.get("HF_TOKEN") or False)
+            hf_hub_download(
+                ref.repo_id,
+                ref.filename,
+                revision=ref.revision,
+                token=os.environ.get("HF_TOKEN") or False,
+                local_files_only=local_only,
+            )
         )
     except Exception as exc:  # noqa: BLE001 - Hub, HTTP-client and file errors alike: name the URL
         raise LLMConfigError(

@@ -26,6 +26,7 @@ class Request:
     seed: int
     sampling: Sampling = field(default_factory=Sampling)
     constraint: Constraint | None = None
+    label: str = field(default="", compare=False)  # what it belongs to, for people (plans); not in the cache key
 
     @staticmethod
     def chat(
@@ -33,9 +34,12 @@ class Request:
         seed: int,
         sampling: Sampling | None = None,
         constraint: Constraint | None = None,
+        label: str = "",
     ) -> Request:
         pairs = tuple((m["role"], m["content"]) if isinstance(m, dict) else (m[0], m[1]) for m in messages)
-        return Request(messages=pairs, seed=int(seed), sampling=sampling or Sampling(), constraint=constraint)
+        return Request(
+            messages=pairs, seed=int(seed), sampling=sampling or Sampling(), constraint=constraint, label=label
+        )
 
     def message_dicts(self) -> list[dict[str, str]]:
         return [{"role": r, "content": c} for r, c in self.messages]

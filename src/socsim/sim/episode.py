@@ -116,7 +116,12 @@ async def play(
     while not stop(t):
         speaker = episode.speaker(policy.next())
         resp = await client.generate(
-            Request.chat(messages(speaker, t.turns), episode.turn_seed(len(t.turns)), sampling)
+            Request.chat(
+                messages(speaker, t.turns),
+                episode.turn_seed(len(t.turns)),
+                sampling,
+                label=f"{episode.id} turn {len(t.turns)} ({speaker.id})",
+            )
         )
         text, silent = reply(speaker, resp.text)
         turn = t.add(speaker.id, text, resp.completion_tokens, silent)

@@ -36,6 +36,7 @@ def request(system: str, user: str, constraint: Constraint, sampling: Sampling, 
         derive_seed(run_seed, *ids),
         sampling,
         constraint,
+        label=" ".join(map(str, ids)),
     )
 
 

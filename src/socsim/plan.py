@@ -1,0 +1,564 @@
+"""`socsim plan`: what a run will ask of each model, before it runs.
+
+The plan runs every stage that an LLM stage depends on, and the LLM stages themselves, exactly as the
+workflow does (same params, same shards, same code), in a scratch folder, with each model replaced by a
+planning backend. That backend answers at once: a constrained request with a valid answer drawn from
+the request's seed, a free one with filler of its full `max_tokens`. So every prompt that can be built
+before the run is built as the run builds it, and a prompt that depends on earlier answers is built on
+answers of the largest allowed length (an upper bound); conversations never end early ("Goodbye."),
+facilitators never stay silent, so calls that depend on answers are bounded from the design.
+
+Prompt tokens are counted with the model's own tokenizer and chat template when it is at hand (an
+embedded GGUF, read vocabulary-only), otherwise estimated (4 characters per token) and marked so.
+A prompt longer than the model's context (n_ctx) is an error before the run.
+
+Expected times come from the metrics of an earlier run of the same stage and model (results/), or from
+rates given on the command line; the plan says which. `compare()` puts a finished run's metrics beside
+the plan and writes each stage's planned numbers into its metrics.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import random
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from socsim import config, studies
+from socsim.llm.client import LLMClient
+from socsim.llm.constraints import Choice, Constraint, IntRange, JsonSchema
+from socsim.llm.types import Completion, Request
+from socsim.models import ModelSpec, resolve, sampling
+from socsim.stages import ALL, Stage, StageContext, Study
+
+CHARS_PER_TOKEN = 4  # the estimate where no tokenizer is at hand
+MESSAGE_OVERHEAD = 4  # tokens a chat template adds per message (estimate)
+FILLER = " ok"  # one token in common vocabularies
+
+
+class PlanError(ValueError):
+    """A plan that cannot run as planned (a prompt longer than its model's context)."""
+
+
+# -- counting tokens ------------------------------------------------------------------------------
+
+
+class TokenCounter:
+    """Prompt tokens of chat messages: the GGUF's tokenizer and chat template (exact), or an estimate."""
+
+    def __init__(self, spec: ModelSpec):
+        self.exact = False
+        self.how = f"estimate ({CHARS_PER_TOKEN} characters per token)"
+        self._llm: Any = None
+        self._format: Any = None
+        if spec.backend == "embedded":
+            with contextlib.suppress(Exception):  # any failure: fall back to the estimate, marked so
+                self._load(spec.gguf)
+
+    def _load(self, gguf: str | None) -> None:
+        from llama_cpp import Llama
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        from socsim.llm import hub
+        from socsim.llm.embedded import default_model_path
+
+        path = hub.resolve(gguf, local_only=True)[0] if hub.is_hub_path(gguf) else Path(gguf or default_model_path())
+        llm = Llama(model_path=str(path), vocab_only=True, verbose=False)
+        template = llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            return
+
+        def token(key: str) -> str:
+            ident = int(llm.metadata.get(key, -1))
+            return llm.detokenize([ident], special=True).decode("utf-8", "replace") if ident >= 0 else ""
+
+        self._format = Jinja2ChatFormatter(
+            template, eos_token=token("tokenizer.ggml.eos_token_id"), bos_token=token("tokenizer.ggml.bos_token_id")
+        )
+        self._llm = llm
+        self.exact = True
+        self.how = f"tokenizer and chat template of {path.name}"
+
+    def prompt(self, messages: list[dict[str, str]]) -> int:
+        if self._llm is None:
+            return sum(len(m["content"]) // CHARS_PER_TOKEN + MESSAGE_OVERHEAD for m in messages)
+        text = self._format(messages=messages).prompt
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=True))
+
+    def text(self, text: str) -> int:
+        if self._llm is None:
+            return max(1, len(text) // CHARS_PER_TOKEN)
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+
+# -- the planning backend -------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    """What one (stage, shard, model) asked for."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0  # an upper bound: free answers at their full max_tokens
+    largest_prompt: int = 0
+    largest_label: str = ""
+    overflows: list[tuple[str, int]] = field(default_factory=list)  # (label, prompt tokens) beyond n_ctx
+
+    def add(self, other: Tally) -> None:
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        if other.largest_prompt > self.largest_prompt:
+            self.largest_prompt, self.largest_label = other.largest_prompt, other.largest_label
+        self.overflows += other.overflows
+
+
+def _instance(schema: Mapping[str, Any], rng: random.Random, filler: str) -> Any:
+    """A value valid under a (simple) JSON schema: enums drawn, strings filled, numbers in range."""
+    if "enum" in schema:
+        return rng.choice(list(schema["enum"]))
+    kind = schema.get("type")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: _instance(props[k], rng, filler) for k in props}
+    if kind == "array":
+        return [_instance(schema.get("items", {}), rng, filler) for _ in range(schema.get("minItems", 1))]
+    if kind == "integer":
+        return rng.randint(int(schema.get("minimum", 0)), int(schema.get("maximum", schema.get("minimum", 0) + 4)))
+    if kind == "number":
+        return float(schema.get("minimum", 0))
+    if kind == "boolean":
+        return rng.random() < 0.5
+    return filler.strip()
+
+
+def answer(constraint: Constraint | None, seed: int, max_tokens: int) -> tuple[str, bool]:
+    """The planning backend's answer and whether it is free text (counted at its full max_tokens)."""
+    rng = random.Random(seed)
+    if isinstance(constraint, Choice):
+        return rng.choice(list(constraint.options)), False
+    if isinstance(constraint, IntRange):
+        return str(rng.randint(constraint.low, constraint.high)), False
+    if isinstance(constraint, JsonSchema):
+        return json.dumps(_instance(constraint.json_schema(), rng, FILLER * 8)), False
+    return FILLER * max_tokens, True
+
+
+class PlanBackend:
+    """A backend that answers instantly and counts: the Backend protocol of socsim.llm.client."""
+
+    kind = "plan"
+
+    def __init__(self, spec: ModelSpec, counter: TokenCounter, tally: Tally):
+        self.spec, self.counter, self.tally = spec, counter, tally
+        self.retries = 0
+
+    async def probe(self) -> dict[str, Any]:
+        return self.identity()
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": "plan", "model_id": self.spec.name}
+
+    async def complete(self, request: Request) -> Completion:
+        n = self.counter.prompt(request.message_dicts())
+        text, free = answer(request.constraint, request.seed, request.sampling.max_tokens)
+        out = request.sampling.max_tokens if free else min(request.sampling.max_tokens, self.counter.text(text))
+        t = self.tally
+        t.calls += 1
+        t.prompt_tokens += n
+        t.completion_tokens += out
+        label = request.label or f"seed {request.seed}"
+        if n > t.largest_prompt:
+            t.largest_prompt, t.largest_label = n, label
+        if n + out > self.spec.n_ctx:
+            t.overflows.append((label, n + out))
+        return Completion(text=text, prompt_tokens=n, completion_tokens=out, finish_reason="plan", endpoint="plan")
+
+    async def aclose(self) -> None:
+        return None
+
+
+# -- running the stages in plan mode --------------------------------------------------------------
+
+
+@dataclass
+class StagePlan:
+    study: str
+    stage: str
+    model: str
+    shards: dict[str, Tally]
+    exact_calls: bool  # calls do not depend on answers (else: an upper bound)
+
+    @property
+    def total(self) -> Tally:
+        t = Tally()
+        for s in self.shards.values():
+            t.add(s)
+        return t
+
+
+def _needed(study: Study) -> list[Stage]:
+    """The LLM stages of a study and every stage they depend on, in pipeline order."""
+    keep: set[str] = set()
+    for st in reversed(study.stages):
+        if st.uses_llm or any(a in s.inputs for s in study.stages if s.name in keep for a in st.outputs):
+            keep.add(st.name)
+    return [st for st in study.stages if st.name in keep]
+
+
+def _answer_dependent(study: Study, st: Stage, params: Mapping[str, Any]) -> bool:
+    """Whether a stage's number of calls can depend on model answers: it reads (directly or not) an
+    artifact that an LLM stage wrote, or it plays episodes whose length depends on what is said."""
+    seen: set[str] = set()
+    todo = list(st.inputs)
+    while todo:
+        name = todo.pop()
+        producer = study.producer(name)
+        if producer is None or producer.name in seen:
+            continue
+        seen.add(producer.name)
+        if producer.model_names(params):
+            return True
+        todo += list(producer.inputs)
+    return False
+
+
+@contextlib.contextmanager
+def _scratch(root: Path) -> Iterator[Path]:
+    """A scratch project: the repository's data/ and workflow/ linked, results/ fresh."""
+    with tempfile.TemporaryDirectory(prefix="socsim-plan-") as tmp:
+        for part in ("data", "workflow"):
+            os.symlink(root / part, Path(tmp) / part)
+        old = Path.cwd()
+        os.chdir(tmp)
+        try:
+            yield Path(tmp)
+        finally:
+            os.chdir(old)
+
+
+def run(params: Mapping[str, Any], root: Path | None = None) -> tuple[list[StagePlan], dict[str, str], list[str]]:
+    """Plan every study: per stage and model the tallies by shard; how tokens were counted per model;
+    and the studies that could not be planned (with why)."""
+    from socsim.progress import quiet
+
+    root = (root or Path.cwd()).resolve()
+    p = dict(params)
+    p["llm"] = {**p["llm"], "cache_path": ""}  # no call cache in plan mode
+    counters: dict[str, TokenCounter] = {}
+    plans: list[StagePlan] = []
+    skipped: list[str] = []
+    with _scratch(root), quiet():
+        for study in studies.all_studies():
+            try:
+                plans += _plan_study(study, p, counters)
+            except Exception as exc:  # noqa: BLE001 - a study that cannot be planned offline is reported, not fatal
+                skipped.append(f"{study.name}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+    return plans, {n: c.how for n, c in counters.items()}, skipped
+
+
+def _plan_client(
+    params: Mapping[str, Any],
+    counters: dict[str, TokenCounter],
+    tallies: dict[tuple[str, str], Tally],
+    shard: str,
+    spec: ModelSpec,
+) -> LLMClient:
+    """A client of the planning backend, counting into the (model, shard) tally."""
+    if spec.name not in counters:
+        counters[spec.name] = TokenCounter(spec)
+    tally = tallies.setdefault((spec.name, shard), Tally())
+    return LLMClient(PlanBackend(spec, counters[spec.name], tally), None, sampling(params, spec))
+
+
+def _plan_study(study: Study, params: dict[str, Any], counters: dict[str, TokenCounter]) -> list[StagePlan]:
+    out: list[StagePlan] = []
+    for st in _needed(study):
+        tallies: dict[tuple[str, str], Tally] = {}
+        for shard in st.shard_ids(params) if st.shards else [ALL]:
+            paths = study.paths(st, params, shard)
+            resolved = {k: [Path(x) for x in v] if isinstance(v, list) else Path(v) for k, v in paths.items()}
+            factory = functools.partial(_plan_client, params, counters, tallies, shard)
+            ctx = StageContext(study, st, params, resolved, shard, clients=factory)
+            try:
+                st.run(ctx)
+            finally:
+                ctx.close()
+        if st.uses_llm:
+            exact = not _answer_dependent(study, st, params) and st.name not in DEPENDENT_LENGTH.get(study.name, ())
+            by_model: dict[str, dict[str, Tally]] = {}
+            for (model, shard), tally in sorted(tallies.items()):
+                by_model.setdefault(model, {})[shard] = tally
+            out += [StagePlan(study.name, st.name, m, shards, exact) for m, shards in by_model.items()]
+    return out
+
+
+# Stages whose episodes end on what is said (a "Goodbye.", a silent facilitator still makes its call):
+# their calls are an upper bound even on planned inputs.
+DEPENDENT_LENGTH = {"coherence": ("converse",)}
+
+
+def check_overflow(plans: Sequence[StagePlan], params: Mapping[str, Any]) -> None:
+    problems = []
+    for sp in plans:
+        over = sp.total.overflows
+        if over:
+            n_ctx = resolve(params, sp.model).n_ctx
+            worst = sorted(over, key=lambda x: -x[1])[:3]
+            listing = "; ".join(f"{label}: {size} tokens" for label, size in worst)
+            problems.append(
+                f"{sp.study} {sp.stage} on {sp.model}: {len(over)} prompt(s) with their answers exceed n_ctx = "
+                f"{n_ctx} (largest: {listing})"
+            )
+    if problems:
+        raise PlanError(
+            "prompts longer than their model's context (raise models.<name>.n_ctx and the server's context, "
+            "or shorten the design):\n  " + "\n  ".join(problems)
+        )
+
+
+# -- rates and expected times ---------------------------------------------------------------------
+
+
+def measured_rates(results: Path) -> dict[tuple[str, str, str], tuple[float, float]]:
+    """(study, stage, model) -> (completion tokens, seconds) of an earlier run, from its metrics."""
+    out: dict[tuple[str, str, str], tuple[float, float]] = {}
+    for path in sorted(results.glob("*/metrics/**/*.json")):
+        study, stage = path.relative_to(results).parts[0], path.relative_to(results).parts[2].removesuffix(".json")
+        try:
+            metrics = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for model, m in (metrics.get("models") or {}).items():
+            if not isinstance(m, dict) or not m.get("calls") or not m.get("generation_wall_s"):
+                continue
+            tok, sec = out.get((study, stage, model), (0.0, 0.0))
+            out[(study, stage, model)] = (tok + m["completion_tokens"], sec + m["generation_wall_s"])
+    return out
+
+
+def expected_seconds(
+    sp: StagePlan,
+    measured: Mapping[tuple[str, str, str], tuple[float, float]],
+    given: Mapping[str, tuple[float, float]],
+) -> tuple[float | None, str]:
+    """Expected time of one stage plan, and where its rate comes from."""
+    t = sp.total
+    if sp.model in given:
+        prompt_rate, gen_rate = given[sp.model]
+        return t.prompt_tokens / prompt_rate + t.completion_tokens / gen_rate, "given rates"
+    if (sp.study, sp.stage, sp.model) in measured:
+        tok, sec = measured[(sp.study, sp.stage, sp.model)]
+        if tok > 0 and sec > 0:
+            return t.completion_tokens * sec / tok, "earlier run of this stage"
+    same = [v for (_, _, m), v in measured.items() if m == sp.model]
+    tok, sec = sum(v[0] for v in same), sum(v[1] for v in same)
+    if tok > 0 and sec > 0:
+        return t.completion_tokens * sec / tok, "earlier run of this model"
+    return None, "no rate (give --rate)"
+
+
+# -- output ---------------------------------------------------------------------------------------
+
+
+def rows(
+    plans: Sequence[StagePlan],
+    params: Mapping[str, Any],
+    how: Mapping[str, str],
+    measured: Mapping[tuple[str, str, str], tuple[float, float]],
+    given: Mapping[str, tuple[float, float]],
+) -> list[dict[str, Any]]:
+    out = []
+    for sp in plans:
+        t = sp.total
+        spec = resolve(params, sp.model)
+        seconds, source = expected_seconds(sp, measured, given)
+        out.append(
+            {
+                "study": sp.study,
+                "stage": sp.stage,
+                "model": sp.model,
+                "where": spec.where(),
+                "calls": t.calls,
+                "calls_exact": sp.exact_calls,
+                "prompt_tokens": t.prompt_tokens,
+                "completion_tokens_max": t.completion_tokens,
+                "largest_prompt": t.largest_prompt,
+                "largest_prompt_at": t.largest_label,
+                "n_ctx": spec.n_ctx,
+                "tokens_counted_by": how.get(sp.model, ""),
+                "tokens_exact": how.get(sp.model, "").startswith("tokenizer"),
+                "expected_s": round(seconds, 1) if seconds is not None else None,
+                "rate_from": source,
+                "shards": {
+                    s: {
+                        "calls": v.calls,
+                        "prompt_tokens": v.prompt_tokens,
+                        "completion_tokens_max": v.completion_tokens,
+                    }
+                    for s, v in sp.shards.items()
+                },
+            }
+        )
+    return out
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def table(plan_rows: Sequence[Mapping[str, Any]]) -> str:
+    """The plan as a Markdown table (one row per study, stage and model)."""
+    head = "| study | stage | model | calls | prompt tokens | completion tokens (max) | largest prompt / n_ctx |"
+    lines = [head + " expected |", "|" + "---|" * 8]
+    for r in plan_rows:
+        calls = f"{r['calls']:,}" + ("" if r["calls_exact"] else " (at most)")
+        est = "" if r["tokens_exact"] else " ~"
+        lines.append(
+            f"| {r['study']} | {r['stage']} | {r['model']} | {calls} | {r['prompt_tokens']:,}{est} | "
+            f"{r['completion_tokens_max']:,} | {r['largest_prompt']:,}{est} / {r['n_ctx']:,} | "
+            f"{_duration(r['expected_s'])} |"
+        )
+    return "\n".join(lines)
+
+
+def summary(plan_rows: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> str:
+    """Per model: where it must be, calls and tokens in all, and how tokens were counted."""
+    lines = []
+    for name in sorted({r["model"] for r in plan_rows}):
+        mine = [r for r in plan_rows if r["model"] == name]
+        calls = sum(r["calls"] for r in mine)
+        prompt = sum(r["prompt_tokens"] for r in mine)
+        completion = sum(r["completion_tokens_max"] for r in mine)
+        secs = [r["expected_s"] for r in mine]
+        total = _duration(sum(s for s in secs if s is not None)) if all(s is not None for s in secs) else "?"
+        lines.append(
+            f"- {name}: {mine[0]['where']}; {calls:,} calls, {prompt:,} prompt tokens, at most {completion:,} "
+            f"completion tokens; expected {total}; tokens by {mine[0]['tokens_counted_by']}"
+        )
+    return "\n".join(lines)
+
+
+def write_json(
+    path: Path, plan_rows: Sequence[Mapping[str, Any]], skipped: Sequence[str], files: Sequence[str]
+) -> None:
+    from socsim.io.parquet import write_json as atomic_json
+
+    atomic_json(path, {"params_files": list(files), "stages": list(plan_rows), "not_planned": list(skipped)})
+
+
+# -- planned beside actual ------------------------------------------------------------------------
+
+
+def compare(plan_path: Path, results: Path) -> tuple[str, list[dict[str, Any]]]:
+    """A finished run's metrics beside the plan: per stage and model, planned and actual calls and tokens.
+    Each stage's metrics file gets its planned numbers (`planned`) beside the actual ones."""
+    plan = json.loads(plan_path.read_text(encoding="utf-8"))
+    out = []
+    for r in plan["stages"]:
+        actual = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        for shard, planned in r["shards"].items():
+            path = results / r["study"] / "metrics" / (r["stage"] if shard == ALL else f"{r['stage']}/{shard}")
+            path = path.with_suffix(".json") if shard == ALL else path.parent / f"{shard}.json"
+            if not path.is_file():
+                continue
+            metrics = json.loads(path.read_text(encoding="utf-8"))
+            m = (metrics.get("models") or {}).get(r["model"], {})
+            for k in actual:
+                actual[k] += int(m.get(k, 0))
+            metrics.setdefault("planned", {})[r["model"]] = planned
+            config_json = json.dumps(metrics, indent=2, sort_keys=True, allow_nan=False)
+            path.write_text(config_json + "\n", encoding="utf-8")
+        out.append(
+            {
+                "study": r["study"],
+                "stage": r["stage"],
+                "model": r["model"],
+                "planned_calls": r["calls"],
+                "calls_exact": r["calls_exact"],
+                "actual_calls": actual["requests"],
+                "planned_prompt_tokens": r["prompt_tokens"],
+                "actual_prompt_tokens": actual["prompt_tokens"],
+                "planned_completion_tokens_max": r["completion_tokens_max"],
+                "actual_completion_tokens": actual["completion_tokens"],
+            }
+        )
+    lines = [
+        "| study | stage | model | calls planned / actual | prompt tokens planned / actual | completion max / actual |",
+        "|" + "---|" * 6,
+    ]
+    for c in out:
+        ratio = c["actual_prompt_tokens"] / c["planned_prompt_tokens"] if c["planned_prompt_tokens"] else 0.0
+        lines.append(
+            f"| {c['study']} | {c['stage']} | {c['model']} | {c['planned_calls']:,}"
+            f"{'' if c['calls_exact'] else ' (max)'} / {c['actual_calls']:,} | {c['planned_prompt_tokens']:,} / "
+            f"{c['actual_prompt_tokens']:,} ({ratio:.2f}) | {c['planned_completion_tokens_max']:,} / "
+            f"{c['actual_completion_tokens']:,} |"
+        )
+    return "\n".join(lines), out
+
+
+def parse_rates(items: Sequence[str]) -> dict[str, tuple[float, float]]:
+    """--rate NAME=PROMPT_TOKENS_PER_S,COMPLETION_TOKENS_PER_S"""
+    out = {}
+    for item in items:
+        name, sep, rates = item.partition("=")
+        try:
+            a, b = (float(x) for x in rates.split(","))
+            if not sep or a <= 0 or b <= 0:
+                raise ValueError
+        except ValueError:
+            raise config.ParamsError(
+                f"--rate {item!r}: expected NAME=PROMPT_TOKENS_PER_S,COMPLETION_TOKENS_PER_S (both > 0)"
+            ) from None
+        out[name] = (a, b)
+    return out
+
+
+def plan_params(files: Sequence[str], overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The params a run of these files sees (Snakemake's --configfile merge), every model resolved."""
+    from socsim import models
+
+    params = config.load(list(files), overrides)
+    models.check(params)
+    return params
+
+
+def main_plan(
+    files: Sequence[str], json_out: str | None, rates: Sequence[str], results: str, overrides: Sequence[str] = ()
+) -> tuple[str, str | None]:
+    """What `socsim plan` prints, and the overflow error (None: every prompt fits its context)."""
+    params = plan_params(files, overrides)
+    plans, how, skipped = run(params)
+    plan_rows = rows(plans, params, how, measured_rates(Path(results)), parse_rates(rates))
+    if json_out:
+        write_json(Path(json_out), plan_rows, skipped, files)
+    text = "\n\n".join(
+        [
+            f"Plan of {' + '.join(files)}",
+            table(plan_rows),
+            "Per model:\n" + summary(plan_rows, params),
+            "(at most): calls that depend on answers (conversations ending early, inputs written by a model), "
+            "counted on answers of full length. ~: tokens estimated without the model's tokenizer. "
+            "Completion tokens: every free answer at its max_tokens (an upper bound).",
+        ]
+        + (["Not planned: " + "; ".join(skipped)] if skipped else [])
+    )
+    try:
+        check_overflow(plans, params)
+    except PlanError as exc:
+        return text, str(exc)
+    return text, None

@@ -1,0 +1,220 @@
+"""The model registry: names resolve to one model each, identity is verified against what a server
+serves (real loopback servers: llama-cpp-python's under aliases, and a TGI-style /info server), old
+params stop with the new shape, and a run without its servers stops before its first job."""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import json
+import os
+import threading
+import time
+
+import pytest
+import yaml
+
+from conftest import ROOT, SERVED_MODEL_ID, LlamaServer, copy_project, run_socsim, served, sh, write_params
+from socsim import config, models, studies, workflow
+from socsim.config import ParamsError
+from socsim.llm import LLMClient, LLMError
+from socsim.llm.errors import ModelIdentityError
+
+PAPER = [ROOT / "params.yaml", ROOT / "params.paper.yaml"]
+
+
+def params_with(**registry) -> dict:
+    return config.validate({"models": registry})
+
+
+# -- resolution ----------------------------------------------------------------------------------
+
+
+def test_a_name_resolves_to_its_entry_with_defaults():
+    p = params_with(big={"backend": "openai", "model_id": "org/Big", "endpoints": ["http://h:1"], "n_ctx": 8192})
+    spec = models.resolve(p, "big")
+    assert (spec.backend, spec.model_id, spec.urls(), spec.n_ctx) == ("openai", "org/Big", ["http://h:1"], 8192)
+    with pytest.raises(ParamsError, match=r"coherence.judge_model: model 'nope' is not in the models registry"):
+        models.resolve(p, "nope", "coherence.judge_model")
+
+
+def test_incomplete_entries_say_how_to_run_the_model():
+    with pytest.raises(ParamsError, match="models.srv: a tgi server model needs model_id"):
+        models.resolve(params_with(srv={"backend": "tgi"}), "srv")
+    with pytest.raises(ParamsError) as info:
+        models.resolve(params_with(hubonly={"model_id": "meta-llama/Llama-3.1-8B-Instruct"}), "hubonly")
+    text = str(info.value)
+    assert "runs a GGUF file" in text and "gguf: hf://" in text and "backend: openai" in text
+
+
+def test_every_stage_name_is_checked_against_the_registry():
+    p = config.validate({"coherence": {"judge_model": "missing-judge"}, "debate": {"agent_models": ["x"]}})
+    with pytest.raises(ParamsError) as info:
+        models.check(p)
+    text = str(info.value)
+    assert "'missing-judge' is not in the models registry" in text and "coherence.judge" in text
+    assert "'x' is not in the models registry" in text and "debate.simulate" in text
+
+
+def test_old_shape_stops_with_the_new_shape_for_its_own_models():
+    old = {
+        "llm": {"backend": "tgi", "endpoints": ["http://gpu:8080"], "timeout": 60},
+        "facilitation": {"models": [{"name": "llama", "model": "meta-llama/Llama-3.1-70B-Instruct"}]},
+        "coherence": {"judge_model": {"name": "judge", "backend": "openai", "model": "org/Judge"}},
+    }
+    with pytest.raises(ParamsError) as info:
+        config.validate(old)
+    text = str(info.value)
+    assert "shape before the model registry" in text and "llm.backend" in text
+    shown = yaml.safe_load(text.split("For these params:")[1].split("\n\n")[1])
+    assert shown["models"]["llama"] == {
+        "backend": "tgi",
+        "model_id": "meta-llama/Llama-3.1-70B-Instruct",
+        "endpoints": ["http://gpu:8080"],
+    }
+    assert shown["models"]["judge"]["backend"] == "openai" and shown["models"]["judge"]["model_id"] == "org/Judge"
+    assert shown["facilitation"] == {"models": ["llama"]} and shown["coherence"] == {"judge_model": "judge"}
+    assert shown["llm"] == {"timeout": 60}
+    config.validate(shown)  # what it shows is valid params
+
+
+def test_shipped_configs_name_the_papers_models_on_servers():
+    p = config.load(PAPER)
+    specs = models.check(p)
+    assert all(s.served and s.model_id for s in specs.values())  # nothing silently falls back to SmolLM2
+    fac, od = p["facilitation"], p["opinion_dynamics"]
+    assert fac["annotation"]["model"] == "llama-3.1-70b"  # the paper's annotator model
+    assert od["classifier"]["model"] not in od["agent_models"]  # an independent classifier, as in the paper
+    assert specs["gpt-4o-mini"].api_key_env == "OPENAI_API_KEY"
+    laptop = models.check(config.load([ROOT / "params.yaml", ROOT / "params.laptop.yaml"]))
+    assert set(laptop) == {"qwen2.5-1.5b"} and laptop["qwen2.5-1.5b"].gguf.startswith("hf://")
+
+
+# -- identity against a TGI-style server (a real HTTP server on loopback answering /info) -------------
+
+
+class InfoServer:
+    """Answers GET /info as text-generation-inference does, naming the model it serves."""
+
+    def __init__(self, model_id: str):
+        model = model_id
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                body = json.dumps({"model_id": model, "model_sha": "abc", "version": "3.3.6"}).encode()
+                self.send_response(200 if self.path == "/info" else 404)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def probe(params: dict, name: str) -> dict:
+    client = LLMClient.from_params(params, name, cache_path="")
+    return asyncio.run(client.probe())
+
+
+def test_tgi_identity_is_compared_with_the_registry():
+    with InfoServer("meta-llama/Llama-3.1-8B-Instruct") as tgi:
+        good = {"backend": "tgi", "model_id": "meta-llama/Llama-3.1-8B-Instruct", "endpoints": [tgi.url]}
+        ident = probe(params_with(llama=good), "llama")
+        assert ident["model_id"] == "meta-llama/Llama-3.1-8B-Instruct" and ident["model_sha"] == "abc"
+        with pytest.raises(ModelIdentityError) as info:
+            probe(params_with(qwen={**good, "model_id": "Qwen/Qwen2.5-7B-Instruct"}), "qwen")
+    text = str(info.value)
+    assert "models.qwen" in text and tgi.url in text and "serves 'meta-llama/Llama-3.1-8B-Instruct'" in text
+
+
+def test_preflight_lists_every_server_a_run_needs_in_seconds(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    p = config.load(PAPER)
+    start = time.monotonic()
+    with pytest.raises(LLMError) as info:
+        workflow.preflight(p, [st.rule_name for _, st in studies.all_stages()])
+    assert time.monotonic() - start < 30
+    text = str(info.value)
+    assert "needs 8 model server(s) and 8 cannot be used" in text
+    for name, spec in models.check(p).items():
+        assert f"{name}: a openai server serving {spec.model_id!r} at {spec.urls()[0]}" in text
+    assert "OPENAI_API_KEY" in text  # the hosted model: its key variable, before any connection
+    # Only the stages that will run count: the opinion-dynamics analysis needs no server.
+    workflow.preflight(p, ["opinion_dynamics_analyse", "facilitation_setups"])
+
+
+# -- identity against real llama-cpp-python servers --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def other_server():
+    """A second loopback server of the shipped GGUF that calls its model something else."""
+    server = LlamaServer(alias="mistralai/Mistral-7B-Instruct-v0.3").start()
+    yield server
+    server.stop()
+
+
+@pytest.mark.slow
+def test_served_identity_must_equal_the_registry(llama_server, other_server):
+    ok = params_with(smol=served([llama_server.url]))
+    assert probe(ok, "smol")["model_id"] == SERVED_MODEL_ID
+    # The right server under the wrong id (a wrong alias in the registry).
+    wrong = params_with(llama=served([llama_server.url], model_id="meta-llama/Llama-3.1-8B-Instruct"))
+    with pytest.raises(ModelIdentityError) as info:
+        probe(wrong, "llama")
+    assert "models.llama" in str(info.value) and llama_server.url in str(info.value)
+    assert f"serves {SERVED_MODEL_ID!r}, not the registry's model_id 'meta-llama/Llama-3.1-8B-Instruct'" in str(
+        info.value
+    )
+    # A pool in which one endpoint serves another model: the stage stops, naming that endpoint.
+    mixed = params_with(smol=served([llama_server.url, other_server.url]))
+    with pytest.raises(ModelIdentityError) as info:
+        probe(mixed, "smol")
+    assert other_server.url in str(info.value) and "Mistral-7B-Instruct-v0.3" in str(info.value)
+
+
+@pytest.mark.slow
+def test_a_stage_on_the_wrong_model_writes_nothing_and_records_what_answered(tmp_path, llama_server, other_server):
+    sections = {"facilitation": {"personas": {"source": "llm", "n": 2, "max_tokens": 64}}}
+    params = write_params(tmp_path / "params.yaml", models={"smollm2-135m": served([other_server.url])}, **sections)
+    out, metrics = tmp_path / "personas.parquet", tmp_path / "m.json"
+    args = ("facilitation", "personas", "--params", str(params), "--personas", str(out), "--metrics", str(metrics))
+    bad = run_socsim(*args)
+    assert bad.returncode == 2 and "models.smollm2-135m" in bad.stderr and other_server.url in bad.stderr
+    assert not out.exists() and not metrics.exists()
+    write_params(params, models={"smollm2-135m": served([llama_server.url])}, **sections)
+    ok = run_socsim(*args)
+    assert ok.returncode == 0, ok.stderr
+    from socsim.io.parquet import read_provenance
+
+    ident = read_provenance(out)["model"]["smollm2-135m"]
+    assert ident["model_id"] == SERVED_MODEL_ID and ident["backend"] == "openai"  # what answered, by name
+    assert json.loads(metrics.read_text())["models"]["smollm2-135m"]["identity"] == ident
+
+
+@pytest.mark.slow
+def test_a_paper_run_without_servers_stops_before_its_first_job(tmp_path):
+    project = copy_project(tmp_path)
+    env_key = os.environ.pop("OPENAI_API_KEY", None)
+    try:
+        start = time.monotonic()
+        proc = sh(["snakemake", "--cores", "2", "--configfile", "params.paper.yaml"], project, check=False)
+        took = time.monotonic() - start
+    finally:
+        if env_key is not None:
+            os.environ["OPENAI_API_KEY"] = env_key
+    assert proc.returncode != 0 and took < 60
+    text = proc.stdout + proc.stderr
+    assert "needs 8 model server(s)" in text and "http://127.0.0.1:8001" in text and "OPENAI_API_KEY" in text
+    assert not (project / "results").exists()  # no job ran
