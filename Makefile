@@ -1,5 +1,6 @@
 # The commands of the README:
-#   make run        -> set up .venv (if needed) and reproduce the studies with `snakemake --cores all`
+#   make run        -> set up .venv (if needed), `socsim plan`, reproduce the studies with `snakemake --cores all`,
+#                      then the plan beside the run's metrics
 #   make test       -> set up .venv (if needed), lint and types, then the whole test suite (CI runs this)
 #   make test-fast  -> set up .venv (if needed), lint and types, then the fast lane (pytest -m "not slow")
 #   make lint       -> ruff check, ruff format --check, mypy
@@ -39,7 +40,12 @@ $(VENV)/.installed: envs/requirements.txt pyproject.toml
 setup: $(VENV)/.installed
 
 run: setup
+	# The plan first (calls and tokens per stage and model; an overflowing prompt stops here), then the run,
+	# then planned beside actual (also written into each stage's metrics).
+	mkdir -p results
+	socsim plan --json results/plan.json
 	snakemake --cores all
+	socsim plan --compare results/plan.json
 	# Record what Snakemake produced in dvc.lock, so `dvc repro` / `dvc status` start from it.
 	dvc commit --force --quiet
 

@@ -254,7 +254,11 @@ def run_args(args: argparse.Namespace) -> int:
         if args.study == "params":
             import yaml
 
-            print(yaml.safe_dump(config.load(args.files), sort_keys=False), end="")
+            from socsim import models
+
+            params = config.load(args.files)
+            models.check(params)  # every model a stage names resolves
+            print(yaml.safe_dump(params, sort_keys=False), end="")
         elif args.study == "plan":
             from socsim import plan
 

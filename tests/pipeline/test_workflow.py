@@ -6,6 +6,7 @@ file are checked without running them in test_dag.py.)"""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sqlite3
@@ -63,6 +64,32 @@ def merge_shard_caches(caches: Path) -> None:
         conn.close()
 
 
+def check_plan_against_the_run(project: Path) -> None:
+    """Planned beside actual: calls that need no answer exactly as planned, the others at most as planned;
+    prompt tokens within 15 % of the plan where the calls are exact (the GGUF's own tokenizer), never above
+    a bound; completion tokens never above their bound; each stage's metrics hold its planned numbers."""
+    table = sh(["socsim", "plan", "--compare", "plan.json"], project).stdout
+    assert "calls planned / actual" in table
+    rows = json.loads((project / "plan.json").read_text())["stages"]
+    assert rows
+    for r in rows:
+        shards = r["shards"]
+        actual = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        for shard in shards:
+            where = r["stage"] if shard == "all" else f"{r['stage']}/{shard}"
+            metrics = json.loads((project / f"results/{r['study']}/metrics/{where}.json").read_text())
+            assert metrics["planned"][r["model"]] == shards[shard]
+            mine = metrics["models"][r["model"]]
+            actual = {k: actual[k] + mine[k] for k in actual}
+        what = (r["study"], r["stage"], r["model"], r["calls"], actual)
+        if r["calls_exact"]:
+            assert actual["requests"] == r["calls"], what
+            assert abs(actual["prompt_tokens"] - r["prompt_tokens"]) <= 0.15 * r["prompt_tokens"], what
+        else:
+            assert actual["requests"] <= r["calls"] and actual["prompt_tokens"] <= r["prompt_tokens"], what
+        assert actual["completion_tokens"] <= r["completion_tokens_max"], what
+
+
 @pytest.mark.slow
 def test_tiny_run_snakemake_then_dvc(project):
     # The tiny config is the project's params (so that DVC runs the same DAG), dvc.yaml re-exported.
@@ -72,9 +99,13 @@ def test_tiny_run_snakemake_then_dvc(project):
     sh(["socsim", "dvc", "export"], project)  # the shard ids follow the topics
     sh(["git", "commit", "-qam", "tiny"], project)
 
+    # 0. The plan, before the run (as `make run` does it).
+    sh(["socsim", "plan", "--json", "plan.json"], project)
+
     # 1. Snakemake: every artifact of every stage, one log and one benchmark per job, a call cache per shard.
     sh(["snakemake", "--cores", "2"], project)
     params = config.load([project / "params.yaml"])
+    check_plan_against_the_run(project)
     for path in workflow.targets(params):
         assert (project / path).exists(), path
     for study, st in studies.all_stages():

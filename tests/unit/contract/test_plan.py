@@ -1,0 +1,118 @@
+"""socsim plan: calls and tokens per study, stage and model before a run, from the stages' own code."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import ROOT
+from socsim import cli, config, plan, studies
+from socsim.llm.constraints import Choice, IntRange, JsonSchema
+from socsim.models import ModelSpec
+
+
+@pytest.fixture(scope="module")
+def default_plan():
+    params = plan.plan_params([str(ROOT / "params.yaml")])
+    plans, how, skipped = plan.run(params, ROOT)
+    return params, plans, how, skipped
+
+
+def by_stage(plans):
+    return {(p.study, p.stage, p.model): p for p in plans}
+
+
+def test_every_llm_stage_of_the_default_run_is_planned(default_plan):
+    params, plans, how, skipped = default_plan
+    assert skipped == []
+    planned = {(p.study, p.stage) for p in plans}
+    calling = {(s.name, st.name) for s, st in studies.all_stages() if st.model_names(params)}
+    assert planned == calling  # personas and topics come from files: no model, no plan row
+    assert how["smollm2-135m"].startswith("tokenizer and chat template")  # the embedded GGUF: exact counts
+
+
+def test_calls_that_need_no_answer_are_exact_and_known(default_plan):
+    params, plans, _, _ = default_plan
+    got = by_stage(plans)
+    # Coherence elicitation: one preference and nine openness items per agent (materials), agents from the design.
+    cp = params["coherence"]
+    from socsim.coherence.agents import bias_cells  # level 0: one cell; levels 1 and 2: for and against
+
+    agents = len(cp["topics"]) * len(bias_cells(cp["bias_levels"])) * cp["agents_per_cell"]
+    assert agents == 30
+    elicit = got[("coherence", "elicit", "smollm2-135m")]
+    assert elicit.exact_calls and elicit.total.calls == agents * 10
+    # Opinion dynamics: per simulation T writer and T reviewer steps; independent controls (paper 4.3) per topic
+    # and framing: every role-play agent and the one bare agent report `reports` times.
+    od = params["opinion_dynamics"]
+    sims = len(od["topics"]) * len(od["framings"]) * len(od["confirmation_bias"]) * len(od["memory"])
+    controls = len(od["topics"]) * len(od["framings"]) * (od["n_agents"] + 1) * od["controls"]["reports"]
+    simulate = got[("opinion_dynamics", "simulate", "smollm2-135m")]
+    assert simulate.exact_calls and simulate.total.calls == sims * od["steps"] * 2 + controls
+    # Facilitation annotate depends on which comments are silent: a bound.
+    assert not got[("facilitation", "annotate", "smollm2-135m")].exact_calls
+    assert not got[("coherence", "converse", "smollm2-135m")].exact_calls  # "Goodbye." ends early
+
+
+def test_a_prompt_longer_than_its_context_is_an_error_naming_it():
+    params = plan.plan_params([str(ROOT / "params.yaml")], ["models.smollm2-135m.n_ctx=300"])
+    plans, _, _ = plan.run(params, ROOT)
+    with pytest.raises(plan.PlanError) as info:
+        plan.check_overflow(plans, params)
+    text = str(info.value)
+    assert "n_ctx = 300" in text and "facilitation simulate on smollm2-135m" in text
+    assert " turn " in text and "tokens" in text  # the episode and turn of the largest ones, with sizes
+
+
+def test_expected_time_from_given_rates_and_from_earlier_metrics(tmp_path):
+    sp = plan.StagePlan("s", "st", "m", {"all": plan.Tally(calls=10, prompt_tokens=1000, completion_tokens=200)}, True)
+    assert plan.expected_seconds(sp, {}, {"m": (500.0, 50.0)}) == (1000 / 500 + 200 / 50, "given rates")
+    metrics = tmp_path / "s" / "metrics" / "st" / "a.json"
+    metrics.parent.mkdir(parents=True)
+    metrics.write_text(json.dumps({"models": {"m": {"calls": 5, "completion_tokens": 100, "generation_wall_s": 4.0}}}))
+    measured = plan.measured_rates(tmp_path)
+    assert measured == {("s", "st", "m"): (100.0, 4.0)}
+    assert plan.expected_seconds(sp, measured, {}) == (8.0, "earlier run of this stage")
+    assert plan.expected_seconds(sp, {}, {})[0] is None
+    with pytest.raises(config.ParamsError, match="--rate 'm=1'"):
+        plan.parse_rates(["m=1"])
+
+
+def test_planning_answers_are_valid_and_bounded():
+    assert plan.answer(Choice(("Yes", "No")), 1, 8)[0] in {"Yes", "No"}
+    assert 1 <= int(plan.answer(IntRange(1, 5), 2, 8)[0]) <= 5
+    schema = JsonSchema.of(
+        {"type": "object", "properties": {"label": {"enum": ["a", "b"]}, "why": {"type": "string"}}, "required": []}
+    )
+    text, free = plan.answer(schema, 3, 64)
+    assert schema.parse(text)[1] and not free
+    assert plan.answer(None, 4, 12) == (plan.FILLER * 12, True)  # free text: its full max_tokens
+    est = plan.TokenCounter(ModelSpec("srv", "openai", model_id="x", endpoints=("http://h:1",)))
+    assert not est.exact and est.prompt([{"role": "user", "content": "x" * 400}]) == 100 + plan.MESSAGE_OVERHEAD
+
+
+@pytest.mark.parametrize(
+    "files,overrides",
+    [
+        (["params.yaml"], []),
+        (["params.yaml", "tests/params.tiny.yaml"], []),
+        (["params.yaml", "params.laptop.yaml"], []),
+        # The paper's coherence grid (960 agents per cell, 2 million planned calls) takes minutes to plan: cut
+        # here, in full in the README. Its DEBATE data come from the Hub: the fixture has the same layout.
+        (["params.yaml", "params.paper.yaml"], ["coherence.agents_per_cell=4", "debate.data.source=fixture"]),
+    ],
+)
+def test_shipped_params_plan_without_error(files, overrides, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "plan.json"
+    args = ["plan", *[a for f in files for a in ("--params", f)], "--json", str(out)]
+    rc = cli.main(args + [a for o in overrides for a in ("--set", o)])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    written = json.loads(out.read_text())
+    assert written["not_planned"] == [] and written["stages"]
+    assert {r["study"] for r in written["stages"]} == {s.name for s in studies.all_studies()}
+    assert "| study | stage | model | calls |" in text
+    for r in written["stages"]:
+        assert r["largest_prompt"] + 1 <= r["n_ctx"] and sum(s["calls"] for s in r["shards"].values()) == r["calls"]
