@@ -91,11 +91,6 @@ class TokenCounter:
         text = self._format(messages=messages).prompt
         return len(self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=True))
 
-    def text(self, text: str) -> int:
-        if self._llm is None:
-            return max(1, len(text) // CHARS_PER_TOKEN)
-        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
-
 
 # -- the planning backend -------------------------------------------------------------------------
 
@@ -106,7 +101,7 @@ class Tally:
 
     calls: int = 0
     prompt_tokens: int = 0
-    completion_tokens: int = 0  # an upper bound: free answers at their full max_tokens
+    completion_tokens: int = 0  # an upper bound: every answer at its full max_tokens
     largest_prompt: int = 0
     largest_label: str = ""
     overflows: list[tuple[str, int]] = field(default_factory=list)  # (label, prompt tokens) beyond n_ctx
@@ -168,8 +163,8 @@ class PlanBackend:
 
     async def complete(self, request: Request) -> Completion:
         n = self.counter.prompt(request.message_dicts())
-        text, free = answer(request.constraint, request.seed, request.sampling.max_tokens)
-        out = request.sampling.max_tokens if free else min(request.sampling.max_tokens, self.counter.text(text))
+        text, _ = answer(request.constraint, request.seed, request.sampling.max_tokens)
+        out = request.sampling.max_tokens  # the bound: a grammar's answer also runs up to max_tokens
         t = self.tally
         t.calls += 1
         t.prompt_tokens += n
@@ -328,7 +323,8 @@ def check_overflow(plans: Sequence[StagePlan], params: Mapping[str, Any]) -> Non
 
 
 def measured_rates(results: Path) -> dict[tuple[str, str, str], tuple[float, float]]:
-    """(study, stage, model) -> (completion tokens, seconds) of an earlier run, from its metrics."""
+    """(study, stage, model) -> (prompt tokens, seconds) of an earlier run, from its metrics. Prompt tokens
+    carry the time: the plan counts them closely, while its completion tokens are a bound."""
     out: dict[tuple[str, str, str], tuple[float, float]] = {}
     for path in sorted(results.glob("*/metrics/**/*.json")):
         study, stage = path.relative_to(results).parts[0], path.relative_to(results).parts[2].removesuffix(".json")
@@ -340,7 +336,7 @@ def measured_rates(results: Path) -> dict[tuple[str, str, str], tuple[float, flo
             if not isinstance(m, dict) or not m.get("calls") or not m.get("generation_wall_s"):
                 continue
             tok, sec = out.get((study, stage, model), (0.0, 0.0))
-            out[(study, stage, model)] = (tok + m["completion_tokens"], sec + m["generation_wall_s"])
+            out[(study, stage, model)] = (tok + m["prompt_tokens"], sec + m["generation_wall_s"])
     return out
 
 
@@ -357,11 +353,11 @@ def expected_seconds(
     if (sp.study, sp.stage, sp.model) in measured:
         tok, sec = measured[(sp.study, sp.stage, sp.model)]
         if tok > 0 and sec > 0:
-            return t.completion_tokens * sec / tok, "earlier run of this stage"
+            return t.prompt_tokens * sec / tok, "earlier run of this stage"
     same = [v for (_, _, m), v in measured.items() if m == sp.model]
     tok, sec = sum(v[0] for v in same), sum(v[1] for v in same)
     if tok > 0 and sec > 0:
-        return t.completion_tokens * sec / tok, "earlier run of this model"
+        return t.prompt_tokens * sec / tok, "earlier run of this model"
     return None, "no rate (give --rate)"
 
 
@@ -553,7 +549,7 @@ def main_plan(
             "Per model:\n" + summary(plan_rows, params),
             "(at most): calls that depend on answers (conversations ending early, inputs written by a model), "
             "counted on answers of full length. ~: tokens estimated without the model's tokenizer. "
-            "Completion tokens: every free answer at its max_tokens (an upper bound).",
+            "Completion tokens: every answer at its max_tokens (an upper bound).",
         ]
         + (["Not planned: " + "; ".join(skipped)] if skipped else [])
     )

@@ -24,7 +24,7 @@ def artifacts(root: Path) -> dict[str, list[Path]]:
     out: dict[str, list[Path]] = {}
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root)
-        if not p.is_file() or rel.parts[1] in SKIP or p.name.startswith("."):
+        if not p.is_file() or len(rel.parts) < 2 or rel.parts[1] in SKIP or p.name.startswith("."):
             continue
         if p.suffix == ".parquet" and len(rel.parts) == 3:  # <study>/<artifact>/<shard>.parquet
             out.setdefault(str(rel.parent) + ".parquet", []).append(p)

@@ -70,10 +70,10 @@ def test_expected_time_from_given_rates_and_from_earlier_metrics(tmp_path):
     assert plan.expected_seconds(sp, {}, {"m": (500.0, 50.0)}) == (1000 / 500 + 200 / 50, "given rates")
     metrics = tmp_path / "s" / "metrics" / "st" / "a.json"
     metrics.parent.mkdir(parents=True)
-    metrics.write_text(json.dumps({"models": {"m": {"calls": 5, "completion_tokens": 100, "generation_wall_s": 4.0}}}))
+    metrics.write_text(json.dumps({"models": {"m": {"calls": 5, "prompt_tokens": 500, "generation_wall_s": 4.0}}}))
     measured = plan.measured_rates(tmp_path)
-    assert measured == {("s", "st", "m"): (100.0, 4.0)}
-    assert plan.expected_seconds(sp, measured, {}) == (8.0, "earlier run of this stage")
+    assert measured == {("s", "st", "m"): (500.0, 4.0)}
+    assert plan.expected_seconds(sp, measured, {}) == (8.0, "earlier run of this stage")  # 1000 prompt tokens
     assert plan.expected_seconds(sp, {}, {})[0] is None
     with pytest.raises(config.ParamsError, match="--rate 'm=1'"):
         plan.parse_rates(["m=1"])
