@@ -182,6 +182,12 @@ def get_dotted(params: Mapping[str, Any], key: str) -> Any:
 
 def set_dotted(params: dict[str, Any], key: str, value: Any) -> None:
     parts = key.split(".")
+    registry = params.get("models")
+    if parts[0] == "models" and isinstance(registry, dict):  # registry names may hold dots (qwen2.5-7b)
+        rest = key.removeprefix("models.")
+        name = max((n for n in registry if rest == n or rest.startswith(n + ".")), key=len, default=None)
+        if name is not None:
+            parts = ["models", name, *[p for p in rest.removeprefix(name).split(".") if p]]
     node = params
     for part in parts[:-1]:
         node = node.setdefault(part, {})

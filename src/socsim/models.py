@@ -277,7 +277,7 @@ def legacy_hint(params: Mapping[str, Any]) -> str | None:
             if registry.setdefault(e["name"], entry) != entry:
                 registry[f"{e['name']}-2"] = entry
         names: Any = (
-            [e["name"] for e in value]
+            [e["name"] if isinstance(e, Mapping) else e for e in value]
             if kind == "list"
             else {k: v["name"] for k, v in value.items()}
             if kind == "map"

@@ -10,7 +10,7 @@ facilitators never stay silent, so calls that depend on answers are bounded from
 
 Prompt tokens are counted with the model's own tokenizer and chat template when it is at hand (an
 embedded GGUF, read vocabulary-only), otherwise estimated (4 characters per token) and marked so.
-A prompt longer than the model's context (n_ctx) is an error before the run.
+A prompt that with its max_tokens does not fit the model's context (n_ctx) is an error before the run.
 
 Expected times come from the metrics of an earlier run of the same stage and model (results/), or from
 rates given on the command line; the plan says which. `compare()` puts a finished run's metrics beside
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from socsim import config, studies
+from socsim.io import DataUnavailableError
 from socsim.llm.client import LLMClient
 from socsim.llm.constraints import Choice, Constraint, IntRange, JsonSchema
 from socsim.llm.types import Completion, Request
@@ -43,7 +44,7 @@ FILLER = " ok"  # one token in common vocabularies
 
 
 class PlanError(ValueError):
-    """A plan that cannot run as planned (a prompt longer than its model's context)."""
+    """A plan that cannot run as planned (a prompt that with its max_tokens overflows its context)."""
 
 
 # -- counting tokens ------------------------------------------------------------------------------
@@ -254,7 +255,7 @@ def run(params: Mapping[str, Any], root: Path | None = None) -> tuple[list[Stage
         for study in studies.all_studies():
             try:
                 plans += _plan_study(study, p, counters)
-            except Exception as exc:  # noqa: BLE001 - a study that cannot be planned offline is reported, not fatal
+            except DataUnavailableError as exc:  # its data cannot be had here: reported, the others planned
                 skipped.append(f"{study.name}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
     return plans, {n: c.how for n, c in counters.items()}, skipped
 
@@ -462,6 +463,8 @@ def write_json(
 def compare(plan_path: Path, results: Path) -> tuple[str, list[dict[str, Any]]]:
     """A finished run's metrics beside the plan: per stage and model, planned and actual calls and tokens.
     Each stage's metrics file gets its planned numbers (`planned`) beside the actual ones."""
+    from socsim.io.parquet import write_json as atomic_json
+
     plan = json.loads(plan_path.read_text(encoding="utf-8"))
     out = []
     for r in plan["stages"]:
@@ -476,8 +479,7 @@ def compare(plan_path: Path, results: Path) -> tuple[str, list[dict[str, Any]]]:
             for k in actual:
                 actual[k] += int(m.get(k, 0))
             metrics.setdefault("planned", {})[r["model"]] = planned
-            config_json = json.dumps(metrics, indent=2, sort_keys=True, allow_nan=False)
-            path.write_text(config_json + "\n", encoding="utf-8")
+            atomic_json(path, metrics)
         out.append(
             {
                 "study": r["study"],

@@ -400,9 +400,10 @@ class StageContext:
 
     def llm_metrics(self) -> dict[str, Any]:
         """Accounting of the stage's clients: totals, and each named model's own."""
-        per = {
-            name: {**c.accounting.as_metrics(), "identity": c.identity() if c.answered else None}
+        per = {  # the models that answered, under their registry names (a client never probed is not one)
+            name: {**c.accounting.as_metrics(), "identity": c.identity()}
             for name, c in self._clients.items()
+            if c.answered
         }
         keys = ("requests", "calls", "cache_hits", "parse_failures", "retries", "prompt_tokens", "completion_tokens")
         return {**{k: sum(m[k] for m in per.values()) for k in keys}, "models": per}

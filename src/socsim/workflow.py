@@ -58,7 +58,7 @@ def rules(
                 "message": message(study, st),
                 "input": {**{n: paths[n] for n in st.inputs}, "code": code_files(st)},
                 "output": outputs,
-                "params": config.canonical_json(config.subset(params, st.declared)),
+                "params": config.canonical_json(rerun_values(st, params)),
                 "log": _where(study, st, "logs", "log"),
                 "benchmark": _where(study, st, "benchmarks", "tsv"),
                 "threads": llm_threads if embedded(st, params) else 1,
@@ -68,6 +68,16 @@ def rules(
             }
         )
     return out
+
+
+def rerun_values(st: Stage, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The params values whose change re-runs a Snakemake job: the stage's declared keys, the models
+    registry narrowed to the entries the stage calls (a new model for another study, or another study's
+    server moving, re-runs nothing here). DVC tracks `models` as one key (its keys are static)."""
+    values = config.subset(params, st.declared)
+    if "models" in values:
+        values["models"] = {n: params["models"][n] for n in sorted(st.model_names(params)) if n in params["models"]}
+    return values
 
 
 def embedded(st: Stage, params: Mapping[str, Any]) -> bool:

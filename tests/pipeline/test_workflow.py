@@ -218,7 +218,8 @@ def test_tiny_run_snakemake_then_dvc(project):
     assert {"facilitation_setups", "facilitation_simulate"} <= ran(out)
     table = read_table(project / "results/facilitation/personas.parquet")
     assert table.num_rows == 4 and set(table.column("source").to_pylist()) == {"llm"}
-    assert read_provenance(project / "results/facilitation/personas.parquet")["model"]["backend"] == "embedded"
+    prov = read_provenance(project / "results/facilitation/personas.parquet")
+    assert prov["model"]["smollm2-135m"]["backend"] == "embedded"  # registry name -> the identity that answered
     m = yaml.safe_load((project / "results/facilitation/metrics/personas.json").read_text())
     assert m["calls"] + m["cache_hits"] == 4
 

@@ -11,7 +11,7 @@ from socsim import studies as socsim_studies
 try:
     _validated = socsim_config.validate(config, socsim_config.load_schema(workflow.basedir + "/params.yaml"))
     socsim_models.check(_validated)  # every model a stage names resolves in the registry
-except socsim_config.ParamsError as exc:
+except (socsim_config.ParamsError, ValueError) as exc:
     raise WorkflowError(f"params.yaml is invalid:\n{exc}")
 config.clear()
 config.update(_validated)

@@ -83,6 +83,7 @@ def elicitation_requests(
                 derive_seed(seed, "coherence", "elicit", model, a["agent_id"], "P"),
                 sampling,
                 PREFERENCE,
+                label=f"{a['agent_id']} preference",
             )
         )
         open_system = system_prompt(a, prompts, "openness_instruction")
@@ -93,6 +94,7 @@ def elicitation_requests(
                     derive_seed(seed, "coherence", "elicit", model, a["agent_id"], "O", i),
                     sampling,
                     YES_NO,
+                    label=f"{a['agent_id']} openness item {i + 1}",
                 )
             )
     return out

@@ -27,6 +27,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Literal
 
+from socsim.io import DataUnavailableError
+
 log = logging.getLogger(__name__)
 
 COLUMNS = (
@@ -84,7 +86,7 @@ _NUMERIC_NULLS = {"", "nan", "none", "null", "na", "n/a"}
 _ULID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 
 
-class HubFetchError(RuntimeError):
+class HubFetchError(DataUnavailableError):
     """The dataset snapshot could be neither downloaded nor found in the local Hub cache."""
 
 

@@ -184,7 +184,12 @@ class Session:
             {"role": "user", "content": self.p["tweet"].format(topic=self.s["statement"])}
         ]
         resp = await self.client.generate(
-            Request.chat(msgs, derive_seed(self.seed, *self.ids(r, worker, "tweet")), self.sampling)
+            Request.chat(
+                msgs,
+                derive_seed(self.seed, *self.ids(r, worker, "tweet")),
+                self.sampling,
+                label=" ".join(map(str, self.ids(r, worker, "tweet"))),
+            )
         )
         self.sim_tweets[(r, worker)] = clean(resp.text)
         self.row(r, "tweet", "", 0, worker, self.partner[(r, worker)], self.sim_tweets[(r, worker)], raw=resp.text)
@@ -247,6 +252,7 @@ class Session:
             derive_seed(self.seed, *self.ids(worker, "final")),
             self.client.sampling(max_tokens=self.dp["opinion_max_tokens"]),
             schema,
+            label=" ".join(map(str, self.ids(worker, "final"))),
         )
         resp = await self.client.generate(req)
         value = self.p["labels"][resp.value["opinion"]] if resp.parse_ok else None

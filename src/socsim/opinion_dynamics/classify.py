@@ -43,7 +43,8 @@ def request(
     )
     sampling = client.sampling(max_tokens=cl["max_tokens"], temperature=cl["temperature"])
     seed = derive_seed(seed, "opinion_dynamics", "classify", name, event["sim_id"], event["t"])
-    return Request.chat([{"role": "user", "content": text}], seed, sampling, ANSWER)
+    label = f"{event['sim_id']} t={event['t']}"
+    return Request.chat([{"role": "user", "content": text}], seed, sampling, ANSWER, label=label)
 
 
 def rating(event: dict[str, Any], resp: Response, name: str) -> dict[str, Any]:

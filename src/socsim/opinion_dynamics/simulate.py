@@ -204,7 +204,8 @@ class Simulation:
                 prompt = self.p["reflect_code_update"].format(summary=f"HumanMessage(content={popped!r})")
             msgs = self.context(agent, prompt, t)
         seed = derive_seed(self.s["seed"], "opinion_dynamics", self.s["sim_id"], turn, "reflect")
-        resp = await self.client.generate(Request.chat(msgs, seed, self.sampling))
+        label = f"{self.s['sim_id']} turn {turn} reflection"
+        resp = await self.client.generate(Request.chat(msgs, seed, self.sampling, label=label))
         self.step(t)["completion_tokens"] += resp.completion_tokens
         text = resp.text.strip()
         if paper:

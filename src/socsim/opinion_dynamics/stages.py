@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
 from socsim.io.parquet import write_json
 from socsim.opinion_dynamics import schemas
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
-
-if TYPE_CHECKING:
-    pass
 
 DATA = "data/opinion_dynamics"
 RESULTS = "results/opinion_dynamics"
