@@ -66,8 +66,10 @@ def merge_shard_caches(caches: Path) -> None:
 
 def check_plan_against_the_run(project: Path) -> None:
     """Planned beside actual: calls that need no answer exactly as planned, the others at most as planned;
-    prompt tokens within 15 % of the plan where the calls are exact (the GGUF's own tokenizer), never above
-    a bound; completion tokens never above their bound; each stage's metrics hold its planned numbers."""
+    prompt tokens within 15 % of the plan where the calls are exact (the GGUF's own tokenizer); where they
+    depend on answers, at most the plan's (built on answers of full length) but for a real answer's
+    re-tokenization inside a later prompt (5 %); completion tokens never above their bound; each stage's
+    metrics hold its planned numbers."""
     table = sh(["socsim", "plan", "--compare", "plan.json"], project).stdout
     assert "calls planned / actual" in table
     rows = json.loads((project / "plan.json").read_text())["stages"]
@@ -86,7 +88,7 @@ def check_plan_against_the_run(project: Path) -> None:
             assert actual["requests"] == r["calls"], what
             assert abs(actual["prompt_tokens"] - r["prompt_tokens"]) <= 0.15 * r["prompt_tokens"], what
         else:
-            assert actual["requests"] <= r["calls"] and actual["prompt_tokens"] <= r["prompt_tokens"], what
+            assert actual["requests"] <= r["calls"] and actual["prompt_tokens"] <= 1.05 * r["prompt_tokens"], what
         assert actual["completion_tokens"] <= r["completion_tokens_max"], what
 
 

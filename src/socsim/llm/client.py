@@ -58,7 +58,8 @@ class LLMClient:
         from socsim import models
 
         name = model if model is not None else next(iter(params["models"]))
-        return models.client(params, models.resolve(params, name), cache_path)
+        built = models.client(params, models.resolve(params, name), cache_path)
+        return built if cls is LLMClient else cls(built.backend, built.cache, built.default_sampling)
 
     async def probe(self) -> dict[str, Any]:
         """Health-check the backend (load the model / probe every endpoint) and return its identity."""
