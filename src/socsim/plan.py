@@ -288,17 +288,12 @@ def _plan_study(study: Study, params: dict[str, Any], counters: dict[str, TokenC
             finally:
                 ctx.close()
         if st.uses_llm:
-            exact = not _answer_dependent(study, st, params) and st.name not in DEPENDENT_LENGTH.get(study.name, ())
+            exact = not _answer_dependent(study, st, params) and not st.length_depends_on_answers
             by_model: dict[str, dict[str, Tally]] = {}
             for (model, shard), tally in sorted(tallies.items()):
                 by_model.setdefault(model, {})[shard] = tally
             out += [StagePlan(study.name, st.name, m, shards, exact) for m, shards in by_model.items()]
     return out
-
-
-# Stages whose episodes end on what is said (a "Goodbye.", a silent facilitator still makes its call):
-# their calls are an upper bound even on planned inputs.
-DEPENDENT_LENGTH = {"coherence": ("converse",)}
 
 
 def check_overflow(plans: Sequence[StagePlan], params: Mapping[str, Any]) -> None:
@@ -432,7 +427,7 @@ def table(plan_rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def summary(plan_rows: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> str:
+def summary(plan_rows: Sequence[Mapping[str, Any]]) -> str:
     """Per model: where it must be, calls and tokens in all, and how tokens were counted."""
     lines = []
     for name in sorted({r["model"] for r in plan_rows}):
@@ -548,7 +543,7 @@ def main_plan(
         [
             f"Plan of {' + '.join(files)}",
             table(plan_rows),
-            "Per model:\n" + summary(plan_rows, params),
+            "Per model:\n" + summary(plan_rows),
             "(at most): calls that depend on answers (conversations ending early, inputs written by a model), "
             "counted on answers of full length. ~: tokens estimated without the model's tokenizer. "
             "Completion tokens: every answer at its max_tokens (an upper bound).",

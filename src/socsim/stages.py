@@ -77,6 +77,7 @@ class Stage:
     uses_llm: bool = False
     shards: ShardFn | None = None  # split into one job per shard id (simulate, annotate, ...)
     models: ModelsFn | None = None  # LLM stages: the registry names it may call (socsim.models)
+    length_depends_on_answers: bool = False  # episodes end on what is said ("Goodbye."): `socsim plan` bounds calls
     resources: Mapping[str, int] | None = None  # cluster resources (None: LLM_RESOURCES for LLM stages)
     study: str = ""  # set by Study
 

@@ -243,6 +243,7 @@ STUDY = Study(
             uses_llm=True,
             models=_agent_model_names,
             shards=shards,
+            length_depends_on_answers=True,
         ),
         Stage(
             "judge",
