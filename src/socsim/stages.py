@@ -24,6 +24,7 @@ from socsim.config import ParamsError, subset
 if TYPE_CHECKING:
     from socsim.llm import LLMClient
     from socsim.models import ModelSpec
+    from socsim.serving import Lease
 
 PARAMS_FILE = "params.yaml"
 SHARD = "{shard}"  # placeholder in a sharded artifact's path (a Snakemake wildcard, a DVC foreach item)
@@ -292,6 +293,7 @@ class StageContext:
             stage.shard_table(params).get(shard, {}) if shard == ALL else stage.shard_table(params)[shard]
         )
         self._clients: dict[str, LLMClient] = {}  # registry name -> LLMClient
+        self._leases: dict[str, Lease] = {}  # registry name -> the lease on the run's own server of it
 
     @property
     def label(self) -> str:
@@ -380,6 +382,14 @@ class StageContext:
                 client = self._make_client(spec)
                 self._clients[name] = client
                 return client
+            if spec.serve:  # the run's own server: started (or joined) now, its URL and key from the lease
+                from dataclasses import replace
+
+                from socsim import serving
+
+                lease = serving.acquire(spec)
+                self._leases[name] = lease
+                spec = replace(spec, endpoints=(lease.url,), api_key_env=lease.api_key_env)
             client = models.client(self._params, spec, cache_path="")
             path = self._cache_path()
             shared = next((c.cache for c in self._clients.values() if c.cache is not None), None)
@@ -395,14 +405,22 @@ class StageContext:
         from socsim.io.provenance import provenance
 
         prov = provenance(self.label, self.values, self._params["seed"], self.model_identity())
+        servers = self.servers()
+        if servers:
+            prov["servers"] = servers
         if self.stage.shards:
             prov["shard"] = {"id": self.shard, **self.shard_values}
         return {**prov, **extra}
 
     def llm_metrics(self) -> dict[str, Any]:
         """Accounting of the stage's clients: totals, and each named model's own."""
+        servers = self.servers()
         per = {  # the models that answered, under their registry names (a client never probed is not one)
-            name: {**c.accounting.as_metrics(), "identity": c.identity()}
+            name: {
+                **c.accounting.as_metrics(),
+                "identity": c.identity(),
+                **({"server": servers[name]} if name in servers else {}),
+            }
             for name, c in self._clients.items()
             if c.answered
         }
@@ -416,7 +434,18 @@ class StageContext:
         metrics = {**self.llm_metrics(), **extra} if self.stage.uses_llm else dict(extra)
         write_json(self.path("metrics"), metrics)
 
+    def servers(self) -> dict[str, dict[str, Any]]:
+        """Registry name -> how the run's own server of it was started (engine, version, command, URL),
+        for the served models that answered."""
+        return {n: lease.record for n, lease in self._leases.items() if self._clients[n].answered}
+
+    def server_failures(self) -> str:
+        """What happened to the run's own servers this stage called, where one failed or died ("": none)."""
+        return "\n".join(f"models.{n}: {f}" for n, lease in self._leases.items() if (f := lease.failure()))
+
     def close(self) -> None:
+        for lease in self._leases.values():
+            lease.release()
         caches = {id(c.cache): c.cache for c in self._clients.values() if c.cache is not None}
         for cache in caches.values():
             cache.close()

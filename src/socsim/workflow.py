@@ -86,13 +86,32 @@ def embedded(st: Stage, params: Mapping[str, Any]) -> bool:
     return any(registry.get(n, {}).get("backend", "embedded") == "embedded" for n in st.model_names(params))
 
 
-def preflight(params: Mapping[str, Any], rule_names: Iterable[str]) -> None:
-    """Before any job starts: every server model the jobs to run will call must answer and serve its model id."""
+def preflight(params: Mapping[str, Any], rule_names: Iterable[str], local: bool = True) -> None:
+    """Before any job starts: every external server model the jobs to run will call must answer and serve
+    its model id; the engine of every model the run serves must be installed where its server will run."""
     from socsim import models
 
     by_rule = {st.rule_name: st for _, st in studies.all_stages()}
     names = [n for r in set(rule_names) if r in by_rule for n in by_rule[r].model_names(params)]
-    models.preflight(params, names)
+    models.preflight(params, names, local=local)
+
+
+def serve(params: Mapping[str, Any], jobs: Iterable[tuple[str, Iterable[str]]]) -> bool:
+    """Before any job starts (onstart): for each model the run serves itself, the outputs of the jobs to run
+    that call it (its server stops once they are all written, or when this run ends); False: none served."""
+    from socsim import serving
+
+    by_rule = {st.rule_name: st for _, st in studies.all_stages()}
+    served = {n for n, e in params["models"].items() if e.get("serve")}
+    consumers: dict[str, list[str]] = {}
+    for rule, outputs in jobs:
+        if rule in by_rule:
+            for name in served & set(by_rule[rule].model_names(params)):
+                consumers.setdefault(name, []).extend(outputs)
+    if not consumers:
+        return False
+    serving.start_run(consumers)
+    return True
 
 
 def message(study: Study, st: Stage) -> str:

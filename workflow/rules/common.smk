@@ -7,6 +7,7 @@ from socsim import config as socsim_config
 from socsim import models as socsim_models
 from socsim import workflow as socsim_smk
 from socsim import studies as socsim_studies
+from socsim import serving as socsim_serving
 
 try:
     _validated = socsim_config.validate(config, socsim_config.load_schema(workflow.basedir + "/params.yaml"))
@@ -15,6 +16,7 @@ except (socsim_config.ParamsError, ValueError) as exc:
     raise WorkflowError(f"params.yaml is invalid:\n{exc}")
 config.clear()
 config.update(_validated)
+socsim_serving.run_environment(config)  # the run's API key for servers it starts off loopback (environment only)
 
 # params.yaml, then any --configfile override, exactly as Snakemake merged them.
 PARAMS_FILES = tuple(
@@ -79,12 +81,25 @@ ALL_TARGETS = socsim_smk.targets(config)
 
 
 onstart:
-    # Before the first job: the model servers the jobs to run need must answer and serve their model ids
-    # (a run without them stops here, in seconds, listing them).
+    # Before the first job: the external model servers the jobs to run need must answer and serve their
+    # model ids (a run without them stops here, in seconds, listing them); the engines of the models the
+    # run serves itself must be installed. Then this process owns those servers: each starts with the
+    # first job that calls its model and stops after the last (socsim.serving; README "Servers").
     try:
-        socsim_smk.preflight(config, [job.rule.name for job in workflow.dag.needrun_jobs()])
+        _jobs = list(workflow.dag.needrun_jobs())
+        socsim_smk.preflight(config, [job.rule.name for job in _jobs], local=workflow.local_exec)
+        socsim_smk.serve(config, [(job.rule.name, [str(o) for o in job.output]) for job in _jobs])
     except Exception as exc:
         raise WorkflowError(str(exc))
+
+
+# After the run, also after a failure, Ctrl-C or SIGTERM: every server the run started stops now.
+onsuccess:
+    socsim_serving.stop_run()
+
+
+onerror:
+    socsim_serving.stop_run()
 
 
 # One target rule per study: `snakemake --cores all coherence` runs that study alone.

@@ -1,0 +1,696 @@
+"""Servers the run starts and stops: a registry entry with `serve:` (socsim.models) is started before the
+first stage that calls it and stopped after the last.
+
+Snakemake's service jobs do not fit this workflow (README, "Servers the run starts"): a service's
+consumers become one group that starts all of them at once, so a consumer that needs another consumer's
+output (simulate -> annotate on one model) fails after --latency-wait, and the group holds every shard's
+resources at once. So the life of a server is kept here, small and on files:
+
+- A consumer (a stage that calls a served model) takes a **lease**: under a file lock in the server's
+  folder (`.socsim/serve/<name>/`, on the shared filesystem of a cluster) it starts the server's
+  **supervisor** if none is alive, writes a lease file that it keeps fresh, and waits until the server
+  answers (then the client's identity check runs as for any server). It drops the lease when it ends.
+- The supervisor (`python -m socsim.serving supervise <folder>`) runs the engine in its own process group,
+  writes `server.json` (status, URL, engine, version, command), and stops the engine (SIGTERM to the
+  group, SIGKILL after a grace) when no consumer holds a lease and none is to come: in a Snakemake run
+  when the outputs of every job that calls the model exist or the run has ended (its owner process is
+  gone, or the run's onsuccess/onerror asked every server to stop); outside Snakemake `linger` seconds
+  after the last lease. It also stops on SIGTERM/SIGINT/SIGHUP, and records an engine that dies.
+- Where it runs: as a local process (listening on `host`, loopback by default), or, when the consumer is
+  itself a SLURM job, as its own SLURM job (sbatch) listening on the node's address; consumers read its
+  URL from `server.json`. A server that is not on loopback requires the run's API key (SOCSIM_RUN_KEY,
+  made by the Snakefile for each run, passed through the environment only; commands are recorded with
+  the key redacted).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib.metadata
+import importlib.util
+import itertools
+import json
+import os
+import secrets
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from socsim.llm.errors import LLMError
+
+if TYPE_CHECKING:
+    from socsim.models import ModelSpec
+
+STATE = Path(".socsim") / "serve"  # relative to the project folder (the working folder of every job)
+KEY_ENV = "SOCSIM_RUN_KEY"  # the run's API key, made by the Snakefile; never written anywhere
+REDACTED = "<run key>"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+HEARTBEAT_S = 1.0  # how often leases, the owner and the supervisor show they are alive
+STALE_S = 15.0  # a heartbeat older than this is a dead process (across hosts, where pids cannot be asked)
+STOP_GRACE_S = 30.0  # SIGTERM, then SIGKILL after this
+
+
+class ServeError(LLMError):
+    """A served model's server cannot be started, did not become ready, or died."""
+
+
+# -- engines ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Engine:
+    """How one engine is installed, started and asked for its science flags."""
+
+    name: str
+    install: str  # what to install where it is missing
+    module: str | None = None  # a Python module that must import
+    program: str | None = None  # or a program that must be on PATH
+    package: str | None = None  # the distribution whose version is recorded
+    deterministic: str = "not available"  # how its deterministic mode is switched on (words, for provenance)
+
+    def installed(self) -> bool:
+        if self.module is not None:
+            return importlib.util.find_spec(self.module) is not None
+        return self.program is not None and shutil.which(self.program) is not None
+
+    def version(self) -> str:
+        if self.package:
+            with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+                return importlib.metadata.version(self.package)
+        if self.program and shutil.which(self.program):
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                out = subprocess.run([self.program, "--version"], capture_output=True, text=True, timeout=30)
+                return out.stdout.strip() or out.stderr.strip()
+        return "unknown"
+
+
+ENGINES = {
+    "vllm": Engine(
+        "vllm",
+        "pip install vllm (or run in the vllm/vllm-openai image)",
+        module="vllm",
+        package="vllm",
+        deterministic="VLLM_BATCH_INVARIANT=1",
+    ),
+    "sglang": Engine(
+        "sglang",
+        "pip install 'sglang[all]' (or run in the lmsysorg/sglang image)",
+        module="sglang",
+        package="sglang",
+        deterministic="--enable-deterministic-inference",
+    ),
+    "tgi": Engine(
+        "tgi",
+        "text-generation-launcher on PATH (run in the ghcr.io/huggingface/text-generation-inference image)",
+        program="text-generation-launcher",
+    ),
+    "llama_cpp": Engine(
+        "llama_cpp",
+        "pip install 'llama-cpp-python[server]'",
+        module="llama_cpp.server",
+        package="llama_cpp_python",
+    ),
+}
+
+
+def engine(name: str) -> Engine:
+    """The engine, installed here; else a clear error naming what to install."""
+    eng = ENGINES[name]
+    if not eng.installed():
+        raise ServeError(f"the {name} engine is not installed here: {eng.install}")
+    return eng
+
+
+def needs_key(host: str) -> bool:
+    return host not in LOOPBACK
+
+
+def command(spec: ModelSpec, host: str, port: int) -> tuple[list[str], dict[str, str], dict[str, Any]]:
+    """The engine's command line, the environment it adds, and the science flags as recorded in provenance.
+    The run key (when the server needs one) is passed in the environment where the engine reads it there,
+    else as an argument that `redact` hides in every record."""
+    s = spec.serve or {}
+    name, model_id = s["engine"], spec.model_id or ""
+    model = s.get("model") or model_id
+    gpus, extra = int(s.get("gpus", 0)), list(s.get("args") or [])
+    key = os.environ.get(KEY_ENV) if needs_key(host) else None
+    env: dict[str, str] = {}
+    flags: dict[str, Any] = {"prefix_caching": bool(s.get("prefix_caching", True))}
+    deterministic = bool(s.get("deterministic", True))
+    if name == "vllm":
+        argv = ["vllm", "serve", model, "--host", host, "--port", str(port), "--served-model-name", model_id]
+        argv += ["--enable-prefix-caching"] if flags["prefix_caching"] else ["--no-enable-prefix-caching"]
+        argv += ["--tensor-parallel-size", str(gpus)] if gpus > 1 else []
+        argv += ["--max-model-len", str(spec.n_ctx)] if "--max-model-len" not in extra else []
+        if deterministic:
+            env["VLLM_BATCH_INVARIANT"] = "1"
+        if key:
+            env["VLLM_API_KEY"] = key
+    elif name == "sglang":
+        argv = [sys.executable, "-m", "sglang.launch_server", "--model-path", model, "--host", host]
+        argv += ["--port", str(port), "--served-model-name", model_id]
+        argv += [] if flags["prefix_caching"] else ["--disable-radix-cache"]
+        argv += ["--tp-size", str(gpus)] if gpus > 1 else []
+        argv += ["--enable-deterministic-inference"] if deterministic else []
+        argv += ["--api-key", key] if key else []
+    elif name == "tgi":
+        argv = ["text-generation-launcher", "--model-id", model, "--hostname", host, "--port", str(port)]
+        argv += ["--num-shard", str(gpus)] if gpus > 1 else []
+        env["PREFIX_CACHING"] = "1" if flags["prefix_caching"] else "0"
+        argv += ["--api-key", key] if key else []
+    else:  # llama_cpp: llama-cpp-python's server on a GGUF
+        from socsim.llm import hub
+        from socsim.llm.embedded import default_model_path
+
+        gguf = s.get("model") or str(default_model_path())
+        if hub.is_hub_path(gguf):
+            gguf = hub.resolve(gguf)[0]
+        argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", model_id]
+        argv += ["--host", host, "--port", str(port), "--n_ctx", str(spec.n_ctx), "--verbose", "false"]
+        flags["prefix_caching"] = "per slot (llama.cpp keeps its last prompt's KV)"
+        if key:
+            env["API_KEY"] = key  # its settings read the environment
+    flags["deterministic"] = ENGINES[name].deterministic if deterministic else "off"
+    return argv + extra, env, flags
+
+
+def redact(argv: Sequence[str]) -> list[str]:
+    key = os.environ.get(KEY_ENV)
+    return [REDACTED if key and a == key else a for a in argv]
+
+
+# -- state on files ------------------------------------------------------------------------------
+
+
+def folder(name: str, root: Path | None = None) -> Path:
+    return (root or Path.cwd()) / STATE / name
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return data
+    except (OSError, ValueError):
+        return {}
+
+
+def _write(path: Path, data: Mapping[str, Any]) -> None:
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def _locked(d: Path) -> Iterator[None]:
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / "lock", "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError):  # a zombie is not alive
+        if Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z":
+            return False
+    return True
+
+
+def _me() -> str:
+    return f"{socket.gethostname()}.{os.getpid()}"
+
+
+def _alive(mark: str, path: Path) -> bool:
+    """Whether the process of a heartbeat file ("<host>.<pid>") is alive: by its pid on this host, else by
+    how fresh the file is."""
+    host, _, pid = mark.split("~")[0].rpartition(".")  # a lease is "<host>.<pid>~<n>"
+    if host == socket.gethostname() and pid.isdigit():
+        return _pid_alive(int(pid))
+    try:
+        return time.time() - path.stat().st_mtime < STALE_S
+    except OSError:
+        return False
+
+
+class _Heartbeat:
+    """Touches a file every HEARTBEAT_S seconds from a daemon thread (until stopped or the process ends)."""
+
+    def __init__(self, path: Path):
+        self.path, self._stop = path, threading.Event()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            with contextlib.suppress(OSError):
+                self.path.touch()
+
+    def stop(self, remove: bool = True) -> None:
+        self._stop.set()
+        if remove:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+
+
+# -- the run (Snakemake) ---------------------------------------------------------------------------
+
+_owner: _Heartbeat | None = None
+
+
+def run_environment(params: Mapping[str, Any]) -> None:
+    """At parse time of a run: a fresh API key for the run's servers (inherited by every job through the
+    environment, and by SLURM jobs through sbatch's exported environment) when any served model may need
+    one; a job's own parse keeps the key of its run."""
+    if any("serve" in e for e in params["models"].values()):
+        os.environ.setdefault(KEY_ENV, secrets.token_urlsafe(24))
+
+
+def start_run(consumers: Mapping[str, Sequence[str]], root: Path | None = None) -> None:
+    """Before the first job (Snakemake's onstart): this process owns the run's servers (they stop when it
+    ends), and each served model's consumers are the outputs of the jobs that will call it."""
+    global _owner
+    base = (root or Path.cwd()) / STATE
+    base.mkdir(parents=True, exist_ok=True)
+    for name, outputs in consumers.items():
+        d = folder(name, root)
+        d.mkdir(parents=True, exist_ok=True)
+        _write(d / "consumers.json", {"outputs": sorted(outputs), "since": time.time()})
+        with contextlib.suppress(OSError):
+            (d / "stop").unlink()
+    _write(base / "owner.json", {"owner": _me()})
+    _owner = _Heartbeat(base / "owner.alive")
+
+
+def stop_run(root: Path | None = None, timeout: float = STOP_GRACE_S + 15) -> list[str]:
+    """After the run (onsuccess / onerror, also after Ctrl-C or SIGTERM): ask every server to stop and wait
+    until they have; SLURM server jobs that do not stop in time are cancelled. Returns what was stopped."""
+    global _owner
+    base = (root or Path.cwd()) / STATE
+    live = ("queued", "starting", "ready", "stopping")
+    stopped = []
+    for d in sorted(p for p in base.glob("*") if p.is_dir()):
+        (d / "stop").touch()
+        (d / "consumers.json").unlink(missing_ok=True)
+        if _read(d / "server.json").get("status") in live:
+            stopped.append(d.name)
+    deadline = time.monotonic() + timeout
+    for name in stopped:
+        d = base / name
+        while time.monotonic() < deadline:
+            state = _read(d / "server.json")
+            if state.get("status") == "queued" or not _running(d, state, live):
+                break
+            time.sleep(0.2)
+        state = _read(d / "server.json")
+        if state.get("slurm_job") and state.get("status") in live:
+            subprocess.run(["scancel", str(state["slurm_job"])], check=False)  # queued, or not stopping in time
+    if _owner is not None:
+        _owner.stop()
+        _owner = None
+    (base / "owner.json").unlink(missing_ok=True)
+    return stopped
+
+
+def _owner_gone(base: Path) -> bool | None:
+    """Whether the run that owns the servers has ended (None: no Snakemake run owns them)."""
+    owner = _read(base / "owner.json").get("owner")
+    if not owner:
+        return None
+    return not _alive(owner, base / "owner.alive")
+
+
+# -- consumers -------------------------------------------------------------------------------------
+
+
+_LEASES = itertools.count()  # one process may hold several leases on one server (two stages' contexts)
+
+
+def launcher() -> str:
+    """slurm when this process is a SLURM job and sbatch is at hand (the server becomes its own job),
+    else local; SOCSIM_SERVE_LAUNCHER overrides (e.g. local inside an interactive allocation)."""
+    chosen = os.environ.get("SOCSIM_SERVE_LAUNCHER")
+    if chosen in ("local", "slurm"):
+        return chosen
+    return "slurm" if os.environ.get("SLURM_JOB_ID") and shutil.which("sbatch") else "local"
+
+
+@dataclass
+class Lease:
+    """A consumer's hold on a running server: its URL, the key variable when it needs one, its record."""
+
+    name: str
+    url: str
+    api_key_env: str | None
+    record: dict[str, Any]
+    _beat: _Heartbeat | None = field(default=None, repr=False)
+
+    def release(self) -> None:
+        if self._beat is not None:
+            self._beat.stop()
+            self._beat = None
+
+    def failure(self) -> str | None:
+        """What happened to the server when calls to it fail (it died: exit status and its log's tail)."""
+        deadline = time.monotonic() + 3 * HEARTBEAT_S + 2  # the supervisor may not have seen it yet
+        while True:
+            state = _read(folder(self.name) / "server.json")
+            if state.get("url") != self.url:
+                return None
+            if state.get("status") in ("died", "failed", "stopped"):
+                return f"its {self.record.get('engine')} server {state['status']}: {state.get('reason', '')}".strip()
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.2)
+
+
+def _launch(d: Path, spec: ModelSpec, how: str) -> dict[str, Any]:
+    s = spec.serve or {}
+    host = "0.0.0.0" if how == "slurm" else s.get("host", "127.0.0.1")
+    if needs_key(host) and not os.environ.get(KEY_ENV):
+        raise ServeError(
+            f"models.{spec.name}: a server listening on {host} needs the run's API key, and {KEY_ENV} is not set; "
+            f"run through Snakemake (which makes one per run) or export {KEY_ENV}"
+        )
+    launch = {
+        "name": spec.name,
+        "model_id": spec.model_id,
+        "backend": spec.backend,
+        "serve": s,
+        "n_ctx": spec.n_ctx,
+        "host": host,
+        "launcher": how,
+    }
+    _write(d / "launch.json", launch)
+    for f in ("stop", "supervisor.alive"):
+        (d / f).unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "socsim.serving", "supervise", str(d)]
+    log = d / "supervisor.log"
+    if how == "slurm":
+        sb = [
+            "sbatch",
+            "--parsable",
+            f"--job-name=socsim-serve-{spec.name}",
+            f"--output={log}",
+            f"--chdir={Path.cwd()}",
+        ]
+        sb += [f"--gpus={s['gpus']}"] if s.get("gpus") else []
+        sb += list(s.get("slurm_args") or [])
+        out = subprocess.run([*sb, "--wrap", "exec " + shlex.join(cmd)], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise ServeError(f"models.{spec.name}: sbatch of its server job failed: {out.stderr.strip()}")
+        state = {"status": "queued", "slurm_job": out.stdout.strip().split(";")[0], "since": time.time()}
+    else:
+        with open(log, "ab") as fh:
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        state = {"status": "starting", "supervisor": f"{socket.gethostname()}.{proc.pid}", "since": time.time()}
+    _write(d / "server.json", state)
+    return state
+
+
+def acquire(spec: ModelSpec) -> Lease:
+    """Take a lease on a served model's server, starting it when none is alive, and wait until it answers."""
+    s = spec.serve or {}
+    engine_name = s["engine"]
+    how = launcher()
+    if how == "local":
+        engine(engine_name)  # a clear error now where it is not installed
+    d = folder(spec.name)
+    while True:
+        with _locked(d):
+            state = _read(d / "server.json")
+            if state.get("status") != "stopping" or not _running(d, state, ("stopping",)):
+                if not _running(d, state):
+                    state = _launch(d, spec, how)
+                beat = _Heartbeat(d / "leases" / f"{_me()}~{next(_LEASES)}")
+                break
+        time.sleep(0.2)  # the last server is stopping (its port may be the one to use): wait for it
+    try:
+        state = _wait_ready(d, spec, float(s.get("ready_timeout", 900)))
+    except BaseException:
+        beat.stop()
+        raise
+    host = _read(d / "launch.json").get("host", "127.0.0.1")
+    return Lease(spec.name, state["url"], KEY_ENV if needs_key(host) else None, _record(state), beat)
+
+
+def _running(d: Path, state: Mapping[str, Any], statuses: Sequence[str] = ("starting", "ready")) -> bool:
+    """Whether a supervisor is alive (or its SLURM job is queued) and its server is not going away."""
+    status = state.get("status")
+    if status == "queued":
+        return _slurm_pending(str(state.get("slurm_job")))
+    if status not in statuses or (d / "stop").exists() and "stopping" not in statuses:
+        return False
+    mark = state.get("supervisor")
+    return isinstance(mark, str) and _alive(mark, d / "supervisor.alive")
+
+
+def _slurm_pending(job: str) -> bool:
+    out = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True)
+    return out.returncode == 0 and out.stdout.strip() in ("PENDING", "CONFIGURING", "RUNNING")
+
+
+def _wait_ready(d: Path, spec: ModelSpec, ready_timeout: float) -> dict[str, Any]:
+    """Until server.json says ready (its URL answers). A failure, a dead supervisor, a SLURM server job
+    that ended, or no answer within ready_timeout (a queued SLURM job's wait included) raise, with the
+    tail of the server's log."""
+    engine_name = (spec.serve or {}).get("engine")
+    start, checked = time.monotonic(), 0.0
+    while True:
+        state = _read(d / "server.json")
+        status = state.get("status")
+        if status == "ready":
+            return state
+        if status in ("failed", "died", "stopped"):
+            raise ServeError(f"models.{spec.name}: its {engine_name} server {status}: {state.get('reason')}")
+        waited = time.monotonic() - start
+        if waited > ready_timeout + 30:
+            where = f"SLURM job {state['slurm_job']} still {status}" if state.get("slurm_job") else "no answer"
+            raise ServeError(
+                f"models.{spec.name}: its server is not ready after {ready_timeout:.0f} s ({where}); its log:\n"
+                + tail(d / "server.log")
+            )
+        if waited - checked > 5:  # now and then: is whoever starts it still there?
+            checked = waited
+            if not _running(d, state):
+                what = f"SLURM server job {state.get('slurm_job')}" if state.get("slurm_job") else "supervisor"
+                raise ServeError(
+                    f"models.{spec.name}: its server's {what} ended before it was ready; its log:\n"
+                    + tail(d / "supervisor.log")
+                )
+        time.sleep(0.2)
+
+
+def _record(state: Mapping[str, Any]) -> dict[str, Any]:
+    """What provenance and metrics record of a served model's server (the key is never in it)."""
+    keys = ("engine", "version", "command", "url", "launcher", "slurm_job", "prefix_caching", "deterministic")
+    return {k: state[k] for k in keys if state.get(k) is not None}
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    key = os.environ.get(KEY_ENV)
+    out = "\n".join(text[-lines:])
+    return out.replace(key, REDACTED) if key else out
+
+
+# -- the supervisor ---------------------------------------------------------------------------------
+
+
+def _health(url: str, backend: str) -> bool:
+    import urllib.request
+
+    key = os.environ.get(KEY_ENV)
+    for path in ("/info", "/v1/models") if backend == "tgi" else ("/v1/models", "/health"):
+        req = urllib.request.Request(url + path, headers={"Authorization": f"Bearer {key}"} if key else {})
+        try:
+            with urllib.request.urlopen(req, timeout=2) as resp:
+                if resp.status == 200:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as sock:
+        sock.bind((host if host != "0.0.0.0" else "", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def supervise(d: Path) -> int:
+    """Run one server until it is no longer needed (see the module's docstring); returns the exit status."""
+    from socsim.models import ModelSpec
+
+    launch = _read(d / "launch.json")
+    serve = launch["serve"]
+    spec = ModelSpec(
+        name=launch["name"], backend=launch["backend"], model_id=launch["model_id"], n_ctx=launch["n_ctx"], serve=serve
+    )
+    host = launch["host"]
+    beat = _Heartbeat(d / "supervisor.alive")
+    state: dict[str, Any] = {**_read(d / "server.json"), "supervisor": _me(), "launcher": launch["launcher"]}
+    base = d.parent
+    signals: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda signum, frame: signals.append(signum))
+
+    def publish(**changes: Any) -> None:
+        state.update(changes)
+        _write(d / "server.json", state)
+
+    try:
+        eng = engine(serve["engine"])
+        port = serve.get("port") or _free_port(host)
+        argv, env, flags = command(spec, host, port)
+    except (ServeError, LLMError, OSError) as exc:
+        publish(status="failed", reason=str(exc))
+        beat.stop(remove=False)
+        return 1
+    reach = socket.gethostname() if host == "0.0.0.0" else ("127.0.0.1" if host in LOOPBACK else host)
+    url = f"http://{reach}:{port}"
+    publish(
+        status="starting",
+        engine=eng.name,
+        version=eng.version(),
+        command=redact(argv),
+        url=url,
+        host=host,
+        since=time.time(),
+        **flags,
+    )
+    with open(d / "server.log", "ab") as log:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE", **env},
+            start_new_session=True,  # its own process group: stopping it stops its workers too
+        )
+    publish(engine_pid=proc.pid)
+    started, idle_since = time.monotonic(), None
+    ready_timeout = float(serve.get("ready_timeout", 900))
+    linger = float(serve.get("linger", 60))
+    reason = ""
+    try:
+        while True:
+            code = proc.poll()
+            if code is not None:
+                what = "failed" if state["status"] == "starting" else "died"
+                publish(status=what, reason=f"the engine exited with status {code}; its log:\n{tail(d / 'server.log')}")
+                return 1
+            if signals:
+                reason = f"signal {signals[0]}"
+                break
+            if state["status"] == "starting":
+                if _health(url, launch["backend"]):
+                    publish(status="ready", ready_s=round(time.monotonic() - started, 1))
+                elif time.monotonic() - started > ready_timeout:
+                    _stop(proc)
+                    publish(
+                        status="failed",
+                        reason=f"not answering after {ready_timeout:.0f} s (ready_timeout); its log:\n"
+                        + tail(d / "server.log"),
+                    )
+                    return 1
+            with _locked(d):
+                done = _done(d, base)
+                if done is None:
+                    idle_since = None
+                elif done or (idle_since is not None and time.monotonic() - idle_since >= linger):
+                    reason = done or f"no consumer for {linger:.0f} s"
+                    publish(status="stopping", reason=reason)
+                    break
+                elif idle_since is None:
+                    idle_since = time.monotonic()
+            time.sleep(0.5)
+    finally:
+        if proc.poll() is None:
+            _stop(proc)
+            publish(status="stopped", reason=reason or "stopped", exit=proc.returncode)
+        beat.stop(remove=False)
+    return 0
+
+
+def _done(d: Path, base: Path) -> str | None:
+    """Why the server is no longer needed ("" : no consumer now, but one may come), or None (needed)."""
+    if (d / "stop").exists():
+        return "the run asked it to stop"
+    leases = d / "leases"
+    live = False
+    for f in leases.glob("*") if leases.is_dir() else []:
+        if _alive(f.name, f):
+            live = True
+        else:
+            f.unlink(missing_ok=True)
+    if live:
+        return None
+    owner_gone = _owner_gone(base)
+    if owner_gone:
+        return "the run has ended"
+    consumers = _read(d / "consumers.json")
+    if "outputs" in consumers and all(_written(Path(p), consumers["since"]) for p in consumers["outputs"]):
+        return "every job that calls it is done"
+    if owner_gone is False:
+        return None  # the run goes on and a consumer is still to come
+    return ""  # no run owns it: linger
+
+
+def _written(path: Path, since: float) -> bool:
+    """Whether a job's output was written in this run (a file, or a folder's own entry)."""
+    try:
+        return path.stat().st_mtime >= since - 1
+    except OSError:
+        return False
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the engine's process group, SIGKILL after the grace."""
+    for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 30.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    with contextlib.suppress(ProcessLookupError):  # workers left in the group
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2 or args[0] != "supervise":
+        print("usage: python -m socsim.serving supervise <server folder>", file=sys.stderr)
+        return 2
+    return supervise(Path(args[1]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
