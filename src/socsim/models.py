@@ -190,19 +190,20 @@ def preflight(params: Mapping[str, Any], names: Iterable[str], local: bool = Tru
 
     specs = [resolve(params, n) for n in sorted(set(names))]
     servers = [s for s in specs if s.served and not s.serve]
-    for spec in specs:
-        if spec.serve and local:
-            try:
-                serving.engine(spec.serve["engine"])
-            except LLMError as exc:
-                raise LLMError(f"models.{spec.name}: {exc}") from None
+    served = [s for s in specs if s.serve]
+    missing = []
+    for spec in served if local else []:
+        try:
+            serving.engine(spec.serve["engine"])  # type: ignore[index]
+        except LLMError as exc:
+            missing.append(f"{spec.name}: {spec.where()}: {exc}")
 
     async def one(spec: ModelSpec) -> str | None:
         backend = client(params, spec, cache_path="").backend
         try:
             await backend.probe()
         except LLMError as exc:
-            return f"{spec.name}: a {spec.backend} server serving {spec.model_id!r} at {', '.join(spec.urls())}: {exc}"
+            return f"{spec.name}: {spec.where()}: {exc}"
         finally:
             await backend.aclose()
         return None
@@ -210,13 +211,14 @@ def preflight(params: Mapping[str, Any], names: Iterable[str], local: bool = Tru
     async def all_of() -> list[str | None]:
         return await asyncio.gather(*(one(s) for s in servers))
 
-    problems = [p for p in asyncio.run(all_of()) if p] if servers else []
+    problems = missing + ([p for p in asyncio.run(all_of()) if p] if servers else [])
     if problems:
         raise LLMError(
-            f"this run needs {len(servers)} model server(s) and {len(problems)} cannot be used:\n  - "
+            f"this run needs {len(servers) + len(served)} model server(s) and {len(problems)} cannot be used:\n  - "
             + "\n  - ".join(problems)
-            + "\nStart them (README, 'Models and servers'), or point each models.<name>.endpoints at its server; "
-            "`socsim plan` lists what each study needs."
+            + "\nInstall the engines of the models the run serves; start the external servers, or point each "
+            "models.<name>.endpoints at its server (README, 'Models and servers'); `socsim plan` lists what each "
+            "study needs."
         )
 
 

@@ -205,6 +205,7 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _write(path: Path, data: Mapping[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
     os.replace(tmp, path)
@@ -504,7 +505,7 @@ def _wait_ready(d: Path, spec: ModelSpec, ready_timeout: float) -> dict[str, Any
 
 def _record(state: Mapping[str, Any]) -> dict[str, Any]:
     """What provenance and metrics record of a served model's server (the key is never in it)."""
-    keys = ("engine", "version", "command", "url", "launcher", "slurm_job", "prefix_caching", "deterministic")
+    keys = ("engine", "version", "command", "url", "launcher", "slurm_job", "gpus", "prefix_caching", "deterministic")
     return {k: state[k] for k in keys if state.get(k) is not None}
 
 
@@ -534,6 +535,43 @@ def _health(url: str, backend: str) -> bool:
         except OSError:
             continue
     return False
+
+
+def visible_gpus() -> list[str]:
+    """This machine's GPUs as CUDA names them: CUDA_VISIBLE_DEVICES where set (an allocation's), else
+    every GPU nvidia-smi lists; [] without GPUs."""
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if given is not None:
+        return [g for g in given.split(",") if g.strip()]
+    if not shutil.which("nvidia-smi"):
+        return []
+    out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True)
+    return out.stdout.split() if out.returncode == 0 else []
+
+
+def assign_gpus(base: Path, name: str, n: int) -> list[str]:
+    """Give the server `name` n GPUs of this machine that no other live server of the run holds (several
+    servers side by side on one node); the assignment is freed when its supervisor ends."""
+    d = base / name
+    with _locked(base):
+        held = _read(base / "gpus.json")
+        for other in list(held):
+            state = _read(base / other / "server.json")
+            if other == name or not _alive(str(state.get("supervisor", "")), base / other / "supervisor.alive"):
+                del held[other]
+        taken = {g for gs in held.values() for g in gs}
+        free = [g for g in visible_gpus() if g not in taken]
+        if len(free) < n:
+            holders = ", ".join(f"{k}: {','.join(v)}" for k, v in sorted(held.items())) or "none"
+            raise ServeError(
+                f"models.{name}: its server needs {n} GPU(s) and {len(free)} of this machine's "
+                f"{len(visible_gpus())} are free (held by the run's other servers: {holders}); run fewer studies "
+                "or models at once, or give it fewer gpus"
+            )
+        held[name] = free[:n]
+        _write(base / "gpus.json", held)
+    _write(d / "gpus.json", {"gpus": held[name]})
+    return held[name]
 
 
 def _free_port(host: str) -> int:
@@ -568,6 +606,9 @@ def supervise(d: Path) -> int:
         eng = engine(serve["engine"])
         port = serve.get("port") or _free_port(host)
         argv, env, flags = command(spec, host, port)
+        if serve.get("gpus") and launch["launcher"] == "local":  # a SLURM job's allocation has its own
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(assign_gpus(base, launch["name"], int(serve["gpus"])))
+            flags["gpus"] = env["CUDA_VISIBLE_DEVICES"]
     except (ServeError, LLMError, OSError) as exc:
         publish(status="failed", reason=str(exc))
         beat.stop(remove=False)

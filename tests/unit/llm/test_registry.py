@@ -82,6 +82,14 @@ def test_shipped_configs_name_the_papers_models_on_servers():
     p = config.load(PAPER)
     specs = models.check(p)
     assert all(s.served and s.model_id for s in specs.values())  # nothing silently falls back to SmolLM2
+    # The open models are served by the run (vLLM with its science flags), gpt-4o-mini is OpenAI's.
+    assert {n for n, s in specs.items() if s.serve} == set(specs) - {"gpt-4o-mini"}
+    assert all(
+        s.serve["engine"] == "vllm" and s.serve["prefix_caching"] and s.serve["deterministic"]
+        for s in specs.values()
+        if s.serve
+    )
+    assert specs["llama-3.1-70b"].serve["gpus"] == 4
     fac, od = p["facilitation"], p["opinion_dynamics"]
     assert fac["annotation"]["model"] == "llama-3.1-70b"  # the paper's annotator model
     assert od["classifier"]["model"] not in od["agent_models"]  # an independent classifier, as in the paper
@@ -147,8 +155,9 @@ def test_preflight_lists_every_server_a_run_needs_in_seconds(monkeypatch):
     assert time.monotonic() - start < 30
     text = str(info.value)
     assert "needs 8 model server(s) and 8 cannot be used" in text
-    for name, spec in models.check(p).items():
-        assert f"{name}: a openai server serving {spec.model_id!r} at {spec.urls()[0]}" in text
+    for name, spec in models.check(p).items():  # the served ones: their engine is not installed here
+        assert f"{name}: {spec.where()}: " in text
+    assert text.count("the vllm engine is not installed here: pip install vllm") == 7
     assert "OPENAI_API_KEY" in text  # the hosted model: its key variable, before any connection
     # Only the stages that will run count: the opinion-dynamics analysis needs no server.
     workflow.preflight(p, ["opinion_dynamics_analyse", "facilitation_setups"])
@@ -216,5 +225,5 @@ def test_a_paper_run_without_servers_stops_before_its_first_job(tmp_path):
             os.environ["OPENAI_API_KEY"] = env_key
     assert proc.returncode != 0 and took < 60
     text = proc.stdout + proc.stderr
-    assert "needs 8 model server(s)" in text and "http://127.0.0.1:8001" in text and "OPENAI_API_KEY" in text
+    assert "needs 8 model server(s)" in text and "vllm engine is not installed" in text and "OPENAI_API_KEY" in text
     assert not (project / "results").exists()  # no job ran

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -110,7 +111,7 @@ def test_an_engine_that_is_not_installed_says_what_to_install(monkeypatch, tmp_p
     assert not (tmp_path / ".socsim").exists()  # nothing was started
     # Before a local run's first job (Snakemake's onstart), with the entry's name.
     p = config.validate({"models": {"m": {"backend": "openai", "model_id": "x", "serve": {"engine": "vllm"}}}})
-    with pytest.raises(LLMError, match="models.m: the vllm engine is not installed"):
+    with pytest.raises(LLMError, match="m: vllm server of .x., started by the run: the vllm engine is not installed"):
         models.preflight(p, ["m"])
     models.preflight(p, ["m"], local=False)  # on a cluster the engine is on the GPU node, not here
 
@@ -170,3 +171,28 @@ def test_an_engine_that_exits_at_once_stops_the_consumer_with_its_log(monkeypatc
     text = str(info.value)
     assert "models.m: its llama_cpp server failed: the engine exited with status" in text
     assert "missing.gguf" in text  # the tail of its log says why
+
+
+def test_servers_side_by_side_get_gpus_no_other_live_server_holds(monkeypatch, tmp_path):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+    base = tmp_path / "serve"
+
+    def supervised(name: str, pid: int) -> None:
+        (base / name).mkdir(parents=True, exist_ok=True)
+        (base / name / "server.json").write_text(json.dumps({"supervisor": f"{serving.socket.gethostname()}.{pid}"}))
+
+    supervised("big", os.getpid())  # alive (this process)
+    assert serving.assign_gpus(base, "big", 2) == ["0", "1"]
+    supervised("small", os.getpid())
+    with pytest.raises(
+        serving.ServeError, match=r"needs 2 GPU\(s\) and 1 of this machine's 3 are free \(held by .*big: 0,1"
+    ):
+        serving.assign_gpus(base, "small", 2)
+    assert serving.assign_gpus(base, "small", 1) == ["2"]
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    supervised("big", dead.pid)  # its supervisor ended: its GPUs are free again
+    assert serving.assign_gpus(base, "next", 2) == ["0", "1"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(serving.ServeError, match="0 of this machine's 0"):
+        serving.assign_gpus(base, "other", 1)
