@@ -568,10 +568,11 @@ def assign_gpus(base: Path, name: str, n: int) -> list[str]:
                 f"{len(visible_gpus())} are free (held by the run's other servers: {holders}); run fewer studies "
                 "or models at once, or give it fewer gpus"
             )
-        held[name] = free[:n]
+        mine = free[:n]
+        held[name] = mine
         _write(base / "gpus.json", held)
-    _write(d / "gpus.json", {"gpus": held[name]})
-    return held[name]
+    _write(d / "gpus.json", {"gpus": mine})
+    return mine
 
 
 def _free_port(host: str) -> int:
