@@ -4,6 +4,7 @@
 #   make test       -> set up .venv (if needed), lint and types, then the whole test suite (CI runs this)
 #   make test-fast  -> set up .venv (if needed), lint and types, then the fast lane (pytest -m "not slow")
 #   make lint       -> ruff check, ruff format --check, mypy
+#   make setup-gpu  -> set-up, then vLLM (envs/gpu.txt) for the servers a paper run starts on a GPU node
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(CURDIR)/$(VENV)/bin
@@ -19,7 +20,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 LINT_PATHS := src tests benchmarks workflow/scripts
 LLAMA_PIN := $(shell grep '^llama-cpp-python' envs/requirements.txt)
 
-.PHONY: setup run test test-fast lint bench dvc-export clean-results
+.PHONY: setup setup-gpu run test test-fast lint bench dvc-export clean-results
 
 $(VENV)/.installed: envs/requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "socsim needs Python >= 3.11")'
@@ -38,6 +39,9 @@ $(VENV)/.installed: envs/requirements.txt pyproject.toml
 	touch $@
 
 setup: $(VENV)/.installed
+
+setup-gpu: setup
+	$(BIN)/python -m pip install -r envs/gpu.txt
 
 run: setup
 	# The plan first (calls and tokens per stage and model; an overflowing prompt stops here), then the run,
@@ -65,6 +69,7 @@ bench: setup
 	python benchmarks/discussion_speed.py
 	python benchmarks/coherence_analysis.py
 	python benchmarks/endpoint_pool.py
+	python benchmarks/serving_throughput.py
 
 dvc-export: setup
 	python workflow/scripts/export_dvc.py
