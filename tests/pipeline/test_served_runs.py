@@ -147,6 +147,41 @@ def test_a_server_that_never_answers_stops_the_run_within_its_ready_timeout(tmp_
     assert not (project / "results/facilitation/comments").exists()
 
 
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm", "sigkill"])
+def test_an_interrupted_run_leaves_no_server_behind(tmp_path, how):
+    """Ctrl-C (SIGINT to the terminal's process group), SIGTERM to Snakemake (onerror stops the servers),
+    and SIGKILL to Snakemake (no hook runs: each supervisor sees its owner gone)."""
+    project = prepare(tmp_path / "p")
+    with open(tmp_path / "run.log", "w+") as log:
+        proc = subprocess.Popen(
+            run_cmd(), cwd=project, env=env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            deadline = time.monotonic() + 300
+            state_file = project / serving.STATE / "agent" / "server.json"
+            while time.monotonic() < deadline and proc.poll() is None:
+                if state_file.exists() and server_state(project, "agent").get("status") == "ready":
+                    break
+                time.sleep(0.1)
+            assert proc.poll() is None, "the run ended before its server was ready"
+            state = server_state(project, "agent")
+            if how == "ctrl-c":
+                os.killpg(proc.pid, signal.SIGINT)
+            else:
+                proc.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGKILL)
+            proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    deadline = time.monotonic() + 60  # SIGKILL: the supervisor's next look at its owner
+    while time.monotonic() < deadline and any(alive(p) for p in pids(state)):
+        time.sleep(0.2)
+    assert not any(alive(p) for p in pids(state)), f"a process of the server outlived the run ({how})"
+    final = server_state(project, "agent")
+    assert final["status"] == "stopped", final
+    assert final["reason"] in ("the run asked it to stop", "the run has ended", "signal 2", "signal 15"), final
+
+
 def test_on_slurm_a_served_model_runs_as_its_own_job_and_ends_with_the_run(slurm_cluster, tmp_path):
     """The README's cluster command: the consumers are SLURM jobs, so each server is a SLURM job of its
     own (listening on the node's address behind the run's key) whose URL they read from server.json."""
