@@ -123,10 +123,11 @@ def main() -> None:
     ap.add_argument("--users", type=int, default=4)
     ap.add_argument("--turns", type=int, default=4)
     ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--n-ctx", type=int, default=4096, help="the context it is served with (vLLM --max-model-len)")
     args = ap.parse_args()
     os.environ.setdefault("SOCSIM_SERVE_LAUNCHER", "local")
     serve = {"engine": args.engine, "model": args.model, "gpus": args.gpus, "linger": 0}
-    entry = {"backend": "openai", "model_id": args.model_id, "n_ctx": 4096, "serve": serve}
+    entry = {"backend": "openai", "model_id": args.model_id, "n_ctx": args.n_ctx, "serve": serve}
     if args.engine == "llama_cpp":
         entry["dialect"] = "llama_cpp"
     rows = discussion_setups(args.discussions, args.users, args.turns)
@@ -150,6 +151,10 @@ def main() -> None:
             many = run(params, spec, rows, max(len(rows), 2), args.max_tokens)
         finally:
             lease.release()
+            state = Path(tmp) / serving.STATE / "bench" / "server.json"
+            deadline = time.monotonic() + 60  # it stops (linger 0) before its folder goes
+            while time.monotonic() < deadline and '"stopped"' not in state.read_text():
+                time.sleep(0.2)
     for label, r in (("one request at a time", one), (f"{len(rows)} discussions in flight", many)):
         hit = f"{r['hit']:.1%}" if r["hit"] is not None else f"not reported by {args.engine}"
         print(

@@ -101,8 +101,10 @@ def tool_env() -> dict:
     return env
 
 
-def sh(args: list[str], cwd: Path, check: bool = True, timeout: float = 2400) -> subprocess.CompletedProcess:
-    proc = subprocess.run(args, cwd=cwd, env=tool_env(), capture_output=True, text=True, timeout=timeout)
+def sh(
+    args: list[str], cwd: Path, check: bool = True, timeout: float = 2400, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    proc = subprocess.run(args, cwd=cwd, env=env or tool_env(), capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc

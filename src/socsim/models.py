@@ -73,6 +73,12 @@ def _entry_error(name: str, entry: Mapping[str, Any]) -> str | None:
             f"models.{name}: a served model is called through its server: give it backend: openai (vLLM, SGLang, "
             f"llama_cpp) or tgi, and model_id: the id it is served under"
         )
+    serve = entry.get("serve") or {}
+    if serve.get("engine") == "tgi" and serve.get("model") not in (None, entry.get("model_id")):
+        return (
+            f"models.{name}: a TGI server names its model by what it loads (/info model_id), so serve.model "
+            f"{serve['model']!r} must equal model_id {entry.get('model_id')!r} (or be left out)"
+        )
     if backend == "embedded" and entry.get("model_id") and not entry.get("gguf"):
         return (
             f"models.{name}: the embedded backend runs a GGUF file, and this entry names only the Hub repository "

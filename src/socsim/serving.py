@@ -54,9 +54,11 @@ if TYPE_CHECKING:
 STATE = Path(".socsim") / "serve"  # relative to the project folder (the working folder of every job)
 KEY_ENV = "SOCSIM_RUN_KEY"  # the run's API key, made by the Snakefile; never written anywhere
 REDACTED = "<run key>"
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
+LOOPBACK = ("127.0.0.1", "localhost")
 HEARTBEAT_S = 1.0  # how often leases, the owner and the supervisor show they are alive
-STALE_S = 15.0  # a heartbeat older than this is a dead process (across hosts, where pids cannot be asked)
+# A heartbeat older than this is a dead process (across hosts, where pids cannot be asked); generous,
+# as a network filesystem may show a file's mtime a minute late (NFS attribute caching).
+STALE_S = 120.0
 STOP_GRACE_S = 30.0  # SIGTERM, then SIGKILL after this
 
 
@@ -148,7 +150,18 @@ def command(spec: ModelSpec, host: str, port: int) -> tuple[list[str], dict[str,
     flags: dict[str, Any] = {"prefix_caching": bool(s.get("prefix_caching", True))}
     deterministic = bool(s.get("deterministic", True))
     if name == "vllm":
-        argv = ["vllm", "serve", model, "--host", host, "--port", str(port), "--served-model-name", model_id]
+        program = Path(sys.executable).parent / "vllm"  # the venv's, also when it is not on PATH
+        argv = [
+            str(program) if program.exists() else "vllm",
+            "serve",
+            model,
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--served-model-name",
+            model_id,
+        ]
         argv += ["--enable-prefix-caching"] if flags["prefix_caching"] else ["--no-enable-prefix-caching"]
         argv += ["--tensor-parallel-size", str(gpus)] if gpus > 1 else []
         argv += ["--max-model-len", str(spec.n_ctx)] if "--max-model-len" not in extra else []
@@ -165,7 +178,8 @@ def command(spec: ModelSpec, host: str, port: int) -> tuple[list[str], dict[str,
         argv += ["--api-key", key] if key else []
     elif name == "tgi":
         argv = ["text-generation-launcher", "--model-id", model, "--hostname", host, "--port", str(port)]
-        argv += ["--num-shard", str(gpus)] if gpus > 1 else []
+        argv += ["--shard-uds-path", f"/tmp/socsim-tgi-{port}"]  # two servers on one node must not share it
+        argv += ["--num-shard", str(gpus), "--master-port", str(_free_port("127.0.0.1"))] if gpus > 1 else []
         env["PREFIX_CACHING"] = "1" if flags["prefix_caching"] else "0"
         argv += ["--api-key", key] if key else []
     else:  # llama_cpp: llama-cpp-python's server on a GGUF
@@ -268,6 +282,7 @@ class _Heartbeat:
 
     def stop(self, remove: bool = True) -> None:
         self._stop.set()
+        self._thread.join()  # no touch after this: a removed file stays removed
         if remove:
             with contextlib.suppress(OSError):
                 self.path.unlink()
@@ -310,6 +325,8 @@ def stop_run(root: Path | None = None, timeout: float = STOP_GRACE_S + 15) -> li
     live = ("queued", "starting", "ready", "stopping")
     stopped = []
     for d in sorted(p for p in base.glob("*") if p.is_dir()):
+        if not _supervised(d, _read(d / "server.json")):
+            _kill_orphan(_read(d / "server.json"))
         (d / "stop").touch()
         (d / "consumers.json").unlink(missing_ok=True)
         if _read(d / "server.json").get("status") in live:
@@ -332,6 +349,19 @@ def stop_run(root: Path | None = None, timeout: float = STOP_GRACE_S + 15) -> li
     return stopped
 
 
+def failures(root: Path | None = None) -> str:
+    """The run's servers that failed to start or died, each with why and the tail of its log ("": none);
+    Snakemake's onerror prints it, so the console says what the job logs say."""
+    base = (root or Path.cwd()) / STATE
+    out = []
+    for d in sorted(p for p in base.glob("*") if p.is_dir()):
+        state = _read(d / "server.json")
+        if state.get("status") in ("failed", "died"):
+            what = f"the {state.get('engine', '')} server of models.{d.name} {state['status']}"
+            out.append(f"socsim: {what}: {state.get('reason')}")
+    return "\n".join(out)
+
+
 def _owner_gone(base: Path) -> bool | None:
     """Whether the run that owns the servers has ended (None: no Snakemake run owns them)."""
     owner = _read(base / "owner.json").get("owner")
@@ -346,13 +376,14 @@ def _owner_gone(base: Path) -> bool | None:
 _LEASES = itertools.count()  # one process may hold several leases on one server (two stages' contexts)
 
 
+LAUNCHER_ENV = "SOCSIM_SERVE_LAUNCHER"
+
+
 def launcher() -> str:
-    """slurm when this process is a SLURM job and sbatch is at hand (the server becomes its own job),
-    else local; SOCSIM_SERVE_LAUNCHER overrides (e.g. local inside an interactive allocation)."""
-    chosen = os.environ.get("SOCSIM_SERVE_LAUNCHER")
-    if chosen in ("local", "slurm"):
-        return chosen
-    return "slurm" if os.environ.get("SLURM_JOB_ID") and shutil.which("sbatch") else "local"
+    """Where a server starts: slurm (its own SLURM job) when the run's jobs are SLURM jobs (the Snakefile
+    says so through SOCSIM_SERVE_LAUNCHER for a cluster executor), else local (this machine, also inside
+    an interactive allocation)."""
+    return "slurm" if os.environ.get(LAUNCHER_ENV) == "slurm" else "local"
 
 
 @dataclass
@@ -441,12 +472,14 @@ def acquire(spec: ModelSpec) -> Lease:
     while True:
         with _locked(d):
             state = _read(d / "server.json")
-            if state.get("status") != "stopping" or not _running(d, state, ("stopping",)):
+            going = _supervised(d, state) and (state.get("status") == "stopping" or (d / "stop").exists())
+            if not going:
                 if not _running(d, state):
+                    _kill_orphan(state)
                     state = _launch(d, spec, how)
                 beat = _Heartbeat(d / "leases" / f"{_me()}~{next(_LEASES)}")
                 break
-        time.sleep(0.2)  # the last server is stopping (its port may be the one to use): wait for it
+        time.sleep(0.2)  # the last server is stopping (its port and GPUs may be the ones to use): wait
     try:
         state = _wait_ready(d, spec, float(s.get("ready_timeout", 900)))
     except BaseException:
@@ -456,6 +489,12 @@ def acquire(spec: ModelSpec) -> Lease:
     return Lease(spec.name, state["url"], KEY_ENV if needs_key(host) else None, _record(state), beat)
 
 
+def _supervised(d: Path, state: Mapping[str, Any]) -> bool:
+    """Whether the server's supervisor is alive."""
+    mark = state.get("supervisor")
+    return isinstance(mark, str) and _alive(mark, d / "supervisor.alive")
+
+
 def _running(d: Path, state: Mapping[str, Any], statuses: Sequence[str] = ("starting", "ready")) -> bool:
     """Whether a supervisor is alive (or its SLURM job is queued) and its server is not going away."""
     status = state.get("status")
@@ -463,13 +502,23 @@ def _running(d: Path, state: Mapping[str, Any], statuses: Sequence[str] = ("star
         return _slurm_pending(str(state.get("slurm_job")))
     if status not in statuses or (d / "stop").exists() and "stopping" not in statuses:
         return False
-    mark = state.get("supervisor")
-    return isinstance(mark, str) and _alive(mark, d / "supervisor.alive")
+    return _supervised(d, state)
+
+
+def _kill_orphan(state: Mapping[str, Any]) -> None:
+    """An engine whose supervisor died without stopping it (on this host): stop its process group."""
+    pid, mark = state.get("engine_pid"), str(state.get("supervisor", ""))
+    if isinstance(pid, int) and mark.rpartition(".")[0] == socket.gethostname() and _pid_alive(pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
 
 
 def _slurm_pending(job: str) -> bool:
+    """Whether a SLURM job is still queued or running (a failing squeue: assumed so, asked again later)."""
     out = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True)
-    return out.returncode == 0 and out.stdout.strip() in ("PENDING", "CONFIGURING", "RUNNING")
+    if out.returncode != 0 and "Invalid job id" not in out.stderr:
+        return True
+    return out.stdout.strip() in ("PENDING", "CONFIGURING", "RUNNING")
 
 
 def _wait_ready(d: Path, spec: ModelSpec, ready_timeout: float) -> dict[str, Any]:
@@ -626,15 +675,17 @@ def supervise(d: Path) -> int:
         since=time.time(),
         **flags,
     )
-    with open(d / "server.log", "ab") as log:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE", **env},
-            start_new_session=True,  # its own process group: stopping it stops its workers too
-        )
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE", **env},
+        start_new_session=True,  # its own process group: stopping it stops its workers too
+        preexec_fn=_death_signal(),
+    )
+    copier = threading.Thread(target=_copy_log, args=(proc, d / "server.log"), daemon=True)
+    copier.start()
     publish(engine_pid=proc.pid)
     started, idle_since = time.monotonic(), None
     ready_timeout = float(serve.get("ready_timeout", 900))
@@ -644,6 +695,7 @@ def supervise(d: Path) -> int:
         while True:
             code = proc.poll()
             if code is not None:
+                copier.join(timeout=5)  # its last lines into the log before the tail is read
                 what = "failed" if state["status"] == "starting" else "died"
                 publish(status=what, reason=f"the engine exited with status {code}; its log:\n{tail(d / 'server.log')}")
                 return 1
@@ -655,6 +707,7 @@ def supervise(d: Path) -> int:
                     publish(status="ready", ready_s=round(time.monotonic() - started, 1))
                 elif time.monotonic() - started > ready_timeout:
                     _stop(proc)
+                    copier.join(timeout=5)
                     publish(
                         status="failed",
                         reason=f"not answering after {ready_timeout:.0f} s (ready_timeout); its log:\n"
@@ -680,10 +733,35 @@ def supervise(d: Path) -> int:
     return 0
 
 
+def _death_signal() -> Any:
+    """A function for the engine to run before exec: SIGKILL when its supervisor dies, however it dies
+    (Linux PR_SET_PDEATHSIG). libc is loaded here, in the supervisor, so the child only makes the call."""
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(1, signal.SIGKILL)
+
+
+def _copy_log(proc: subprocess.Popen[bytes], path: Path) -> None:
+    """The engine's output into server.log, with the run's key replaced wherever it shows (TGI and SGLang
+    print their arguments)."""
+    key = os.environ.get(KEY_ENV, "").encode()
+    assert proc.stdout is not None
+    with open(path, "ab") as log:
+        for line in proc.stdout:
+            log.write(line.replace(key, REDACTED.encode()) if key else line)
+            log.flush()
+
+
 def _done(d: Path, base: Path) -> str | None:
     """Why the server is no longer needed ("" : no consumer now, but one may come), or None (needed)."""
     if (d / "stop").exists():
         return "the run asked it to stop"
+    if _owner_gone(base):  # the run has ended (its jobs, if any are left, are orphans it will run again)
+        return "the run has ended"
     leases = d / "leases"
     live = False
     for f in leases.glob("*") if leases.is_dir() else []:
@@ -694,8 +772,6 @@ def _done(d: Path, base: Path) -> str | None:
     if live:
         return None
     owner_gone = _owner_gone(base)
-    if owner_gone:
-        return "the run has ended"
     consumers = _read(d / "consumers.json")
     if "outputs" in consumers and all(_written(Path(p), consumers["since"]) for p in consumers["outputs"]):
         return "every job that calls it is done"

@@ -76,8 +76,21 @@ def rerun_values(st: Stage, params: Mapping[str, Any]) -> dict[str, Any]:
     server moving, re-runs nothing here). DVC tracks `models` as one key (its keys are static)."""
     values = config.subset(params, st.declared)
     if "models" in values:
-        values["models"] = {n: params["models"][n] for n in sorted(st.model_names(params)) if n in params["models"]}
+        values["models"] = {
+            n: _science(params["models"][n]) for n in sorted(st.model_names(params)) if n in params["models"]
+        }
     return values
+
+
+# How a served model's server is reached and kept, not what it computes: changing these re-runs nothing.
+SERVE_OPERATIONAL = ("port", "host", "ready_timeout", "linger", "slurm_args")
+
+
+def _science(entry: Mapping[str, Any]) -> dict[str, Any]:
+    if "serve" not in entry:
+        return dict(entry)
+    serve = {k: v for k, v in entry["serve"].items() if k not in SERVE_OPERATIONAL}
+    return {**entry, "serve": serve}
 
 
 def embedded(st: Stage, params: Mapping[str, Any]) -> bool:
@@ -96,10 +109,15 @@ def preflight(params: Mapping[str, Any], rule_names: Iterable[str], local: bool 
     models.preflight(params, names, local=local)
 
 
-def serve(params: Mapping[str, Any], jobs: Iterable[tuple[str, Iterable[str]]]) -> bool:
-    """Before any job starts (onstart): for each model the run serves itself, the outputs of the jobs to run
-    that call it (its server stops once they are all written, or when this run ends); False: none served."""
+def serve(params: Mapping[str, Any], jobs: Iterable[tuple[str, Iterable[str]]], executor: str = "local") -> bool:
+    """Before any job starts (onstart): where the run's servers start (their own SLURM jobs when the jobs
+    are SLURM jobs, else this machine), and for each model the run serves itself, the outputs of the jobs
+    to run that call it (its server stops once they are all written, or when this run ends); False: none."""
+    import os
+
     from socsim import serving
+
+    os.environ[serving.LAUNCHER_ENV] = "slurm" if "slurm" in executor else "local"  # inherited by every job
 
     by_rule = {st.rule_name: st for _, st in studies.all_stages()}
     served = {n for n, e in params["models"].items() if e.get("serve")}

@@ -20,6 +20,7 @@ import yaml
 
 from conftest import cache_rows, copy_project, read_metrics, sh, tool_env
 from socsim import serving
+from socsim.llm.local import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -103,7 +104,7 @@ def test_a_run_serves_two_models_survives_a_killed_server_and_leaves_nothing(tmp
 
     # 2. The rerun starts a new server and resumes: the calls that finished are not made again.
     t0 = time.monotonic()
-    out = sh(run_cmd(), project)  # raises with the output if the run fails
+    out = sh(run_cmd(), project, env=env())  # raises with the output if the run fails
     took = time.monotonic() - t0
     m = read_metrics(project / SIM_METRICS)
     assert m["cache_hits"] >= done_when_killed and m["calls"] == m["requests"] - m["cache_hits"] and m["calls"] > 0
@@ -135,13 +136,14 @@ def test_a_run_serves_two_models_survives_a_killed_server_and_leaves_nothing(tmp
 
 def test_a_server_that_never_answers_stops_the_run_within_its_ready_timeout(tmp_path):
     # The engine listens on another port than the one it was given: alive, never healthy.
-    project = prepare(tmp_path / "p", args=["--port", "1"], ready_timeout=8)
+    project = prepare(tmp_path / "p", args=["--port", str(free_port())], ready_timeout=8)
     start = time.monotonic()
-    proc = sh(run_cmd(), project, check=False, timeout=300)
+    proc = sh(run_cmd(), project, check=False, timeout=300, env=env())
     took = time.monotonic() - start
     assert proc.returncode != 0 and took < 8 + 60, took
     logs = "\n".join(f.read_text() for f in (project / "results/facilitation/logs").rglob("*.log"))
     assert "not answering after 8 s (ready_timeout); its log:" in logs, logs[-3000:]
+    assert "not answering after 8 s" in proc.stdout + proc.stderr  # on the console too (show-failed-logs)
     state = server_state(project, "agent")
     assert state["status"] == "failed" and not any(alive(p) for p in pids(state))
     assert not (project / "results/facilitation/comments").exists()
@@ -189,14 +191,14 @@ def test_on_slurm_a_served_model_runs_as_its_own_job_and_ends_with_the_run(slurm
     target = f"results/facilitation/annotations/{SHARD}.parquet"  # every job that calls a model, and no more
     cmd = ["snakemake", target, "--workflow-profile", "workflow/profiles/slurm", "--configfile", TINY]
     t0 = time.monotonic()
-    out = sh([*cmd, "serve.yaml"], project, timeout=1200)
+    out = sh([*cmd, "serve.yaml"], project, timeout=1200, env=env())
     took = time.monotonic() - t0
     for name in ("agent", "annotator"):
         st = server_state(project, name)
         assert st["launcher"] == "slurm" and st["slurm_job"] and st["status"] == "stopped", st
         assert st["url"] == f"http://{slurm_cluster.node}:{st['url'].rsplit(':', 1)[1]}"  # the node, not loopback
         assert st["reason"] in ("every job that calls it is done", "the run asked it to stop"), st
-        assert "--api_key" not in st["command"] and "0.0.0.0" in st["command"]
+        assert "0.0.0.0" in st["command"]
     deadline = time.monotonic() + 60  # the server jobs end (the cluster reports it within seconds)
     while time.monotonic() < deadline:
         queue = subprocess.run(["squeue", "-h", "-o", "%j"], capture_output=True, text=True).stdout

@@ -1,6 +1,8 @@
 # Shared by every study: params validation, and one rule per registered stage, generated from the
 # study contract (socsim.stages, registry socsim.studies). All logic lives in the socsim package.
 
+import sys
+
 from snakemake.exceptions import WorkflowError
 
 from socsim import config as socsim_config
@@ -88,7 +90,11 @@ onstart:
     try:
         _jobs = list(workflow.dag.needrun_jobs())
         socsim_smk.preflight(config, [job.rule.name for job in _jobs], local=workflow.local_exec)
-        socsim_smk.serve(config, [(job.rule.name, [str(o) for o in job.output]) for job in _jobs])
+        socsim_smk.serve(
+            config,
+            [(job.rule.name, [str(o) for o in job.output]) for job in _jobs],
+            executor="local" if workflow.local_exec else workflow.executor_plugin.name,
+        )
     except Exception as exc:
         raise WorkflowError(str(exc))
 
@@ -100,6 +106,8 @@ onsuccess:
 
 onerror:
     socsim_serving.stop_run()
+    if socsim_serving.failures():  # a server that did not start or died: why, and its log, on the console
+        print(socsim_serving.failures(), file=sys.stderr)
 
 
 # One target rule per study: `snakemake --cores all coherence` runs that study alone.

@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from socsim import config, models, serving
+from socsim import config, models, serving, studies, workflow
 from socsim.config import ParamsError
 from socsim.llm import LLMError
 
@@ -44,6 +44,17 @@ def test_a_serve_entry_is_validated_and_filled():
         config.validate({"models": {"m": {"backend": "openai", "model_id": "x", "serve": {"engine": "ollama"}}}})
     with pytest.raises(ParamsError, match="backend: openai"):
         models.resolve(config.validate({"models": {"m": {"serve": {"engine": "vllm"}}}}), "m")
+    with pytest.raises(ParamsError, match="TGI server names its model by what it loads"):
+        spec("tgi", model="org/other")
+    # Where a server listens and how long it may take re-runs nothing; what it computes does.
+    st = next(st for _, st in studies.all_stages() if st.rule_name == "facilitation_simulate")
+    base = {"facilitation": {"models": ["m"]}}
+    entry = {"backend": "openai", "model_id": "x", "serve": {"engine": "vllm"}}
+    values = [
+        workflow.rerun_values(st, config.validate({**base, "models": {"m": {**entry, "serve": serve}}}))
+        for serve in ({"engine": "vllm"}, {"engine": "vllm", "port": 9, "ready_timeout": 5}, {"engine": "sglang"})
+    ]
+    assert values[0] == values[1] != values[2]
     # An entry without serve is unchanged (its params, and so every artifact of a run without servers).
     assert "serve" not in config.validate({"models": {"m": {"backend": "embedded"}}})["models"]["m"]
 
@@ -62,11 +73,9 @@ def test_engine_commands_carry_the_science_flags_and_the_registry_id():
     argv, _, flags = serving.command(spec("sglang"), "127.0.0.1", 9)
     assert "--enable-deterministic-inference" in argv and flags["deterministic"] == "--enable-deterministic-inference"
 
-    argv, env, flags = serving.command(spec("tgi", model="org/other", args=["--max-input-tokens", "4000"]), "::1", 3)
-    assert argv[:3] == ["text-generation-launcher", "--model-id", "org/other"] and argv[-2:] == [
-        "--max-input-tokens",
-        "4000",
-    ]
+    argv, env, flags = serving.command(spec("tgi", args=["--max-input-tokens", "4000"]), "127.0.0.1", 3)
+    assert argv[:3] == ["text-generation-launcher", "--model-id", "meta-llama/Llama-3.1-8B-Instruct"]
+    assert argv[-2:] == ["--max-input-tokens", "4000"] and argv[argv.index("--shard-uds-path") + 1].endswith("-3")
     assert flags["deterministic"] == "not available" and env["PREFIX_CACHING"] == "1"
 
     argv, _, _ = serving.command(spec("llama_cpp"), "127.0.0.1", 5)
