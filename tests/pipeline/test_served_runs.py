@@ -185,32 +185,33 @@ def test_an_interrupted_run_leaves_no_server_behind(tmp_path, how):
 
 
 def test_on_slurm_a_served_model_runs_as_its_own_job_and_ends_with_the_run(slurm_cluster, tmp_path):
-    """The README's cluster command: the consumers are SLURM jobs, so each server is a SLURM job of its
-    own (listening on the node's address behind the run's key) whose URL they read from server.json."""
+    """The README's cluster command: the jobs that call the model are SLURM jobs, so its server is a SLURM
+    job of its own (listening on the node's address behind the run's key) whose URL they read from
+    server.json. One served model (personas, topics and the discussions), to keep the test short."""
     project = prepare(tmp_path / "p")
-    target = f"results/facilitation/annotations/{SHARD}.parquet"  # every job that calls a model, and no more
+    target = f"results/facilitation/comments/{SHARD}.parquet"  # every job that calls the agent model
     cmd = ["snakemake", target, "--workflow-profile", "workflow/profiles/slurm", "--configfile", TINY]
     t0 = time.monotonic()
     out = sh([*cmd, "serve.yaml"], project, timeout=1200, env=env())
     took = time.monotonic() - t0
-    for name in ("agent", "annotator"):
-        st = server_state(project, name)
-        assert st["launcher"] == "slurm" and st["slurm_job"] and st["status"] == "stopped", st
-        assert st["url"] == f"http://{slurm_cluster.node}:{st['url'].rsplit(':', 1)[1]}"  # the node, not loopback
-        assert st["reason"] in ("every job that calls it is done", "the run asked it to stop"), st
-        assert "0.0.0.0" in st["command"]
-    deadline = time.monotonic() + 60  # the server jobs end (the cluster reports it within seconds)
+    st = server_state(project, "agent")
+    assert st["launcher"] == "slurm" and st["slurm_job"] and st["status"] == "stopped", st
+    assert st["url"] == f"http://{slurm_cluster.node}:{st['url'].rsplit(':', 1)[1]}"  # the node, not loopback
+    assert st["reason"] in ("every job that calls it is done", "the run asked it to stop"), st
+    assert "0.0.0.0" in st["command"]
+    assert not (project / serving.STATE / "annotator").exists()  # no job of this run called it: never started
+    deadline = time.monotonic() + 60  # the server job ends (the cluster reports it within seconds)
     while time.monotonic() < deadline:
         queue = subprocess.run(["squeue", "-h", "-o", "%j"], capture_output=True, text=True).stdout
         if "socsim-serve" not in queue:
             break
         time.sleep(1)
     assert "socsim-serve" not in queue, queue
-    annotations = provenance(project / f"results/facilitation/annotations/{SHARD}.parquet")
-    assert annotations["servers"]["annotator"]["slurm_job"] == server_state(project, "annotator")["slurm_job"]
-    assert annotations["model"]["annotator"]["model_id"] == "socsim/annotator"
+    comments = provenance(project / f"results/facilitation/comments/{SHARD}.parquet")
+    assert comments["servers"]["agent"]["slurm_job"] == st["slurm_job"]
+    assert comments["model"]["agent"]["model_id"] == "socsim/agent"
     for f in project.rglob("*"):
         if f.is_file() and ".git" not in f.parts:
             assert KEY.encode() not in f.read_bytes(), f"the run key leaked into {f.relative_to(project)}"
     assert KEY not in out.stdout + out.stderr
-    print(f"\nSLURM run with two server jobs: {took:.0f} s")
+    print(f"\nSLURM run with its server as a job: {took:.0f} s")
