@@ -354,9 +354,27 @@ def anova_and_pairwise(
 
 
 def interventions(comments: pd.DataFrame) -> pd.DataFrame:
-    fac = comments[comments["is_facilitator"]]
+    """Per discussion: the facilitator's turns (opportunities), its replies that echo an earlier comment
+    (socsim.stats.text.echoes), and its interventions: replies neither silent nor an echo."""
+    from socsim.stats.text import echoes
+
+    comments = comments.reset_index(drop=True)  # one label per row: the echoes are aligned by it
+    ordered = comments.sort_values(["discussion_id", "turn"])
+    echo = (
+        pd.concat(
+            [
+                pd.Series(echoes(g["text"].tolist(), g["is_silent"].tolist()), index=g.index)
+                for _, g in ordered.groupby("discussion_id", sort=False)
+            ]
+        )
+        if len(ordered)
+        else pd.Series(dtype=bool)
+    )
+    fac = comments[comments["is_facilitator"]].assign(echo=echo, intervened=lambda f: ~f["is_silent"] & ~f["echo"])
     out = fac.groupby(["discussion_id", "condition", "model", "strategy"], as_index=False).agg(
-        opportunities=("turn", "size"), interventions=("is_silent", lambda s: int((~s).sum()))
+        opportunities=("turn", "size"),
+        echoes=("echo", lambda s: int(s.sum())),
+        interventions=("intervened", lambda s: int(s.sum())),
     )
     out["rate"] = out["interventions"] / out["opportunities"]
     return out.sort_values("discussion_id", ignore_index=True)

@@ -145,7 +145,14 @@ async def run_discussion(
 
 
 def silence_metrics(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """Counts of silent turns for the simulate metrics."""
+    """Counts of silent turns for the simulate metrics. An intervention is a facilitator reply that is not
+    silent and does not echo an earlier comment of its discussion (socsim.stats.text.echoes)."""
+    from socsim.stats.text import echoes
+
+    echo: dict[int, bool] = {}
+    for did in dict.fromkeys(r["discussion_id"] for r in rows):
+        turns = sorted((r for r in rows if r["discussion_id"] == did), key=lambda r: r["turn"])
+        echo |= {id(r): e for r, e in zip(turns, echoes([r["text"] for r in turns], [r["is_silent"] for r in turns]))}
     fac = [r for r in rows if r["is_facilitator"]]
     users = [r for r in rows if not r["is_facilitator"]]
     return {
@@ -153,7 +160,8 @@ def silence_metrics(rows: list[dict[str, Any]]) -> dict[str, int]:
         "silent_turns": sum(r["is_silent"] for r in rows),
         "facilitator_turns": len(fac),
         "facilitator_silent": sum(r["is_silent"] for r in fac),
-        "facilitator_interventions": sum(not r["is_silent"] for r in fac),
+        "facilitator_echoes": sum(echo[id(r)] for r in fac),
+        "facilitator_interventions": sum(not r["is_silent"] and not echo[id(r)] for r in fac),
         "user_silent": sum(r["is_silent"] for r in users),
         # non-empty replies the silence rule counted as silence ("(silent)", "...", ...)
         "silent_by_rule": sum(r["is_silent"] and bool(r["text"]) for r in rows),

@@ -1,4 +1,4 @@
-"""Lexical similarity: ROUGE-L F1 (longest common subsequence of tokens)."""
+"""Lexical similarity: ROUGE-L F1 (longest common subsequence of tokens), and echoes of earlier comments."""
 
 from __future__ import annotations
 
@@ -38,6 +38,24 @@ def rouge_l_f1(a: list[str], b: list[str]) -> float:
         return 0.0
     precision, recall = lcs / len(b), lcs / len(a)
     return 2 * precision * recall / (precision + recall)
+
+
+# A reply whose tokens match an earlier comment's this closely (ROUGE-L F1) repeats it rather than adds to it.
+ECHO_ROUGE = 0.9
+
+
+def echoes(texts: list[str], silent: list[bool]) -> list[bool]:
+    """For each comment of a discussion in turn order: whether it echoes an earlier non-silent comment
+    (ROUGE-L F1 >= ECHO_ROUGE on `tokens`: the same words in nearly the same order, case and punctuation
+    aside). A silent turn echoes nothing; a comment that quotes another and adds its own words is no echo."""
+    out: list[bool] = []
+    earlier: list[list[str]] = []
+    for text, quiet in zip(texts, silent, strict=True):
+        toks = [] if quiet else tokens(text)
+        out.append(bool(toks) and any(rouge_l_f1(toks, e) >= ECHO_ROUGE for e in earlier))
+        if toks:
+            earlier.append(toks)
+    return out
 
 
 def diversity(texts: list[str]) -> float:

@@ -782,12 +782,39 @@ def test_silent_replies_are_recorded_as_silence_and_counted():
         "silent_turns": 2,
         "facilitator_turns": 2,
         "facilitator_silent": 1,
+        "facilitator_echoes": 0,
         "facilitator_interventions": 1,
         "user_silent": 1,
         "silent_by_rule": 2,
     }
     interv = analysis.interventions(pd.DataFrame(t.rows))
     assert interv["interventions"].tolist() == [1] and interv["opportunities"].tolist() == [2]
+
+    # A facilitator that repeats an earlier comment has not intervened (both counters agree).
+    t.record(None, "You are ALL wrong!", 2, silent=rule("You are ALL wrong!"))
+    t.record(None, "Bob, 'you are all wrong' helps nobody: say why you disagree.", 3, silent=rule("x"))
+    m = silence_metrics(t.rows)
+    assert (m["facilitator_turns"], m["facilitator_echoes"], m["facilitator_interventions"]) == (4, 1, 2)
+    interv = analysis.interventions(pd.DataFrame(t.rows))
+    assert interv[["opportunities", "echoes", "interventions"]].values.tolist() == [[4, 1, 2]]
+
+
+def test_an_echo_repeats_an_earlier_comment_nearly_word_for_word():
+    from socsim.stats.text import echoes
+
+    texts = ["Taxes fund schools.", "I disagree, taxes are theft", "taxes fund schools", "", "Taxes fund schools!!"]
+    silent = [False, False, False, True, True]
+    assert echoes(texts, silent) == [False, False, True, False, False]  # a silent turn echoes nothing
+    # Nearly the same words (ROUGE-L F1 >= 0.9) is an echo; a quote with words of its own is not.
+    long = "we should all keep this discussion civil and respectful please"
+    assert echoes([long, long.replace("please", "folks")], [False, False]) == [False, True]  # 1 of 10 words: F1 0.9
+    two = long.replace("please", "folks").replace("civil", "calm")
+    assert echoes([long, two], [False, False]) == [False, False]  # 2 of 10 words changed: F1 0.8
+    assert echoes([long, long + " now"], [False, False]) == [False, True]
+    assert echoes(["you are all wrong", "Bob: 'you are all wrong' is not an argument, say why"], [False, False]) == [
+        False,
+        False,
+    ]
 
 
 def test_only_the_facilitator_is_told_it_may_stay_silent():
