@@ -181,7 +181,9 @@ def test_an_interrupted_run_leaves_no_server_behind(tmp_path, how):
     assert not any(alive(p) for p in pids(state)), f"a process of the server outlived the run ({how})"
     final = server_state(project, "agent")
     assert final["status"] == "stopped", final
-    assert final["reason"] in ("the run asked it to stop", "the run has ended", "signal 2", "signal 15"), final
+    # Snakemake lets running jobs finish on SIGTERM: the last consumer may be done before the run ends.
+    reasons = ("the run asked it to stop", "the run has ended", "every job that calls it is done")
+    assert final["reason"] in (*reasons, "signal 2", "signal 15"), final
 
 
 def test_on_slurm_a_served_model_runs_as_its_own_job_and_ends_with_the_run(slurm_cluster, tmp_path):
