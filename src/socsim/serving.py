@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from socsim.llm.errors import LLMError
+from socsim.llm.local import free_port
 
 if TYPE_CHECKING:
     from socsim.models import ModelSpec
@@ -179,7 +180,7 @@ def command(spec: ModelSpec, host: str, port: int) -> tuple[list[str], dict[str,
     elif name == "tgi":
         argv = ["text-generation-launcher", "--model-id", model, "--hostname", host, "--port", str(port)]
         argv += ["--shard-uds-path", f"/tmp/socsim-tgi-{port}"]  # two servers on one node must not share it
-        argv += ["--num-shard", str(gpus), "--master-port", str(_free_port("127.0.0.1"))] if gpus > 1 else []
+        argv += ["--num-shard", str(gpus), "--master-port", str(free_port())] if gpus > 1 else []
         env["PREFIX_CACHING"] = "1" if flags["prefix_caching"] else "0"
         argv += ["--api-key", key] if key else []
     else:  # llama_cpp: llama-cpp-python's server on a GGUF
@@ -325,11 +326,12 @@ def stop_run(root: Path | None = None, timeout: float = STOP_GRACE_S + 15) -> li
     live = ("queued", "starting", "ready", "stopping")
     stopped = []
     for d in sorted(p for p in base.glob("*") if p.is_dir()):
-        if not _supervised(d, _read(d / "server.json")):
-            _kill_orphan(_read(d / "server.json"))
+        state = _read(d / "server.json")
+        if not _supervised(d, state):
+            _kill_orphan(state)
         (d / "stop").touch()
         (d / "consumers.json").unlink(missing_ok=True)
-        if _read(d / "server.json").get("status") in live:
+        if state.get("status") in live:
             stopped.append(d.name)
     deadline = time.monotonic() + timeout
     for name in stopped:
@@ -624,13 +626,6 @@ def assign_gpus(base: Path, name: str, n: int) -> list[str]:
     return mine
 
 
-def _free_port(host: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((host if host != "0.0.0.0" else "", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def supervise(d: Path) -> int:
     """Run one server until it is no longer needed (see the module's docstring); returns the exit status."""
     from socsim.models import ModelSpec
@@ -654,7 +649,7 @@ def supervise(d: Path) -> int:
 
     try:
         eng = engine(serve["engine"])
-        port = serve.get("port") or _free_port(host)
+        port = serve.get("port") or free_port(host)
         argv, env, flags = command(spec, host, port)
         if serve.get("gpus") and launch["launcher"] == "local":  # a SLURM job's allocation has its own
             env["CUDA_VISIBLE_DEVICES"] = ",".join(assign_gpus(base, launch["name"], int(serve["gpus"])))

@@ -106,8 +106,9 @@ onsuccess:
 
 onerror:
     socsim_serving.stop_run()
-    if socsim_serving.failures():  # a server that did not start or died: why, and its log, on the console
-        print(socsim_serving.failures(), file=sys.stderr)
+    _failed = socsim_serving.failures()  # a server that did not start or died: why, and its log, on the console
+    if _failed:
+        print(_failed, file=sys.stderr)
 
 
 # One target rule per study: `snakemake --cores all coherence` runs that study alone.

@@ -149,9 +149,12 @@ def silence_metrics(rows: list[dict[str, Any]]) -> dict[str, int]:
     silent and does not echo an earlier comment of its discussion (socsim.stats.text.echoes)."""
     from socsim.stats.text import echoes
 
+    by_discussion: dict[Any, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_discussion.setdefault(r["discussion_id"], []).append(r)
     echo: dict[int, bool] = {}
-    for did in dict.fromkeys(r["discussion_id"] for r in rows):
-        turns = sorted((r for r in rows if r["discussion_id"] == did), key=lambda r: r["turn"])
+    for turns in by_discussion.values():
+        turns.sort(key=lambda r: r["turn"])
         echo |= {id(r): e for r, e in zip(turns, echoes([r["text"] for r in turns], [r["is_silent"] for r in turns]))}
     fac = [r for r in rows if r["is_facilitator"]]
     users = [r for r in rows if not r["is_facilitator"]]

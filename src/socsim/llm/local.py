@@ -19,9 +19,10 @@ from socsim.llm.embedded import default_model_path
 SERVED_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port free now on `host` (0.0.0.0: on every address)."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind(("" if host == "0.0.0.0" else host, 0))
         port: int = s.getsockname()[1]
         return port
 
