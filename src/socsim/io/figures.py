@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from socsim.io.parquet import atomic_write_bytes  # noqa: E402
@@ -30,3 +32,34 @@ def save(fig: Figure, out_dir: Path, name: str) -> list[Path]:
         paths.append(path)
     plt.close(fig)
     return paths
+
+
+def note(ax: Axes, lines: Sequence[str], where: str = "top") -> None:
+    """A visible note on a panel (flags of its inputs, "n = 2 conversations", "never measured: 60 %
+    of agents"): boxed text inside the axes, wrapped so it stays on the panel."""
+    import textwrap
+
+    lines = [x for x in lines if x]
+    if not lines:
+        return
+    text = "\n".join(textwrap.fill(x, 60) for x in lines)
+    y, va = (0.98, "top") if where == "top" else (0.02, "bottom")
+    ax.text(
+        0.02,
+        y,
+        text,
+        transform=ax.transAxes,
+        ha="left",
+        va=va,
+        fontsize=6.5,
+        color="firebrick",
+        bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "firebrick", "alpha": 0.9},
+        zorder=10,
+    )
+
+
+def no_data(ax: Axes, why: str) -> None:
+    """A panel whose cell has no data: says so in its middle, no axes drawn through it."""
+    ax.text(0.5, 0.5, f"no data: {why}", transform=ax.transAxes, ha="center", va="center", fontsize=8, color="gray")
+    ax.set_xticks([])
+    ax.set_yticks([])

@@ -1,24 +1,35 @@
-"""Our numbers beside the paper's: `vs_paper.csv` and `vs_paper.md` for every study.
+"""Our numbers beside the paper's: `vs_paper.parquet` (canonical), `.csv`, `.md` and `.tex`.
 
 Each study ships the paper's reported numbers as data (`data/<study>/paper.yaml`) and builds a
-list of comparison rows; this module computes the difference and writes both files. A row says
-whether the paper's qualitative finding holds in our run: "yes", "no", "n/a" (our run cannot
-compute it, with the reason) or "degenerate input: <why>" (the inputs carry no information).
+list of comparison rows; this module computes the difference and writes the table (one place for
+every study). Per row:
+
+- `finding_holds`: whether the paper's qualitative finding holds in our run, by the one verdict
+  rule (socsim.stats.verdict): "yes", "no (...)", "inconclusive (...)", or the row's own
+  degeneracy flag ("degenerate input: <why>"); "n/a" when our run cannot compute it.
+- `comparable`: "yes", or "no: <how our design differs>" (model, steps, encoder, data source,
+  fixture data) or "no: ours is an input of the run". A row that is not comparable gives no verdict
+  of agreement: its `finding_holds` is about our run only, and its difference is not a gap to close.
+- `flags`: the degeneracy flags of this row's own inputs (never the first flag of the run).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import yaml
 
-from socsim.io.parquet import atomic_write_bytes
+from socsim.io import tables
+from socsim.stats import degeneracy as dg
+from socsim.stats.verdict import Verdict
 
-COLUMNS = ["quantity", "ours", "paper", "difference", "finding", "finding_holds", "note"]
+COLUMNS = ["quantity", "ours", "paper", "difference", "finding", "finding_holds", "comparable", "flags", "note"]
+SHOWN = ["Quantity", "Ours", "Paper", "Difference", "Finding", "Holds?", "Comparable?", "Flags", "Note"]
 
 
 @dataclass
@@ -27,9 +38,13 @@ class Row:
     ours: float | None
     paper: float | None
     finding: str = ""  # the paper's qualitative claim this number supports, if any
-    holds: bool | None = None  # whether that claim holds in our run (None: cannot tell)
+    holds: bool | None = None  # whether that claim holds in our run (None: cannot tell); see `verdict`
     degenerate: str | None = None  # a degeneracy message: replaces the verdict
     note: str = ""  # why n/a, or anything a reader needs
+    verdict: Verdict | None = None  # the claim's verdict by the one rule (preferred over `holds`)
+    flags: Sequence[dg.Flag] = field(default_factory=list)  # this row's own inputs' flags
+    design: Sequence[str] | None = None  # design differences from the paper (None: the report's)
+    is_input: bool = False  # "ours" is an input of the run (e.g. the uniform start), not a result
 
 
 def read_paper(path: str | Path) -> dict[str, Any]:
@@ -38,6 +53,20 @@ def read_paper(path: str | Path) -> dict[str, Any]:
         raise FileNotFoundError(f"paper reference values not found: {path}")
     with path.open(encoding="utf-8") as fh:
         return yaml.safe_load(fh) or {}
+
+
+def differences(ours: dict[str, Any], paper: dict[str, Any]) -> list[str]:
+    """Design differences, in words: each key whose values differ, e.g. "model: ours smollm2-135m,
+    paper gpt-4o-mini". Values may be lists (shown joined); a key the paper does not state is skipped."""
+
+    def shown(v: Any) -> str:
+        return ", ".join(map(str, v)) if isinstance(v, list | tuple) else str(v)
+
+    return [
+        f"{k}: ours {shown(ours[k])}, paper {shown(paper[k])}"
+        for k in ours
+        if paper.get(k) is not None and shown(ours[k]) != shown(paper[k])
+    ]
 
 
 def _num(x: Any) -> float | None:
@@ -50,18 +79,24 @@ def _num(x: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def table(rows: list[Row]) -> pd.DataFrame:
+def _holds(r: Row) -> str:
+    if r.flags:
+        return r.flags[0].message
+    if r.degenerate:
+        return r.degenerate
+    if r.verdict is not None:
+        return r.verdict.label
+    if not r.finding:
+        return ""
+    return "n/a" if r.holds is None else "yes" if r.holds else "no"
+
+
+def table(rows: list[Row], design: Sequence[str] = ()) -> pd.DataFrame:
     out = []
     for r in rows:
         ours, paper = _num(r.ours), _num(r.paper)
-        if r.degenerate:
-            holds = r.degenerate
-        elif not r.finding:
-            holds = ""
-        elif r.holds is None:
-            holds = "n/a"
-        else:
-            holds = "yes" if r.holds else "no"
+        diff = list(design if r.design is None else r.design)
+        comparable = "no: ours is an input of the run" if r.is_input else ("no: " + "; ".join(diff) if diff else "yes")
         out.append(
             {
                 "quantity": r.quantity,
@@ -69,34 +104,23 @@ def table(rows: list[Row]) -> pd.DataFrame:
                 "paper": paper,
                 "difference": None if ours is None or paper is None else ours - paper,
                 "finding": r.finding,
-                "finding_holds": holds,
+                "finding_holds": _holds(r),
+                "comparable": comparable,
+                "flags": "; ".join(f.message for f in r.flags),
                 "note": r.note,
             }
         )
-    return pd.DataFrame(out, columns=COLUMNS)
+    return pd.DataFrame(out, columns=COLUMNS).astype({c: "float64" for c in ("ours", "paper", "difference")})
 
 
-def _fmt(x: object) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
-
-
-def markdown(df: pd.DataFrame, title: str) -> str:
-    lines = [
-        f"# {title}",
-        "",
-        "| Quantity | Ours | Paper | Difference | Finding | Holds? | Note |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for r in df.itertuples(index=False):
-        cells = [r.quantity, _fmt(r.ours), _fmt(r.paper), _fmt(r.difference), r.finding, r.finding_holds, r.note]
-        lines.append("| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def write(out_dir: str | Path, rows: list[Row], title: str) -> pd.DataFrame:
-    """Write `vs_paper.csv` and `vs_paper.md` into `out_dir`; returns the table."""
-    df = table(rows)
-    out_dir = Path(out_dir)
-    atomic_write_bytes(out_dir / "vs_paper.csv", df.to_csv(index=False, float_format="%.6g").encode())
-    atomic_write_bytes(out_dir / "vs_paper.md", markdown(df, title).encode())
+def write(out_dir: str | Path, rows: list[Row], title: str, design: Sequence[str] = ()) -> pd.DataFrame:
+    """Write `vs_paper.*` into `out_dir` (socsim.io.tables); returns the table. `design`: the run's
+    design differences from the paper, for rows that do not state their own."""
+    df = table(rows, design)
+    shown = df.astype(object).copy()
+    for c in ("ours", "paper", "difference"):
+        shown[c] = [tables.cell(v, ".3f") for v in df[c]]
+    shown.columns = SHOWN
+    notes = [f"Design differs from the paper: {'; '.join(design)}"] if design else []
+    tables.write(df, out_dir, "vs_paper", title, notes, shown)
     return df

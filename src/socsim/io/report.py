@@ -1,0 +1,132 @@
+"""The report contract: every study's analysis returns a `Report`; `write` puts it on disk.
+
+A report holds named tables, findings (claim, statistic, test, unit, n, verdict by the one rule in
+socsim.stats.verdict), flags (what, where, numbers) and vs_paper rows. `write` gives, in the
+analysis directory:
+
+- every table as `<name>.parquet` (canonical: figures and downstream code read it, via `read`),
+  `.csv`, `.md` and `.tex` (socsim.io.tables, the one table writer);
+- `findings.*` (one row per finding) and `vs_paper.*` (socsim.io.vs_paper, the one place that builds
+  its rows' verdict and comparability);
+- `summary.json` (the study's summary, plus `findings`, `degeneracy_flags` with where each flag
+  applies, and `degenerate`), and any further JSON documents, all strict JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from socsim.io import tables, vs_paper
+from socsim.io.parquet import write_json
+from socsim.stats import degeneracy as dg
+from socsim.stats.verdict import Verdict
+
+FINDING_COLUMNS = ["claim", "statistic", "value", "test", "unit", "n", "verdict", "holds", "reason"]
+
+
+@dataclass
+class Table:
+    df: pd.DataFrame
+    title: str
+    notes: Sequence[str] = ()
+    shown: pd.DataFrame | None = None  # the cells people read (formatted, flags in place of stars)
+    markdown: str | None = None  # a hand-laid text form (e.g. a regression table), else generic
+    latex: str | None = None
+    flags: Sequence[dg.Flag] = ()  # flags of the table's inputs: noted below it
+
+
+@dataclass
+class Finding:
+    claim: str  # what the paper says, e.g. "LLM facilitators lower toxicity"
+    statistic: str  # what `value` is, e.g. "mean toxicity difference (facilitated - unmoderated)"
+    value: float | None
+    test: str  # the test that carries the claim, e.g. "Welch t over discussions, one-sided"
+    unit: str  # its unit of analysis, e.g. "discussions"
+    n: int | None
+    verdict: Verdict
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "claim": self.claim,
+            "statistic": self.statistic,
+            "value": self.value,
+            "test": self.test,
+            "unit": self.unit,
+            "n": self.n,
+            "verdict": self.verdict.label,
+            "holds": self.verdict.holds,
+            "reason": self.verdict.reason,
+        }
+
+
+@dataclass
+class Flagged:
+    flag: dg.Flag
+    where: list[str] = field(default_factory=list)  # the tables, rows and figures it concerns
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.flag.as_dict(), "where": list(self.where)}
+
+
+@dataclass
+class Report:
+    title: str  # vs_paper's title, e.g. "Facilitation (paper 000): ours vs the paper"
+    tables: dict[str, Table] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    flags: list[Flagged] = field(default_factory=list)
+    vs_paper: list[vs_paper.Row] = field(default_factory=list)
+    design: list[str] = field(default_factory=list)  # the run's design differences from the paper
+    summary: dict[str, Any] = field(default_factory=dict)
+    documents: dict[str, Any] = field(default_factory=dict)  # further JSON files: name -> value
+
+    def flag(self, flag: dg.Flag | None, *where: str) -> None:
+        """Record a flag and where it applies (merged with the same flag's earlier places)."""
+        if flag is None:
+            return
+        for f in self.flags:
+            if f.flag == flag:
+                f.where += [w for w in where if w not in f.where]
+                return
+        self.flags.append(Flagged(flag, list(where)))
+
+    @property
+    def all_flags(self) -> list[dg.Flag]:
+        return [f.flag for f in self.flags]
+
+
+def findings_table(findings: Sequence[Finding]) -> pd.DataFrame:
+    return pd.DataFrame([f.as_dict() for f in findings], columns=FINDING_COLUMNS).astype(
+        {"value": "float64", "n": "Int64", "holds": "boolean"}
+    )
+
+
+def write(report: Report, out_dir: str | Path) -> None:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, t in report.tables.items():
+        notes = [*t.notes, *(f.message for f in t.flags)]
+        tables.write(t.df, out, name, t.title, notes, t.shown, t.markdown, t.latex)
+    if report.findings:
+        tables.write(findings_table(report.findings), out, "findings", f"{report.title}: findings")
+    if report.vs_paper:
+        vs_paper.write(out, report.vs_paper, report.title, report.design)
+    summary = {
+        **report.summary,
+        "findings": [f.as_dict() for f in report.findings],
+        "degeneracy_flags": [f.as_dict() for f in report.flags],
+        "degenerate": bool(report.flags),
+        "design_differences": list(report.design),
+    }
+    write_json(out / "summary.json", summary)
+    for name, value in report.documents.items():
+        write_json(out / name, value)
+
+
+def read(out_dir: str | Path, name: str) -> pd.DataFrame:
+    """A report's table (its Parquet form): what figures and downstream code read."""
+    return tables.read(out_dir, name)

@@ -1,0 +1,143 @@
+"""The one verdict rule of every study (README, "How a finding is judged").
+
+A finding **holds** only when a test whose unit matches the claim (one value per discussion, group
+or simulation where observations nest), with at least the minimum n, rejects at ALPHA in the
+claimed direction. Otherwise:
+
+- too little data, or a test that could not be computed: "inconclusive (n = 2 discussions, needs 3)";
+- a degenerate input (socsim.stats.degeneracy): the flag's message, never a verdict;
+- a test that does not reject, or rejects in the other direction: "inconclusive (...)", or "no"
+  when it rejects in the opposite direction (the data say the reverse of the claim);
+- a claim of *no difference* (coherence Test 2 and the like) holds only when the test does not reject
+  and its power to find the paper's effect at the observed n is at least POWER; low power is
+  "inconclusive (power 0.31 at n = 5 ...)", never a pass.
+
+`Verdict.label` is what a table cell, a vs_paper row and a figure panel print.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from scipy import stats as sps
+
+from socsim.stats import degeneracy as dg
+
+ALPHA = 0.05
+POWER = 0.8
+
+
+@dataclass(frozen=True)
+class Verdict:
+    holds: bool | None  # None: inconclusive (or a degenerate input)
+    reason: str = ""
+
+    @property
+    def degenerate(self) -> bool:
+        return self.holds is None and self.reason.startswith("degenerate input")
+
+    @property
+    def label(self) -> str:
+        if self.degenerate:
+            return self.reason
+        if self.holds is True:
+            return "yes"
+        return f"{'no' if self.holds is False else 'inconclusive'} ({self.reason})" if self.reason else "inconclusive"
+
+
+def _finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(float(x))
+
+
+def _p(p: float) -> str:
+    return f"p = {p:.3g}"
+
+
+def effect(
+    p: float | None,
+    estimate: float | None,
+    n: int,
+    need: int,
+    unit: str,
+    direction: int = 0,
+    flags: Sequence[dg.Flag] = (),
+    alpha: float = ALPHA,
+) -> Verdict:
+    """A claim of an effect: `direction` +1 (estimate > 0 claimed), -1 (< 0) or 0 (any difference)."""
+    if flags:
+        return Verdict(None, flags[0].message)
+    if n < need:
+        return Verdict(None, f"n = {n} {unit}, needs {need}")
+    if not _finite(p) or not _finite(estimate):
+        return Verdict(None, f"the test could not be computed (n = {n} {unit})")
+    assert p is not None and estimate is not None
+    against = direction != 0 and estimate * direction <= 0
+    if against:
+        if p < alpha:
+            return Verdict(False, f"significant in the opposite direction, {_p(p)}, n = {n} {unit}")
+        return Verdict(None, f"estimate in the opposite direction, {_p(p)}, n = {n} {unit}")
+    if p < alpha:
+        return Verdict(True, f"{_p(p)} < {alpha:g}, n = {n} {unit}")
+    return Verdict(None, f"{_p(p)} >= {alpha:g}, n = {n} {unit}")
+
+
+def no_difference(
+    p: float | None,
+    power: float | None,
+    n: int,
+    need: int,
+    unit: str,
+    flags: Sequence[dg.Flag] = (),
+    alpha: float = ALPHA,
+    min_power: float = POWER,
+) -> Verdict:
+    """A claim that two things do not differ: it holds only when the test does not reject and had
+    power >= `min_power` to find the effect it looks for at the observed n."""
+    if flags:
+        return Verdict(None, flags[0].message)
+    if n < need:
+        return Verdict(None, f"n = {n} {unit}, needs {need}")
+    if not _finite(p):
+        return Verdict(None, f"the test could not be computed (n = {n} {unit})")
+    assert p is not None
+    if p < alpha:
+        return Verdict(False, f"a difference was found, {_p(p)}, n = {n} {unit}")
+    if not _finite(power) or power is None or power < min_power:
+        shown = "unknown" if not _finite(power) or power is None else f"{power:.2f}"
+        return Verdict(None, f"{_p(p)} but power {shown} < {min_power:g} at n = {n} {unit}")
+    return Verdict(True, f"{_p(p)} with power {power:.2f} at n = {n} {unit}")
+
+
+def all_of(verdicts: Iterable[Verdict]) -> Verdict:
+    """A claim made of several: holds when every part holds; "no" when a part is "no"; else the
+    first part that is not a pass says why."""
+    vs = list(verdicts)
+    if not vs:
+        return Verdict(None, "nothing to test")
+    for v in vs:
+        if v.degenerate:
+            return v
+    for v in vs:
+        if v.holds is False:
+            return v
+    for v in vs:
+        if v.holds is None:
+            return v
+    return Verdict(True, "; ".join(v.reason for v in vs if v.reason))
+
+
+def power_t(d: float, n: int, two_sample_n2: int | None = None, alpha: float = ALPHA) -> float | None:
+    """Power of a two-sided t test to find a standardised effect `d` (Cohen's d): one-sample / paired
+    with `n`, or two-sample with group sizes `n` and `two_sample_n2` (noncentral t)."""
+    if not math.isfinite(d):
+        return None
+    if two_sample_n2 is None:
+        df, nc = n - 1, d * math.sqrt(n)
+    else:
+        df, nc = n + two_sample_n2 - 2, d * math.sqrt(n * two_sample_n2 / (n + two_sample_n2))
+    if df < 1:
+        return None
+    crit = sps.t.ppf(1 - alpha / 2, df)
+    return float(sps.nct.sf(crit, df, nc) + sps.nct.cdf(-crit, df, nc))
