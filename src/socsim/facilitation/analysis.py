@@ -47,6 +47,7 @@ TIME_RULES = ("user_index", "position")
 LEVELS = ("comment", "discussion")
 TOXICITY_SCOPE = "facilitation toxicity ratings"
 BASIC = "basic_instructions"
+MIN_DISCUSSIONS = 3  # per strategy (or group) before a discussion-level or clustered test gives a verdict
 
 
 def diversity_table(comments: pd.DataFrame, setups: pd.DataFrame, human: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -184,12 +185,13 @@ def toxicity_ols(
     res.flags = dg.collect(flags, perfect)
     notes = [note] if note else []
     per_strategy = users.groupby("strategy")["discussion_id"].nunique()
-    if (per_strategy < 2).any():
+    if (per_strategy < MIN_DISCUSSIONS).any():
         # With one discussion per strategy the strategy terms absorb whole clusters and the
-        # cluster-robust errors collapse to zero: they are not identified, so not reported.
+        # cluster-robust errors collapse to zero: they are not identified; with two they rest on
+        # two clusters per term. Not reported below MIN_DISCUSSIONS.
         res.table[["se_cluster", "p_cluster"]] = np.nan
         notes.append(
-            "clustered errors need at least 2 discussions per strategy "
+            f"clustered errors need at least {MIN_DISCUSSIONS} discussions per strategy "
             f"(fewest here: {int(per_strategy.min())}); not reported"
         )
     res.note = "; ".join(notes)
@@ -211,15 +213,16 @@ def ols_tables(res: OLSResult, time: str = "user_index") -> tuple[pd.DataFrame, 
     t = res.table.reset_index()
     t.insert(0, "variable", [_term_label(x) for x in t["term"]])
     withheld = f"n/a: {res.unavailable}" if res.unavailable else dg.verdict(res.flags, "")
-    t["stars"] = "" if withheld else [stars(p) for p in t["p"]]
-    t["stars_cluster"] = "" if withheld else [stars(p) for p in t["p_cluster"]]
+    # Stars only from the discussion-clustered p: ratings of one discussion are not independent,
+    # and the plain p rejects a null strategy effect in about half of all runs (issue 20).
+    t["stars"] = "" if withheld else [stars(p) if np.isfinite(p) else "" for p in t["p_cluster"]]
     t["verdict"] = withheld
     md = ["| Variable | Toxicity | SE | SE (clustered by discussion) |", "| --- | --- | --- | --- |"]
     tex = [r"\begin{tabular}{lrrr}", r"\hline", r"Variable & Toxicity & SE & SE (cluster) \\", r"\hline"]
     for _, r in t.iterrows():
         coef = _num(r["coef"]) + r["stars"]
         se = _num(r["se"])
-        se_c = _num(r["se_cluster"]) + r["stars_cluster"]
+        se_c = _num(r["se_cluster"])
         md.append(f"| {r['variable']} | {coef} | {se} | {se_c} |")
         name = r["variable"].replace("×", r"$\times$").replace("_", r"\_")
         tex.append(f"{name} & {coef} & {se} & {se_c} \\\\")
@@ -229,7 +232,12 @@ def ols_tables(res: OLSResult, time: str = "user_index") -> tuple[pd.DataFrame, 
         else "time = position among all non-silent comments (seed = 0)"
     )
     head = [withheld if res.unavailable else f"Stars withheld: {withheld}"] if withheld else []
-    legend = "" if head else " Stars: . p<0.1, * p<0.05, ** p<0.01, *** p<0.001 (plain errors / clustered errors)."
+    legend = (
+        ""
+        if head
+        else " Stars: . p<0.1, * p<0.05, ** p<0.01, *** p<0.001, from the discussion-clustered errors only"
+        " (none where they are not identified)."
+    )
     note = (
         f"Adj. R² = {_num(res.adj_r2)}; N = {res.nobs} ratings; {res.n_clusters} discussions; {time_words}."
         + legend

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import textwrap
+import json
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -12,10 +13,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
 
-from socsim.facilitation.analysis import MAIN  # noqa: E402
-from socsim.io.figures import save  # noqa: E402
+from socsim.facilitation.analysis import LEVELS, MAIN, MIN_DISCUSSIONS  # noqa: E402
+from socsim.io.figures import no_data, note, save  # noqa: E402
+from socsim.io.report import read  # noqa: E402
 from socsim.stats.regression import stars  # noqa: E402
 
 sns.set_theme(style="whitegrid", context="paper")
@@ -28,21 +29,35 @@ LEVEL_TITLES = {
 }
 
 
-def _no_data(ax: Axes, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, transform=ax.transAxes, fontsize=9)
-    ax.set_xticks([])
+def flags_for(summary: dict[str, Any], *places: str) -> list[str]:
+    """The messages of the run's flags that concern any of `places` (summary.json's `where`)."""
+    return [f["message"] for f in summary.get("degeneracy_flags", []) if set(places) & set(f.get("where", []))]
 
 
-def fig3_pairwise(pairwise: pd.DataFrame, out_dir: Path, flags: list[dict[str, str]] | None = None) -> list[Path]:
+def all_figures(analysis: Path, out_dir: Path) -> list[Path]:
+    """Figs. 3-6 from the analysis's Parquet tables, each panel noting the flags of its inputs."""
+    summary = json.loads((analysis / "summary.json").read_text())
+    return [
+        *fig3_pairwise(
+            read(analysis, "pairwise_ttests"),
+            out_dir,
+            {lv: flags_for(summary, "fig3", f"fig3 ({lv})") for lv in LEVELS},
+        ),
+        *fig4_interventions(read(analysis, "interventions"), out_dir),
+        *fig5_diversity(read(analysis, "diversity"), out_dir),
+        *fig6_troll_toxicity(read(analysis, "nontroll_toxicity_groups"), out_dir, flags_for(summary, "fig6")),
+    ]
+
+
+def fig3_pairwise(pairwise: pd.DataFrame, out_dir: Path, flags: dict[str, list[str]] | None = None) -> list[Path]:
     """Difference of mean toxicity, row strategy minus column strategy, one panel per test level
     (comments as units, as the paper; discussions as units). Stars: Student t-tests, Holm-adjusted
-    p within the panel; a degenerate input shows no stars and says why."""
+    p within the panel; a degenerate input shows no stars, and each panel notes its flags and n."""
     pairwise = pairwise.assign(verdict=pairwise["verdict"].fillna(""))
     levels = [lv for lv in LEVEL_TITLES if lv in set(pairwise["level"])] or ["comment"]
     names = sorted(set(pairwise["strategy_a"]) | set(pairwise["strategy_b"]))
     n = max(len(names), 1)
     fig, axes = plt.subplots(1, len(levels), figsize=(len(levels) * (1.2 * n + 2.5), 1.0 * n + 2.8), squeeze=False)
-    notes = []
     for ax, level in zip(axes[0], levels):
         pw = pairwise[pairwise["level"] == level]
         diff = pd.DataFrame(np.nan, index=names, columns=names)
@@ -53,7 +68,7 @@ def fig3_pairwise(pairwise: pd.DataFrame, out_dir: Path, flags: list[dict[str, s
                 mark = "" if r["verdict"] else stars(r[STAR_P])
                 annot.loc[a, b] = f"{sign * r['diff']:.2f}{mark}"
         if not len(pw) or not diff.notna().any().any():
-            _no_data(ax, "no data")
+            no_data(ax, "no pair of strategies with ratings")
         else:
             lim = float(np.nanmax(np.abs(diff.to_numpy()))) or 1.0
             sns.heatmap(
@@ -69,17 +84,15 @@ def fig3_pairwise(pairwise: pd.DataFrame, out_dir: Path, flags: list[dict[str, s
             )
         ax.grid(False)
         ax.set_title(LEVEL_TITLES[level], fontsize=9)
+        units = "comments" if level == "comment" else "discussions"
+        counts = {**dict(zip(pw["strategy_a"], pw["n_a"])), **dict(zip(pw["strategy_b"], pw["n_b"]))}
         verdicts = sorted({v for v in pw["verdict"] if v})
-        if verdicts:
-            notes.append(
-                f"{level} level, no stars: "
-                + "; ".join(verdicts[:2])
-                + (f" (+{len(verdicts) - 2} more)" if len(verdicts) > 2 else "")
-            )
-    for f in flags or []:
-        msg = f["message"]
-        if not any(msg in n_ for n_ in notes):
-            notes.append(msg)
+        lines = [f"n = {min(counts.values())}-{max(counts.values())} {units} per strategy" if counts else ""]
+        lines += [f"no stars: {v}" for v in verdicts[:2]] + (
+            [f"(+{len(verdicts) - 2} more)"] if len(verdicts) > 2 else []
+        )
+        lines += [f for f in (flags or {}).get(level, []) if not any(f in v for v in verdicts)]
+        note(ax, lines, where="bottom")
     fig.suptitle(
         "Fig. 3: pairwise differences in toxicity between strategies\n"
         "stars: two-sample Student t-test, Holm-adjusted p within each panel "
@@ -87,11 +100,6 @@ def fig3_pairwise(pairwise: pd.DataFrame, out_dir: Path, flags: list[dict[str, s
         fontsize=10,
         y=1.06,
     )
-    if notes:
-        fig.text(
-            0.01, 0.005, "\n".join(textwrap.fill(n_, 160) for n_ in notes), fontsize=7, va="bottom", color="darkred"
-        )
-        fig.subplots_adjust(bottom=0.12 + 0.04 * len(notes))
     return save(fig, out_dir, "fig3_pairwise_toxicity")
 
 
@@ -100,6 +108,16 @@ def fig4_interventions(interv: pd.DataFrame, out_dir: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7, 4))
     if len(data):
         sns.histplot(data=data, x="interventions", hue="strategy", multiple="dodge", discrete=True, shrink=0.8, ax=ax)
+        counts = data.groupby("strategy").size()
+        note(
+            ax,
+            [
+                f"n = {counts.min()}-{counts.max()} discussions per strategy; "
+                f"{int(data['echoes'].sum())} echoes of earlier comments not counted as interventions"
+            ],
+        )
+    else:
+        no_data(ax, "no facilitator turns in the main study")
     ax.set(title="Fig. 4: facilitator interventions per discussion", xlabel="interventions", ylabel="discussions")
     return save(fig, out_dir, "fig4_interventions")
 
@@ -156,22 +174,26 @@ def fig5_diversity(div: pd.DataFrame, out_dir: Path) -> list[Path]:
             order = sorted(set(data["group"]) - {"Human"}) + (["Human"] if len(human) else [])
             sns.boxplot(data=data, x="group", y="diversity", ax=ax, color="lightgray", showfliers=False, order=order)
             sns.stripplot(data=data, x="group", y="diversity", ax=ax, hue="group", legend=False, size=5, order=order)
+            counts = data.groupby("group").size()
+            few = [f"{g}: n = {counts[g]}" for g in order if counts[g] < MIN_DISCUSSIONS]
+            if few:
+                note(ax, [f"fewer than {MIN_DISCUSSIONS} discussions: " + ", ".join(few)])
         else:
-            _no_data(ax, "no data")
+            no_data(ax, "no discussions in this panel")
         ax.set(
             title=title if title == "(a) model" else f"{title}\nbaseline: {base_label}",
             xlabel="",
             ylabel="diversity (1 - mean ROUGE-L)",
         )
         ax.tick_params(axis="x", rotation=30)
-    note = human_note(div)
+    hnote = human_note(div)
     fig.suptitle("Fig. 5: diversity of discussions", y=1.04)
-    fig.text(0.01, 0.005, note, fontsize=8, va="bottom", color="black" if len(human) else "darkred")
+    fig.text(0.01, 0.005, hnote, fontsize=8, va="bottom", color="black" if len(human) else "darkred")
     fig.subplots_adjust(bottom=0.3)
     return save(fig, out_dir, "fig5_diversity")
 
 
-def fig6_troll_toxicity(groups: pd.DataFrame, out_dir: Path) -> list[Path]:
+def fig6_troll_toxicity(groups: pd.DataFrame, out_dir: Path, flags: list[str] | None = None) -> list[Path]:
     """Proportion of non-troll comments at each toxicity level, within each group: the basic-prompt
     ablation and the main-study cell of the same model and strategy, with and without trolls;
     n per group in the legend."""
@@ -186,8 +208,9 @@ def fig6_troll_toxicity(groups: pd.DataFrame, out_dir: Path) -> list[Path]:
         )
         ax.legend(title="non-troll comments", fontsize=7, title_fontsize=8)
         subtitle = f"{model}, {strategy}: basic-prompt ablation vs the main study's cell"
+        note(ax, list(flags or []), where="top")
     else:
-        _no_data(ax, "no basic-prompt ablation in the data: nothing comparable to plot")
+        no_data(ax, "no basic-prompt ablation in the data: nothing comparable to plot")
         subtitle = "no data"
     ax.set(
         title=f"Fig. 6: toxicity of non-troll comments with and without trolls\n{subtitle}",

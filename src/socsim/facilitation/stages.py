@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from socsim.facilitation import materials, schemas
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 DATA = "data/facilitation"
 RESULTS = "results/facilitation"
@@ -121,112 +118,46 @@ def run_annotate(ctx: StageContext) -> None:
 
 def run_analyse(ctx: StageContext) -> None:
     from socsim.facilitation import analysis, paper
-    from socsim.io import vs_paper
-    from socsim.io.parquet import atomic_write_bytes, write_json
-    from socsim.stats import degeneracy as dg
+    from socsim.io import report
+    from socsim.io.parquet import write_json
 
     fa = ctx.params["facilitation"]["analysis"]
-    setups_df = ctx.read("setups").to_pandas()
-    comments = ctx.read("comments").to_pandas()
     annotations = ctx.read("annotations").to_pandas()
-    human = analysis.read_human_reference(fa["human_reference"])
     out = ctx.path("analysis")
-
-    def csv(df: pd.DataFrame, name: str) -> None:
-        atomic_write_bytes(out / name, df.to_csv(index=False, float_format="%.6g").encode())
-
     # Parse-failure rates first: written even when no rating is usable (the error says so).
     agreement = analysis.agreement(annotations)
     write_json(out / "agreement.json", agreement)
     analysis.check_ratings(annotations)
-
-    expected = sorted(setups_df.loc[setups_df["condition"] == analysis.MAIN, "strategy"].unique())
-    rated = analysis.rated_comments(comments, annotations, setups_df, time=fa["time"])
-    means = analysis.comment_means(rated)
-    div = analysis.diversity_table(comments, setups_df, human)
-    csv(div, "diversity.csv")
-    flags = analysis.toxicity_flags(rated)
-    ols = analysis.toxicity_ols(rated, expected, flags)
-    table, md, tex = analysis.ols_tables(ols, fa["time"])
-    csv(table, "table2_ols.csv")
-    atomic_write_bytes(out / "table2_ols.md", md.encode())
-    atomic_write_bytes(out / "table2_ols.tex", tex.encode())
-    anova, pairwise = analysis.anova_and_pairwise(means, flags, expected)
-    write_json(out / "anova.json", anova)
-    csv(pairwise, "pairwise_ttests.csv")
-    interv = analysis.interventions(comments)
-    csv(interv, "interventions.csv")
-    tt = analysis.troll_toxicity(means)
-    csv(tt, "nontroll_toxicity.csv")
-    csv(analysis.troll_groups(tt), "nontroll_toxicity_groups.csv")
-    reply = analysis.observed_reply_rate(comments, setups_df)
-
-    # ols.flags starts with the toxicity flags; the tests' own flags come back from their JSON form.
-    all_flags = dg.collect(ols.flags, *[[dg.Flag(f["scope"], f["reason"]) for f in a["flags"]] for a in anova.values()])
-    vs_paper.write(
-        out,
-        paper.rows(vs_paper.read_paper(ctx.path("paper_file")), ols, anova, interv, reply, div, tt, flags),
-        "Facilitation (paper 000): ours vs the paper",
+    rep = paper.report(
+        ctx.read("setups").to_pandas(),
+        ctx.read("comments").to_pandas(),
+        annotations,
+        ctx.path("paper_file"),
+        fa["time"],
+        analysis.read_human_reference(fa["human_reference"]),
+        agreement,
     )
-    summary = {
-        "degeneracy_flags": dg.as_json(all_flags),
-        "degenerate": bool(all_flags),
-        "time": fa["time"],
-        "discussions": int(setups_df["discussion_id"].nunique()),
-        "discussions_main": int((setups_df["condition"] == analysis.MAIN).sum()),
-        "rated_user_comments_main": int(sum(anova["comment"]["n"].values())),
-        "ratings": agreement["ratings"],
-        "parse_failure_rate": agreement["parse_failure_rate"],
-        "toxicity_distribution_main": analysis.toxicity_distribution(rated),
-        "krippendorff_alpha_toxicity": agreement["krippendorff_alpha_toxicity"],
-        "ols": {
-            "available": ols.unavailable is None,
-            "reason": ols.unavailable,
-            "adj_r2": ols.adj_r2,
-            "nobs": ols.nobs,
-            "discussions": ols.n_clusters,
-            "note": ols.note,
-        },
-        "anova": {level: {"F": a["F"], "p": a["p"], "verdict": a["verdict"]} for level, a in anova.items()},
-        "strategies_without_ratings": anova["comment"]["no_ratings"],
-        "observed_reply_rate": reply,
-        "facilitator_intervention_rate_all_conditions": (
-            float(interv["interventions"].sum() / interv["opportunities"].sum()) if len(interv) else None
-        ),
-    }
-    write_json(out / "summary.json", summary)
+    report.write(rep, out)
     write_json(out / "provenance.json", ctx.provenance())
+    s, anova = rep.summary, rep.documents["anova.json"]
     ctx.write_metrics(
-        ols_adj_r2=ols.adj_r2,
-        ols_nobs=ols.nobs,
+        ols_adj_r2=s["ols"]["adj_r2"],
+        ols_nobs=s["ols"]["nobs"],
         anova_p=anova["comment"]["p"],
         anova_p_discussion=anova["discussion"]["p"],
-        degeneracy_flags=len(all_flags),
+        degeneracy_flags=len(rep.flags),
         parse_failure_rate=agreement["parse_failure_rate"],
         krippendorff_alpha_toxicity=agreement["krippendorff_alpha_toxicity"],
     )
-    for f in all_flags:
+    for f in rep.all_flags:
         print(f.message)
 
 
 def run_figures(ctx: StageContext) -> None:
-    import json
-
-    import pandas as pd
-
     from socsim.facilitation import figures
 
-    a = ctx.path("analysis")
     out = ctx.path("figures")
-    summary = json.loads((a / "summary.json").read_text())
-    figures.fig3_pairwise(
-        pd.read_csv(a / "pairwise_ttests.csv", keep_default_na=False, na_values=[""]),
-        out,
-        summary.get("degeneracy_flags", []),
-    )
-    figures.fig4_interventions(pd.read_csv(a / "interventions.csv"), out)
-    figures.fig5_diversity(pd.read_csv(a / "diversity.csv"), out)
-    figures.fig6_troll_toxicity(pd.read_csv(a / "nontroll_toxicity_groups.csv"), out)
+    figures.all_figures(ctx.path("analysis"), out)
     ctx.write_metrics(figures=sorted(p.name for p in out.glob("*.png")))
 
 

@@ -21,6 +21,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from scipy import stats as sps
 
 from socsim.stats import degeneracy as dg
@@ -141,3 +142,34 @@ def power_t(d: float, n: int, two_sample_n2: int | None = None, alpha: float = A
         return None
     crit = sps.t.ppf(1 - alpha / 2, df)
     return float(sps.nct.sf(crit, df, nc) + sps.nct.cdf(-crit, df, nc))
+
+
+def _var0(x: Sequence[float]) -> bool:
+    return len(x) < 2 or float(np.var(x)) <= dg.VARIANCE_TOL
+
+
+def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float | None, float | None]:
+    """(mean a - mean b, two-sided Welch p); both samples constant: p 0 when the means differ, else 1;
+    None where a sample is empty or the test is undefined."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if not len(a) or not len(b):
+        return None, None
+    diff = float(a.mean() - b.mean())
+    if _var0(a) and _var0(b):
+        return diff, (None if len(a) < 2 or len(b) < 2 else 0.0 if abs(diff) > dg.VARIANCE_TOL else 1.0)
+    if len(a) < 2 or len(b) < 2:
+        return diff, None
+    return diff, float(sps.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def one_sample(x: Sequence[float], mu: float) -> tuple[float | None, float | None]:
+    """(mean x - mu, two-sided one-sample t p); a constant sample: p 0 when its value is not mu, else 1."""
+    x = np.asarray(x, dtype=float)
+    if not len(x):
+        return None, None
+    diff = float(x.mean() - mu)
+    if len(x) < 2:
+        return diff, None
+    if _var0(x):
+        return diff, 0.0 if abs(diff) > dg.VARIANCE_TOL else 1.0
+    return diff, float(sps.ttest_1samp(x, mu).pvalue)
