@@ -15,7 +15,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from socsim.facilitation.analysis import LEVELS, MAIN, MIN_DISCUSSIONS  # noqa: E402
-from socsim.io.figures import no_data, note, save  # noqa: E402
+from socsim.io.figures import n_range, no_data, note, save  # noqa: E402
 from socsim.io.report import read  # noqa: E402
 from socsim.stats.regression import stars  # noqa: E402
 
@@ -87,12 +87,12 @@ def fig3_pairwise(pairwise: pd.DataFrame, out_dir: Path, flags: dict[str, list[s
         units = "comments" if level == "comment" else "discussions"
         counts = {**dict(zip(pw["strategy_a"], pw["n_a"])), **dict(zip(pw["strategy_b"], pw["n_b"]))}
         verdicts = sorted({v for v in pw["verdict"] if v})
-        lines = [f"n = {min(counts.values())}-{max(counts.values())} {units} per strategy" if counts else ""]
+        lines = [n_range(list(counts.values()), f"{units} per strategy") if counts else ""]
         lines += [f"no stars: {v}" for v in verdicts[:2]] + (
             [f"(+{len(verdicts) - 2} more)"] if len(verdicts) > 2 else []
         )
         lines += [f for f in (flags or {}).get(level, []) if not any(f in v for v in verdicts)]
-        note(ax, lines, where="bottom")
+        note(ax, lines, where="below")
     fig.suptitle(
         "Fig. 3: pairwise differences in toxicity between strategies\n"
         "stars: two-sample Student t-test, Holm-adjusted p within each panel "
@@ -112,7 +112,7 @@ def fig4_interventions(interv: pd.DataFrame, out_dir: Path) -> list[Path]:
         note(
             ax,
             [
-                f"n = {counts.min()}-{counts.max()} discussions per strategy; "
+                n_range(counts.tolist(), "discussions per strategy") + "; "
                 f"{int(data['echoes'].sum())} echoes of earlier comments not counted as interventions"
             ],
         )

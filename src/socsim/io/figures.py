@@ -36,11 +36,17 @@ def save(fig: Figure, out_dir: Path, name: str) -> list[Path]:
 
 def note(ax: Axes, lines: Sequence[str], where: str = "top") -> None:
     """A visible note on a panel (flags of its inputs, "n = 2 conversations", "never measured: 60 %
-    of agents"): boxed text inside the axes, wrapped so it stays on the panel."""
+    of agents"), in red: boxed inside the axes at the "top" or "bottom", or "below" them (under the
+    x label, for panels such as heatmaps whose every cell holds data)."""
     import textwrap
 
     lines = [x for x in lines if x]
     if not lines:
+        return
+    if where == "below":
+        text = "\n".join(textwrap.fill(x, 90) for x in lines)
+        label = ax.get_xlabel()
+        ax.set_xlabel((label + "\n\n" if label else "") + text, color="firebrick", fontsize=7)
         return
     text = "\n".join(textwrap.fill(x, 60) for x in lines)
     y, va = (0.98, "top") if where == "top" else (0.02, "bottom")
@@ -63,3 +69,10 @@ def no_data(ax: Axes, why: str) -> None:
     ax.text(0.5, 0.5, f"no data: {why}", transform=ax.transAxes, ha="center", va="center", fontsize=8, color="gray")
     ax.set_xticks([])
     ax.set_yticks([])
+
+
+def n_range(counts: Sequence[int], unit: str) -> str:
+    """ "n = 4 discussions per strategy" or "n = 2-8 ...": the smallest and largest group."""
+    lo, hi = min(counts), max(counts)
+    return f"n = {lo} {unit}" if lo == hi else f"n = {lo}-{hi} {unit}"
+

@@ -62,7 +62,7 @@ def read(out_dir: str | Path, name: str) -> pd.DataFrame:
 
 def cell(v: object, fmt: str = ".4g") -> str:
     """A value as a table cell: n/a for missing, numbers by `fmt`."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
         return "n/a"
     if isinstance(v, float):
         return format(v, fmt)

@@ -7,9 +7,10 @@ every study). Per row:
 - `finding_holds`: whether the paper's qualitative finding holds in our run, by the one verdict
   rule (socsim.stats.verdict): "yes", "no (...)", "inconclusive (...)", or the row's own
   degeneracy flag ("degenerate input: <why>"); "n/a" when our run cannot compute it.
-- `comparable`: "yes", or "no: <how our design differs>" (model, steps, encoder, data source,
-  fixture data) or "no: ours is an input of the run". A row that is not comparable gives no verdict
-  of agreement: its `finding_holds` is about our run only, and its difference is not a gap to close.
+- `comparable`: "yes", or "no: <what differs in design>" (model, steps, encoder, data source,
+  fixture data; the notes below the table say how) or "no: ours is an input of the run". A row that
+  is not comparable gives no verdict of agreement: its `finding_holds` is about our run only, and its
+  difference is not a gap to close.
 - `flags`: the degeneracy flags of this row's own inputs (never the first flag of the run).
 """
 
@@ -95,8 +96,8 @@ def table(rows: list[Row], design: Sequence[str] = ()) -> pd.DataFrame:
     out = []
     for r in rows:
         ours, paper = _num(r.ours), _num(r.paper)
-        diff = list(design if r.design is None else r.design)
-        comparable = "no: ours is an input of the run" if r.is_input else ("no: " + "; ".join(diff) if diff else "yes")
+        diff = [d.split(":")[0] for d in (design if r.design is None else r.design)]
+        comparable = "no: ours is an input of the run" if r.is_input else ("no: " + ", ".join(diff) if diff else "yes")
         out.append(
             {
                 "quantity": r.quantity,
@@ -121,6 +122,7 @@ def write(out_dir: str | Path, rows: list[Row], title: str, design: Sequence[str
     for c in ("ours", "paper", "difference"):
         shown[c] = [tables.cell(v, ".3f") for v in df[c]]
     shown.columns = SHOWN
-    notes = [f"Design differs from the paper: {'; '.join(design)}"] if design else []
+    own = [d for r in rows for d in (r.design or []) if d not in design]
+    notes = [f"Design differs from the paper: {d}" for d in [*design, *dict.fromkeys(own)]]
     tables.write(df, out_dir, "vs_paper", title, notes, shown)
     return df
