@@ -2,7 +2,8 @@
 
 For refactors that must keep behaviour. A Parquet artifact is compared as a table (its rows and
 columns; shard files `<artifact>/*.parquet` are read together as one table, in key order, so a
-sharded run compares with an unsharded one), and its provenance is compared apart, without the
+sharded run compares with an unsharded one; a folder with other files, such as analysis/, holds
+tables, each compared alone), and its provenance is compared apart, without the
 git commit (also in provenance.json). Every other file (CSV, Markdown, LaTeX, JSON, PNG) is compared byte
 for byte, except
 metrics/, logs/ and benchmarks/ (timings). Prints one line per artifact; exits 1 on a difference.
@@ -26,7 +27,8 @@ def artifacts(root: Path) -> dict[str, list[Path]]:
         rel = p.relative_to(root)
         if not p.is_file() or len(rel.parts) < 2 or rel.parts[1] in SKIP or p.name.startswith("."):
             continue
-        if p.suffix == ".parquet" and len(rel.parts) == 3:  # <study>/<artifact>/<shard>.parquet
+        shard_folder = len(rel.parts) == 3 and all(q.suffix == ".parquet" for q in p.parent.iterdir() if q.is_file())
+        if p.suffix == ".parquet" and shard_folder:  # <study>/<artifact>/<shard>.parquet
             out.setdefault(str(rel.parent) + ".parquet", []).append(p)
         else:
             out[str(rel)] = [p]
