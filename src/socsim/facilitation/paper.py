@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from socsim.facilitation import analysis as an
+from socsim.facilitation.setups import NO_MODERATOR
 from socsim.io import report as rp
 from socsim.io.vs_paper import Row, differences, read_paper
 from socsim.stats import degeneracy as dg
@@ -71,7 +72,7 @@ def coefficients_below_zero(ols: OLSResult, rated: pd.DataFrame, terms: list[str
         return vd.Verdict(None, ols.unavailable or "no terms to test"), 0
     ours = {an._term_label(t): r for t, r in ols.table.iterrows()}
     per_strategy = _discussions(rated)
-    ref_n = int(per_strategy.get(an.NO_MODERATOR, 0))
+    ref_n = int(per_strategy.get(NO_MODERATOR, 0))
     parts, ns = [], [ref_n]
     for term in terms:
         n = min(ref_n, int(per_strategy.get(term.removesuffix("×time"), 0)))

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats as sps
 
 from socsim.stats import degeneracy as dg
@@ -144,14 +145,17 @@ def power_t(d: float, n: int, two_sample_n2: int | None = None, alpha: float = A
     return float(sps.nct.sf(crit, df, nc) + sps.nct.cdf(-crit, df, nc))
 
 
-def _var0(x: Sequence[float]) -> bool:
+Sample = Sequence[float] | npt.NDArray[np.float64]
+
+
+def _var0(x: npt.NDArray[np.float64]) -> bool:
     return len(x) < 2 or float(np.var(x)) <= dg.VARIANCE_TOL
 
 
-def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float | None, float | None]:
+def welch(a_: Sample, b_: Sample) -> tuple[float | None, float | None]:
     """(mean a - mean b, two-sided Welch p); both samples constant: p 0 when the means differ, else 1;
     None where a sample is empty or the test is undefined."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    a, b = np.asarray(a_, dtype=float), np.asarray(b_, dtype=float)
     if not len(a) or not len(b):
         return None, None
     diff = float(a.mean() - b.mean())
@@ -162,9 +166,9 @@ def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float | None, float |
     return diff, float(sps.ttest_ind(a, b, equal_var=False).pvalue)
 
 
-def one_sample(x: Sequence[float], mu: float) -> tuple[float | None, float | None]:
+def one_sample(x_: Sample, mu: float) -> tuple[float | None, float | None]:
     """(mean x - mu, two-sided one-sample t p); a constant sample: p 0 when its value is not mu, else 1."""
-    x = np.asarray(x, dtype=float)
+    x = np.asarray(x_, dtype=float)
     if not len(x):
         return None, None
     diff = float(x.mean() - mu)
