@@ -1,37 +1,101 @@
 """Analysis of the DEBATE study (paper 003): utterance metrics per setting (Tables 3, 4, 9, 10),
 group- and individual-level opinion dynamics (Sect. 6, Figs. 2 and 3), Appendix H, vs_paper.
 
-Runs on any Parquet files of the documented schemas, so released simulations can be re-analysed.
+`analyse` returns a report (socsim.io.report): the tables, the findings judged by the one verdict
+rule (socsim.stats.verdict), the degeneracy flags with the tables, rows and figure panels they
+concern, and the vs_paper rows. It runs on any Parquet files of the documented schemas, so released
+simulations can be re-analysed.
+
 Tables: Depth -> Table 3 (models x modes, original memory) and Table 4 (ablations of the first
 model); Breadth -> Tables 9 and 10. Sect. 6 uses the Depth groups of Mode 3 (original memory, the
 first model): tweet stance per round and opinions, topic-level reverse coding (x -1) of
-truth-framed topics; the twins' round-1 tweet and initial opinion are the humans'. Degeneracy: an
-annotator answering one value for >= 90 % of the texts (stance or on-topic), no simulated
-utterance with an on-topic human comparator, fewer groups or members than a test needs.
+truth-framed topics; the twins' round-1 tweet and initial opinion are the humans'.
+
+Flags travel with their numbers: each quantity carries the flags of its own inputs only.
+
+- stance annotator (utterances): one value for >= 90 % of the utterance stances -> Delta_stance;
+- on-topic annotator: one value for >= 90 % of the on-topic labels that filter the utterances ->
+  every metric of the paper's (on-topic) tables (the filter decides which utterances they compare);
+- a setting where no simulated on-topic utterance has an on-topic human comparator -> that
+  setting's pairwise metrics (not its on-topic rate);
+- stance annotator (human tweets / twins' tweets, Sect. 6) -> the tweet quantities of Figs. 2 and 3
+  whose tweets they are (the twins' round-1 tweet is the human's);
+- the twins' final opinions (Sect. 6), one value for >= 90 % -> the twins' opinion quantities.
+
+Design differences (vs_paper's `comparable`): the data source the run read (the provenance that
+ingest wrote into its outputs: the synthetic fixture or the DEBATE data), and per quantity the agent
+model, the annotator and the sentence encoder when it depends on them. A row with a design
+difference gives no verdict of agreement with the paper.
+
+Findings (unit = debates or groups, where the utterances and members nest): Mode 1 > Mode 2 >
+Mode 3 in S_sem (paired over debates, each consecutive pair), LLM utterances longer than the
+humans' (one-sample t of the per-debate signed length difference), and each Fig. 2 test the paper
+reports: an effect where the paper's p < .05 (in its direction), else "no change", which holds only
+with power >= 0.8 to find d_z = NO_EFFECT_D. Fig. 2 compares effect sizes d_z = t / sqrt(G)
+(the paper's t with its G = 31 groups), not t, which grows with G.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from socsim.io import tables as io_tables
+from socsim.debate import stats
 from socsim.io import vs_paper
-from socsim.io.parquet import atomic_write_bytes, write_json
+from socsim.io.report import Finding, Report, Table
 from socsim.stats import degeneracy as dg
+from socsim.stats import verdict as vd
 
 KEYS = ["session_id", "round", "kind", "dyad", "k", "speaker"]
 SETTING = ["model", "mode", "ablation", "topic_set"]
 METRICS = ["s_sem", "d_stance", "d_signed_len", "d_abs_len", "rouge_l", "r_on_topic"]
 TABLES = {"depth": ("table3", "table4"), "breadth": ("table9", "table10")}
+TITLE = "DEBATE (paper 003): our run beside the paper's Tables 3, 4, 9, 10 and Figs. 2, 3"
+
+PAPER_DATA = "DEBATE (real)"
+PAPER_MODEL = "gpt-4o-mini"  # Sect. 6, the ablations (Tables 4, 10) and both annotators
+PAPER_ENCODER = "jinaai/jina-embeddings-v3"
+PAPER_GROUPS = 31  # Sect. 6: paired t-tests with df = 30
+DATA_SOURCES = {"fixture": "fixture (synthetic)", "hub": PAPER_DATA, "local": PAPER_DATA}
+
+MIN_SESSIONS = 3  # debates a per-debate test needs before it gives a verdict
+MIN_GROUPS = 3  # groups a paired t over groups (Fig. 2) needs
+NO_EFFECT_D = 0.5  # the d_z a "no change" claim must have had the power (0.8) to find
+
+# What each quantity is made of besides the data: "agent" (the twins' texts or opinions),
+# "annotator" (stance or on-topic labels), "encoder" (sentence embeddings).
+METRIC_USES: dict[str, frozenset[str]] = {
+    m: frozenset({"agent", "annotator", "encoder"} if m == "s_sem" else {"agent", "annotator"}) for m in METRICS
+}
+STEP = {"tweet": "round 3 vs round 1", "opinion": "final vs initial"}
+
+
+# ---------------------------------------------------------------------------------------------------
+# The compare stage: utterance metrics
 
 
 def _utterances_with_labels(texts: pd.DataFrame, ann: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     u = texts[texts.kind == "utterance"]
     a = ann[ann.kind == "utterance"][keys + ["stance", "on_topic"]]
     return u.merge(a, on=keys, how="left")
+
+
+def _memo(embed: Callable[[list[str]], np.ndarray]) -> Callable[[list[str]], np.ndarray]:
+    """`embed` that computes each distinct text once across calls."""
+    cache: dict[str, np.ndarray] = {}
+
+    def run(texts: list[str]) -> np.ndarray:
+        new = [t for t in dict.fromkeys(texts) if t not in cache]
+        if new:
+            cache.update(zip(new, np.asarray(embed(new))))
+        return np.array([cache[t] for t in texts]) if texts else np.asarray(embed([]))
+
+    return run
 
 
 def utterance_metrics(
@@ -41,6 +105,9 @@ def utterance_metrics(
     human_annotations: pd.DataFrame,
     dp: dict[str, Any],
 ) -> dict[str, Any]:
+    """`metrics`: per setting (eq. 2) with the on-topic filter (the paper's) and without (an extra:
+    an annotator that calls everything off-topic leaves the paper's metrics empty); `by_session`:
+    the paper's metrics per setting and debate (the unit of the findings' tests); `encoder`."""
     from socsim.debate import metrics
 
     sim = _utterances_with_labels(simulated, annotations, SETTING + KEYS)
@@ -49,25 +116,26 @@ def utterance_metrics(
     if dp["human_on_topic"] == "dataset":
         human = human.assign(on_topic=human.validity.map({"VALID": True, "INVALID": False}))
     encoder = metrics.Encoder(dp["encoder"])
-    # the paper's (on-topic utterances only), and every utterance (an extra: an annotator that calls
-    # everything off-topic leaves the paper's metrics empty)
+    embed = _memo(encoder.encode)
+    unit = dp["length_unit"]
     out = pd.concat(
         [
-            metrics.round_wise(sim, human, SETTING, dp["length_unit"], encoder.encode).assign(
-                on_topic_filter="annotated"
+            metrics.round_wise(sim, human, SETTING, unit, embed).assign(on_topic_filter="annotated"),
+            metrics.round_wise(sim.assign(on_topic=True), human.assign(on_topic=True), SETTING, unit, embed).assign(
+                on_topic_filter="none"
             ),
-            metrics.round_wise(
-                sim.assign(on_topic=True), human.assign(on_topic=True), SETTING, dp["length_unit"], encoder.encode
-            ).assign(on_topic_filter="none"),
         ],
         ignore_index=True,
     )
     out = out.sort_values(["on_topic_filter", *SETTING]).reset_index(drop=True)
+    by_session = metrics.round_wise(sim, human, [*SETTING, "session_id"], unit, embed)
+    by_session = by_session.sort_values([*SETTING, "session_id"]).reset_index(drop=True)
     labelled = human[human.session_id.isin(set(human_annotations.session_id))]  # the run's sessions only
     human_rate = float(labelled.on_topic.fillna(False).astype(bool).mean()) if len(labelled) else None
     dataset_rate = float(labelled.validity.eq("VALID").mean()) if len(labelled) else None
     return {
         "metrics": out,
+        "by_session": by_session,
         "encoder": {
             **encoder.identity(),
             "human_on_topic_rate": human_rate,
@@ -77,32 +145,174 @@ def utterance_metrics(
     }
 
 
-def annotator_flags(annotations: pd.DataFrame, human_annotations: pd.DataFrame) -> list[dg.Flag]:
-    both = pd.concat([annotations, human_annotations], ignore_index=True)
-    return dg.collect(
-        dg.one_value(both.stance.dropna().tolist(), "stance annotator"),
-        dg.one_value(both.on_topic.dropna().astype(int).tolist(), "on-topic annotator"),
+# ---------------------------------------------------------------------------------------------------
+# What the run was (its design differences from the paper) and its inputs' flags
+
+
+@dataclass(frozen=True)
+class RunDesign:
+    """The run's data source, annotator and encoder, as its inputs' provenance records them."""
+
+    data_source: str = "unknown"  # "fixture (synthetic)", "DEBATE (real)" or "unknown"
+    annotator: str | None = None
+    encoder: str | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)  # the data identity ingest recorded
+    human_on_topic: str = "annotate"  # annotate (the paper) | dataset
+
+    @classmethod
+    def from_provenance(
+        cls, sessions: Mapping[str, Any], annotations: Mapping[str, Any], encoder: Mapping[str, Any]
+    ) -> RunDesign:
+        """From the provenance of `sessions` (ingest: its `data`), of the human annotations (the
+        annotator among its params) and the compare stage's encoder.json."""
+        data = dict(sessions.get("data") or {})
+        annotator = ((annotations.get("params") or {}).get("debate.annotator") or {}).get("model")
+        return cls(
+            DATA_SOURCES.get(str(data.get("source")), "unknown"),
+            annotator,
+            encoder.get("model"),
+            data,
+            str(encoder.get("human_on_topic") or "annotate"),
+        )
+
+    def differences(self, uses: Iterable[str], model: str | None = None, paper_model: str = PAPER_MODEL) -> list[str]:
+        """The design differences of a quantity made of `uses` (and always the data)."""
+        uses = set(uses)
+        ours: dict[str, Any] = {"data source": self.data_source}
+        paper: dict[str, Any] = {"data source": PAPER_DATA}
+        if "agent" in uses:
+            ours["agent model"], paper["agent model"] = model or "unknown", paper_model
+        if "annotator" in uses:
+            ours["annotator"], paper["annotator"] = self.annotator or "unknown", PAPER_MODEL
+        if "encoder" in uses:
+            ours["encoder"], paper["encoder"] = self.encoder or "unknown", PAPER_ENCODER
+        return vs_paper.differences(ours, paper)
+
+
+def variable_uses(source: str, var: str) -> frozenset[str]:
+    """What a Sect. 6 variable of a source is made of: tweet stances are annotated; the twins'
+    round-2/3 tweets and final opinion are the agent's; the round-1 tweet and o_init are the humans'."""
+    uses = {"annotator"} if var.startswith("s") else set()
+    if source == "llm" and var in ("s2", "s3", "o_final"):
+        uses.add("agent")
+    return frozenset(uses)
+
+
+@dataclass
+class InputFlags:
+    """The degeneracy flags of each input, and which quantities they concern."""
+
+    stance_utterances: dg.Flag | None = None
+    on_topic: dg.Flag | None = None
+    no_comparator: dict[tuple[Any, ...], dg.Flag] = field(default_factory=dict)  # setting -> flag
+    stance_tweets_human: dg.Flag | None = None
+    stance_tweets_llm: dg.Flag | None = None
+    opinions_llm: dg.Flag | None = None
+
+    def metric(self, metric: str, setting: tuple[Any, ...], on_topic_filter: bool = True) -> list[dg.Flag]:
+        """An utterance metric of one setting (model, mode, ablation, topic set)."""
+        stance = self.stance_utterances if metric == "d_stance" else None
+        if not on_topic_filter:
+            return dg.collect(stance)
+        if metric == "r_on_topic":
+            return dg.collect(self.on_topic)
+        return dg.collect(stance, self.on_topic, self.no_comparator.get(setting))
+
+    def variable(self, source: str, var: str) -> list[dg.Flag]:
+        """A Sect. 6 variable (s1..s3, o_init, o_final) of one source (human, llm)."""
+        if var.startswith("s"):
+            return dg.collect(self.stance_tweets_human if source == "human" or var == "s1" else self.stance_tweets_llm)
+        return dg.collect(self.opinions_llm if source == "llm" and var == "o_final" else None)
+
+    @property
+    def all(self) -> list[dg.Flag]:
+        return dg.collect(
+            self.stance_utterances,
+            self.on_topic,
+            list(self.no_comparator.values()),
+            self.stance_tweets_human,
+            self.stance_tweets_llm,
+            self.opinions_llm,
+        )
+
+
+def utterance_flags(
+    annotations: pd.DataFrame, human_annotations: pd.DataFrame, metrics: pd.DataFrame, human_on_topic: str
+) -> InputFlags:
+    """The utterance-level flags: the stance and on-topic labels of the utterances the metrics
+    compare (the humans' on-topic labels only when annotated), and settings without a comparator."""
+    sim_u = annotations[annotations.kind == "utterance"]
+    hum_u = human_annotations[human_annotations.kind == "utterance"]
+    on_topic = [sim_u.on_topic] + ([hum_u.on_topic] if human_on_topic == "annotate" else [])
+    flags = InputFlags(
+        stance_utterances=dg.one_value(
+            pd.concat([sim_u.stance, hum_u.stance]).dropna().tolist(), "stance annotator (utterances)"
+        ),
+        on_topic=dg.one_value(pd.concat(on_topic).dropna().astype(int).tolist(), "on-topic annotator"),
     )
+    none_used = metrics[(metrics.n_used == 0) & (metrics.on_topic_filter == "annotated")]
+    for r in none_used.itertuples(index=False):
+        flags.no_comparator[(r.model, r.mode, r.ablation, r.topic_set)] = dg.Flag(
+            f"{r.model} mode {r.mode} {r.ablation} {r.topic_set}",
+            "no simulated on-topic utterance has an on-topic human comparator",
+        )
+    return flags
 
 
-def members(tables: dict[str, Any], model: str) -> pd.DataFrame:
-    """Sect. 6 inputs: one row per Depth member and source (human, llm): tweet stances s1..s3,
-    opinions, the round-1 partner; reverse-coded on truth-framed topics."""
+# ---------------------------------------------------------------------------------------------------
+# Sect. 6 inputs
+
+
+@dataclass
+class Sect6:
+    sessions: pd.DataFrame  # indexed by session_id
+    ran: set[str]  # the Depth sessions Mode 3 (original, the model) ran on
+    human_tweets: pd.DataFrame  # the humans' tweet annotations of those sessions
+    llm_tweets: pd.DataFrame  # the twins' tweet annotations (Mode 3, original, the model)
+    opinions: pd.DataFrame  # the twins' final opinions
+
+
+def _sect6(tables: Mapping[str, Any], model: str) -> Sect6:
     sessions = tables["sessions"].set_index("session_id")
     sim, ann, hann = tables["simulated"], tables["annotations"], tables["human_annotations"]
-    part = tables["participants"]
     depth = set(sessions.index[sessions.topic_set == "depth"])
     m3 = sim[(sim.model == model) & (sim["mode"] == 3) & (sim.ablation == "original")]
     ran = set(m3.session_id) & depth
-    h_st = {(r.session_id, r.round, r.speaker): r.stance for r in hann[hann.kind == "tweet"].itertuples()}
     a3 = ann[(ann.model == model) & (ann["mode"] == 3) & (ann.ablation == "original") & (ann.kind == "tweet")]
-    l_st = {(r.session_id, r.round, r.speaker): r.stance for r in a3.itertuples()}
-    op = {(r.session_id, r.speaker): r.opinion for r in m3[m3.kind == "opinion"].itertuples()}
+    return Sect6(
+        sessions,
+        ran,
+        hann[(hann.kind == "tweet") & hann.session_id.isin(ran)],
+        a3[a3.session_id.isin(ran) & a3["round"].isin([2, 3])],
+        m3[(m3.kind == "opinion") & m3.session_id.isin(ran)],
+    )
+
+
+def sect6_flags(tables: Mapping[str, Any], model: str, flags: InputFlags) -> None:
+    """The Sect. 6 flags (set on `flags`): the tweet stances of each source and the twins' final
+    opinions that enter Figs. 2 and 3 (raw values, before reverse coding); none when Sect. 6 has no
+    group."""
+    s6 = _sect6(tables, model)
+    if not s6.ran:
+        return
+    flags.stance_tweets_human = dg.one_value(s6.human_tweets.stance, "stance annotator (human tweets, Sect. 6)")
+    flags.stance_tweets_llm = dg.one_value(s6.llm_tweets.stance, "stance annotator (twins' tweets, Sect. 6)")
+    flags.opinions_llm = dg.one_value(s6.opinions.opinion, "twins' final opinions (Sect. 6)")
+
+
+def members(tables: Mapping[str, Any], model: str) -> pd.DataFrame:
+    """Sect. 6 inputs: one row per Depth member and source (human, llm): tweet stances s1..s3,
+    opinions, the round-1 partner; reverse-coded on truth-framed topics."""
+    s6 = _sect6(tables, model)
+    sessions, part = s6.sessions, tables["participants"]
+    h_st = {(r.session_id, r.round, r.speaker): r.stance for r in s6.human_tweets.itertuples()}
+    l_st = {(r.session_id, r.round, r.speaker): r.stance for r in s6.llm_tweets.itertuples()}
+    op = {(r.session_id, r.speaker): r.opinion for r in s6.opinions.itertuples()}
     first = {
         (t.session_id, t.worker_id): t.partner_id for t in tables["tweets"][tables["tweets"]["round"] == 1].itertuples()
     }
     rows = []
-    for p in part[part.session_id.isin(ran)].itertuples():
+    for p in part[part.session_id.isin(s6.ran)].itertuples():
         sign = -1.0 if sessions.loc[p.session_id, "reverse"] else 1.0
 
         def f(v: Any, sign: float = sign) -> float | None:
@@ -131,150 +341,415 @@ def members(tables: dict[str, Any], model: str) -> pd.DataFrame:
     )
 
 
+# ---------------------------------------------------------------------------------------------------
+# Findings
+
+
+def mode_order(
+    by_session: pd.DataFrame, flags: list[dg.Flag], label: str = "", modes: Iterable[int] | None = None
+) -> Finding | None:
+    """The claim "Mode 1 > Mode 2 > Mode 3 in semantic similarity" for one model and topic set: each pair of
+    consecutive modes, the per-debate S_sem difference by a one-sample t (paired over debates); holds
+    when every pair holds. `by_session`: session_id, mode, s_sem (original memory). None with fewer
+    than 2 modes. `modes`: the modes that ran (default: those of `by_session`)."""
+    wide = by_session.pivot_table(index="session_id", columns="mode", values="s_sem", dropna=False)
+    modes = sorted(set(wide.columns) if modes is None else set(modes))
+    wide = wide.reindex(columns=modes)
+    if len(modes) < 2:
+        return None
+    parts, ns = [], []
+    for a, b in zip(modes, modes[1:]):
+        mean, p, n = stats.one_sample_t((wide[a] - wide[b]).to_numpy(dtype=float))
+        parts.append(vd.effect(p, mean, n, MIN_SESSIONS, "debates", +1, flags))
+        ns.append(n)
+    first_last = (wide[modes[0]] - wide[modes[-1]]).to_numpy(dtype=float)
+    first_last = first_last[np.isfinite(first_last)]
+    return Finding(
+        claim=" > ".join(f"Mode {m}" for m in modes) + " in semantic similarity" + (f" ({label})" if label else ""),
+        statistic=f"mean per-debate S_sem of Mode {modes[0]} minus Mode {modes[-1]}",
+        value=float(first_last.mean()) if first_last.size else None,
+        test="one-sample t of the per-debate S_sem difference of each pair of consecutive modes (paired over "
+        "debates), two-sided; every pair must hold",
+        unit="debates",
+        n=min(ns),
+        verdict=vd.all_of(parts),
+    )
+
+
+def llm_longer(by_session: pd.DataFrame, flags: list[dg.Flag], label: str = "") -> Finding:
+    """The claim "LLM utterances are longer than the humans'" for one model and topic set: the
+    per-debate mean (over modes) of the signed length difference (human - LLM) < 0, one-sample t over debates."""
+    per = by_session.groupby("session_id").d_signed_len.mean().to_numpy(dtype=float)
+    mean, p, n = stats.one_sample_t(per)
+    return Finding(
+        claim="LLM utterances are longer than the humans' (signed difference < 0)" + (f" ({label})" if label else ""),
+        statistic="mean per-debate signed length difference (human - LLM)",
+        value=mean,
+        test="one-sample t over debates (each debate's mean over modes), two-sided",
+        unit="debates",
+        n=n,
+        verdict=vd.effect(p, mean, n, MIN_SESSIONS, "debates", -1, flags),
+    )
+
+
+def group_finding(row: Any, ref: Mapping[str, Any], flags: list[dg.Flag]) -> Finding:
+    """A Fig. 2 test as a finding: the paper's direction where its p < .05 (an effect, two-sided
+    paired t over groups in that direction), else "no change" (holds only when our test does not
+    reject with power >= 0.8 to find d_z = NO_EFFECT_D)."""
+    quantity, test = row.quantity, row.test
+    what = quantity.split()[0]
+    direction = int(np.sign(ref["t"])) if float(ref["p"]) < vd.ALPHA else 0
+    n = int(row.n_groups)
+    p = None if pd.isna(row.p) else float(row.p)
+    dz = None if pd.isna(row.d_z) else float(row.d_z)
+    if test == "llm change vs human change":
+        how = {1: "is larger than", -1: "is smaller than", 0: "does not differ from"}[direction]
+        claim = f"Fig. 2: the twins' change in group {quantity} ({STEP[what]}) {how} the humans'"
+    else:
+        who = "the twins'" if test == "llm change" else "the humans'"
+        how = {1: "rises", -1: "falls", 0: "does not change"}[direction]
+        claim = f"Fig. 2: {who} group {quantity} {how} ({STEP[what]})"
+    if direction:
+        verdict = vd.effect(p, dz, n, MIN_GROUPS, "groups", direction, flags)
+        test_text = "paired t over groups, two-sided"
+    else:
+        power = vd.power_t(NO_EFFECT_D, n) if n >= 2 else None
+        verdict = vd.no_difference(p, power, n, MIN_GROUPS, "groups", flags)
+        test_text = f"paired t over groups, two-sided; power to find d_z = {NO_EFFECT_D:g}"
+    return Finding(
+        claim=claim,
+        statistic="d_z = mean change / SD of the changes over groups (t / sqrt(G))",
+        value=dz,
+        test=test_text,
+        unit="groups",
+        n=n,
+        verdict=verdict,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# The report
+
+
+def _messages(flags: Iterable[dg.Flag]) -> str:
+    return "; ".join(f.message for f in flags)
+
+
+def _cell_flags(by_metric: Mapping[str, list[dg.Flag]]) -> str:
+    """A row's flags, each with the metrics it concerns: "d_stance: degenerate input: ..."."""
+    where: dict[dg.Flag, list[str]] = {}
+    for metric, flags in by_metric.items():
+        for f in flags:
+            where.setdefault(f, []).append(metric)
+    return "; ".join(f"{', '.join(ms)}: {f.message}" for f, ms in where.items())
+
+
+def _union(lists: Iterable[Iterable[Any]]) -> list[Any]:
+    return list(dict.fromkeys(x for xs in lists for x in xs))
+
+
 def _paper_row(
-    paper: dict[str, Any], table: str, model: str, mode: int, ablation: str
+    paper: Mapping[str, Any], table: str, model: str, mode: int, ablation: str
 ) -> tuple[dict[str, Any] | None, str]:
     t = paper.get(table, {})
     if table in ("table3", "table9"):
         if model in t:
             return t[model].get(f"mode{mode}"), model
-        return t.get("gpt-4o-mini", {}).get(f"mode{mode}"), "gpt-4o-mini"
-    return t.get(f"mode{mode}", {}).get(ablation), "gpt-4o-mini"
+        return t.get(PAPER_MODEL, {}).get(f"mode{mode}"), PAPER_MODEL
+    return t.get(f"mode{mode}", {}).get(ablation), PAPER_MODEL
 
 
-def _degenerate(flags: list[dg.Flag], note: Any) -> str | None:
-    """The row's degeneracy message: an annotator flag, or why the statistic is undefined."""
-    if flags:
-        return flags[0].message
-    return f"degenerate input: {note}" if isinstance(note, str) and note else None
+class _Builder:
+    """Collects a report's tables, rows, findings and where each flag applies."""
+
+    def __init__(self, rep: Report, run: RunDesign) -> None:
+        self.rep, self.run = rep, run
+
+    def table(
+        self, name: str, df: pd.DataFrame, title: str, notes: Iterable[str] = (), flags: Iterable[dg.Flag] = ()
+    ) -> None:
+        self.rep.tables[name] = Table(df.reset_index(drop=True), title, list(notes), flags=dg.collect(list(flags)))
+
+    def flagged(self, flags: Iterable[dg.Flag], *where: str) -> list[dg.Flag]:
+        """The flags (each once), recorded as applying at `where`."""
+        out = dg.collect(list(flags))
+        for f in out:
+            self.rep.flag(f, *where)
+        return out
+
+    def row(self, row: vs_paper.Row) -> None:
+        self.flagged(row.flags, f"vs_paper: {row.quantity}")
+        self.rep.vs_paper.append(row)
+
+
+def _utterance_table(
+    b: _Builder, df: pd.DataFrame, flags: InputFlags, name: str, ts: str, filtered: bool
+) -> tuple[pd.DataFrame, list[dg.Flag]]:
+    """`df` with a flags column (each row's flags, with the metrics they concern); where they apply."""
+    cells, all_flags = [], []
+    for r in df.itertuples(index=False):
+        setting = (r.model, r.mode, r.ablation, ts)
+        by_metric = {m: flags.metric(m, setting, filtered) for m in METRICS}
+        for m, fl in by_metric.items():
+            all_flags += b.flagged(fl, f"{name}.{m}[{r.model} mode {r.mode} {r.ablation}]")
+        cells.append(_cell_flags(by_metric))
+    return df.assign(flags=cells), dg.collect(all_flags)
 
 
 def analyse(
-    metrics: pd.DataFrame, tables: dict[str, Any], dp: dict[str, Any], paper: dict[str, Any], out: Path
-) -> dict[str, Any]:
-    from socsim.debate import stats
-
-    out.mkdir(parents=True, exist_ok=True)
-    flags = annotator_flags(tables["annotations"], tables["human_annotations"])
-    none_used = metrics[(metrics.n_used == 0) & (metrics.on_topic_filter == "annotated")]
-    for r in none_used.itertuples():
-        flags.append(
-            dg.Flag(
-                f"{r.model} mode {r.mode} {r.ablation} {r.topic_set}",
-                "no simulated on-topic utterance has an on-topic human comparator",
-            )
-        )
-    rows: list[vs_paper.Row] = []
+    metrics: pd.DataFrame,
+    tables: Mapping[str, Any],
+    dp: Mapping[str, Any],
+    paper: Mapping[str, Any],
+    run: RunDesign | None = None,
+    by_session: pd.DataFrame | None = None,
+) -> Report:
+    """The DEBATE report. `metrics`: the compare stage's utterance metrics (both on-topic filters);
+    `by_session`: its per-debate metrics (the findings' unit; None: the findings are inconclusive);
+    `tables`: sessions, participants, tweets, simulated, annotations, human_annotations; `run`: what
+    the run was (data source, annotator, encoder; default unknown: every row differs in design)."""
+    run = run or RunDesign()
+    rep = Report(TITLE)
+    b = _Builder(rep, run)
     models = list(dp["agent_models"])
+    flags = utterance_flags(tables["annotations"], tables["human_annotations"], metrics, run.human_on_topic)
+    sect6_flags(tables, models[0], flags)
+    if by_session is None:
+        by_session = pd.DataFrame(columns=[*SETTING, "session_id", *METRICS])
     every = metrics[metrics.on_topic_filter == "none"]
     metrics = metrics[metrics.on_topic_filter == "annotated"]
+    unit = "round-wise aggregation (eq. 2); length in " + str(dp["length_unit"])
+
     for ts, (main_t, abl_t) in TABLES.items():
-        e = every[(every.topic_set == ts)]
+        e = every[every.topic_set == ts]
         if len(e):
-            io_tables.write(
-                e[["model", "mode", "ablation", *METRICS, "n_used"]],
-                out,
+            df, fl = _utterance_table(
+                b, e[["model", "mode", "ablation", *METRICS, "n_used"]], flags, f"{main_t}_all_utterances", ts, False
+            )
+            b.table(
                 f"{main_t}_all_utterances",
+                df,
                 f"{main_t.capitalize()} ({ts}), every utterance compared (no on-topic filter; not the paper's)",
+                ["r_on_topic is 1 by construction here (every utterance counts as on-topic)"],
+                fl,
             )
         m = metrics[metrics.topic_set == ts]
         if m.empty:
             continue
-        t_main = m[m.ablation == "original"][["model", "mode", *METRICS, "n_used", "n_excluded"]]
-        io_tables.write(
-            t_main,
-            out,
+        t_main = m[m.ablation == "original"][["model", "mode", "ablation", *METRICS, "n_used", "n_excluded"]]
+        df, fl = _utterance_table(b, t_main, flags, main_t, ts, True)
+        b.table(
             main_t,
+            df.drop(columns="ablation"),
             f"{main_t.capitalize()} ({ts}): utterance metrics by model and mode",
-            ["round-wise aggregation (eq. 2); length in " + dp["length_unit"]],
+            [unit],
+            fl,
         )
-        t_abl = m[m.model == models[0]][["mode", "ablation", *METRICS, "n_used", "n_excluded"]]
-        io_tables.write(t_abl, out, abl_t, f"{abl_t.capitalize()} ({ts}): memory ablations ({models[0]})")
+        t_abl = m[m.model == models[0]][["model", "mode", "ablation", *METRICS, "n_used", "n_excluded"]]
+        df, fl = _utterance_table(b, t_abl, flags, abl_t, ts, True)
+        b.table(abl_t, df.drop(columns="model"), f"{abl_t.capitalize()} ({ts}): memory ablations ({models[0]})", [], fl)
         for r in m.itertuples(index=False):
+            setting = (r.model, r.mode, r.ablation, ts)
             for table in ([main_t] if r.ablation == "original" else []) + ([abl_t] if r.model == models[0] else []):
                 ref, who = _paper_row(paper, table, r.model, r.mode, r.ablation)
                 if ref is None:
                     continue
-                deg = next((f.message for f in flags), None)
                 for metric in METRICS:
-                    rows.append(
+                    b.row(
                         vs_paper.Row(
                             f"{table.capitalize()} {ts}, {r.model}, mode {r.mode}, {r.ablation}: {metric}",
                             getattr(r, metric),
                             ref.get(metric),
-                            degenerate=deg,
+                            flags=flags.metric(metric, setting),
+                            design=run.differences(METRIC_USES[metric], r.model, who),
                             note=f"paper: {who}; {r.n_used} utterances compared, {r.n_excluded} "
                             "without an on-topic human comparator",
                         )
                     )
         orig = m[m.ablation == "original"]
         for model, g in orig.groupby("model"):
+            settings = [(model, mode, "original", ts) for mode in g["mode"]]
+            sess = by_session[
+                (by_session.model == model) & (by_session.topic_set == ts) & (by_session.ablation == "original")
+            ]
             by_mode = g.set_index("mode").s_sem
-            if len(by_mode) >= 2:
-                ordered = bool(all(by_mode.iloc[i] >= by_mode.iloc[i + 1] for i in range(len(by_mode) - 1)))
-                rows.append(
+            s_flags = _union(flags.metric("s_sem", s) for s in settings)
+            order = mode_order(sess, s_flags, f"{ts}, {model}", g["mode"])
+            if order is not None:
+                rep.findings.append(order)
+                b.row(
                     vs_paper.Row(
                         f"{ts}, {model}: S_sem of the first mode minus the last",
                         by_mode.iloc[0] - by_mode.iloc[-1],
                         None,
-                        finding="Mode 1 > Mode 2 > Mode 3 in semantic similarity",
-                        holds=ordered,
-                        degenerate=flags[0].message if flags else None,
+                        finding=order.claim,
+                        verdict=order.verdict,
+                        flags=s_flags,
+                        design=run.differences(METRIC_USES["s_sem"], model),
+                        note=f"finding tested per debate: {order.test}",
                     )
                 )
-            signed = g.d_signed_len.mean()
-            rows.append(
+            l_flags = _union(flags.metric("d_signed_len", s) for s in settings)
+            longer = llm_longer(sess, l_flags, f"{ts}, {model}")
+            rep.findings.append(longer)
+            b.row(
                 vs_paper.Row(
                     f"{ts}, {model}: mean signed length difference (human - LLM)",
-                    signed,
+                    g.d_signed_len.mean(),
                     None,
-                    finding="LLM utterances are longer than the humans' (signed difference < 0)",
-                    holds=None if pd.isna(signed) else bool(signed < 0),
-                    degenerate=flags[0].message if flags else None,
+                    finding=longer.claim,
+                    verdict=longer.verdict,
+                    flags=l_flags,
+                    design=run.differences(METRIC_USES["d_signed_len"], model),
+                    note=f"finding tested per debate: {longer.test}",
                 )
             )
-    # Sect. 6 on the Depth groups of Mode 3
-    mem = members(tables, models[0])
-    atomic_write_bytes(out / "members.csv", mem.to_csv(index=False, float_format="%.6g").encode())
-    summary, group_tests = stats.group_level(mem, dp["group_sd_ddof"])
-    atomic_write_bytes(out / "group_level.csv", summary.to_csv(index=False, float_format="%.6g").encode())
-    io_tables.write(group_tests, out, "group_tests", "Fig. 2: group-level changes (paired t over groups)")
-    indiv = stats.individual_level(mem)
-    io_tables.write(indiv, out, "individual_level", "Fig. 3: individual change vs initial stance and partner")
-    tests_key = {
-        "llm change": "llm_change",
-        "human change": "human_change",
-        "llm change vs human change": "llm_vs_human",
-    }
-    gl = paper.get("group_level", {})
+
+    _sect6_report(b, tables, dp, paper, flags, models[0])
+    _appendix_h(b, metrics, flags)
+    rep.design = _union(r.design or [] for r in rep.vs_paper) or run.differences({"agent", "annotator", "encoder"})
+    rep.summary.update(
+        settings=int(len(metrics)),
+        data_source=run.data_source,
+        data=dict(run.data),
+        annotator=run.annotator,
+        encoder=run.encoder,
+    )
+    rep.tables["flags"] = Table(
+        pd.DataFrame(
+            [{**f.flag.as_dict(), "where": w} for f in rep.flags for w in f.where],
+            columns=["scope", "reason", "message", "where"],
+        ),
+        "DEBATE: degeneracy flags and the tables, rows and figure panels they concern",
+    )
+    return rep
+
+
+def _sect6_report(
+    b: _Builder,
+    tables: Mapping[str, Any],
+    dp: Mapping[str, Any],
+    paper: Mapping[str, Any],
+    flags: InputFlags,
+    model: str,
+) -> None:
+    """Sect. 6 on the Depth groups of Mode 3: members, group level (Fig. 2), individual level (Fig. 3)."""
+    rep, run = b.rep, b.run
+    mem = members(tables, model)
+    sect6 = dg.collect(flags.stance_tweets_human, flags.stance_tweets_llm, flags.opinions_llm)
+    b.table("members", mem, f"Sect. 6 members (Depth, Mode 3, {model}): tweet stances and opinions", [], sect6)
+    per_group, group_tests = stats.group_level(mem, dp["group_sd_ddof"])
+    per_group = per_group.assign(
+        flags=[
+            _messages(b.flagged(flags.variable(r.source, r.quantity), f"group_level.{r.source}.{r.quantity}"))
+            for r in per_group.itertuples(index=False)
+        ]
+    )
+    b.table("group_level", per_group, "Fig. 2: per-group mean and SD of each quantity", [], sect6)
+
+    def test_vars(quantity: str, test: str) -> list[tuple[str, str]]:
+        before, after, _ = stats.GROUP_TESTS[quantity]
+        sources = {"llm change": ["llm"], "human change": ["human"]}.get(test, ["llm", "human"])
+        return [(s, v) for s in sources for v in (before, after)]
+
+    gl = paper.get("group_level") or {}
+    g_paper = int(gl["df"]) + 1 if gl.get("df") is not None else PAPER_GROUPS
+    key = {"llm change": "llm_change", "human change": "human_change", "llm change vs human change": "llm_vs_human"}
+    cells, es_rows = [], []
     for r in group_tests.itertuples(index=False):
-        ref = (gl.get(r.quantity.replace(" ", "_").lower()) or {}).get(tests_key[r.test]) or {}
-        rows.append(
+        vars_ = test_vars(r.quantity, r.test)
+        fl = b.flagged(_union(flags.variable(s, v) for s, v in vars_), f"group_tests.{r.quantity}.{r.test}")
+        cells.append(_messages(fl))
+        design = run.differences(_union(variable_uses(s, v) for s, v in vars_), model)
+        ref = (gl.get(r.quantity.replace(" ", "_").lower()) or {}).get(key[r.test]) or {}
+        paper_t = ref.get("t")
+        paper_dz = None if paper_t is None else float(paper_t) / math.sqrt(g_paper)
+        finding = group_finding(r, ref, fl) if paper_t is not None and ref.get("p") is not None else None
+        if finding is not None:
+            rep.findings.append(finding)
+        t_shown = "n/a" if pd.isna(r.t) else f"{r.t:.3g}"
+        b.row(
             vs_paper.Row(
-                f"Fig. 2 {r.quantity}: {r.test} (paired t)",
-                r.t,
-                ref.get("t"),
-                degenerate=_degenerate(flags, r.note),
-                note=f"{r.n_groups} groups (paper: 31, gpt-4o-mini)",
+                f"Fig. 2 {r.quantity}: {r.test} (d_z = t / sqrt(G))",
+                None if pd.isna(r.d_z) else r.d_z,
+                paper_dz,
+                finding=finding.claim if finding else "",
+                verdict=finding.verdict if finding else None,
+                flags=fl,
+                design=design,
+                note=f"ours: t = {t_shown}, {r.n_groups} groups"
+                + (f"; {r.note}" if isinstance(r.note, str) and r.note else "")
+                + (f"; paper: t({g_paper - 1}) = {paper_t:g}, {g_paper} groups" if paper_t is not None else ""),
             )
         )
-    il = paper.get("individual_level", {})
+        es_rows.append(
+            {
+                "quantity": r.quantity,
+                "test": r.test,
+                "d_z": r.d_z,
+                "t": r.t,
+                "n_groups": r.n_groups,
+                "paper_d_z": paper_dz,
+                "paper_t": paper_t,
+                "paper_groups": g_paper if paper_t is not None else None,
+                "verdict": finding.verdict.label if finding else "",
+                "flags": _messages(fl),
+            }
+        )
+    b.table(
+        "group_tests",
+        group_tests.assign(flags=cells),
+        "Fig. 2: group-level changes (paired t over groups; d_z = t / sqrt(groups))",
+        [],
+        sect6,
+    )
+    b.table(
+        "fig2_effect_sizes",
+        pd.DataFrame(es_rows).astype(
+            {"d_z": "float64", "t": "float64", "paper_d_z": "float64", "paper_t": "float64", "paper_groups": "Int64"}
+        ),
+        f"Fig. 2 effect sizes: d_z = t / sqrt(G), ours beside the paper's (G = {g_paper})",
+        ["the paper's t grows with its number of groups; d_z does not"],
+        sect6,
+    )
+
+    indiv = stats.individual_level(mem)
+    il = paper.get("individual_level") or {}
+    cells = []
     for r in indiv.itertuples(index=False):
+        start, end = stats.OUTCOMES[r.outcome]
+        fl = b.flagged(
+            _union(flags.variable(r.source, v) for v in (start, end)),
+            f"individual_level.{r.source}.{r.outcome}.{r.predictor}",
+        )
+        cells.append(_messages(fl))
         ref = ((il.get(r.outcome) or {}).get(r.predictor.replace(" ", "_")) or {}).get(r.source) or {}
-        rows.append(
+        b.row(
             vs_paper.Row(
                 f"Fig. 3 {r.outcome} change ~ {r.predictor} ({r.source}): Pearson r",
                 r.r,
                 ref.get("r"),
-                degenerate=_degenerate(flags, r.note),
-                note=f"{r.n} members",
+                flags=fl,
+                design=run.differences(_union(variable_uses(r.source, v) for v in (start, end)), model),
+                note=f"{r.n} members" + (f"; {r.note}" if isinstance(r.note, str) and r.note else ""),
             )
         )
-    # Appendix H on the models that ran
+    b.table(
+        "individual_level",
+        indiv.assign(flags=cells),
+        "Fig. 3: individual change vs initial stance and partner",
+        [],
+        sect6,
+    )
+    rep.summary.update(groups_sect6=int(mem.session_id.nunique()), members_sect6=int(len(mem) // 2))
+
+
+def _appendix_h(b: _Builder, metrics: pd.DataFrame, flags: InputFlags) -> None:
+    """Appendix H on the models that ran (Friedman + Wilcoxon across settings)."""
     orig = metrics[metrics.ablation == "original"].assign(
         setting=lambda d: d.topic_set + "-mode" + d["mode"].astype(str)
     )
-    app_h = {}
+    app_h: dict[str, Any] = {}
     for metric, alt in (("s_sem", "greater"), ("rouge_l", "greater"), ("d_stance", "less")):
         values = orig.pivot_table(index="model", columns="setting", values=metric)
         best = (
@@ -285,14 +760,12 @@ def analyse(
         app_h[metric] = (
             {"best": best, **stats.appendix_h(values, best, alt)} if best is not None else {"note": "no metrics"}
         )
-    write_json(out / "appendix_h.json", app_h)
-    vs_paper.write(out, rows, "DEBATE (paper 003): our run beside the paper's Tables 3, 4, 9, 10 and Fig. 2")
-    summary_json = {
-        "settings": int(len(metrics)),
-        "groups_sect6": int(mem.session_id.nunique()),
-        "members_sect6": int(len(mem) // 2),
-        "degenerate": bool(flags),
-        "degeneracy_flags": dg.as_json(flags),
-    }
-    write_json(out / "summary.json", summary_json)
-    return {"flags": dg.as_json(flags)}
+        fl = b.flagged(
+            _union(
+                flags.metric(metric, (r.model, r.mode, r.ablation, r.topic_set)) for r in orig.itertuples(index=False)
+            ),
+            f"appendix_h.{metric}",
+        )
+        if fl:
+            app_h[metric]["flags"] = [f.message for f in fl]
+    b.rep.documents["appendix_h.json"] = app_h

@@ -200,6 +200,7 @@ def run_annotate_human(ctx: StageContext) -> None:
 
 def run_compare(ctx: StageContext) -> None:
     from socsim.debate import analysis
+    from socsim.io import tables as io_tables
 
     dp = ctx.params[DB]
     simulated, annotations, human_utterances, human_annotations = (
@@ -208,28 +209,53 @@ def run_compare(ctx: StageContext) -> None:
     out = analysis.utterance_metrics(simulated, annotations, human_utterances, human_annotations, dp)
     d = ctx.path("comparison")
     d.mkdir(parents=True, exist_ok=True)
-    from socsim.io.parquet import atomic_write_bytes
-
-    atomic_write_bytes(d / "utterance_metrics.csv", out["metrics"].to_csv(index=False, float_format="%.6g").encode())
+    io_tables.write(out["metrics"], d, "utterance_metrics", "DEBATE: utterance metrics per setting (eq. 2)")
+    io_tables.write(
+        out["by_session"], d, "utterance_metrics_by_session", "DEBATE: utterance metrics per setting and debate"
+    )
     write_json(d / "encoder.json", out["encoder"])
     ctx.write_metrics(settings=len(out["metrics"]), encoder=out["encoder"])
 
 
-def run_analyse(ctx: StageContext) -> None:
-    from socsim.debate import analysis
-    from socsim.io import vs_paper
+def _provenance(paths: Path | list[Path]) -> dict[str, Any]:
+    from socsim.io.parquet import read_provenance
 
-    dp = ctx.params[DB]
-    metrics = pd.read_csv(ctx.path("comparison") / "utterance_metrics.csv")
+    return read_provenance(paths[0] if isinstance(paths, list) else paths)
+
+
+def run_analyse(ctx: StageContext) -> None:
+    import json
+
+    from socsim.debate import analysis
+    from socsim.io import report, vs_paper
+
+    comparison, d = ctx.path("comparison"), ctx.path("analysis")
     tables = {
         n: ctx.read(n).to_pandas()
         for n in ("sessions", "participants", "tweets", "simulated", "annotations", "human_annotations")
     }
-    out = analysis.analyse(metrics, tables, dp, vs_paper.read_paper(ctx.path("paper_file")), ctx.path("analysis"))
-    write_json(ctx.path("analysis") / "provenance.json", ctx.provenance())
-    for f in out["flags"]:
-        print(f["message"])
-    ctx.write_metrics(degeneracy_flags=len(out["flags"]))
+    run = analysis.RunDesign.from_provenance(
+        _provenance(ctx.paths["sessions"]),
+        _provenance(ctx.paths["human_annotations"]),
+        json.loads((comparison / "encoder.json").read_text(encoding="utf-8")),
+    )
+    rep = analysis.analyse(
+        report.read(comparison, "utterance_metrics"),
+        tables,
+        ctx.params[DB],
+        vs_paper.read_paper(ctx.path("paper_file")),
+        run,
+        report.read(comparison, "utterance_metrics_by_session"),
+    )
+    report.write(rep, d)
+    write_json(d / "provenance.json", ctx.provenance())
+    for f in rep.flags:
+        print(f.flag.message)
+    ctx.write_metrics(
+        degeneracy_flags=len(rep.flags),
+        findings={f.claim: f.verdict.label for f in rep.findings},
+        design_differences=rep.design,
+    )
 
 
 def run_figures(ctx: StageContext) -> None:

@@ -100,6 +100,27 @@ GROUP_TESTS = {
 }
 
 
+GROUP_TEST_COLUMNS = ["quantity", "test", "t", "p", "n_groups", "mean_change", "d_z", "note"]
+
+
+def d_z(t: float | None, n: int) -> float | None:
+    """The paired (one-sample) effect size d_z = mean change / SD of the changes = t / sqrt(n): unlike
+    t, it does not grow with the number of groups."""
+    return None if t is None or n < 1 or not math.isfinite(t) else float(t) / math.sqrt(n)
+
+
+def one_sample_t(x: np.ndarray) -> tuple[float | None, float | None, int]:
+    """(mean, two-sided p of the one-sample t test against 0, n) over the finite values of `x`; p is
+    None with fewer than 2 values or zero variance (the test is undefined)."""
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    n = int(x.size)
+    mean = float(x.mean()) if n else None
+    if n < 2 or float(np.var(x)) <= VAR_TOL:
+        return mean, None, n
+    return mean, _num(stats.ttest_1samp(x, 0.0).pvalue), n
+
+
 def _paired_t(
     after: np.ndarray, before: np.ndarray
 ) -> tuple[float | None, float | None, int, float | None, str | None]:
@@ -127,8 +148,9 @@ def group_level(members: pd.DataFrame, ddof: int = 1) -> tuple[pd.DataFrame, pd.
     sd, n. Second frame: for tweet mean/SD (round 3 vs round 1) and opinion mean/SD (final vs initial):
     "llm change" and "human change" = ttest_rel(after, before) over that source's groups, and
     "llm change vs human change" = ttest_rel(change_LLM, change_human) over the groups that have both
-    (sign: LLM minus human). Columns quantity, test, t, p, n_groups, mean_change, note (why t and p are
-    missing, NaN in the frame: fewer than 2 groups, or a constant change).
+    (sign: LLM minus human). Columns quantity, test, t, p, n_groups, mean_change, d_z (the standardised
+    mean change, t / sqrt(n_groups): comparable across numbers of groups, unlike t), note (why t and p
+    are missing, NaN in the frame: fewer than 2 groups, or a constant change).
     """
     need = ["session_id", "worker_id", "source", *QUANTITIES]
     missing = [c for c in need if c not in members.columns]
@@ -178,6 +200,7 @@ def group_level(members: pd.DataFrame, ddof: int = 1) -> tuple[pd.DataFrame, pd.
                     "p": p,
                     "n_groups": n,
                     "mean_change": mean,
+                    "d_z": d_z(t, n),
                     "note": note,
                 }
             )
@@ -190,10 +213,11 @@ def group_level(members: pd.DataFrame, ddof: int = 1) -> tuple[pd.DataFrame, pd.
                 "p": p,
                 "n_groups": n,
                 "mean_change": mean,
+                "d_z": d_z(t, n),
                 "note": note,
             }
         )
-    return per_group, pd.DataFrame(tests, columns=["quantity", "test", "t", "p", "n_groups", "mean_change", "note"])
+    return per_group, pd.DataFrame(tests, columns=GROUP_TEST_COLUMNS)
 
 
 # ---------------------------------------------------------------------------------------------------

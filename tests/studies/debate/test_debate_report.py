@@ -1,0 +1,364 @@
+"""The DEBATE report (issue 20): verdicts with known answers (null data at about the nominal rate,
+a true effect, too little data), d_z against an independent computation, flags that travel with
+their own numbers only, the data source among the design differences, figures from Parquet."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import ROOT
+from socsim.debate import analysis, figures, stats
+from socsim.io import report
+
+PAPER = yaml.safe_load((ROOT / "data/debate/paper.yaml").read_text())
+TWEET_MEAN_LLM = PAPER["group_level"]["tweet_mean"]["llm_change"]  # t = 2.23, p = .03: "rises"
+TWEET_MEAN_HUMAN = PAPER["group_level"]["tweet_mean"]["human_change"]  # p = .59: "does not change"
+STANCES = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5])
+
+
+def _members(rng: np.random.Generator, groups: int, shift: float = 0.0, size: int = 4) -> pd.DataFrame:
+    """Members of `groups` groups; the twins' tweet stance moves by `shift` from round 1 to 3."""
+    rows = []
+    for g in range(groups):
+        s1 = rng.normal(size=size)
+        o_init = rng.normal(size=size)
+        for source in ("human", "llm"):
+            move = shift if source == "llm" else 0.0
+            for i in range(size):
+                rows.append(
+                    {
+                        "session_id": f"S{g:03d}",
+                        "worker_id": f"w{g}_{i}",
+                        "source": source,
+                        "partner1": f"w{g}_{(i + 1) % size}",
+                        "s1": s1[i],
+                        "s2": rng.normal(),
+                        "s3": s1[i] + move + rng.normal(),
+                        "o_init": o_init[i],
+                        "o_final": o_init[i] + rng.normal(),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def _tweet_mean(tests: pd.DataFrame, test: str) -> object:
+    return next(r for r in tests.itertuples(index=False) if r.quantity == "tweet mean" and r.test == test)
+
+
+# --- d_z -------------------------------------------------------------------------------------------
+
+
+def test_d_z_is_the_mean_change_over_its_sd_by_hand():
+    rng = np.random.default_rng(1)
+    members = _members(rng, 7, shift=0.3)
+    per_group, tests = stats.group_level(members)
+    wide = per_group.pivot_table(index="session_id", columns=["source", "quantity"], values="mean")
+    for source in ("llm", "human"):
+        d = list(wide[(source, "s3")] - wide[(source, "s1")])
+        m = sum(d) / len(d)
+        sd = math.sqrt(sum((x - m) ** 2 for x in d) / (len(d) - 1))
+        row = _tweet_mean(tests, f"{source} change")
+        assert row.d_z == pytest.approx(m / sd) and row.d_z == pytest.approx(row.t / math.sqrt(7))
+    # d_z does not grow with the number of groups, t does: same effect, 4x the groups
+    few = [
+        _tweet_mean(stats.group_level(_members(np.random.default_rng(s), 10, 1.0))[1], "llm change") for s in range(20)
+    ]
+    many = [
+        _tweet_mean(stats.group_level(_members(np.random.default_rng(s), 40, 1.0))[1], "llm change") for s in range(20)
+    ]
+    assert np.mean([r.t for r in many]) > 1.6 * np.mean([r.t for r in few])
+    assert np.mean([r.d_z for r in many]) == pytest.approx(np.mean([r.d_z for r in few]), rel=0.25)
+
+
+def test_paper_d_z_is_t_over_sqrt_31_in_vs_paper_and_fig2_table(tmp_path: Path):
+    rep = analysis.analyse(*_inputs(np.random.default_rng(3), groups=6))
+    es = rep.tables["fig2_effect_sizes"].df.set_index(["quantity", "test"])
+    assert es.loc[("tweet mean", "llm change"), "paper_d_z"] == pytest.approx(2.23 / math.sqrt(31))
+    assert es.loc[("opinion SD", "llm change"), "paper_d_z"] == pytest.approx(-4.65 / math.sqrt(31))
+    row = next(r for r in rep.vs_paper if r.quantity.startswith("Fig. 2 tweet mean: llm change"))
+    assert row.paper == pytest.approx(2.23 / math.sqrt(31))
+    ours = rep.tables["group_tests"].df.set_index(["quantity", "test"]).loc[("tweet mean", "llm change")]
+    assert row.ours == pytest.approx(ours["t"] / math.sqrt(ours["n_groups"]))
+
+
+# --- verdicts with known answers -------------------------------------------------------------------
+
+
+def test_fig2_effect_finding_holds_at_about_the_nominal_rate_on_null_data():
+    rng = np.random.default_rng(20)
+    reps, held, rejected = 150, 0, 0
+    for _ in range(reps):
+        row = _tweet_mean(stats.group_level(_members(rng, 12))[1], "llm change")
+        f = analysis.group_finding(row, TWEET_MEAN_LLM, [])
+        held += f.verdict.holds is True
+        rejected += row.p < 0.05
+    assert held / reps <= 0.06  # one direction of a two-sided test: nominal 2.5 %
+    assert 0.01 <= rejected / reps <= 0.11  # either direction: nominal 5 %
+
+
+def test_fig2_effect_finding_holds_on_a_true_effect_and_says_no_on_the_reverse():
+    rng = np.random.default_rng(21)
+    up = [
+        analysis.group_finding(
+            _tweet_mean(stats.group_level(_members(rng, 15, 1.0))[1], "llm change"), TWEET_MEAN_LLM, []
+        )
+        for _ in range(10)
+    ]
+    assert all(f.verdict.holds is True and f.unit == "groups" and f.n == 15 for f in up)
+    down = analysis.group_finding(
+        _tweet_mean(stats.group_level(_members(rng, 15, -1.5))[1], "llm change"), TWEET_MEAN_LLM, []
+    )
+    assert down.verdict.holds is False and down.verdict.label.startswith("no (")
+
+
+def test_fig2_tiny_inputs_are_inconclusive_with_n_and_need():
+    row = _tweet_mean(stats.group_level(_members(np.random.default_rng(2), 2, 3.0))[1], "llm change")
+    f = analysis.group_finding(row, TWEET_MEAN_LLM, [])
+    assert f.verdict.holds is None and f.verdict.label == f"inconclusive (n = 2 groups, needs {analysis.MIN_GROUPS})"
+
+
+def test_fig2_no_change_claim_needs_power():
+    rng = np.random.default_rng(22)
+    small = [
+        analysis.group_finding(
+            _tweet_mean(stats.group_level(_members(rng, 5))[1], "human change"), TWEET_MEAN_HUMAN, []
+        )
+        for _ in range(20)
+    ]
+    assert not any(f.verdict.holds for f in small)  # never a pass at low power (power 0.14 at 5 groups)
+    assert all("power" in f.verdict.reason for f in small if f.verdict.holds is None)
+    big = [
+        analysis.group_finding(
+            _tweet_mean(stats.group_level(_members(rng, 60))[1], "human change"), TWEET_MEAN_HUMAN, []
+        )
+        for _ in range(10)
+    ]
+    assert sum(f.verdict.holds is True for f in big) >= 8  # no change, power >= 0.8: holds (~95 %)
+    assert "does not change" in big[0].claim
+
+
+def _by_session(rng: np.random.Generator, debates: int, gap: float = 0.0, longer: float = 0.0) -> pd.DataFrame:
+    """Per-debate metrics of modes 1-3: S_sem falls by `gap` per mode; LLM longer by `longer` words."""
+    rows = []
+    for s in range(debates):
+        base = rng.normal(0.4, 0.05)
+        for mode in (1, 2, 3):
+            rows.append(
+                {
+                    "model": "m",
+                    "mode": mode,
+                    "ablation": "original",
+                    "topic_set": "depth",
+                    "session_id": f"S{s}",
+                    "s_sem": base - gap * mode + rng.normal(0, 0.02),
+                    "d_signed_len": -longer + rng.normal(0, 5.0),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_mode_order_and_length_findings_null_true_tiny():
+    rng = np.random.default_rng(30)
+    null_order = [analysis.mode_order(_by_session(rng, 8), []) for _ in range(100)]
+    null_len = [analysis.llm_longer(_by_session(rng, 8), []) for _ in range(100)]
+    assert sum(f.verdict.holds is True for f in null_order) <= 3  # two pairs must both reject: < 2.5 %
+    assert sum(f.verdict.holds is True for f in null_len) <= 7  # one direction: nominal 2.5 %
+    order = analysis.mode_order(_by_session(rng, 8, gap=0.04), [])
+    longer = analysis.llm_longer(_by_session(rng, 8, longer=20.0), [])
+    assert order.verdict.holds is True and order.unit == "debates" and order.n == 8
+    assert longer.verdict.holds is True and longer.value < 0
+    assert analysis.mode_order(_by_session(rng, 8, gap=-0.04), []).verdict.holds is False
+    tiny = analysis.mode_order(_by_session(rng, 2, gap=0.04), [])
+    assert tiny.verdict.label == f"inconclusive (n = 2 debates, needs {analysis.MIN_SESSIONS})"
+    assert analysis.llm_longer(_by_session(rng, 1, longer=20.0), []).verdict.label.startswith("inconclusive (n = 1")
+
+
+# --- a whole report on synthetic inputs ------------------------------------------------------------
+
+
+def _inputs(rng: np.random.Generator, groups: int, stance: float | None = None, on_topic_all: bool = False):
+    """(metrics, tables, dp, paper, run, by_session) of a run of model "m", modes 1-3, Depth: real
+    values everywhere, or a stance annotator answering `stance` for every utterance."""
+    sessions, part, tweets, sim, ann, hann = [], [], [], [], [], []
+    base = {"model": "m", "ablation": "original", "topic_set": "depth"}
+    for g in range(groups):
+        sid = f"S{g:02d}"
+        sessions.append({"session_id": sid, "topic_set": "depth", "reverse": g % 2 == 1})
+        workers = [f"{sid}w{i}" for i in range(4)]
+        for i, w in enumerate(workers):
+            o = rng.choice(STANCES)
+            part.append({"session_id": sid, "worker_id": w, "o_init": o, "o_final": rng.choice(STANCES)})
+            tweets.append({"session_id": sid, "round": 1, "worker_id": w, "partner_id": workers[i ^ 1]})
+            for r in (1, 2, 3):
+                hann.append(
+                    {
+                        "session_id": sid,
+                        "round": r,
+                        "kind": "tweet",
+                        "speaker": w,
+                        "stance": rng.choice(STANCES),
+                        "on_topic": None,
+                    }
+                )
+                hann.append(
+                    {
+                        "session_id": sid,
+                        "round": r,
+                        "kind": "utterance",
+                        "speaker": w,
+                        "stance": stance if stance is not None else rng.choice(STANCES),
+                        "on_topic": bool(rng.random() < 0.7),
+                    }
+                )
+            sim.append(
+                {
+                    **base,
+                    "mode": 3,
+                    "session_id": sid,
+                    "round": 4,
+                    "kind": "opinion",
+                    "speaker": w,
+                    "opinion": rng.choice(STANCES),
+                }
+            )
+            for mode in (1, 2, 3):
+                for r in (1, 2, 3):
+                    ann.append(
+                        {
+                            **base,
+                            "mode": mode,
+                            "session_id": sid,
+                            "round": r,
+                            "kind": "utterance",
+                            "speaker": w,
+                            "stance": stance if stance is not None else rng.choice(STANCES),
+                            "on_topic": True if on_topic_all else bool(rng.random() < 0.7),
+                        }
+                    )
+            for r in (2, 3):
+                ann.append(
+                    {
+                        **base,
+                        "mode": 3,
+                        "session_id": sid,
+                        "round": r,
+                        "kind": "tweet",
+                        "speaker": w,
+                        "stance": rng.choice(STANCES),
+                        "on_topic": None,
+                    }
+                )
+    by_session = _by_session(rng, groups, gap=0.06, longer=10.0).assign(
+        session_id=lambda d: [f"S{int(s[1:]):02d}" for s in d.session_id],
+        d_stance=1.0,
+        d_abs_len=12.0,
+        rouge_l=0.1,
+        r_on_topic=0.7,
+        n_used=5,
+    )
+    agg = by_session.groupby(["model", "mode", "ablation", "topic_set"], as_index=False)[
+        analysis.METRICS + ["n_used"]
+    ].mean()
+    agg = agg.assign(n_sim=12 * groups, n_on_topic=9 * groups, n_excluded=0)
+    metrics = pd.concat(
+        [agg.assign(on_topic_filter="annotated"), agg.assign(on_topic_filter="none")], ignore_index=True
+    )
+    tables = {
+        "sessions": pd.DataFrame(sessions),
+        "participants": pd.DataFrame(part),
+        "tweets": pd.DataFrame(tweets),
+        "simulated": pd.DataFrame(sim),
+        "annotations": pd.DataFrame(ann),
+        "human_annotations": pd.DataFrame(hann),
+    }
+    dp = {"agent_models": ["m"], "length_unit": "words", "group_sd_ddof": 1}
+    run = analysis.RunDesign.from_provenance(
+        {"data": {"source": "fixture"}},
+        {"params": {"debate.annotator": {"model": "m"}}},
+        {"model": "sentence-transformers/all-MiniLM-L6-v2", "human_on_topic": "annotate"},
+    )
+    return metrics, tables, dp, PAPER, run, by_session
+
+
+def _row(rep: report.Report, start: str):
+    return next(r for r in rep.vs_paper if r.quantity.startswith(start))
+
+
+def test_a_stance_flag_lands_only_on_stance_derived_numbers():
+    rep = analysis.analyse(*_inputs(np.random.default_rng(4), groups=5, stance=0.5))
+    stance = [f.flag for f in rep.flags if f.flag.scope == "stance annotator (utterances)"]
+    assert len(stance) == 1 and "100%" in stance[0].reason
+    assert all(f.flag.scope == "stance annotator (utterances)" for f in rep.flags)  # nothing else is degenerate
+    for metric in analysis.METRICS:
+        row = _row(rep, f"Table3 depth, m, mode 1, original: {metric}")
+        assert (stance[0] in row.flags) == (metric == "d_stance"), metric
+    assert not _row(rep, "Fig. 2 tweet mean: llm change").flags  # tweets: a different input
+    assert not _row(rep, "depth, m: S_sem of the first mode").flags
+    t3 = rep.tables["table3"].df
+    assert t3["flags"].str.startswith("d_stance: degenerate input: stance annotator (utterances)").all()
+    where = next(f.where for f in rep.flags)
+    assert any(w.startswith("table3.d_stance[") for w in where) and not any(".s_sem" in w for w in where)
+    assert any(f.verdict.holds is True for f in rep.findings if "semantic similarity" in f.claim)
+
+
+def test_on_topic_and_tweet_flags_concern_their_own_rows():
+    rep = analysis.analyse(*_inputs(np.random.default_rng(5), groups=5, on_topic_all=True))
+    (on_topic,) = [f.flag for f in rep.flags]
+    assert on_topic.scope == "on-topic annotator"
+    assert on_topic in _row(rep, "Table3 depth, m, mode 2, original: s_sem").flags
+    assert on_topic in _row(rep, "Table3 depth, m, mode 2, original: r_on_topic").flags
+    assert not _row(rep, "Fig. 2 opinion SD: llm change").flags and not _row(rep, "Fig. 3 tweet change").flags
+    length = next(f for f in rep.findings if "longer" in f.claim)
+    assert length.verdict.degenerate  # the on-topic filter decides which utterances it compares
+
+
+def test_data_source_and_models_are_design_differences(tmp_path: Path):
+    metrics, tables, dp, paper, run, by_session = _inputs(np.random.default_rng(6), groups=4)
+    rep = analysis.analyse(metrics, tables, dp, paper, run, by_session)
+    assert "data source: ours fixture (synthetic), paper DEBATE (real)" in rep.design
+    assert "agent model: ours m, paper gpt-4o-mini" in rep.design
+    assert "encoder: ours sentence-transformers/all-MiniLM-L6-v2, paper jinaai/jina-embeddings-v3" in rep.design
+    report.write(rep, tmp_path)
+    vs = report.read(tmp_path, "vs_paper")
+    assert vs.comparable.str.startswith("no: data source").all()  # fixture data: nothing is comparable
+    s_sem = vs[vs.quantity.str.endswith(": s_sem")].comparable
+    assert s_sem.str.contains("encoder").all()
+    assert not vs[vs.quantity.str.endswith(": rouge_l")].comparable.str.contains("encoder").any()
+    # the real data: the humans' opinions use neither a model nor an annotator, so they compare
+    real = analysis.RunDesign("DEBATE (real)", "gpt-4o-mini", analysis.PAPER_ENCODER)
+    rep = analysis.analyse(metrics, tables, dp, paper, real, by_session)
+    assert not _row(rep, "Fig. 2 opinion SD: human change").design
+    assert _row(rep, "Fig. 2 opinion SD: llm change").design == ["agent model: ours m, paper gpt-4o-mini"]
+    unknown = analysis.RunDesign.from_provenance({}, {}, {})
+    assert unknown.data_source == "unknown" and "data source: ours unknown, paper DEBATE (real)" in unknown.differences(
+        ()
+    )
+
+
+def test_report_writes_parquet_and_figures_read_it_without_csv(tmp_path: Path):
+    rep = analysis.analyse(*_inputs(np.random.default_rng(7), groups=4, stance=0.5))
+    report.write(rep, tmp_path / "analysis")
+    for name in ("table3", "group_tests", "fig2_effect_sizes", "members", "group_level", "flags", "findings"):
+        assert (tmp_path / "analysis" / f"{name}.parquet").is_file(), name
+    for csv in (tmp_path / "analysis").glob("*.csv"):
+        csv.unlink()  # figures read Parquet only
+    names = figures.all_figures(tmp_path / "analysis", tmp_path / "figures")
+    assert set(names) == {"fig2_group_level", "fig2_effect_sizes", "fig3_individual", "table3_metrics"}
+    assert all((tmp_path / "figures" / f"{n}.png").stat().st_size > 0 for n in names)
+    flags = report.read(tmp_path / "analysis", "flags")
+    assert figures.panel_flags(flags, ["table3.d_stance["]) and not figures.panel_flags(flags, ["table3.s_sem["])
+
+
+def test_without_per_debate_metrics_the_findings_are_inconclusive():
+    metrics, tables, dp, paper, run, _ = _inputs(np.random.default_rng(8), groups=4)
+    rep = analysis.analyse(metrics, tables, dp, paper, run, None)
+    utterance = [f for f in rep.findings if f.unit == "debates"]
+    assert len(utterance) == 2
+    assert all(f.verdict.label == f"inconclusive (n = 0 debates, needs {analysis.MIN_SESSIONS})" for f in utterance)
+    assert _row(rep, "depth, m: S_sem of the first mode").ours is not None  # the setting-level number stays
