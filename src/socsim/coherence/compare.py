@@ -1,17 +1,24 @@
-"""Table 4 (pass / fail / n/a / degenerate input) and our run beside the paper's Tables 3 and 4
-(`data/coherence/paper.yaml`, written through socsim.io.vs_paper)."""
+"""Table 4 (pass / fail / inconclusive / n/a / degenerate input) and our run beside the paper's
+Tables 3 and 4 (`data/coherence/paper.yaml`), as socsim.io.vs_paper rows: each row with the flags of
+its own inputs, its verdict by the one rule (socsim.stats.verdict) and the design differences
+between what we ran and what the paper ran (agent model, judge, statements per agent, topics)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
+from socsim.io.report import Table
 from socsim.io.tables import tex_escape
-from socsim.io.vs_paper import Row
+from socsim.io.vs_paper import Row, differences
 from socsim.stats import degeneracy as dg
+from socsim.stats.verdict import Verdict
 
 DEGENERATE = "degenerate input"
+INCONCLUSIVE = "inconclusive"
+TABLE3_INPUTS = ("preferences", "scores", "calibration")
 
 
 def _cell(result: str, detail: str) -> str:
@@ -19,15 +26,16 @@ def _cell(result: str, detail: str) -> str:
     return f"n/a: {detail}" if result == "n/a" and detail else result
 
 
-def table4(tests: pd.DataFrame) -> tuple[str, str, str]:
-    """Table 4: pass/fail per agent model and test, as CSV, Markdown and LaTeX. A cell that is not
-    a pass or a fail says why: the CSV holds the whole text ("degenerate input: ..." or "n/a: ..."),
+def table4(tests: pd.DataFrame) -> Table:
+    """Table 4: pass / fail per agent model and test. A cell that is neither says why: the values
+    (Parquet, CSV) hold the whole text ("inconclusive (...)", "degenerate input: ..." or "n/a: ..."),
     Markdown and LaTeX a short mark with a numbered note below the table."""
     tests = tests.assign(
         cell=[_cell(r, d if isinstance(d, str) else "") for r, d in zip(tests["result"], tests["detail"])]
     )
     wide = tests.pivot(index="model", columns="test", values="cell").reindex(columns=range(1, 7))
-    csv = wide.reset_index().rename(columns={t: f"test{t}" for t in range(1, 7)}).to_csv(index=False)
+    df = wide.reset_index().rename(columns={t: f"test{t}" for t in range(1, 7)})
+    df.columns.name = None
     notes: list[str] = []
 
     def mark(cell: object, kind: str) -> str:
@@ -38,7 +46,7 @@ def table4(tests: pd.DataFrame) -> tuple[str, str, str]:
         text = cell if isinstance(cell, str) else "n/a: not computed"
         if text not in notes:
             notes.append(text)
-        short = DEGENERATE if text.startswith(DEGENERATE) else "n/a"
+        short = next((s for s in (DEGENERATE, INCONCLUSIVE) if text.startswith(s)), "n/a")
         return f"{short} [{notes.index(text) + 1}]"
 
     md = ["| Model | " + " | ".join(f"Test {t}" for t in range(1, 7)) + " |", "|---" * 7 + "|"]
@@ -54,12 +62,15 @@ def table4(tests: pd.DataFrame) -> tuple[str, str, str]:
     tex += [r"\hline", r"\end{tabular}"]
     note_lines = [f"[{i}] {n}" for i, n in enumerate(notes, 1)]
     md_text = "\n".join(md) + "\n\n" + "".join(f"{n}  \n" for n in note_lines)
-    md_text += "\nPass rules: see socsim.coherence.analysis (module docstring) and the README.\n"
-
+    md_text += (
+        "\nPass rules: see socsim.coherence.analysis (module docstring) and the README. A pass needs a "
+        "rejection in the claimed direction (Tests 2 and 4: no difference found with power >= 0.8); "
+        "a fail a rejection the other way; anything else is inconclusive.\n"
+    )
     tex_text = "\n".join(tex) + "\n" + "".join(f"% {n}\n" for n in note_lines)
     if notes:
         tex_text += r"\par\footnotesize " + r" \\ ".join(tex_escape(n) for n in note_lines) + "\n"
-    return csv, md_text, tex_text
+    return Table(df, "Table 4: the six tests per agent model", markdown=md_text, latex=tex_text)
 
 
 def _paper_model(paper: dict[str, Any], model: str) -> tuple[str, dict[str, Any]] | tuple[None, None]:
@@ -69,19 +80,60 @@ def _paper_model(paper: dict[str, Any], model: str) -> tuple[str, dict[str, Any]
     return None, None
 
 
-def vs_paper_rows(
-    tables: dict[str, pd.DataFrame], flags: dict[str, dict[str, list[dg.Flag]]], paper: dict[str, Any]
-) -> list[Row]:
+def _paper_name(paper: dict[str, Any], model: str) -> str:
+    """Our registry name as the paper writes it (qwen2.5-7b -> Qwen2.5-7B), else as it is."""
+    name, _ = _paper_model(paper, model)
+    return name or model
+
+
+def design_differences(ours: dict[str, Any], paper: dict[str, Any], paper_design: dict[str, Any]) -> list[str]:
+    """How one model's run differs from the paper's design (model names mapped to the paper's)."""
+    shown = dict(ours)
+    for key in ("agent model", "judge model"):
+        if key in shown:
+            v = shown[key]
+            shown[key] = [_paper_name(paper, x) for x in v] if isinstance(v, list) else _paper_name(paper, v)
+    return differences(shown, paper_design)
+
+
+def _paper_design(paper: dict[str, Any]) -> dict[str, Any]:
+    d = paper.get("design") or {}
+    return {
+        "agent model": d.get("agent_model"),
+        "judge model": d.get("judge_model"),
+        "statements per agent": d.get("statements_per_agent"),
+        "topics": d.get("topics"),
+    }
+
+
+def _flags_of(flags: dict[str, list[dg.Flag]], inputs: Sequence[str]) -> list[dg.Flag]:
+    return dg.collect(*(flags.get(k, []) for k in inputs))
+
+
+def _paper_says(entry_passes: bool, ours: Verdict) -> Verdict:
+    """Whether the paper's "passes" / "fails" for a model holds in our run: a pass needs our test
+    to pass, a fail our test to fail (reject the other way); a non-rejection is inconclusive."""
+    if ours.holds is None:
+        return ours
+    if ours.holds == entry_passes:
+        return Verdict(True, ours.reason)
+    return Verdict(False, f"ours {'passes' if ours.holds else 'fails'}: {ours.reason}")
+
+
+def vs_paper_rows(out: dict[str, Any], paper: dict[str, Any]) -> list[Row]:
     """Per agent model: Table 3's distributions, the suppression numbers of section 4.1 and Table 4,
-    ours beside the paper's, with whether the paper's finding holds (or why we cannot tell)."""
+    ours beside the paper's, with whether the paper's finding holds by the one rule, the flags of
+    the row's own inputs and the design differences (`out`: socsim.coherence.analysis.analyse)."""
     rows: list[Row] = []
+    tables = out["tables"]
     supp, tests = tables["suppression"], tables["six_tests"]
     t3, sp = paper.get("table3", {}), paper.get("suppression", {})
+    base_design = _paper_design(paper)
     for model in sorted(set(tests["model"])):
-        f = flags.get(model, {})
-        degenerate = (
-            dg.verdict(dg.collect(f.get("preferences", []), f.get("scores", []), f.get("calibration", [])), "") or None
-        )
+        f = out["flags"].get(model, {})
+        table3 = _flags_of(f, TABLE3_INPUTS)
+        ours_design = out.get("design", {}).get(model, {"agent model": model})
+        design = design_differences(ours_design, paper, base_design)
         lin = supp[(supp["model"] == model) & (supp["panel"] == "linear shift")].set_index("gap")
         sig = supp[(supp["model"] == model) & (supp["panel"] == "sigmoid shift")].set_index("gap")
 
@@ -91,100 +143,123 @@ def vs_paper_rows(
             v = table.loc[gap, col]
             return None if pd.isna(v) else float(v)
 
-        def note(table: pd.DataFrame, gap: int, degenerate: str | None = degenerate) -> str:
+        def note(table: pd.DataFrame, gap: int, flagged: bool = bool(table3)) -> str:
             n = val(table, gap, "n")
             text = table.loc[gap, "note"] if gap in table.index else "n/a: no suppression table"
             text = text if isinstance(text, str) else ""
-            return (f"n = {int(n)}" if n is not None else "") + (f"; {text}" if text and not degenerate else "")
+            n0 = val(table, gap, "n_gap0") if gap > 0 else None
+            shown = (f"n = {int(n)}" if n is not None else "") + (f" (gap 0: {int(n0)})" if n0 is not None else "")
+            return shown + (f"; {text}" if text and not flagged else "")
+
+        def row(
+            quantity: str,
+            ours: float | None,
+            theirs: Any,
+            table: pd.DataFrame,
+            gap: int,
+            flags: list[dg.Flag] = table3,
+            design: list[str] = design,
+        ) -> Row:
+            return Row(quantity, ours, theirs, flags=flags, design=design, note=note(table, gap))
 
         for k in range(1, 6):
             rows.append(
-                Row(
+                row(
                     f"Table 3: P(score {k}) at gap 0, observed ({model})",
                     val(lin, 0, f"observed_p{k}"),
                     t3.get("observed_gap0", {}).get(k),
-                    degenerate=degenerate,
-                    note=note(lin, 0),
+                    lin,
+                    0,
                 )
             )
         for k in range(1, 6):
             rows.append(
-                Row(
+                row(
                     f"Table 3: P(score {k}) at gap 4, expected ({model})",
                     val(lin, 4, f"expected_p{k}"),
                     t3.get("expected_gap4", {}).get(k),
-                    degenerate=degenerate,
-                    note=note(lin, 4),
+                    lin,
+                    4,
                 )
             )
         rows.append(
-            Row(
+            row(
                 f"Mean agreement at gap 4, observed ({model})",
                 val(lin, 4, "observed"),
                 sp.get("observed_mean_gap4"),
-                degenerate=degenerate,
-                note=note(lin, 4),
+                lin,
+                4,
             )
         )
         rows.append(
-            Row(
+            row(
                 f"Mean agreement at gap 4, expected ({model})",
                 val(lin, 4, "expected"),
                 sp.get("expected_mean_gap4"),
-                degenerate=degenerate,
-                note=note(lin, 4),
+                lin,
+                4,
             )
         )
         finding = sp.get("finding", "disagreement suppressed")
         for label, table, key in (("linear", lin, "linear_difference"), ("sigmoid", sig, None)):
             for gap in (4, 3, 2, 1):
-                d = val(table, gap, "difference")
-                rows.append(
-                    Row(
-                        f"Observed - expected mean at gap {gap}, {label} shift ({model})",
-                        d,
-                        sp.get(key, {}).get(gap) if key else None,
-                        finding,
-                        None if d is None else d > 0,
-                        degenerate,
-                        note(table, gap),
-                    )
+                r = row(
+                    f"Observed - expected mean at gap {gap}, {label} shift ({model})",
+                    val(table, gap, "difference"),
+                    sp.get(key, {}).get(gap) if key else None,
+                    table,
+                    gap,
                 )
+                r.finding = f"{finding} (here: at gap {gap})"
+                # a model without a usable conversation: n/a (the note says why)
+                r.verdict = None if model in out["summary"]["no_data"] else out["suppressed"][model][label][gap]
+                rows.append(r)
         for gap in (4, 3, 2, 1):
             rows.append(
-                Row(
+                row(
                     f"Suppression (observed / expected) at gap {gap}, linear shift ({model})",
                     val(lin, gap, "suppression"),
                     sp.get("linear_suppression", {}).get(gap),
-                    degenerate=degenerate,
-                    note=note(lin, gap),
+                    lin,
+                    gap,
                 )
             )
         name, entry = _paper_model(paper, model)
         findings = paper.get("table4", {}).get("findings", {})
+        verdicts: dict[int, Verdict] = out["verdicts"].get(model, {})
+        t4_design = (
+            design_differences(
+                ours_design, paper, {**base_design, "agent model": name, "judge model": entry.get("judge")}
+            )
+            if entry is not None
+            else design
+        )
         for _, r in tests[tests["model"] == model].sort_values("test").iterrows():
             t = int(r["test"])
             ours = {"pass": 1.0, "fail": 0.0}.get(r["result"])
             theirs = None if entry is None else float(entry["tests"][t - 1])
+            v = verdicts.get(t)
+            na = r["raw_result"] == "n/a"
             if entry is not None:
                 text = f"{name} {'passes' if entry['tests'][t - 1] else 'fails'} Test {t}"
-                holds = None if ours is None else (ours == theirs)
+                verdict = None if na or v is None else _paper_says(bool(entry["tests"][t - 1]), v)
             elif t in findings:
-                text, want = findings[t]["text"], findings[t]["expect"] == "pass"
-                holds = None if ours is None else (ours == float(want))
+                text = findings[t]["text"]
+                verdict = None if na or v is None else _paper_says(findings[t]["expect"] == "pass", v)
             else:
-                text, holds = "", None
-            deg = r["result"] if str(r["result"]).startswith(DEGENERATE) else None
-            why = "" if deg or ours is not None else f"n/a: {r['detail']}"
+                text, verdict = "", None
+            own_flags = out.get("test_flags", {}).get(model, {}).get(t, [])
+            why = f"n/a: {r['detail']}" if na and not own_flags else ""
             rows.append(
                 Row(
                     f"Table 4: Test {t} passed (1) or failed (0) ({model})",
                     ours,
                     theirs,
                     text,
-                    holds,
-                    deg,
-                    why or ("paper has no row for this model" if entry is None else f"paper row: {name}"),
+                    verdict=verdict,
+                    flags=own_flags,
+                    design=t4_design,
+                    note=why or ("paper has no row for this model" if entry is None else f"paper row: {name}"),
                 )
             )
     return rows

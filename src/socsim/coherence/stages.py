@@ -7,12 +7,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from socsim.coherence import schemas
-from socsim.io.parquet import atomic_write_bytes, write_json
+from socsim.io.parquet import write_json
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from socsim.llm import LLMClient
 
 DATA = "data/coherence"
@@ -129,45 +127,35 @@ def run_calibrate(ctx: StageContext) -> None:
 
 
 def run_analyse(ctx: StageContext) -> None:
-    from socsim.coherence import analysis, compare
-    from socsim.io import vs_paper
+    from socsim.coherence import analysis
+    from socsim.io import report, vs_paper
 
     # Unpacked by name: mypy cannot count the items of a starred generator.
     agents, profiles, pairs, judgments, utterances, calibration = (
         ctx.read(name).to_pandas() for name in ("agents", "profiles", "pairs", "judgments", "utterances", "calibration")
     )
-    out = analysis.analyse(
-        agents, profiles, pairs, judgments, utterances, calibration, ctx.params["coherence"], ctx.seed
+    paper = vs_paper.read_paper(ctx.path("paper_file"))
+    rep = analysis.report(
+        agents, profiles, pairs, judgments, utterances, calibration, ctx.params["coherence"], ctx.seed, paper
     )
     d = ctx.path("analysis")
-    for name, table in out["tables"].items():
-        atomic_write_bytes(d / f"{name}.csv", table.to_csv(index=False, float_format="%.6g").encode())
-    csv, md, tex = compare.table4(out["tables"]["six_tests"])
-    atomic_write_bytes(d / "table4_tests.csv", csv.encode())
-    atomic_write_bytes(d / "table4_tests.md", md.encode())
-    atomic_write_bytes(d / "table4_tests.tex", tex.encode())
-    rows = compare.vs_paper_rows(out["tables"], out["flags"], vs_paper.read_paper(ctx.path("paper_file")))
-    vs_paper.write(d, rows, "Coherence (paper 001): our run beside the paper's Tables 3 and 4")
-    write_json(d / "summary.json", out["summary"])
+    report.write(rep, d)
     write_json(d / "provenance.json", ctx.provenance())
-    s = out["summary"]
+    s = rep.summary
     ctx.write_metrics(
         conversations=s["conversations"],
         removed_by_self_bleu=s["removed_by_self_bleu"],
         tests_passed=s["tests_passed"],
-        degeneracy_flags=len(s["degeneracy_flags"]),
+        degeneracy_flags=len(rep.flags),
     )
 
 
 def run_figures(ctx: StageContext) -> None:
     from socsim.coherence import figures
+    from socsim.io import report
 
     a, out = ctx.path("analysis"), ctx.path("figures")
-
-    def t(name: str) -> pd.DataFrame:
-        return figures.read_csv(a / f"{name}.csv")
-
-    figures.all_figures({name: t(name) for name in figures.TABLES}, out)
+    figures.all_figures({name: report.read(a, name) for name in figures.TABLES}, out)
     ctx.write_metrics(figures=sorted(p.name for p in out.glob("*.png")))
 
 

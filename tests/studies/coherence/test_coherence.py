@@ -16,6 +16,7 @@ from socsim.coherence import agents as ag
 from socsim.coherence import analysis as an
 from socsim.coherence import dialogue
 from socsim.config import read_yaml
+from socsim.io.vs_paper import read_paper
 from socsim.llm.types import Response
 from socsim.seeds import derive_seed
 from socsim.stats.bootstrap import bootstrap_means, grouped, interval
@@ -267,25 +268,39 @@ def _sycophantic(n=40):
     return _table(rows)
 
 
+PAPER = read_paper(ROOT / "data/coherence/paper.yaml")
+ALT = an.paper_suppression(PAPER)  # the paper's gap-0 distribution and its suppressed gap 4
+
+
 def test_six_tests_pass_on_coherent_and_fail_on_sycophantic_agents():
-    good = an.six_tests(_coherent(), alpha=0.01).set_index("test")
-    bad = an.six_tests(_sycophantic(), alpha=0.01).set_index("test")
-    assert good.loc[1, "result"] == "pass" and bad.loc[1, "result"] == "fail"
-    assert good.loc[2, "result"] == "pass" and bad.loc[2, "result"] == "fail"
-    assert good.loc[3, "result"] == "pass" and bad.loc[3, "result"] == "fail"
-    assert good.loc[4, "result"] == "pass" and bad.loc[4, "result"] == "fail"
-    assert good.loc[5, "result"] == "pass" and bad.loc[5, "result"] == "fail"
-    assert good.loc[6, "result"] == "pass" and bad.loc[6, "result"] == "fail"
+    # 200 conversations per cell: Test 4's "no difference" needs power >= 0.8 at its Bonferroni alpha
+    good = an.six_tests(_coherent(200), alpha=0.01, alternative=ALT).set_index("test")
+    bad = an.six_tests(_sycophantic(), alpha=0.01, alternative=ALT).set_index("test")
+    for t in range(1, 7):  # sycophantic agents: every test rejects against the claim
+        assert good.loc[t, "result"] == "pass" and bad.loc[t, "result"] == "fail", t
+    assert good.loc[2, "power"] >= 0.8 and good.loc[4, "power"] >= 0.8
+    # 40 per cell: no contentiousness effect found, but too little power to say there is none
+    small = an.six_tests(_coherent(40), alpha=0.01, alternative=ALT).set_index("test")
+    assert small.loc[4, "result"].startswith("inconclusive (p = 1 but power 0.06 < 0.8 at n = 40")
+    assert small.loc[4, "raw_result"] == small.loc[4, "result"] and small.loc[1, "result"] == "pass"
+    # without the paper's distributions Test 2's power is unknown: never a pass
+    blind = an.six_tests(_coherent(40), alpha=0.01).set_index("test")
+    assert blind.loc[2, "result"].startswith("inconclusive (p = 1 but power unknown")
 
 
 def test_six_tests_without_data_are_not_applicable_or_too_few():
     tiny = _table([(1, 2, 0, 1, 1, 3), (2, 2, 1, 1, 1, 4)])
     out = an.six_tests(tiny, 0.01).set_index("test")
-    # two conversations: the correlations have too few cases, the group tests lack their groups
-    assert out.loc[1, "result"] == ("degenerate input: coherence test 1: 2 conversations, the test needs at least 10")
-    assert out.loc[5, "result"].startswith("degenerate input: coherence test 5: 2 conversations")
-    assert (out.loc[[2, 3, 4, 6], "result"] == "n/a").all()
+    # two conversations: too few for the correlations and the group tests (inconclusive, with the n and
+    # what it needs: too little data is not a degenerate input); one contentiousness level: Test 4 n/a
+    assert out.loc[1, "result"] == "inconclusive (n = 2 conversations, needs 10)"
+    assert out.loc[5, "result"] == "inconclusive (n = 2 conversations, needs 10)"
+    assert out.loc[2, "result"] == "inconclusive (n = 0 conversations a side (gap 0: 1, gap 4: 0), needs 5)"
+    assert out.loc[3, "result"] == "inconclusive (n = 0 conversations in the smallest preference pair, needs 5)"
+    assert out.loc[6, "result"] == "inconclusive (n = 0 (1-5) conversations, needs 5)"
+    assert out.loc[4, "result"] == "n/a" and "two contentiousness levels" in out.loc[4, "detail"]
     assert out.loc[3, "detail"] == "needs 1-1, 2-5, 3-5, 4-5 pairs; missing: 1-1, 2-5, 3-5, 4-5"
+    assert out.attrs["flags"] == []  # nothing degenerate: only too few
     empty = an.six_tests(tiny.iloc[:0], 0.01, empty_reason="no judged conversation")
     assert set(empty["result"]) == {"n/a"} and set(empty["detail"]) == {"no judged conversation"}
 
@@ -514,9 +529,11 @@ def test_test6_pooled_rule_passes_coherent_and_fails_incoherent_agents():
     flat = _far_pairs(lambda s: 3.0)  # openness ignored
     t6 = lambda df, rule: an.six_tests(df, 0.01, rule).set_index("test").loc[6]  # noqa: E731
     assert t6(coherent, "pooled")["result"] == "pass"
-    assert t6(reversed_, "pooled")["result"] == "fail" and t6(flat, "pooled")["result"] == "fail"
+    assert t6(reversed_, "pooled")["result"] == "fail"  # significant the other way
+    assert t6(flat, "pooled")["result"].startswith("inconclusive (")  # no effect found is not a fail
     strict = t6(coherent, "strict")
-    assert strict["result"] == "fail"  # the strict rule fails even these coherent agents ...
+    # the strict rule cannot pass even these coherent agents (inconclusive: nothing rejects the other way) ...
+    assert strict["result"].startswith("inconclusive (")
     assert 0 < strict["significant"] < strict["comparisons"] == 54  # ... since neighbours barely differ
     # the count of significant comparisons, computed independently
     from scipy.stats import mannwhitneyu
@@ -539,7 +556,7 @@ def test_degeneracy_flags_replace_pass_and_fail():
     from socsim.stats.degeneracy import Flag
 
     flag = Flag("coherence preferences (m)", "97% of 30 answers are 1 (threshold 90%)")
-    out = an.six_tests(_coherent(), 0.01, flags={1: [flag], 6: [flag]}).set_index("test")
+    out = an.six_tests(_coherent(200), 0.01, flags={1: [flag], 6: [flag]}, alternative=ALT).set_index("test")
     assert (
         out.loc[1, "result"] == "degenerate input: coherence preferences (m): 97% of 30 answers are 1 (threshold 90%)"
     )
@@ -727,15 +744,17 @@ def run_stages(paths, captured=None, monkeypatch=None, **coherence):
         ctx.stage.run(ctx)
     a = paths["analysis"]
     strict = lambda text: json.loads(text, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))  # noqa: E731
-    csv = figures.read_csv  # "n/a" stays text
+    from socsim.io.report import read
+
     return {
         "summary": strict((a / "summary.json").read_text()),
-        "tests": csv(a / "six_tests.csv"),
+        "tests": read(a, "six_tests"),
         "table4_md": (a / "table4_tests.md").read_text(),
-        "table4_csv": csv(a / "table4_tests.csv"),
+        "table4_csv": read(a, "table4_tests"),
         "table4_tex": (a / "table4_tests.tex").read_text(),
-        "vs_paper": csv(a / "vs_paper.csv"),
-        "suppression": csv(a / "suppression.csv"),
+        "vs_paper": read(a, "vs_paper"),
+        "suppression": read(a, "suppression"),
+        "findings": read(a, "findings"),
         "metrics": json.loads(paths["metrics"].with_name("analyse.json").read_text()),
         "figures": sorted(p.name for p in paths["figures"].glob("*.png")),
     }
@@ -758,7 +777,8 @@ def test_stages_on_coherent_synthetic_data(tmp_path):
     out = run_stages(synthetic_run(tmp_path))
     tests = out["tests"].set_index("test")
     assert tests.loc[1, "result"] == "pass" and tests.loc[5, "result"] == "pass"
-    assert tests.loc[4, "result"] == "pass"  # contentiousness plays no part
+    # contentiousness plays no part, but 28 conversations a cell cannot show it: too little power
+    assert tests.loc[4, "raw_result"].startswith("inconclusive (p = 1 but power 0.03 < 0.8 at n = 28")
     assert out["summary"]["degeneracy_flags"] == [] and out["figures"] == FIGS
     assert "degenerate" not in out["table4_md"]
     vs = out["vs_paper"].set_index("quantity")
@@ -903,3 +923,121 @@ def test_degenerate_inputs_come_before_no_data(tmp_path):
     assert tests.set_index("test").loc[5, "result"].startswith("degenerate input: coherence final judge scores (m)")
     assert tests["detail"].str.contains("removed by the Self-BLEU filter").all()
     assert out["suppression"]["note"].str.startswith("degenerate input").all()
+
+
+# -- verdicts with known answers (issue 20) ------------------------------------------------------------
+
+BOOT = {"draw": 100, "repeats": 50, "level": 0.95}
+
+
+def _gaps(rng, n, dist_of_gap):
+    """Final scores per gap drawn from dist_of_gap(gap) (a distribution over 1-5), n at each gap."""
+    return pd.DataFrame(
+        [{"gap": g, "agreement": int(s)} for g in range(5) for s in rng.choice(an.SCORES, n, p=dist_of_gap(g))]
+    )
+
+
+def _suppressed(df, alpha=0.05):
+    part = an.suppression(df, "linear", BOOT, seed=0)
+    _, verdicts = an.with_verdicts(part, alpha, [])
+    from socsim.stats.verdict import all_of
+
+    return verdicts, all_of(verdicts[g] for g in (1, 2, 3, 4))
+
+
+def test_suppression_holds_at_about_the_nominal_rate_without_suppression():
+    # null at the paper's shape: gap 0 as the paper's Table 3, every gap as the linear expectation
+    p0, _ = ALT
+    expected = an.expected_distributions(p0, "linear")
+    per_gap = {g: 0 for g in (1, 2, 3, 4)}
+    held, reps = 0, 50
+    for rep in range(reps):
+        verdicts, claim = _suppressed(_gaps(np.random.default_rng(rep), 40, lambda g: expected[g]))
+        held += claim.holds is True
+        for g, v in verdicts.items():
+            per_gap[g] += v.holds is True
+    assert held <= 0.1 * reps  # the claim (all four gaps) in at most 10 % of null runs
+    # each gap's one-sided test rejects at about alpha = 0.05 (a test ignoring the error of the
+    # expected mean, which comes from the gap-0 sample, would reject more often)
+    assert sum(per_gap.values()) <= 0.1 * 4 * reps and max(per_gap.values()) <= 0.15 * reps, per_gap
+
+
+def test_suppression_holds_with_the_papers_suppression():
+    p0, p4 = ALT  # gap 4 observed mean 3.6 where 1.8 is expected; gaps 1-3 suppressed alike
+    lam = float((p4 - p0[::-1])[0] / (p0 - p0[::-1])[0])
+    expected = an.expected_distributions(p0, "linear")
+    suppressed = {g: (1 - lam) * expected[g] + lam * p0 for g in range(5)}
+    held = sum(
+        _suppressed(_gaps(np.random.default_rng(rep), 80, lambda g: suppressed[g]))[1].holds is True
+        for rep in range(20)
+    )
+    assert held >= 18  # every gap must hold; gap 1's suppression is the smallest
+    # too few conversations: inconclusive with the n and what it needs, not a yes
+    verdicts, claim = _suppressed(_gaps(np.random.default_rng(0), 3, lambda g: suppressed[g]))
+    assert claim.holds is None and claim.label.startswith("inconclusive (n = 3 conversations at gap 0, needs 5")
+    # enough at gap 0, one conversation at gap 4: that gap is inconclusive, so is the claim
+    df = _gaps(np.random.default_rng(0), 40, lambda g: suppressed[g])
+    df = pd.concat([df[df["gap"] != 4], df[df["gap"] == 4].head(1)])
+    verdicts, claim = _suppressed(df)
+    assert verdicts[4].label == "inconclusive (n = 1 conversations at gap 4 (40 at gap 0), needs 5)"
+    assert claim.holds is None
+
+
+def test_test2_at_n5_under_the_papers_suppression_is_inconclusive_not_pass():
+    p0, p4 = ALT
+    results, not_rejected = [], 0
+    for rep in range(20):
+        rng = np.random.default_rng(rep)
+        rows = [(3, 3, 0, 0, 1, int(s)) for s in rng.choice(an.SCORES, 5, p=p0)]  # gap 0
+        rows += [(1, 5, 0, 0, 1, int(s)) for s in rng.choice(an.SCORES, 5, p=p4)]  # gap 4
+        t2 = an.six_tests(_table(rows), 0.01, alternative=ALT).set_index("test").loc[2]
+        results.append(t2["result"])
+        not_rejected += t2["p"] >= 0.01
+        assert t2["power"] < 0.8
+    assert not_rejected >= 10  # the KS test mostly fails to reject here: the old rule passed it
+    assert "pass" not in results and all(r.startswith("inconclusive (") or r == "fail" for r in results)
+    # Test 2's power is the KS test's own (simulated), far below a t test's at the same n
+    from socsim.stats.verdict import power_t
+
+    assert an.ks_power(ALT, 10, 10, 0.01) < 0.5 < power_t(2.4, 10, 10, alpha=0.01)
+
+
+def test_flags_and_n_travel_with_their_numbers(tmp_path, monkeypatch):
+    # preferences 1 and 5 only: gaps 0 and 4, nothing between; every preference of one value would
+    # be degenerate, so two values
+    captured = {}
+    out = run_stages(synthetic_run(tmp_path, prefs=[1, 5], calibration=(1, 1, 1, 1, 1)), captured, monkeypatch)
+    fig5 = captured["fig5_suppression"]
+    ax = fig5.axes[0]
+    texts = [t.get_text().replace("\n", " ") for t in ax.texts]
+    assert any("n = " in t and "no data at gaps 1, 2, 3" in t for t in texts), texts
+    assert any(t.startswith("degenerate input: coherence judge calibration (j)") for t in texts)
+    observed = ax.get_lines()[0].get_ydata()
+    assert np.isnan(np.asarray(observed[1:4], dtype=float)).all()  # no line through gaps 1-3
+    assert sum(t == "no data" for t in texts) == 3
+    # Table 4 and vs_paper rows carry their own inputs' flags, not the run's first
+    vs = out["vs_paper"].set_index("quantity")
+    assert "judge calibration" in vs.loc["Table 4: Test 5 passed (1) or failed (0) (m)", "flags"]
+    assert vs["comparable"].str.startswith("no: agent model").all()  # our model is not the paper's
+    design = out["summary"]["design_differences"]
+    assert {"agent model: ours m, paper Qwen2.5-7B", "statements per agent: ours 2, paper 5"} <= set(design)
+    where = {f["scope"]: f["where"] for f in out["summary"]["degeneracy_flags"]}
+    assert "fig5_suppression (m)" in where["coherence judge calibration (j)"]
+    claims = out["findings"].set_index("claim")
+    supp = claims.loc[
+        "disagreement suppressed: observed mean above the expected one at every gap 1-4, linear shift (m)"
+    ]
+    assert supp["verdict"].startswith("degenerate input: coherence judge calibration (j)") and supp["n"] > 0
+
+
+def test_test5_row_does_not_carry_the_preference_flag(tmp_path):
+    out = run_stages(synthetic_run(tmp_path, prefs=[1]))  # preferences degenerate, openness and judge fine
+    vs = out["vs_paper"].set_index("quantity")
+    assert vs.loc["Table 4: Test 1 passed (1) or failed (0) (m)", "flags"].startswith(
+        "degenerate input: coherence preferences (m)"
+    )
+    t5 = vs.loc["Table 4: Test 5 passed (1) or failed (0) (m)"]
+    assert "coherence preferences" not in t5["flags"] and "coherence preferences" not in t5["finding_holds"]
+    tests = out["tests"].set_index("test")
+    assert "coherence preferences" not in tests.loc[5, "flags"]
+    assert tests.loc[1, "flags"].startswith("degenerate input: coherence preferences (m)")
