@@ -360,19 +360,6 @@ def _directed_mwu(a: npt.ArrayLike, b: npt.ArrayLike, direction: int) -> tuple[f
     return est, _mwu(a, b, claimed if along else other)
 
 
-def power(d: float, n1: int, n2: int | None = None, alpha: float = vd.ALPHA) -> float | None:
-    """socsim.stats.verdict.power_t, with the normal approximation where its noncentral t gives no
-    finite answer (large n: power ~1)."""
-    p = vd.power_t(d, n1, n2, alpha)
-    if p is not None and np.isfinite(p):
-        return p
-    if n1 < 2 or (n2 is not None and n2 < 2):
-        return None
-    nc = d * np.sqrt(n1 if n2 is None else n1 * n2 / (n1 + n2))
-    z = sps.norm.ppf(1 - alpha / 2)
-    return float(sps.norm.sf(z - nc) + sps.norm.cdf(-z - nc))
-
-
 def paper_suppression(paper: dict[str, Any]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
     """The paper's gap-0 distribution (Table 3) and a gap-4 distribution with its observed gap-4 mean
     (3.6): the mixture (1 - l) inverse + l gap-0 with that mean (the paper gives only the mean)."""
@@ -646,7 +633,7 @@ def six_tests(
         adj = bonferroni([_mwu(a, b, "two-sided") for a, b in cells])
         k = int((adj < alpha).sum())
         n4 = min(min(len(a), len(b)) for a, b in cells)
-        powers = [power(CONTENTIOUSNESS_D, len(a), len(b), alpha / len(cells)) for a, b in cells]
+        powers = [vd.power_t(CONTENTIOUSNESS_D, len(a), len(b), alpha / len(cells)) for a, b in cells]
         pw = None if any(x is None for x in powers) else min(x for x in powers if x is not None)
         add(
             4,

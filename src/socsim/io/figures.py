@@ -75,4 +75,3 @@ def n_range(counts: Sequence[int], unit: str) -> str:
     """ "n = 4 discussions per strategy" or "n = 2-8 ...": the smallest and largest group."""
     lo, hi = min(counts), max(counts)
     return f"n = {lo} {unit}" if lo == hi else f"n = {lo}-{hi} {unit}"
-

@@ -35,6 +35,7 @@ def _arrow(df: pd.DataFrame) -> pa.Table:
     """The frame as an Arrow table without pandas' metadata (the bytes depend only on the values).
     An object column of mixed types (numbers and words) is written as text."""
     df = df.reset_index(drop=True)
+    df.attrs = {}  # pandas would store them as metadata: the values alone make the file
     try:
         table = pa.Table.from_pandas(df, preserve_index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError):

@@ -142,7 +142,12 @@ def power_t(d: float, n: int, two_sample_n2: int | None = None, alpha: float = A
     if df < 1:
         return None
     crit = sps.t.ppf(1 - alpha / 2, df)
-    return float(sps.nct.sf(crit, df, nc) + sps.nct.cdf(-crit, df, nc))
+    p = float(sps.nct.sf(crit, df, nc) + sps.nct.cdf(-crit, df, nc))
+    if math.isfinite(p):
+        return p
+    # scipy's noncentral t gives no finite answer for large df and nc: the normal limit is exact there
+    z = sps.norm.ppf(1 - alpha / 2)
+    return float(sps.norm.sf(z - nc) + sps.norm.cdf(-z - nc))
 
 
 Sample = Sequence[float] | npt.NDArray[np.float64]

@@ -68,3 +68,8 @@ def test_welch_and_one_sample_match_scipy_and_handle_constant_samples():
     assert vd.welch([1, 1], [1, 1])[1] == 1.0
     assert vd.welch([1], [0, 1])[1] is None
     assert vd.one_sample([1.0, 1.0, 1.0], 0.9)[1] == 0.0
+
+
+def test_power_stays_finite_where_the_noncentral_t_gives_up():
+    assert vd.power_t(0.8, 1000, 1000) == pytest.approx(1.0)
+    assert 0.0 < vd.power_t(0.05, 2000, 2000) < 1.0
