@@ -1,6 +1,10 @@
-"""Trajectories, bias B and diversity D, Tables 1 and 2, the paper's tests (paper 002, section 4).
+"""Trajectories, bias B and diversity D, Tables 1 and 2, the paper's tests and findings (paper 002,
+section 4).
 
-Runs on any Parquet files of the documented schemas (setups, ratings, trajectories, baseline).
+`analyse` returns a report (socsim.io.report): the tables, the findings judged by the one verdict
+rule (socsim.stats.verdict), the degeneracy flags with the tables, rows and figure panels they
+concern, and the vs_paper rows. It runs on any Parquet files of the documented schemas (setups,
+ratings, trajectories, baseline).
 
 - Trajectories: o_i^0 is the assigned initial opinion (source `initial`); at step t only the
   reviewer's value can change: its classified report (`classified`), or, when the classifier's
@@ -11,23 +15,37 @@ Runs on any Parquet files of the documented schemas (setups, ratings, trajectori
   `metrics.ddof` selects (default 0, compared with the tables). Controls: B and D over every
   classified report of the control (the paper's "10 independent reports"). Also B* (truth-aligned:
   B under true framing, -B under false), the share of agents at the final mode, the number of
-  opinion changes, the last step with a change, and agents that never reviewed (kept with their
-  initial opinion; the original code dropped them silently).
-- Tables 1 and 2: per (model, topology, memory, framing, bias) the mean over topics (Table 2: per
-  category) of B and D, SE = sd(ddof 1) / sqrt(n topics); repetitions are averaged within a topic
-  first (the topic stays the unit) and their spread reported separately (`rep_sd_*`).
-- Tests: one-sample t of B against 0 per cell; paired t of B, false vs true framing, per (memory,
-  bias), Bonferroni; one-way ANOVA of D by bias level per memory (units: topic x framing) with the
-  planned contrasts (-2, 1, 1) and (0, -1, 1) on the pooled error. A test says "degenerate input:
-  ..." when its inputs carry no information (a classifier that answers one value for >= 90 % of
-  reports, constant values, fewer units than the test needs).
+  opinion changes, the last step with a change, agents that never reviewed, and agents **never
+  measured**: no classified report up to T (they never reviewed, or their reviews did not parse),
+  so their final opinion is their initial one. They stay in B and D, as in the paper, and their
+  share is printed beside every number they enter (at T = 6 and N = 10 at least 40 % of agents).
+- Tables 1 and 2: per (model, topology, start, memory, framing, bias) the mean over topics (Table 2:
+  per category) of B and D, SE = sd(ddof 1) / sqrt(n topics); repetitions are averaged within a
+  topic first (the topic stays the unit) and their spread reported separately (`rep_sd_*`).
+- The paper's tests (`tests`): one-sample t of B against 0 per cell; paired t of B, false vs true
+  framing, per (memory, bias), Bonferroni; one-way ANOVA of D by bias level per memory (units:
+  topic x framing) with the planned contrasts (-2, 1, 1) and (0, -1, 1) on the pooled error. Fewer
+  units than a test needs: "inconclusive (n = 2 topics, needs 3)"; a degenerate input: its flag.
+- Findings (unit = topics: the simulations of a topic share its schedule and personas), per agent
+  model, topology and memory on the uniform start: "B < 0 under false framing" (each bias cell's
+  one-sample t, direction -), "B higher under true framing" (each bias cell's paired t,
+  Bonferroni, direction +), "D rises with confirmation bias" (each consecutive pair of bias
+  levels: the per-topic D difference, one-sample t, direction +); every part must hold.
+- Flags travel with their numbers. The classifier's degeneracy (one value for >= 90 % of its
+  answers) is judged per agent model on the ratings that feed each number: the main simulations'
+  ratings for Tables 1 and 2, the tests, the findings and their vs_paper rows; each control's
+  ratings for its own rows. Every table row, vs_paper row and figure panel carries its inputs'
+  flags and never-measured share.
+- vs_paper: every design difference from the paper (data/opinion_dynamics/paper.yaml `design`:
+  agent model, classifier, steps T, agents N, world, topology, topics) is named per row; the
+  uniform start's D is an input of the run, never a match.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
 import numpy as np
@@ -35,12 +53,32 @@ import pandas as pd
 from scipy import stats
 
 from socsim.io import vs_paper
+from socsim.io.report import Finding, Report, Table
 from socsim.stats import degeneracy as dg
+from socsim.stats import verdict as vd
 from socsim.stats.multitest import bonferroni
 
 CELL = ["model", "topology", "init", "memory", "framing", "bias"]
+SCOPE = ["model", "topology", "init", "memory"]  # a finding's scope (framing and bias are its parts)
 BIAS_ORDER = {"none": 0, "weak": 1, "strong": 2}
 MIN_TEST_UNITS = 3
+MAIN = "main"
+TITLE = "Opinion dynamics (paper 002): our run beside the paper's Tables 1 and 2 (seed) and v4"
+NEVER_MEASURED = "never measured: {pct} % of agents (final opinion = initial)"
+
+Flags = Mapping[tuple[str, str], list[dg.Flag]]  # (agent model, condition) -> its ratings' flags
+
+
+def messages(flags: Iterable[dg.Flag]) -> str:
+    """A flags cell: the messages, "; "-separated ("" for none)."""
+    return "; ".join(f.message for f in flags)
+
+
+def never_measured_note(share: float | None) -> str:
+    """ "never measured: 60 % of agents (...)", or "" when no agent was unmeasured or n/a."""
+    if share is None or pd.isna(share) or share <= 0:
+        return ""
+    return NEVER_MEASURED.format(pct=round(100 * float(share)))
 
 
 def trajectories(setups: list[dict[str, Any]], ratings: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -76,12 +114,13 @@ def bias_diversity(values: Iterable[Any]) -> dict[str, Any]:
     }
 
 
-def per_sim(setups: pd.DataFrame, traj: pd.DataFrame, ddof: int) -> pd.DataFrame:
+def per_sim(setups: pd.DataFrame, traj: pd.DataFrame, ddof: int, flags: Flags | None = None) -> pd.DataFrame:
     rows = []
     by_sim = {k: g for k, g in traj.groupby("sim_id", sort=False)}
     for s in setups.itertuples(index=False):
         g = by_sim[s.sim_id]
-        if s.condition == "main":
+        main = s.condition == MAIN
+        if main:
             final = g[g.t == s.steps].sort_values("agent")
             values = final.opinion.tolist()
         else:  # controls: every classified report
@@ -92,6 +131,7 @@ def per_sim(setups: pd.DataFrame, traj: pd.DataFrame, ddof: int) -> pd.DataFrame
         change_t = [t for t, any_ in changed.any(axis=1).items() if any_]
         counts = Counter(v for v in values if v is not None and not pd.isna(v))
         reviewed = set(g[g.source.isin(["classified", "parse_failed"])].agent)
+        measured = set(g[(g.source == "classified") & (g.t <= s.steps)].agent)
         b = bd["B"]
         rows.append(
             {
@@ -117,39 +157,58 @@ def per_sim(setups: pd.DataFrame, traj: pd.DataFrame, ddof: int) -> pd.DataFrame
                 "last_change": max(change_t) if change_t else 0,
                 "classified": int((g.source == "classified").sum()),
                 "parse_failed": int((g.source == "parse_failed").sum()),
-                "never_reviewed": int(s.n_agents - len(reviewed)) if s.condition == "main" else 0,
+                "never_reviewed": int(s.n_agents - len(reviewed)) if main else 0,
+                # controls: B and D are over classified reports only, no agent enters unmeasured
+                "never_measured": int(s.n_agents - len(measured)) if main else None,
+                "never_measured_share": (s.n_agents - len(measured)) / s.n_agents if main else None,
+                "flags": messages((flags or {}).get((s.model, s.condition), [])),
             }
         )
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if len(out):
+        out = out.astype({"never_measured": "Int64", "never_measured_share": "float64"})
+    return out
 
 
 def _se(x: pd.Series) -> float | None:
     return float(x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else None
 
 
-def aggregate(ps: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Mean over topics +- SE (repetitions averaged within a topic first; their SD kept)."""
-    topic_level = (
-        ps.groupby(by + ["topic"], sort=True)
-        .agg(B=("B", "mean"), D=("D", "mean"), rep_sd_B=("B", "std"), rep_sd_D=("D", "std"), reps=("B", "size"))
-        .reset_index()
-    )
+def aggregate(ps: pd.DataFrame, by: list[str], flags: Flags | None = None) -> pd.DataFrame:
+    """Mean over topics +- SE (repetitions averaged within a topic first; their SD kept); the share
+    of the cell's agents never measured (when `ps` has it) and, given `flags`, the flags of the
+    cell's ratings (its model's, for its condition: `condition` in `by`, else the main runs')."""
+    nm = "never_measured" in ps.columns
+    agg: dict[str, tuple[str, str]] = {
+        "B": ("B", "mean"),
+        "D": ("D", "mean"),
+        "rep_sd_B": ("B", "std"),
+        "rep_sd_D": ("D", "std"),
+        "reps": ("B", "size"),
+    }
+    if nm:
+        agg |= {"_nm": ("never_measured", "sum"), "_na": ("n_agents", "sum"), "_nm_n": ("never_measured", "count")}
+    topic_level = ps.groupby(by + ["topic"], sort=True).agg(**agg).reset_index()
     rows = []
     for key, g in topic_level.groupby(by, sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        rows.append(
-            {
-                **dict(zip(by, key)),
-                "B": g.B.mean(),
-                "B_se": _se(g.B),
-                "D": g.D.mean(),
-                "D_se": _se(g.D),
-                "n_topics": len(g),
-                "reps": int(g.reps.max()),
-                "rep_sd_B": g.rep_sd_B.mean() if g.reps.max() > 1 else None,
-                "rep_sd_D": g.rep_sd_D.mean() if g.reps.max() > 1 else None,
-            }
-        )
+        row = {
+            **dict(zip(by, key)),
+            "B": g.B.mean(),
+            "B_se": _se(g.B),
+            "D": g.D.mean(),
+            "D_se": _se(g.D),
+            "n_topics": len(g),
+            "reps": int(g.reps.max()),
+            "rep_sd_B": g.rep_sd_B.mean() if g.reps.max() > 1 else None,
+            "rep_sd_D": g.rep_sd_D.mean() if g.reps.max() > 1 else None,
+        }
+        if nm:
+            row["never_measured_share"] = float(g._nm.sum() / g._na.sum()) if g._nm_n.sum() else None
+        if flags is not None:
+            cond = row["condition"] if "condition" in row else MAIN
+            row["flags"] = messages(flags.get((row["model"], cond), []))
+        rows.append(row)
     out = pd.DataFrame(rows)
     if len(out):
         out = (
@@ -158,18 +217,25 @@ def aggregate(ps: pd.DataFrame, by: list[str]) -> pd.DataFrame:
             .drop(columns="_b")
             .reset_index(drop=True)
         )
+        if nm:
+            out = out.astype({"never_measured_share": "float64"})
     return out
 
 
+def _pct(x: Any) -> str:
+    return "n/a" if x is None or pd.isna(x) else f"{round(100 * float(x))} %"
+
+
 def show(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Table cells as the paper prints them: 'B ± SE' and 'D ± SE' (SE n/a for one topic)."""
+    """Table cells as the paper prints them: 'B ± SE' and 'D ± SE' (SE n/a for one topic); the
+    share of agents never measured and the cell's flags beside them, when the table has them."""
 
     def f(m: Any, s: Any) -> str:
         if m is None or pd.isna(m):
             return "n/a"
         return f"{m:.2f}" if s is None or pd.isna(s) else f"{m:.2f} ± {s:.2f}"
 
-    return pd.DataFrame(
+    out = pd.DataFrame(
         {
             **{c: df[c] for c in by},
             "B": [f(m, s) for m, s in zip(df.B, df.B_se)],
@@ -177,116 +243,156 @@ def show(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
             "n_topics": df.n_topics,
         }
     )
-
-
-def classifier_flags(ratings: pd.DataFrame) -> dict[str, list[dg.Flag]]:
-    """Per agent model: a classifier whose answers carry no information (one value >= 90 %)."""
-    out = {}
-    for model, g in ratings.groupby("model", sort=True):
-        out[model] = dg.collect(dg.one_value(g.opinion.dropna().tolist(), f"opinion classifier on {model}'s reports"))
+    if "never_measured_share" in df.columns:
+        out["never measured"] = [_pct(x) for x in df.never_measured_share]
+    if "flags" in df.columns:
+        out["flags"] = df["flags"]
     return out
 
 
-def tests(ps: pd.DataFrame, flags_of: dict[str, list[dg.Flag]], alpha: float) -> pd.DataFrame:
-    main = ps[(ps.condition == "main") & (ps.init == "uniform")]
+# ---------------------------------------------------------------------------------------------------
+# The classifier's flags: judged on the ratings that feed each number
+
+
+def with_condition(ratings: pd.DataFrame, setups: pd.DataFrame) -> pd.DataFrame:
+    """The ratings with their simulation's condition (main | control_roleplay | control_bare)."""
+    return ratings.merge(setups[["sim_id", "condition"]], on="sim_id", how="left", validate="many_to_one")
+
+
+def classifier_flags(ratings: pd.DataFrame) -> dict[tuple[str, str], list[dg.Flag]]:
+    """Per (agent model, condition): a classifier whose answers on those reports carry no
+    information (one value >= 90 %). The main runs and each control are judged on their own
+    ratings, never pooled: the numbers of one are not made of the other's ratings."""
+    out = {}
+    for (model, cond), g in ratings.groupby(["model", "condition"], sort=True):
+        scope = f"opinion classifier on {model}'s reports ({'main simulations' if cond == MAIN else cond})"
+        out[(str(model), str(cond))] = dg.collect(dg.one_value(g.opinion.dropna().tolist(), scope))
+    return out
+
+
+def rating_shares(ratings: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per (agent model, condition): how many reports were rated, and the most common value's share."""
     rows = []
+    for (model, cond), g in ratings.groupby(["model", "condition"], sort=True):
+        v = g.opinion.dropna()
+        top = v.value_counts()
+        rows.append(
+            {
+                "model": model,
+                "condition": cond,
+                "ratings": int(len(g)),
+                "parsed": int(len(v)),
+                "top_value": int(top.index[0]) if len(top) else None,
+                "top_share": float(top.iloc[0] / len(v)) if len(top) else None,
+            }
+        )
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------------
+# The paper's tests
+
+
+def _result(deg: list[dg.Flag], short: str | None, p: float | None, alpha: float) -> str:
+    """A tests-table cell: a degenerate input's flag, "inconclusive (too few)", or the test's result."""
+    if deg:
+        return deg[0].message
+    if short:
+        return f"inconclusive ({short})"
+    return "significant" if p is not None and p < alpha else "not significant"
+
+
+def _too_few(n: int, need: int, unit: str) -> str | None:
+    return f"n = {n} {unit}, needs {need}" if n < need else None
+
+
+TestRow = tuple[dict[str, Any], list[dg.Flag]]  # a tests-table row and its inputs' degeneracy flags
+
+
+def paper_tests(ps: pd.DataFrame, flags: Flags, alpha: float) -> list[TestRow]:
+    """The paper's tests on the main runs (uniform start), each with its inputs' flags: the main
+    ratings' classifier flag of its model and a constant input."""
+    main = ps[(ps.condition == MAIN) & (ps.init == "uniform")]
+    out: list[TestRow] = []
     topic_b = main.groupby(CELL + ["topic"], sort=True)[["B", "D"]].mean().reset_index()
     for key, g in topic_b.groupby(CELL, sort=True):
         k = dict(zip(CELL, key))
+        short = _too_few(len(g), MIN_TEST_UNITS, "topics")
         fl = dg.collect(
-            flags_of.get(k["model"], []),
-            dg.too_few(len(g), MIN_TEST_UNITS, "one-sample t of B", "topics"),
-            dg.near_constant(g.B, f"B ({k['framing']}, {k['bias']})") if len(g) >= MIN_TEST_UNITS else None,
+            flags.get((k["model"], MAIN), []),
+            dg.near_constant(g.B, f"B ({k['framing']}, {k['bias']})") if not short else None,
         )
-        t, p = stats.ttest_1samp(g.B, 0.0) if not fl else (None, None)
-        rows.append(
-            {
-                "test": "one-sample t: B vs 0",
-                **k,
-                "n": len(g),
-                "statistic": t,
-                "p": p,
-                "mean": g.B.mean(),
-                "result": dg.verdict(fl, "significant" if p is not None and p < alpha else "not significant"),
-            }
-        )
-    paired = []
-    for key, g in topic_b.groupby([c for c in CELL if c != "framing"], sort=True):
-        k = dict(zip([c for c in CELL if c != "framing"], key))
+        t, p = stats.ttest_1samp(g.B, 0.0) if not fl and not short else (None, None)
+        row = {"test": "one-sample t: B vs 0", **k, "n": len(g), "statistic": t, "p": p, "mean": g.B.mean()}
+        out.append(({**row, "result": _result(fl, short, p, alpha)}, fl))
+    paired: list[tuple[dict[str, Any], list[dg.Flag], str | None]] = []
+    by = [c for c in CELL if c != "framing"]
+    for key, g in topic_b.groupby(by, sort=True):
+        k = dict(zip(by, key))
         w = g.pivot(index="topic", columns="framing", values="B").dropna()
         n = len(w) if {"false", "true"} <= set(w.columns) else 0
         diff = (w["true"] - w["false"]) if n else pd.Series(dtype=float)
+        short = _too_few(n, MIN_TEST_UNITS, "topics")
         fl = dg.collect(
-            flags_of.get(k["model"], []),
-            dg.too_few(n, MIN_TEST_UNITS, "paired framing t of B", "topics"),
-            dg.near_constant(diff, "B(true) - B(false)") if n >= MIN_TEST_UNITS else None,
+            flags.get((k["model"], MAIN), []), dg.near_constant(diff, "B(true) - B(false)") if not short else None
         )
-        t, p = stats.ttest_rel(w["true"], w["false"]) if not fl else (None, None)
-        paired.append(
-            (
-                {
-                    "test": "paired t: B true vs false",
-                    **k,
-                    "framing": "both",
-                    "n": n,
-                    "statistic": t,
-                    "p": p,
-                    "mean": diff.mean() if n else None,
-                },
-                fl,
-            )
-        )
-    adj: np.ndarray | list[float] = bonferroni([r["p"] for r, _ in paired if r["p"] is not None]) if paired else []
+        t, p = stats.ttest_rel(w["true"], w["false"]) if not fl and not short else (None, None)
+        row = {
+            "test": "paired t: B true vs false",
+            **k,
+            "framing": "both",
+            "n": n,
+            "statistic": t,
+            "p": p,
+            "mean": diff.mean() if n else None,
+        }
+        paired.append((row, fl, short))
+    adj: np.ndarray | list[float] = bonferroni([r["p"] for r, _, _ in paired if r["p"] is not None]) if paired else []
     it = iter(adj)
-    for r, fl in paired:
+    for r, fl, short in paired:
         p_adj = next(it) if r["p"] is not None else None
-        rows.append(
-            {
-                **r,
-                "p_adj": p_adj,
-                "result": dg.verdict(fl, "significant" if p_adj is not None and p_adj < alpha else "not significant"),
-            }
-        )
-    rows += anova_rows(main, flags_of, alpha)
-    return pd.DataFrame(rows)
+        out.append(({**r, "p_adj": p_adj, "result": _result(fl, short, p_adj, alpha)}, fl))
+    out += anova_rows(main, flags, alpha)
+    return out
 
 
-def anova_rows(main: pd.DataFrame, flags_of: dict[str, list[dg.Flag]], alpha: float) -> list[dict[str, Any]]:
+def tests(ps: pd.DataFrame, flags: Flags, alpha: float) -> pd.DataFrame:
+    """The paper's tests as a table, each row with its inputs' flags."""
+    return pd.DataFrame([{**r, "flags": messages(fl)} for r, fl in paper_tests(ps, flags, alpha)])
+
+
+def anova_rows(main: pd.DataFrame, flags: Flags, alpha: float) -> list[TestRow]:
     """One-way ANOVA of D by bias level per (model, topology, memory); units = topic x framing."""
-    rows = []
-    by = ["model", "topology", "init", "memory"]
+    out: list[TestRow] = []
+    by = SCOPE
     units = main.groupby(by + ["bias", "topic", "framing"], sort=True)["D"].mean().reset_index()
     for key, g in units.groupby(by, sort=True):
         k = dict(zip(by, key))
         groups = {b: g[g.bias == b].D.to_numpy() for b in BIAS_ORDER if (g.bias == b).any()}
-        fl = dg.collect(
-            flags_of.get(k["model"], []),
-            dg.too_few(len(groups), 2, "ANOVA of D by bias", "bias levels"),
-            *(dg.too_few(len(v), 2, f"ANOVA of D by bias ({b})", "units") for b, v in groups.items()),
-            dg.near_constant(g.D, "D") if len(g) > 1 else None,
+        short = _too_few(len(groups), 2, "bias levels") or next(
+            (f"{b}: {s}" for b, v in groups.items() if (s := _too_few(len(v), 2, "units"))), None
         )
-        res = anova(groups) if not fl else {}
+        fl = dg.collect(flags.get((k["model"], MAIN), []), dg.near_constant(g.D, "D") if not short else None)
+        res = anova(groups) if not fl and not short else {}
         if res and not np.isfinite(res["F"]):
             fl.append(dg.Flag("ANOVA of D by bias", "no variance within bias levels"))
             res = {}
-        rows.append(
-            {
-                "test": "one-way ANOVA: D by bias",
-                **k,
-                "framing": "both",
-                "bias": "all",
-                "n": len(g),
-                "statistic": res.get("F"),
-                "p": res.get("p"),
-                "contrast_none_vs_bias": res.get("c1"),
-                "p_contrast_none_vs_bias": res.get("p1"),
-                "contrast_weak_vs_strong": res.get("c2"),
-                "p_contrast_weak_vs_strong": res.get("p2"),
-                "mean": None,
-                "result": dg.verdict(fl, "significant" if res.get("p", 1) < alpha else "not significant"),
-            }
-        )
-    return rows
+        row = {
+            "test": "one-way ANOVA: D by bias",
+            **k,
+            "framing": "both",
+            "bias": "all",
+            "n": len(g),
+            "statistic": res.get("F"),
+            "p": res.get("p"),
+            "contrast_none_vs_bias": res.get("c1"),
+            "p_contrast_none_vs_bias": res.get("p1"),
+            "contrast_weak_vs_strong": res.get("c2"),
+            "p_contrast_weak_vs_strong": res.get("p2"),
+            "mean": None,
+        }
+        out.append(({**row, "result": _result(fl, short, res.get("p"), alpha)}, fl))
+    return out
 
 
 def anova(groups: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -306,8 +412,13 @@ def anova(groups: dict[str, np.ndarray]) -> dict[str, Any]:
     return out
 
 
-def baseline_table(ps: pd.DataFrame, base: pd.DataFrame, setups: pd.DataFrame, ddof: int) -> pd.DataFrame:
-    """B and D of the LLM runs beside the numeric baselines on the same N, T, schedule and start."""
+def baseline_table(
+    ps: pd.DataFrame, base: pd.DataFrame, setups: pd.DataFrame, ddof: int, flags: Flags | None = None
+) -> pd.DataFrame:
+    """B and D of the LLM runs beside the numeric baselines on the same N, T, schedule and start.
+    `never_measured_share`: the LLM runs' agents never measured; the baselines' agents never reviewed
+    (they keep their initial opinion too). `flags`: the LLM rows' classifier flags (the baselines
+    use no model)."""
     steps = setups.set_index("sim_id").steps
     final = base[base.t == base.sim_id.map(steps)]
     rows = []
@@ -315,39 +426,178 @@ def baseline_table(ps: pd.DataFrame, base: pd.DataFrame, setups: pd.DataFrame, d
         bd = bias_diversity(g.opinion.tolist())
         rows.append({"sim_id": sim, "baseline": kind, "B": bd["B"], "D": bd["D_pop"] if ddof == 0 else bd["D_sample"]})
     bdf = pd.DataFrame(rows, columns=["sim_id", "baseline", "B", "D"])
-    main = ps[ps.condition == "main"]
-    llm = main[["sim_id", *CELL, "topic", "B", "D"]].assign(source="llm")
-    merged = [llm] + [
-        main[["sim_id", *CELL, "topic"]]
+    main = ps[ps.condition == MAIN]
+    nm = ["never_measured", "n_agents"] if "never_measured" in main.columns else []
+    llm = main[["sim_id", *CELL, "topic", "B", "D", *nm]].assign(source="llm")
+    keep = ["sim_id", *CELL, "topic", *(["n_agents"] if nm else [])]
+    others = [
+        main[keep + (["never_reviewed"] if nm else [])]
+        .rename(columns={"never_reviewed": "never_measured"})
         .merge(bdf[bdf.baseline == k], on="sim_id")
         .drop(columns="baseline")
         .assign(source=k)
         for k in sorted(bdf.baseline.unique())
     ]
-    both = pd.concat(merged, ignore_index=True)
-    return aggregate(both.rename(columns={"source": "run"}), ["run", *CELL])
+    both = pd.concat([llm, *others], ignore_index=True)
+    out = aggregate(both.rename(columns={"source": "run"}), ["run", *CELL])
+    if flags is not None and len(out):
+        out["flags"] = [
+            messages(flags.get((m, MAIN), [])) if run == "llm" else "" for run, m in zip(out.run, out.model)
+        ]
+    return out
 
 
-def _verdict_of(rows: pd.DataFrame) -> tuple[bool | None, str | None]:
-    """(holds, degenerate message) of a finding that needs every test row significant."""
-    deg = [r for r in rows.result if str(r).startswith("degenerate input")]
-    if deg or rows.empty:
-        return None, (deg[0] if deg else None)
-    return bool((rows.result == "significant").all()), None
+# ---------------------------------------------------------------------------------------------------
+# Findings (the one verdict rule; unit = topics)
+
+
+def _scope_label(k: Mapping[str, Any]) -> str:
+    start = "" if k["init"] == "uniform" else f", {k['init']} start"
+    return f"{k['model']}, {k['memory']}, {k['topology']}{start}"
+
+
+def findings(
+    ps: pd.DataFrame, tests_: list[TestRow], flags: Flags, paper: Mapping[str, Any], alpha: float
+) -> dict[tuple[Any, ...], dict[str, Finding]]:
+    """Per scope (model, topology, start, memory) of the main runs on the uniform start: the
+    findings `false_negative` and `true_higher` (the paper's "B follows the truth", in two parts)
+    and `d_rises` ("D rises with confirmation bias"), each by the one verdict rule over topics."""
+    claims = paper.get("findings", {})
+    truth = str(claims.get("truth", "B follows the truth")).split(":")[0]
+    main = ps[(ps.condition == MAIN) & (ps.init == "uniform")]
+    out: dict[tuple[Any, ...], dict[str, Finding]] = {}
+    for key, g in main.groupby(SCOPE, sort=True):
+        k = dict(zip(SCOPE, key))
+        fl = flags.get((k["model"], MAIN), [])
+        label = _scope_label(k)
+        biases = sorted(set(g.bias), key=cast(Callable[[str], int], BIAS_ORDER.get))
+        mine = [(r, f) for r, f in tests_ if all(r[c] == k[c] for c in SCOPE)]
+        found: dict[str, Finding] = {}
+        one = [(r, f) for r, f in mine if r["test"] == "one-sample t: B vs 0" and r["framing"] == "false"]
+        if one:
+            parts = [vd.effect(r["p"], r["mean"], r["n"], MIN_TEST_UNITS, "topics", -1, f, alpha) for r, f in one]
+            found["false_negative"] = Finding(
+                claim=f"{truth}: B < 0 under false framing ({label})",
+                statistic="mean B under false framing (mean over topics of each bias cell, then over cells)",
+                value=_float(
+                    g[g.framing == "false"].groupby(["bias", "topic"]).B.mean().groupby(level=0).mean().mean()
+                ),
+                test="one-sample t of the per-topic B against 0 in each bias cell, two-sided; every cell must hold",
+                unit="topics",
+                n=min(r["n"] for r, _ in one),
+                verdict=vd.all_of(parts),
+            )
+        pair = [(r, f) for r, f in mine if r["test"] == "paired t: B true vs false"]
+        if pair and {"true", "false"} <= set(g.framing):
+            parts = [vd.effect(r["p_adj"], r["mean"], r["n"], MIN_TEST_UNITS, "topics", +1, f, alpha) for r, f in pair]
+            found["true_higher"] = Finding(
+                claim=f"{truth}: B higher under true framing ({label})",
+                statistic="mean over bias cells of the mean per-topic B(true) - B(false)",
+                value=_float(np.mean([r["mean"] for r, _ in pair if r["mean"] is not None and not pd.isna(r["mean"])]))
+                if any(r["mean"] is not None and not pd.isna(r["mean"]) for r, _ in pair)
+                else None,
+                test="paired t of B over topics (true vs false framing) in each bias cell, two-sided, Bonferroni; "
+                "every cell must hold",
+                unit="topics",
+                n=min(r["n"] for r, _ in pair),
+                verdict=vd.all_of(parts),
+            )
+        found["d_rises"] = d_rises(
+            g, biases, fl, claims.get("bias_diversity", "D rises with confirmation bias"), label, alpha
+        )
+        out[tuple(key)] = found
+    return out
+
+
+def _float(x: Any) -> float | None:
+    return None if x is None or pd.isna(x) else float(x)
+
+
+def d_rises(
+    g: pd.DataFrame, biases: list[str], flags: list[dg.Flag], claim: str, label: str, alpha: float = vd.ALPHA
+) -> Finding:
+    """ "D rises with confirmation bias" in one scope: for each consecutive pair of the bias levels
+    that ran, the per-topic D (mean over framings and repetitions) at the higher level minus the
+    lower, one-sample t over topics, direction +; every pair must hold."""
+    per = g.groupby(["topic", "bias"]).D.mean().unstack("bias")
+    parts, ns, diffs = [], [], []
+    for lo, hi in zip(biases, biases[1:]):
+        d = (per[hi] - per[lo]).dropna().to_numpy(dtype=float)
+        n = len(d)
+        fl = dg.collect(flags, dg.near_constant(d, f"D({hi}) - D({lo}) over topics") if n >= MIN_TEST_UNITS else None)
+        mean, p = vd.one_sample(d, 0.0)
+        parts.append(vd.effect(p, mean, n, MIN_TEST_UNITS, "topics", +1, fl, alpha))
+        ns.append(n)
+        diffs.append(d)
+    whole = (per[biases[-1]] - per[biases[0]]).dropna() if len(biases) > 1 else pd.Series(dtype=float)
+    return Finding(
+        claim=f"{claim} ({label})",
+        statistic=f"mean per-topic D({biases[-1]}) - D({biases[0]})" if len(biases) > 1 else "n/a",
+        value=_float(whole.mean()) if len(whole) else None,
+        test="one-sample t of the per-topic D difference of each consecutive pair of bias levels "
+        f"({' < '.join(biases)}), two-sided; every pair must hold",
+        unit="topics",
+        n=min(ns) if ns else 0,
+        verdict=vd.all_of(parts) if parts else vd.Verdict(None, f"needs 2 bias levels, ran {len(biases)}"),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# vs_paper
+
+
+def _shown(v: Any) -> str:
+    vals = sorted({str(x) for x in (v if isinstance(v, list | tuple | set | pd.Series | np.ndarray) else [v])})
+    return ", ".join(vals)
+
+
+def design(
+    cells: pd.DataFrame, classifier: Mapping[str, str], paper: Mapping[str, Any], table: str | None = None
+) -> list[str]:
+    """The design differences of the numbers made of `cells` (per-simulation rows: model, steps,
+    n_agents, world, topology, topic) from the paper's (paper.yaml `design`; `topics` per `table`)."""
+    ref = dict(paper.get("design") or {})
+    topics = ref.pop("topics", {}) or {}
+    models = sorted(set(cells.model)) if "model" in cells else []
+    ours: dict[str, Any] = {"agent model": models, "classifier": sorted({classifier.get(m, "unknown") for m in models})}
+    for col, name in (("steps", "steps T"), ("n_agents", "agents N"), ("world", "world"), ("topology", "topology")):
+        if col in cells:
+            ours[name] = sorted({str(x) for x in cells[col]})
+    if table is not None and "topic" in cells:
+        per = cells.groupby("category").topic.nunique() if table == "table2" else [cells.topic.nunique()]
+        ours["topics"] = max(per) if len(cells) else 0
+        ref["topics"] = topics.get(table)
+    ours = {k: _shown(v) for k, v in ours.items()}
+    return vs_paper.differences(ours, {k: _shown(v) if v is not None else None for k, v in ref.items()})
 
 
 def vs_paper_rows(
-    ps: pd.DataFrame, setups: pd.DataFrame, tst: pd.DataFrame, paper: dict[str, Any], alpha: float
+    ps: pd.DataFrame,
+    setups: pd.DataFrame,
+    found: Mapping[tuple[Any, ...], Mapping[str, Finding]],
+    tst: pd.DataFrame,
+    paper: dict[str, Any],
+    flags: Flags,
+    classifier: Mapping[str, str],
 ) -> list[vs_paper.Row]:
     """Every Table 1 / Table 2 cell we ran beside the seed paper's (D as population SD, as the
-    tables), v4's global-warming runs, the two findings, and the uniform start's sample SD."""
+    tables), v4's global-warming runs, the findings, and the uniform start's sample SD (an input).
+    Each row carries its inputs' flags (the main ratings' classifier flag of its model), the share
+    of agents never measured, and its own design differences."""
     rows: list[vs_paper.Row] = []
-    main = ps[(ps.condition == "main") & (ps.init == "uniform")]
+    main = ps[(ps.condition == MAIN) & (ps.init == "uniform")]
     pop = main.assign(D=main.D_pop)  # the paper's tables: population SD whatever metrics.ddof says
+
+    def fl(model: str) -> list[dg.Flag]:
+        return flags.get((model, MAIN), [])
+
+    def note(*parts: str) -> str:
+        return "; ".join(p for p in parts if p)
+
     ref_of: Callable[[Any], dict[str, Any]]
-    for by, ref_of, name in (
-        (CELL, lambda r: paper["table1"], "Table 1"),
-        (["category", *CELL], lambda r: paper["table2"].get(r.category, {}), "Table 2"),
+    for by, ref_of, name, table in (
+        (CELL, lambda r: paper["table1"], "Table 1", "table1"),
+        (["category", *CELL], lambda r: paper["table2"].get(r.category, {}), "Table 2", "table2"),
     ):
         for r in aggregate(pop, by).itertuples(index=False):
             p = ref_of(r).get(r.memory, {}).get(r.framing, {}).get(r.bias)
@@ -355,9 +605,11 @@ def vs_paper_rows(
                 continue
             where = f" {r.category}" if name == "Table 2" else ""
             label = f"{name}{where} ({r.model}, {r.topology}): {r.memory}, {r.framing} framing, {r.bias} bias"
-            note = f"mean over {r.n_topics} topic(s)"
-            rows.append(vs_paper.Row(f"{label}: B", r.B, p["B"], note=note))
-            rows.append(vs_paper.Row(f"{label}: D (population SD)", r.D, p["D"], note=note))
+            cell = pop[np.logical_and.reduce([pop[c] == getattr(r, c) for c in by])]
+            n = note(f"mean over {r.n_topics} topic(s)", never_measured_note(getattr(r, "never_measured_share", None)))
+            dsg = design(cell, classifier, paper, table)
+            rows.append(vs_paper.Row(f"{label}: B", r.B, p["B"], note=n, flags=fl(r.model), design=dsg))
+            rows.append(vs_paper.Row(f"{label}: D (population SD)", r.D, p["D"], note=n, flags=fl(r.model), design=dsg))
     gw = paper.get("global_warming_v4", {})
     for r in main[main.topic == "global_warming"].itertuples(index=False):
         p = gw.get(r.memory, {}).get(r.framing, {}).get(r.bias)
@@ -366,71 +618,78 @@ def vs_paper_rows(
                 f"global warming, arXiv v4 Table 6 ({r.model}, {r.topology}, rep {r.rep}): "
                 f"{r.memory}, {r.framing}, {r.bias}"
             )
-            rows.append(vs_paper.Row(f"{label}: B", r.B, p["B"], note="one run each"))
-            rows.append(vs_paper.Row(f"{label}: D (population SD)", r.D_pop, p["D"], note="one run each"))
+            n = note("one run each", never_measured_note(getattr(r, "never_measured_share", None)))
+            dsg = design(main[main.sim_id == r.sim_id], classifier, paper, "global_warming_v4")
+            rows.append(vs_paper.Row(f"{label}: B", r.B, p["B"], note=n, flags=fl(r.model), design=dsg))
+            rows.append(
+                vs_paper.Row(f"{label}: D (population SD)", r.D_pop, p["D"], note=n, flags=fl(r.model), design=dsg)
+            )
     ref = paper["table1"]
-    for (model, topology, memory), g in main.groupby(["model", "topology", "memory"], sort=True):
+    for key, g in main.groupby(SCOPE, sort=True):
+        k = dict(zip(SCOPE, key))
+        model, topology, memory = k["model"], k["topology"], k["memory"]
+        f = found.get(tuple(key), {})
         biases = sorted(set(g.bias), key=cast(Callable[[str], int], BIAS_ORDER.get))  # every bias is a key
-        sel = (tst.model == model) & (tst.topology == topology) & (tst.memory == memory) & (tst.init == "uniform")
         paper_b = {
-            f: np.mean([ref.get(memory, {}).get(f, {}).get(b, {}).get("B", np.nan) for b in biases])
-            for f in ("false", "true")
+            fr: np.mean([ref.get(memory, {}).get(fr, {}).get(b, {}).get("B", np.nan) for b in biases])
+            for fr in ("false", "true")
         }
-        one = tst[sel & (tst.test == "one-sample t: B vs 0") & (tst.framing == "false")]
-        holds, deg = _verdict_of(one)
-        false_b = g[g.framing == "false"].B
-        if holds is not None:
-            holds = holds and bool((one["mean"] < 0).all())
+        share = float(g.never_measured.sum() / g.n_agents.sum()) if "never_measured" in g else None
+        nm = never_measured_note(share)
+        dsg = design(g, classifier, paper, "table1")
         scope = f"{model}, {memory} ({topology}), bias {'/'.join(biases)}"
-        rows.append(
-            vs_paper.Row(
-                f"{scope}: mean B under false framing",
-                false_b.mean() if len(false_b) else None,
-                paper_b["false"],
-                finding=paper["findings"]["truth"],
-                holds=holds,
-                degenerate=deg,
-                note="holds: every false-framing cell's B < 0 with a significant one-sample t",
+        false_b = g[g.framing == "false"].B
+        if "false_negative" in f:
+            rows.append(
+                vs_paper.Row(
+                    f"{scope}: mean B under false framing",
+                    false_b.mean() if len(false_b) else None,
+                    paper_b["false"],
+                    finding=f["false_negative"].claim,
+                    verdict=f["false_negative"].verdict,
+                    flags=fl(model),
+                    design=dsg,
+                    note=note("holds: each false-framing bias cell's B < 0 by a one-sample t over topics", nm),
+                )
             )
-        )
-        pair = tst[sel & (tst.test == "paired t: B true vs false")]
-        holds, deg = _verdict_of(pair)
-        if holds is not None:
-            holds = holds and bool((pair["mean"] > 0).all())
-        diff = g[g.framing == "true"].B.mean() - false_b.mean() if {"true", "false"} <= set(g.framing) else None
-        rows.append(
-            vs_paper.Row(
-                f"{scope}: B(true) - B(false)",
-                diff,
-                paper_b["true"] - paper_b["false"],
-                finding=paper["findings"]["truth"],
-                holds=holds,
-                degenerate=deg,
-                note="holds: B higher under true framing in every bias cell (paired t, Bonferroni)",
+        if "true_higher" in f:
+            diff = g[g.framing == "true"].B.mean() - false_b.mean()
+            rows.append(
+                vs_paper.Row(
+                    f"{scope}: B(true) - B(false)",
+                    diff,
+                    paper_b["true"] - paper_b["false"],
+                    finding=f["true_higher"].claim,
+                    verdict=f["true_higher"].verdict,
+                    flags=fl(model),
+                    design=dsg,
+                    note=note(
+                        "holds: B higher under true framing in every bias cell (paired t over topics, Bonferroni)", nm
+                    ),
+                )
             )
-        )
-        an = tst[sel & (tst.test == "one-way ANOVA: D by bias")]
-        d_by = g.groupby("bias").D_pop.mean()
-        for a in an.itertuples(index=False):
-            holds, deg = _verdict_of(an)
-            if holds is not None:
-                holds = holds and "none" in d_by and "strong" in d_by and bool(d_by["strong"] > d_by["none"])
-            three = len(biases) == 3
+        sel = np.logical_and.reduce([tst[c] == k[c] for c in SCOPE]) & (tst.test == "one-way ANOVA: D by bias")
+        three = len(biases) == 3
+        for a in tst[sel].itertuples(index=False):
             rows.append(
                 vs_paper.Row(
                     f"{scope}: ANOVA F of D by bias",
                     a.statistic,
                     paper.get("anova_v4", {}).get(memory, {}).get("F") if three else None,
-                    finding=paper["findings"]["bias_diversity"],
-                    holds=holds,
-                    degenerate=deg,
-                    note="paper: arXiv v4 App. M, F(2) over 3 levels"
-                    if three
-                    else f"paper's F(2) needs all 3 bias levels; ran {len(biases)}; holds: p < alpha "
-                    "and mean D strong > none",
+                    finding=f["d_rises"].claim,
+                    verdict=f["d_rises"].verdict,
+                    flags=fl(model),
+                    design=dsg,
+                    note=note(
+                        "paper: arXiv v4 App. M, F(2) over 3 levels"
+                        if three
+                        else f"paper's F(2) needs all 3 bias levels; ran {len(biases)}",
+                        "holds: per-topic D higher at each next bias level (one-sample t over topics)",
+                        nm,
+                    ),
                 )
             )
-    start = setups[(setups.condition == "main") & (setups.init == "uniform")]
+    start = setups[(setups.condition == MAIN) & (setups.init == "uniform")]
     if len(start):
         initial = list(start.iloc[0]["initial"])
         rows.append(
@@ -438,7 +697,135 @@ def vs_paper_rows(
                 "uniform start: D (sample SD, ddof 1)",
                 float(np.std(initial, ddof=1)),
                 paper["uniform_start"]["D_sample"],
-                note=f"N = {len(initial)}; the population SD of the same start is {np.std(initial):.4f}",
+                is_input=True,
+                note=f"the assigned start, not a result of the run; N = {len(initial)}; the population SD of "
+                f"the same start is {np.std(initial):.4f}",
             )
         )
     return rows
+
+
+# ---------------------------------------------------------------------------------------------------
+# The report
+
+
+def analyse(
+    setups: pd.DataFrame,
+    traj: pd.DataFrame,
+    ratings: pd.DataFrame,
+    baseline: pd.DataFrame,
+    paper: dict[str, Any],
+    ddof: int,
+    alpha: float,
+) -> Report:
+    """The study's report: per_sim, table1, table2, controls, tests, baseline, the findings, the
+    flags with where they apply, vs_paper and the run's design differences."""
+    rated = with_condition(ratings, setups)
+    flags = classifier_flags(rated)
+    classifier = (
+        {str(m): _shown(list(g.classifier_model.unique())) for m, g in rated.groupby("model", sort=True)}
+        if "classifier_model" in rated
+        else {}
+    )
+    ps = per_sim(setups, traj, ddof, flags)
+    main, ctrl = ps[ps.condition == MAIN], ps[ps.condition != MAIN]
+    d_note = f"D = {'population' if ddof == 0 else 'sample'} SD (metrics.ddof = {ddof}); mean over topics ± SE"
+    nm_note = (
+        "never measured: agents without a classified report up to T; their final opinion is their initial one "
+        "(kept in B and D, as in the paper)"
+    )
+    rep = Report(TITLE)
+
+    def table_flags(keys: Iterable[tuple[str, str]]) -> list[dg.Flag]:
+        return dg.collect(*(flags.get(k, []) for k in keys))
+
+    main_keys = [(m, MAIN) for m in sorted(set(main.model))]
+    ctrl_keys = sorted({(str(m), str(c)) for m, c in zip(ctrl.model, ctrl.condition)})
+    rep.tables["per_sim"] = Table(
+        ps,
+        "Per simulation: B, D (population and sample SD), dynamics, agents never measured, flags",
+        [nm_note],
+        flags=table_flags([*main_keys, *ctrl_keys]),
+    )
+    by1 = CELL
+    t1 = aggregate(main, by1, flags)
+    rep.tables["table1"] = Table(
+        t1,
+        "Table 1: B and D per condition (all topics)",
+        [d_note, nm_note],
+        show(t1, by1),
+        flags=table_flags(main_keys),
+    )
+    by2 = ["category", *by1]
+    t2 = aggregate(main, by2, flags)
+    rep.tables["table2"] = Table(
+        t2, "Table 2: B and D per topic category", [d_note, nm_note], show(t2, by2), flags=table_flags(main_keys)
+    )
+    by_c = ["model", "condition", "framing", "bias"]
+    tc = aggregate(ctrl.drop(columns=["never_measured", "never_measured_share"]), by_c, flags)
+    rep.tables["controls"] = Table(
+        tc,
+        "Controls: B and D over every classified report (no interaction)",
+        [d_note, "each control's flags are judged on its own ratings"],
+        show(tc, by_c),
+        flags=table_flags(ctrl_keys),
+    )
+    test_rows = paper_tests(ps, flags, alpha)
+    tst = pd.DataFrame([{**r, "flags": messages(f)} for r, f in test_rows])
+    rep.tables["tests"] = Table(
+        tst,
+        "The paper's tests (one-sample t of B, paired framing t, ANOVA of D by bias)",
+        [f"alpha = {alpha}", f"each test needs {MIN_TEST_UNITS} topics (units); fewer: inconclusive"],
+        flags=dg.collect(*(f for _, f in test_rows)),
+    )
+    base = baseline_table(ps, baseline, setups, ddof, flags)
+    rep.tables["baseline"] = Table(
+        base,
+        "B and D: LLM runs beside the numeric baselines (same N, T, schedule, start)",
+        [d_note, "never_measured_share: the LLM runs' agents never measured; the baselines' agents never reviewed"],
+        flags=table_flags(main_keys),
+    )
+    found = findings(ps, test_rows, flags, paper, alpha)
+    rep.findings = [f for fs in found.values() for f in fs.values()]
+    rep.vs_paper = vs_paper_rows(ps, setups, found, tst, paper, flags, classifier)
+    run_design = design(main[main.init == "uniform"] if len(main) else main, classifier, paper)
+    rep.design = run_design
+    for m in sorted(set(main.model)):
+        for f in flags.get((m, MAIN), []):
+            rep.flag(
+                f,
+                f"per_sim ({m}, main)",
+                "table1",
+                "table2",
+                "tests",
+                "baseline (llm rows)",
+                f"findings ({m})",
+                f"vs_paper ({m}: Table 1, Table 2, v4 and finding rows)",
+                f"figures: trajectories_{m}_*, final_distribution_{m}_*, bias_diversity_{m}",
+            )
+    for m, c in ctrl_keys:
+        for f in flags.get((m, c), []):
+            rep.flag(
+                f,
+                f"per_sim ({m}, {c})",
+                f"controls ({m}, {c})",
+                f"figures: controls_{m}_* ({c} rows), bias_diversity_{m} ({c} lines)",
+            )
+    for _, fl in test_rows:
+        for f in fl:
+            if not f.scope.startswith("opinion classifier"):
+                rep.flag(f, "tests", "findings")
+    nm_total = int(main.never_measured.sum()) if len(main) else 0
+    agents = int(main.n_agents.sum()) if len(main) else 0
+    rep.summary = {
+        "simulations": int(len(ps)),
+        "main": int(len(main)),
+        "controls": int(len(ctrl)),
+        "d_definition": d_note,
+        "parse_failed": int(ps.parse_failed.sum()) if len(ps) else 0,
+        "agents_never_reviewed": int(ps.never_reviewed.sum()) if len(ps) else 0,
+        "agents_never_measured": nm_total,
+        "never_measured_share": nm_total / agents if agents else None,
+        "classifier_ratings": rating_shares(rated),
+    }
+    return rep

@@ -1,30 +1,64 @@
 """Figures of the opinion-dynamics study (PNG + PDF): Figs. 4-6's trajectories, final
-distributions, and B and D by condition beside the numeric baselines."""
+distributions, and B and D by condition beside the numeric baselines.
+
+They read the analysis tables' Parquet (socsim.io.report.read). Every panel carries a visible note
+of its inputs' flags (the classifier's, judged on the ratings of its simulations' condition) and,
+for the main runs, the share of agents never measured (their final opinion is their initial one);
+a panel without data says so."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
-from socsim.io.figures import save  # sets the Agg backend
+from socsim.io.figures import n_range, no_data, note, save  # sets the Agg backend
+from socsim.opinion_dynamics.analysis import never_measured_note
 
 COLOURS = {2: "#0066FF", 1: "#66C2FF", 0: "#999999", -1: "#FF8080", -2: "#E60000"}  # by initial opinion
 BIASES = ["none", "weak", "strong"]
 
 
-def _no_data(ax: Any, text: str = "no data") -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=9)
+def _flags(cells: Iterable[Any]) -> list[str]:
+    """The distinct flag messages of per_sim / table rows' `flags` cells ("; "-separated)."""
+    out: list[str] = []
+    for c in cells:
+        if isinstance(c, str) and c:
+            out += [m for m in c.split("; ") if m and m not in out]
+    return out
+
+
+def _never_measured(ps: pd.DataFrame) -> str:
+    """The never-measured note of the main runs in `ps` (pooled: agents never measured / agents)."""
+    if "never_measured" not in ps or ps.never_measured.isna().all():
+        return ""
+    return never_measured_note(float(ps.never_measured.sum() / ps.n_agents[ps.never_measured.notna()].sum()))
+
+
+def _panel_notes(ps: pd.DataFrame) -> list[str]:
+    return [*_flags(ps.get("flags", [])), _never_measured(ps)]
+
+
+def _top_note(ax: Any, lines: list[str]) -> None:
+    """A note above the opinion scale: the y axis grows to leave it room (no line hidden under it)."""
+    lines = [x for x in lines if x]
+    if lines:
+        ax.set_ylim(-2.3, 2.6 + 0.9 * sum(1 + len(x) // 60 for x in lines))
+        note(ax, lines)
 
 
 def _trajectory(ax: Any, sim: pd.DataFrame, setup: dict[str, Any], title: str) -> None:
     """One step line per agent (its value changes only at its reviews), coloured by its initial
     opinion, offset by 0.03 x agent index."""
     if sim.empty:
-        _no_data(ax)
+        no_data(ax, "this cell did not run")
+        ax.set_title(title, fontsize=8)
+        return
     for agent, g in sim.groupby("agent", sort=True):
         g = g.sort_values("t")
         init = setup["initial"][agent]
@@ -36,9 +70,12 @@ def _trajectory(ax: Any, sim: pd.DataFrame, setup: dict[str, Any], title: str) -
     ax.set_title(title, fontsize=8)
 
 
-def trajectory_figures(setups: pd.DataFrame, traj: pd.DataFrame, out: Path) -> list[str]:
+def trajectory_figures(setups: pd.DataFrame, traj: pd.DataFrame, ps: pd.DataFrame, out: Path) -> list[str]:
+    """Per (model, topic, memory, start, topology), repetition 0: rows = bias, columns = framing;
+    each panel notes its simulation's flags and agents never measured (from `ps`, per_sim)."""
     names = []
     by_sim = {k: g for k, g in traj.groupby("sim_id", sort=False)}
+    ps_of = ps.set_index("sim_id")
     main = setups[setups.condition == "main"]
     for key, g in main[main.rep == 0].groupby(["model", "topic", "memory", "init", "topology"], sort=True):
         biases = [b for b in BIASES if b in set(g.bias)]
@@ -61,6 +98,8 @@ def trajectory_figures(setups: pd.DataFrame, traj: pd.DataFrame, out: Path) -> l
                     s or {"initial": []},
                     f"{f} framing, {b} bias",
                 )
+                if s and s["sim_id"] in ps_of.index:
+                    _top_note(axes[i][j], _panel_notes(ps_of.loc[[s["sim_id"]]]))
         for ax in axes[-1]:
             ax.set_xlabel("time step t")
         fig.suptitle(f"Opinion trajectories: {' / '.join(map(str, key))} (colour = initial opinion)", fontsize=9)
@@ -71,7 +110,11 @@ def trajectory_figures(setups: pd.DataFrame, traj: pd.DataFrame, out: Path) -> l
     for key, g in controls[controls.rep == 0].groupby(["model", "topic"], sort=True):
         conds, framings = sorted(set(g.condition)), sorted(set(g.framing))
         fig, axes = plt.subplots(
-            len(conds), len(framings), figsize=(4 * len(framings), 2.4 * len(conds)), squeeze=False, sharey=True
+            len(conds),
+            len(framings),
+            figsize=(4 * len(framings), 2.6 * len(conds)),
+            squeeze=False,
+            layout="constrained",
         )
         for i, c in enumerate(conds):
             for j, f in enumerate(framings):
@@ -79,14 +122,19 @@ def trajectory_figures(setups: pd.DataFrame, traj: pd.DataFrame, out: Path) -> l
                 sim = by_sim[s["sim_id"]]
                 sim = sim[sim.source == "classified"]
                 ax = axes[i][j]
+                ax.set_title(f"{c.replace('_', ' ')}, {f} framing", fontsize=8)
                 if sim.empty:
-                    _no_data(ax)
+                    no_data(ax, "no classified report")
+                    continue
                 for agent, a in sim.groupby("agent"):
                     init = s["initial"][agent]
                     ax.plot(a.t, a.opinion + 0.03 * agent, "o", ms=3, color=COLOURS.get(init, "black"))
                 ax.set_ylim(-2.3, 2.6)
                 ax.set_yticks([-2, -1, 0, 1, 2])
-                ax.set_title(f"{c.replace('_', ' ')}, {f} framing", fontsize=8)
+                ax.set_xlim(0.5, float(sim.t.max()) + 0.5)
+                ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+                if s["sim_id"] in ps_of.index:
+                    _top_note(ax, _flags(ps_of.loc[[s["sim_id"]]]["flags"]))
         fig.suptitle(f"Controls (reports without interaction): {' / '.join(key)}", fontsize=9)
         name = "controls_" + "_".join(key)
         save(fig, out, name)
@@ -95,29 +143,48 @@ def trajectory_figures(setups: pd.DataFrame, traj: pd.DataFrame, out: Path) -> l
 
 
 def final_distributions(ps: pd.DataFrame, traj: pd.DataFrame, setups: pd.DataFrame, out: Path) -> list[str]:
-    """Histograms of the final opinions (pooled over topics), a dotted line at B, D in the title."""
+    """Histograms of the final opinions (pooled over topics), a dotted line at B, D in the title;
+    the agents never measured (their final opinion is their initial one) stacked apart, in grey."""
     names = []
     steps = setups.set_index("sim_id").steps
+    upto = traj[traj.t <= traj.sim_id.map(steps)]
+    measured = set(zip(upto[upto.source == "classified"].sim_id, upto[upto.source == "classified"].agent))
     final = traj[traj.t == traj.sim_id.map(steps)]
+    final = final.assign(measured=[(s, a) in measured for s, a in zip(final.sim_id, final.agent)])
     main = ps[(ps.condition == "main") & (ps.init == "uniform")]
+    bins = np.arange(-2.5, 3.0, 1.0)
     for key, g in main.groupby(["model", "memory", "topology"], sort=True):
         biases = [b for b in BIASES if b in set(g.bias)]
         framings = sorted(set(g.framing))
         fig, axes = plt.subplots(
-            len(biases), len(framings), figsize=(3.5 * len(framings), 2.3 * len(biases)), squeeze=False, sharex=True
+            len(biases), len(framings), figsize=(3.5 * len(framings), 2.6 * len(biases)), squeeze=False, sharex=True
         )
         for i, b in enumerate(biases):
             for j, f in enumerate(framings):
                 ax = axes[i][j]
                 sims = g[(g.bias == b) & (g.framing == f)].sim_id
-                vals = final[final.sim_id.isin(sims)].opinion.dropna().to_numpy(dtype=float)
+                cell = final[final.sim_id.isin(sims)].dropna(subset=["opinion"])
+                vals = cell.opinion.to_numpy(dtype=float)
                 if vals.size == 0:
-                    _no_data(ax)
+                    no_data(ax, f"{f} framing, {b} bias did not run")
                     continue
-                ax.hist(vals, bins=np.arange(-2.5, 3.0, 1.0), color="#66C2FF", edgecolor="black")
+                counts, _, _ = ax.hist(
+                    [
+                        cell[cell.measured].opinion.to_numpy(dtype=float),
+                        cell[~cell.measured].opinion.to_numpy(dtype=float),
+                    ],
+                    bins=bins,
+                    stacked=True,
+                    color=["#66C2FF", "#DDDDDD"],
+                    edgecolor="black",
+                    label=["measured", "never measured (initial)"],
+                )
+                ax.set_ylim(0, max(1.0, float(np.max(counts))) * 1.7)  # room for the note above the bars
                 ax.axvline(vals.mean(), ls=":", color="black")
                 ax.set_title(f"{f}, {b}: B = {vals.mean():.2f}, D = {vals.std():.2f} (pooled, pop. SD)", fontsize=8)
                 ax.set_xticks([-2, -1, 0, 1, 2])
+                note(ax, _panel_notes(g[g.sim_id.isin(sims)]))
+        axes[0][-1].legend(fontsize=6, loc="center right")
         fig.suptitle(f"Final opinions at t = T: {' / '.join(key)} (pooled over topics)", fontsize=9)
         name = "final_distribution_" + "_".join(key)
         save(fig, out, name)
@@ -128,7 +195,9 @@ def final_distributions(ps: pd.DataFrame, traj: pd.DataFrame, setups: pd.DataFra
 def bias_diversity_figure(
     t1: pd.DataFrame, baseline: pd.DataFrame, controls: pd.DataFrame, out: Path, d_label: str
 ) -> list[str]:
-    """B and D (mean +- SE over topics) by condition, with the numeric baselines and the controls."""
+    """B and D (mean +- SE over topics) by condition, with the numeric baselines and the controls;
+    each panel notes the flags of its cells (table1's `flags`) and of the controls drawn, the
+    never-measured share of its cells, and the number of topics per cell."""
     names = []
     for model, g in t1.groupby("model", sort=True):
         g = g.reset_index(drop=True)
@@ -155,6 +224,22 @@ def bias_diversity_figure(
                     c[col].mean(), ls="--", lw=0.8, color=f"C{k + 3}", label=f"{cond[0].replace('_', ' ')} ({cond[1]})"
                 )
             ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
+            ctrl = controls[controls.model == model]
+            shares = g.never_measured_share.dropna() if "never_measured_share" in g else pd.Series(dtype=float)
+            nm = ""
+            if len(shares) and shares.max() > 0:
+                lo, hi = round(100 * shares.min()), round(100 * shares.max())
+                nm = f"never measured: {lo if lo == hi else f'{lo}-{hi}'} % of agents (final opinion = initial)"
+            note(
+                ax,
+                [
+                    *_flags(g.get("flags", [])),
+                    *(f"controls: {m}" for m in _flags(ctrl.get("flags", []))),
+                    nm,
+                    n_range([int(n) for n in g.n_topics], "topics per cell"),
+                ],
+                "below",
+            )
             ax.set_title({"B": "bias B (mean final opinion)", "D": f"diversity D ({d_label})"}[col], fontsize=9)
             ax.axhline(0, color="grey", lw=0.5)
         axes[1].legend(fontsize=6, loc="best")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -168,82 +168,47 @@ def run_baseline(ctx: StageContext) -> None:
 
 
 def run_analyse(ctx: StageContext) -> None:
-    from socsim.io import tables, vs_paper
+    from socsim.io import report, vs_paper
     from socsim.opinion_dynamics import analysis
-    from socsim.stats import degeneracy as dg
 
     od = ctx.params[OD]
-    ddof, alpha = od["metrics"]["ddof"], od["alpha"]
-    setups = ctx.read("setups").to_pandas()
-    traj = ctx.read("trajectories").to_pandas()
-    ratings = ctx.read("ratings").to_pandas()
+    rep = analysis.analyse(
+        ctx.read("setups").to_pandas(),
+        ctx.read("trajectories").to_pandas(),
+        ctx.read("ratings").to_pandas(),
+        ctx.read("baseline").to_pandas(),
+        vs_paper.read_paper(ctx.path("paper_file")),
+        od["metrics"]["ddof"],
+        od["alpha"],
+    )
     d = ctx.path("analysis")
-    ps = analysis.per_sim(setups, traj, ddof)
-    tables.write(ps, d, "per_sim", "Per simulation: B, D (population and sample SD) and dynamics")
-    flags_of = analysis.classifier_flags(ratings)
-    main = ps[ps.condition == "main"]
-    by1 = analysis.CELL
-    t1 = analysis.aggregate(main, by1)
-    d_note = f"D = {'population' if ddof == 0 else 'sample'} SD (metrics.ddof = {ddof}); mean over topics ± SE"
-    tables.write(t1, d, "table1", "Table 1: B and D per condition (all topics)", [d_note], analysis.show(t1, by1))
-    by2 = ["category", *by1]
-    t2 = analysis.aggregate(main, by2)
-    tables.write(t2, d, "table2", "Table 2: B and D per topic category", [d_note], analysis.show(t2, by2))
-    ctrl = ps[ps.condition != "main"]
-    by_c = ["model", "condition", "framing", "bias"]
-    tc = analysis.aggregate(ctrl, by_c)
-    tables.write(
-        tc,
-        d,
-        "controls",
-        "Controls: B and D over every classified report (no interaction)",
-        [d_note],
-        analysis.show(tc, by_c),
-    )
-    tst = analysis.tests(ps, flags_of, alpha)
-    tables.write(
-        tst,
-        d,
-        "tests",
-        "The paper's tests (one-sample t of B, paired framing t, ANOVA of D by bias)",
-        [f"alpha = {alpha}"],
-    )
-    base = analysis.baseline_table(ps, ctx.read("baseline").to_pandas(), setups, ddof)
-    tables.write(
-        base, d, "baseline", "B and D: LLM runs beside the numeric baselines (same N, T, schedule, start)", [d_note]
-    )
-    rows = analysis.vs_paper_rows(ps, setups, tst, vs_paper.read_paper(ctx.path("paper_file")), alpha)
-    vs_paper.write(d, rows, "Opinion dynamics (paper 002): our run beside the paper's Tables 1 and 2 (seed) and v4")
-    flags = dg.collect(*flags_of.values())
-    summary = {
-        "simulations": int(len(ps)),
-        "main": int(len(main)),
-        "controls": int(len(ctrl)),
-        "d_definition": d_note,
-        "parse_failed": int(ps.parse_failed.sum()),
-        "agents_never_reviewed": int(ps.never_reviewed.sum()),
-        "degenerate": bool(flags),
-        "degeneracy_flags": dg.as_json(flags),
-    }
-    write_json(d / "summary.json", summary)
+    report.write(rep, d)
     write_json(d / "provenance.json", ctx.provenance())
-    for f in flags:
-        print(f.message)
-    ctx.write_metrics(simulations=summary["simulations"], degeneracy_flags=len(flags))
+    for f in rep.flags:
+        print(f.flag.message)
+    ctx.write_metrics(
+        simulations=rep.summary["simulations"],
+        degeneracy_flags=len(rep.flags),
+        never_measured_share=rep.summary["never_measured_share"],
+        findings={f.claim: f.verdict.label for f in rep.findings},
+        design_differences=rep.design,
+    )
 
 
 def run_figures(ctx: StageContext) -> None:
+    from socsim.io import report
     from socsim.opinion_dynamics import figures
 
     setups = ctx.read("setups").to_pandas()
     traj = ctx.read("trajectories").to_pandas()
     a, out = ctx.path("analysis"), ctx.path("figures")
-    csv: Callable[[str], pd.DataFrame] = lambda name: pd.read_csv(a / f"{name}.csv", dtype={"framing": str})  # noqa: E731 ("false" stays a string)
-    ps = csv("per_sim")
-    names = figures.trajectory_figures(setups, traj, out)
+    ps = report.read(a, "per_sim")
+    names = figures.trajectory_figures(setups, traj, ps, out)
     names += figures.final_distributions(ps, traj, setups, out)
     d_label = "population SD" if ctx.params[OD]["metrics"]["ddof"] == 0 else "sample SD"
-    names += figures.bias_diversity_figure(csv("table1"), csv("baseline"), ps[ps.condition != "main"], out, d_label)
+    names += figures.bias_diversity_figure(
+        report.read(a, "table1"), report.read(a, "baseline"), ps[ps.condition != "main"], out, d_label
+    )
     ctx.write_metrics(figures=sorted(names))
 
 

@@ -468,13 +468,18 @@ def test_tables_and_tests_on_known_data():
     assert math.isclose(paired[paired.bias == "none"].iloc[0].statistic, d.mean() / (d.std(ddof=1) / math.sqrt(15)))
     an = tst[tst.test == "one-way ANOVA: D by bias"].iloc[0]
     assert an.result == "significant" and an.statistic > 10
-    # a classifier that answers one value: every test says so instead of a verdict
-    flags = analysis.classifier_flags(pd.DataFrame({"model": ["m"] * 20, "opinion": [0] * 19 + [1]}))
+    # a classifier that answers one value on the main runs' reports: every test says so instead of a verdict
+    flags = analysis.classifier_flags(
+        pd.DataFrame({"model": ["m"] * 20, "condition": ["main"] * 20, "opinion": [0] * 19 + [1]})
+    )
     deg = analysis.tests(ps, flags, 0.05)
-    assert deg.result.str.startswith("degenerate input: opinion classifier on m's reports: 95%").all()
-    # too few topics: n/a-like degenerate input, never a verdict
+    assert deg.result.str.startswith(
+        "degenerate input: opinion classifier on m's reports (main simulations): 95%"
+    ).all()
+    assert (deg["flags"] == deg.result).all()  # each row carries its inputs' flags
+    # too few topics: inconclusive with the n and what the test needs (issue 20: never "degenerate input")
     few = analysis.tests(ps[ps.topic.isin(["t0", "t1"])], {}, 0.05)
-    assert few[few.test != "one-way ANOVA: D by bias"].result.str.contains("2 topics, the test needs at least 3").all()
+    assert (few[few.test != "one-way ANOVA: D by bias"].result == "inconclusive (n = 2 topics, needs 3)").all()
 
 
 # -- the stages on the real embedded model -----------------------------------------------------
@@ -604,7 +609,14 @@ def test_vs_paper_verdicts_follow_the_tests():
     ps = pd.DataFrame(rows)
     setups_df = pd.DataFrame([{"condition": "main", "init": "uniform", "initial": [-2, -2, -1, -1, 0, 0, 1, 1, 2, 2]}])
     paper = load("paper")
-    vs = vs_paper.table(analysis.vs_paper_rows(ps, setups_df, analysis.tests(ps, {}, 0.05), paper, 0.05))
+
+    def vs_of(ps: pd.DataFrame, flags: dict) -> pd.DataFrame:
+        rows = analysis.paper_tests(ps, flags, 0.05)
+        found = analysis.findings(ps, rows, flags, paper, 0.05)
+        tst = pd.DataFrame([r for r, _ in rows])
+        return vs_paper.table(analysis.vs_paper_rows(ps, setups_df, found, tst, paper, flags, {"m": "judge"}))
+
+    vs = vs_of(ps, {})
     row = lambda q: vs[vs.quantity.str.contains(q, regex=False)].iloc[0]  # noqa: E731
     assert row("mean B under false framing").finding_holds == "yes"
     assert math.isclose(row("mean B under false framing").paper, np.mean([-1.42, -1.13, -1.09]))
@@ -612,13 +624,21 @@ def test_vs_paper_verdicts_follow_the_tests():
     assert row("ANOVA F of D by bias").finding_holds == "yes" and row("ANOVA F of D by bias").paper == 25.43
     t1 = row("Table 1 (m, complete): cumulative, false framing, none bias: B")
     assert math.isclose(t1.ours, ps[(ps.framing == "false") & (ps.bias == "none")].B.mean()) and t1.paper == -1.42
-    assert row("uniform start: D (sample SD").ours == pytest.approx(1.4907, abs=1e-4)
+    # the design differences are named per row: model and classifier, and 6 topics against the paper's 15
+    assert t1.comparable == "no: agent model, classifier, topics"
+    uniform = row("uniform start: D (sample SD")
+    assert uniform.ours == pytest.approx(1.4907, abs=1e-4)
     flipped = ps.assign(B=-ps.B)  # B positive under false framing: the finding does not hold
-    vs = vs_paper.table(analysis.vs_paper_rows(flipped, setups_df, analysis.tests(flipped, {}, 0.05), paper, 0.05))
-    assert row("mean B under false framing").finding_holds == "no" and row("B(true) - B(false)").finding_holds == "no"
-    flags = analysis.classifier_flags(pd.DataFrame({"model": ["m"] * 10, "opinion": [1] * 10}))
-    vs = vs_paper.table(analysis.vs_paper_rows(ps, setups_df, analysis.tests(ps, flags, 0.05), paper, 0.05))
+    vs = vs_of(flipped, {})
+    assert row("mean B under false framing").finding_holds.startswith("no (significant in the opposite direction")
+    assert row("B(true) - B(false)").finding_holds.startswith("no (")
+    flags = analysis.classifier_flags(
+        pd.DataFrame({"model": ["m"] * 10, "condition": ["main"] * 10, "opinion": [1] * 10})
+    )
+    vs = vs_of(ps, flags)
     assert row("mean B under false framing").finding_holds.startswith("degenerate input: opinion classifier")
+    assert row("Table 1 (m, complete): cumulative, false framing, none bias: B")["flags"].startswith("degenerate input")
+    assert row("uniform start: D (sample SD")["flags"] == ""  # an input of the run: no classifier involved
 
 
 def test_classifier_agreement_against_known_ratings():
