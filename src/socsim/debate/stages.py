@@ -384,8 +384,9 @@ STUDY = Study(
         ),
         Stage(
             "figures",
-            "Fig. 2 (group-level tweet stance and opinion, humans vs twins), Fig. 3 (individual change), "
-            "the utterance metrics by mode (PNG + PDF).",
+            "Fig. 2 (group-level tweet stance and opinion, humans vs twins, and its effect sizes d_z beside "
+            "the paper's), Fig. 3 (individual change), the utterance metrics by mode (PNG + PDF); each panel "
+            "notes its n and flags.",
             run_figures,
             inputs=("analysis",),
             outputs=("figures",),

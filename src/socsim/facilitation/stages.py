@@ -279,7 +279,7 @@ STUDY = Study(
             "analyse",
             "Diversity, OLS toxicity ~ strategy * time (Table 2; plain and clustered errors), ANOVA and "
             "pairwise t-tests with Holm at comment and discussion level, interventions, troll effects, Krippendorff's "
-            "alpha, degeneracy flags (summary.json), ours vs the paper (vs_paper.csv/.md).",
+            "alpha, findings by the verdict rule, flags where they apply, ours vs the paper (vs_paper).",
             run_analyse,
             inputs=("setups", "comments", "annotations", "paper_file"),
             outputs=("analysis",),
