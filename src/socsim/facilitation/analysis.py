@@ -293,9 +293,12 @@ def group_tests(
         "p": None,
     }
     usable = {s: v for s, v in groups.items() if len(v) >= 2}
-    few = dg.too_few(len(usable), 2, f"ANOVA at {level} level", f"strategies with at least 2 {unit}")
+    # Too few units is no degeneracy: the test is inconclusive, with the n (socsim.stats.verdict).
+    few = (
+        f"inconclusive (n = {len(usable)} strategies with at least 2 {unit}, needs 2)" if len(usable) < 2 else None
+    )
     constant = dg.near_constant(units["toxicity"], f"toxicity per {unit[:-1]}")
-    anova_flags = dg.collect(list(flags), few, constant)
+    anova_flags = dg.collect(list(flags), constant)
     excluded = sorted(s for s, v in groups.items() if len(v) < 2)
     if excluded:
         anova["excluded"] = {"strategies": excluded, "reason": f"fewer than 2 {unit}"}
@@ -309,15 +312,16 @@ def group_tests(
         else:
             f, p = sps.f_oneway(*usable.values())
             anova.update(F=float(f), p=float(p))
-    anova["verdict"] = dg.verdict(anova_flags, "")
+    anova["verdict"] = dg.verdict(anova_flags, few or "")
     anova["flags"] = dg.as_json(anova_flags)
     rows = []
     for a, b in itertools.combinations(sorted(groups), 2):
         va, vb = groups[a], groups[b]
-        pair_few = dg.too_few(min(len(va), len(vb)), 2, f"t-test {a} vs {b} at {level} level", unit)
+        n_pair = min(len(va), len(vb))
+        pair_few = f"inconclusive (n = {n_pair} {unit}, needs 2)" if n_pair < 2 else None
         pair_const = dg.near_constant(np.concatenate([va, vb]), f"toxicity per {unit[:-1]} of {a} and {b}")
         t = p = np.nan
-        pair_flags = dg.collect(list(flags), pair_few, pair_const)
+        pair_flags = dg.collect(list(flags), pair_const)
         if pair_few is None and pair_const is None:
             t, p = sps.ttest_ind(va, vb)
             if not np.isfinite(t):
@@ -338,7 +342,7 @@ def group_tests(
                 "diff": float(np.mean(va) - np.mean(vb)),
                 "t": float(t),
                 "p": float(p),
-                "verdict": dg.verdict(pair_flags, ""),
+                "verdict": dg.verdict(pair_flags, pair_few or ""),
             }
         )
     pairwise = pd.DataFrame(rows, columns=[c for c in PAIRWISE_COLUMNS if c != "p_holm"])
