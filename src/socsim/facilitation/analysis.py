@@ -47,6 +47,8 @@ TIME_RULES = ("user_index", "position")
 LEVELS = ("comment", "discussion")
 TOXICITY_SCOPE = "facilitation toxicity ratings"
 BASIC = "basic_instructions"
+# A comment-level test's p treats the comments of one discussion as independent: no verdict rests on it.
+NESTED = "no verdict: comments of one discussion are not independent (see the discussion level)"
 MIN_DISCUSSIONS = 3  # per strategy (or group) before a discussion-level or clustered test gives a verdict
 
 
@@ -279,7 +281,8 @@ def group_tests(
     units: pd.DataFrame, level: str, flags: Sequence[dg.Flag] = (), expected_strategies: list[str] | None = None
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """ANOVA and pairwise Student t-tests (raw and Holm p) of toxicity across strategies, one unit
-    per row of `units`. `verdict` is "" for a usable test, else "degenerate input: <why>"."""
+    per row of `units`. `verdict` is "" for a usable test; else "degenerate input: <why>",
+    "inconclusive (...)" (too few units), or NESTED at the comment level (no verdict rests on it)."""
     unit = "comments" if level == "comment" else "discussions"
     groups = {s: g["toxicity"].to_numpy(dtype=float) for s, g in units.groupby("strategy")}
     missing = missing_strategies(expected_strategies, groups)
@@ -294,9 +297,7 @@ def group_tests(
     }
     usable = {s: v for s, v in groups.items() if len(v) >= 2}
     # Too few units is no degeneracy: the test is inconclusive, with the n (socsim.stats.verdict).
-    few = (
-        f"inconclusive (n = {len(usable)} strategies with at least 2 {unit}, needs 2)" if len(usable) < 2 else None
-    )
+    few = f"inconclusive (n = {len(usable)} strategies with at least 2 {unit}, needs 2)" if len(usable) < 2 else None
     constant = dg.near_constant(units["toxicity"], f"toxicity per {unit[:-1]}")
     anova_flags = dg.collect(list(flags), constant)
     excluded = sorted(s for s, v in groups.items() if len(v) < 2)
@@ -342,7 +343,7 @@ def group_tests(
                 "diff": float(np.mean(va) - np.mean(vb)),
                 "t": float(t),
                 "p": float(p),
-                "verdict": dg.verdict(pair_flags, pair_few or ""),
+                "verdict": dg.verdict(pair_flags, pair_few or (NESTED if level == "comment" else "")),
             }
         )
     pairwise = pd.DataFrame(rows, columns=[c for c in PAIRWISE_COLUMNS if c != "p_holm"])

@@ -208,7 +208,16 @@ def fig6_troll_toxicity(groups: pd.DataFrame, out_dir: Path, flags: list[str] | 
         )
         ax.legend(title="non-troll comments", fontsize=7, title_fontsize=8)
         subtitle = f"{model}, {strategy}: basic-prompt ablation vs the main study's cell"
-        note(ax, list(flags or []), where="top")
+        cells = {(p, t) for p, t in zip(data["prompt"], data["trolls"])}
+        missing = [
+            f"{p}, {t}"
+            for p in ("instruction prompt", "basic prompt")
+            for t in ("with trolls", "without trolls")
+            if (p, t) not in cells
+        ]
+        lines = ["n = non-troll comments per group (legend)"]
+        lines += ["no data: " + "; ".join(missing)] if missing else []
+        note(ax, [*lines, *(flags or [])], where="top")
     else:
         no_data(ax, "no basic-prompt ablation in the data: nothing comparable to plot")
         subtitle = "no data"

@@ -73,7 +73,7 @@ def effect(
     if n < need:
         return Verdict(None, f"n = {n} {unit}, needs {need}")
     if not _finite(p) or not _finite(estimate):
-        return Verdict(None, f"the test could not be computed (n = {n} {unit})")
+        return Verdict(None, f"the test could not be computed: too few values or no variance (n = {n} {unit})")
     assert p is not None and estimate is not None
     against = direction != 0 and estimate * direction <= 0
     if against:
@@ -158,27 +158,24 @@ def _var0(x: npt.NDArray[np.float64]) -> bool:
 
 
 def welch(a_: Sample, b_: Sample) -> tuple[float | None, float | None]:
-    """(mean a - mean b, two-sided Welch p); both samples constant: p 0 when the means differ, else 1;
-    None where a sample is empty or the test is undefined."""
+    """(mean a - mean b, two-sided Welch p); p None where a sample has fewer than 2 values or neither
+    has any variance (the test is undefined: the verdict is inconclusive, never a pass)."""
     a, b = np.asarray(a_, dtype=float), np.asarray(b_, dtype=float)
     if not len(a) or not len(b):
         return None, None
     diff = float(a.mean() - b.mean())
-    if _var0(a) and _var0(b):
-        return diff, (None if len(a) < 2 or len(b) < 2 else 0.0 if abs(diff) > dg.VARIANCE_TOL else 1.0)
-    if len(a) < 2 or len(b) < 2:
+    if len(a) < 2 or len(b) < 2 or (_var0(a) and _var0(b)):
         return diff, None
     return diff, float(sps.ttest_ind(a, b, equal_var=False).pvalue)
 
 
 def one_sample(x_: Sample, mu: float) -> tuple[float | None, float | None]:
-    """(mean x - mu, two-sided one-sample t p); a constant sample: p 0 when its value is not mu, else 1."""
+    """(mean x - mu, two-sided one-sample t p); p None for fewer than 2 values or a constant sample
+    (the test is undefined: inconclusive, as for welch)."""
     x = np.asarray(x_, dtype=float)
     if not len(x):
         return None, None
     diff = float(x.mean() - mu)
-    if len(x) < 2:
+    if len(x) < 2 or _var0(x):
         return diff, None
-    if _var0(x):
-        return diff, 0.0 if abs(diff) > dg.VARIANCE_TOL else 1.0
     return diff, float(sps.ttest_1samp(x, mu).pvalue)
