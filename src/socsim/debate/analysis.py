@@ -359,8 +359,8 @@ def mode_order(
         return None
     parts, ns = [], []
     for a, b in zip(modes, modes[1:]):
-        mean, p, n = stats.one_sample_t((wide[a] - wide[b]).to_numpy(dtype=float))
-        parts.append(vd.effect(p, mean, n, MIN_SESSIONS, "debates", +1, flags))
+        mean, p, n, why = stats.one_sample_t((wide[a] - wide[b]).to_numpy(dtype=float))
+        parts.append(undefined_why(vd.effect(p, mean, n, MIN_SESSIONS, "debates", +1, flags), why, n, "debates"))
         ns.append(n)
     first_last = (wide[modes[0]] - wide[modes[-1]]).to_numpy(dtype=float)
     first_last = first_last[np.isfinite(first_last)]
@@ -380,7 +380,7 @@ def llm_longer(by_session: pd.DataFrame, flags: list[dg.Flag], label: str = "") 
     """The claim "LLM utterances are longer than the humans'" for one model and topic set: the
     per-debate mean (over modes) of the signed length difference (human - LLM) < 0, one-sample t over debates."""
     per = by_session.groupby("session_id").d_signed_len.mean().to_numpy(dtype=float)
-    mean, p, n = stats.one_sample_t(per)
+    mean, p, n, why = stats.one_sample_t(per)
     return Finding(
         claim="LLM utterances are longer than the humans' (signed difference < 0)" + (f" ({label})" if label else ""),
         statistic="mean per-debate signed length difference (human - LLM)",
@@ -388,8 +388,16 @@ def llm_longer(by_session: pd.DataFrame, flags: list[dg.Flag], label: str = "") 
         test="one-sample t over debates (each debate's mean over modes), two-sided",
         unit="debates",
         n=n,
-        verdict=vd.effect(p, mean, n, MIN_SESSIONS, "debates", -1, flags),
+        verdict=undefined_why(vd.effect(p, mean, n, MIN_SESSIONS, "debates", -1, flags), why, n, "debates"),
     )
+
+
+def undefined_why(verdict: vd.Verdict, why: str | None, n: int, unit: str) -> vd.Verdict:
+    """An inconclusive verdict whose test could not be computed, with the reason (`why`, e.g. "no
+    variance in the changes ...") instead of the bare "the test could not be computed"."""
+    if why and verdict.holds is None and verdict.reason.startswith("the test could not be computed"):
+        return vd.Verdict(None, f"{why}; n = {n} {unit}")
+    return verdict
 
 
 def group_finding(row: Any, ref: Mapping[str, Any], flags: list[dg.Flag]) -> Finding:
@@ -416,6 +424,7 @@ def group_finding(row: Any, ref: Mapping[str, Any], flags: list[dg.Flag]) -> Fin
         power = vd.power_t(NO_EFFECT_D, n) if n >= 2 else None
         verdict = vd.no_difference(p, power, n, MIN_GROUPS, "groups", flags)
         test_text = f"paired t over groups, two-sided; power to find d_z = {NO_EFFECT_D:g}"
+    verdict = undefined_why(verdict, row.note if isinstance(row.note, str) else None, n, "groups")
     return Finding(
         claim=claim,
         statistic="d_z = mean change / SD of the changes over groups (t / sqrt(G))",
@@ -645,7 +654,13 @@ def _sect6_report(
             for r in per_group.itertuples(index=False)
         ]
     )
-    b.table("group_level", per_group, "Fig. 2: per-group mean and SD of each quantity", [], sect6)
+    b.table(
+        "group_level",
+        per_group,
+        "Fig. 2: per-group mean and SD of each quantity",
+        ["each group's statistics of an outcome are over its members with every step of it (paired)"],
+        sect6,
+    )
 
     def test_vars(quantity: str, test: str) -> list[tuple[str, str]]:
         before, after, _ = stats.GROUP_TESTS[quantity]
@@ -678,6 +693,7 @@ def _sect6_report(
                 flags=fl,
                 design=design,
                 note=f"ours: t = {t_shown}, {r.n_groups} groups"
+                + (f"; {r.missing}" if isinstance(r.missing, str) and r.missing else "")
                 + (f"; {r.note}" if isinstance(r.note, str) and r.note else "")
                 + (f"; paper: t({g_paper - 1}) = {paper_t:g}, {g_paper} groups" if paper_t is not None else ""),
             )
@@ -693,6 +709,7 @@ def _sect6_report(
                 "paper_t": paper_t,
                 "paper_groups": g_paper if paper_t is not None else None,
                 "verdict": finding.verdict.label if finding else "",
+                "missing": r.missing,
                 "flags": _messages(fl),
             }
         )

@@ -19,6 +19,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
+from socsim.debate.stats import missing_summary
 from socsim.io import report
 from socsim.io.figures import no_data, note, save  # sets the Agg backend
 
@@ -46,9 +47,25 @@ def panel_flags(flags: pd.DataFrame, prefixes: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(hit["message"])) if len(hit) else []
 
 
+def _missing(group: pd.DataFrame, quantities: Iterable[str]) -> list[str]:
+    """The panel's note on values left out of its paired statistics ("o_final missing for 2 of 4
+    twins"), one line each, from group_level's n_missing / n_members."""
+    if not len(group) or not {"n_missing", "n_members"} <= set(group.columns):
+        return []
+    return _split([missing_summary(group, SOURCES, quantities)])
+
+
+def _split(notes: Iterable[object]) -> list[str]:
+    """The distinct parts of "; "-joined notes, in order."""
+    parts = (x.strip() for n in notes if isinstance(n, str) for x in n.split(";"))
+    return list(dict.fromkeys(x for x in parts if x))
+
+
 def fig2(group: pd.DataFrame, flags: pd.DataFrame, out: Path) -> str:
     """Mean over groups (± SE) of each group's mean and SD per step; a source without data at a step
-    has no point there and no line through it."""
+    has no point there and no line through it. Each group's statistics at every step of a panel are
+    over the same members (those with every step: paired); the panel says which values were missing
+    ("o_final missing for 2 of 4 twins")."""
     fig, axes = plt.subplots(2, 2, figsize=(8, 6.5))
     for j, (what, qs) in enumerate(STEPS.items()):
         for i, stat in enumerate(("mean", "sd")):
@@ -79,7 +96,7 @@ def fig2(group: pd.DataFrame, flags: pd.DataFrame, out: Path) -> str:
                 ax.legend(fontsize=7, loc="lower right")
             ax.set_title(f"{what}: group {stat} (mean over groups ± SE)", fontsize=8)
             prefixes = [f"group_level.{src}.{q}" for src in SOURCES for q in qs]
-            _note(ax, ["n = " + ", ".join(ns), *panel_flags(flags, prefixes)], data)
+            _note(ax, ["n = " + ", ".join(ns), *_missing(group, qs), *panel_flags(flags, prefixes)], data)
     fig.suptitle("Fig. 2: group-level tweet stance and opinion, humans vs twins (Depth, Mode 3)", fontsize=9)
     fig.tight_layout()
     save(fig, out, "fig2_group_level")
@@ -119,7 +136,9 @@ def fig2_effect_sizes(es: pd.DataFrame, flags: pd.DataFrame, out: Path) -> str:
         g_paper = pd.to_numeric(e["paper_groups"], errors="coerce").max()
         lines = [f"n = {0 if pd.isna(n) else int(n)} groups (paper: {'n/a' if pd.isna(g_paper) else int(g_paper)})"]
         if not np.isfinite(e["d_z"].astype(float)).any():
-            lines.append("no effect size of ours: fewer than 2 groups or a constant change")
+            lines.append("no effect size of ours: fewer than 2 groups or no variance in the changes")
+        if "missing" in e.columns:
+            lines.extend(_split(e["missing"]))
         ax.set_xlim(-0.6, len(TESTS) - 0.4)
         _note(ax, [*lines, *panel_flags(flags, [f"group_tests.{q}."])])
     fig.legend(

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -100,7 +101,14 @@ GROUP_TESTS = {
 }
 
 
-GROUP_TEST_COLUMNS = ["quantity", "test", "t", "p", "n_groups", "mean_change", "d_z", "note"]
+GROUP_TEST_COLUMNS = ["quantity", "test", "t", "p", "n_groups", "mean_change", "d_z", "missing", "note"]
+GROUP_LEVEL_COLUMNS = ["session_id", "source", "quantity", "mean", "sd", "n", "n_members", "n_missing", "note"]
+# the steps of each outcome: a group's statistics at every step are over the same members
+OUTCOME_STEPS = {"tweet": ("s1", "s2", "s3"), "opinion": ("o_init", "o_final")}
+STEP_OUTCOME = {q: outcome for outcome, qs in OUTCOME_STEPS.items() for q in qs}
+WHO = {"human": "humans", "llm": "twins"}
+PAIRED = "paired: each group's statistics over its members with every step"
+NO_VARIANCE = "no variance in the changes"
 
 
 def d_z(t: float | None, n: int) -> float | None:
@@ -109,22 +117,26 @@ def d_z(t: float | None, n: int) -> float | None:
     return None if t is None or n < 1 or not math.isfinite(t) else float(t) / math.sqrt(n)
 
 
-def one_sample_t(x: np.ndarray) -> tuple[float | None, float | None, int]:
-    """(mean, two-sided p of the one-sample t test against 0, n) over the finite values of `x`; p is
-    None with fewer than 2 values or zero variance (the test is undefined)."""
+def one_sample_t(x: np.ndarray) -> tuple[float | None, float | None, int, str | None]:
+    """(mean, two-sided p of the one-sample t test against 0, n, note) over the finite values of `x`;
+    p is None, and the note says why, with fewer than 2 values or zero variance (the test is
+    undefined: the verdict is inconclusive, never a pass)."""
     x = np.asarray(x, dtype=float)
     x = x[np.isfinite(x)]
     n = int(x.size)
     mean = float(x.mean()) if n else None
-    if n < 2 or float(np.var(x)) <= VAR_TOL:
-        return mean, None, n
-    return mean, _num(stats.ttest_1samp(x, 0.0).pvalue), n
+    if n < 2:
+        return mean, None, n, f"{n} value(s); a t-test needs at least 2"
+    if float(np.var(x)) <= VAR_TOL:
+        return mean, None, n, f"{NO_VARIANCE} (every one is {x[0]:.4g}): the t-test is undefined"
+    return mean, _num(stats.ttest_1samp(x, 0.0).pvalue), n, None
 
 
 def _paired_t(
     after: np.ndarray, before: np.ndarray
 ) -> tuple[float | None, float | None, int, float | None, str | None]:
-    """ttest_rel(after, before) over the pairs with both values: (t, p, n, mean change, note)."""
+    """ttest_rel(after, before) over the pairs with both values: (t, p, n, mean change, note); t and
+    p are None, and the note says why, with fewer than 2 pairs or zero variance of the changes."""
     ok = np.isfinite(after) & np.isfinite(before)
     d = after[ok] - before[ok]
     n = int(d.size)
@@ -132,9 +144,28 @@ def _paired_t(
     if n < 2:
         return None, None, n, mean, f"{n} group(s) with both values; a paired t-test needs at least 2"
     if float(np.var(d)) <= VAR_TOL:
-        return None, None, n, mean, "the change is the same in every group (zero variance)"
+        return None, None, n, mean, f"{NO_VARIANCE} (the change is {d[0]:.4g} in every group): the t-test is undefined"
     res = stats.ttest_rel(after[ok], before[ok])
     return _num(res.statistic), _num(res.pvalue), n, mean, None
+
+
+def missing_summary(per_group: pd.DataFrame, sources: Iterable[str], quantities: Iterable[str]) -> str:
+    """What the paired statistics of `quantities` for `sources` left out, summed over the groups of
+    `per_group` (group_level's first frame): "o_final missing for 2 of 4 twins; paired: ...", or ""
+    when every member has every value."""
+    parts = []
+    for source in sources:
+        s = per_group[per_group["source"] == source]
+        for q in quantities:
+            rows = s[s["quantity"] == q]
+            missing = int(rows["n_missing"].sum())
+            if not missing:
+                continue
+            total = int(rows["n_members"].sum())
+            groups = int((rows["n_missing"] > 0).sum())
+            where = f" in {groups} of {len(rows)} groups" if len(rows) > 1 else ""
+            parts.append(f"{q} missing for {missing} of {total} {WHO.get(source, source)}{where}")
+    return "; ".join([*parts, PAIRED]) if parts else ""
 
 
 def group_level(members: pd.DataFrame, ddof: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -143,14 +174,22 @@ def group_level(members: pd.DataFrame, ddof: int = 1) -> tuple[pd.DataFrame, pd.
     `members`: session_id, worker_id, source ("human" | "llm"), s1, s2, s3 (tweet stance per round,
     already reverse-coded), o_init, o_final.
 
+    Like with like: a group's statistics of an outcome (tweet: s1, s2, s3; opinion: o_init, o_final)
+    are over the same members at every step, those with every value of that outcome; a member
+    missing one (an unparsed final opinion, say) is left out of every step of it, so a change is never
+    the difference of two different sets of members. What was left out is said on each row.
+
     First frame: per session x source x quantity (s1, s2, s3, o_init, o_final) the mean and the SD
-    (`ddof`, default 1 as R's sd) over the group's members; columns session_id, source, quantity, mean,
-    sd, n. Second frame: for tweet mean/SD (round 3 vs round 1) and opinion mean/SD (final vs initial):
-    "llm change" and "human change" = ttest_rel(after, before) over that source's groups, and
-    "llm change vs human change" = ttest_rel(change_LLM, change_human) over the groups that have both
-    (sign: LLM minus human). Columns quantity, test, t, p, n_groups, mean_change, d_z (the standardised
-    mean change, t / sqrt(n_groups): comparable across numbers of groups, unlike t), note (why t and p
-    are missing, NaN in the frame: fewer than 2 groups, or a constant change).
+    (`ddof`, default 1 as R's sd) over those members; columns session_id, source, quantity, mean, sd,
+    n (members used), n_members (the group's members of that source), n_missing (of them, those
+    without this quantity), note ("o_final missing for 2 of 4 twins; ..." or empty). Second frame:
+    for tweet mean/SD (round 3 vs round 1) and opinion mean/SD (final vs initial): "llm change" and
+    "human change" = ttest_rel(after, before) over that source's groups, and "llm change vs human
+    change" = ttest_rel(change_LLM, change_human) over the groups that have both (sign: LLM minus
+    human). Columns quantity, test, t, p, n_groups, mean_change, d_z (the standardised mean change,
+    t / sqrt(n_groups): comparable across numbers of groups, unlike t), missing (the values left out
+    of the paired statistics, summed over groups, or empty), note (why t and p are missing, NaN in the
+    frame: fewer than 2 groups, or no variance in the changes).
     """
     need = ["session_id", "worker_id", "source", *QUANTITIES]
     missing = [c for c in need if c not in members.columns]
@@ -158,20 +197,34 @@ def group_level(members: pd.DataFrame, ddof: int = 1) -> tuple[pd.DataFrame, pd.
         raise ValueError(f"group_level: missing columns {missing}")
     rows = []
     for (session, source), g in members.groupby(["session_id", "source"], sort=True):
-        for q in QUANTITIES:
-            v = g[q].astype(float).to_numpy()
-            v = v[np.isfinite(v)]
-            rows.append(
-                {
-                    "session_id": session,
-                    "source": source,
-                    "quantity": q,
-                    "mean": float(v.mean()) if v.size else np.nan,
-                    "sd": float(v.std(ddof=ddof)) if v.size > ddof else np.nan,
-                    "n": int(v.size),
-                }
-            )
-    per_group = pd.DataFrame(rows, columns=["session_id", "source", "quantity", "mean", "sd", "n"])
+        who = WHO.get(str(source), str(source))
+        for steps in OUTCOME_STEPS.values():
+            values = g[list(steps)].astype(float).to_numpy()
+            present = np.isfinite(values)
+            complete = present.all(axis=1)
+            used = values[complete]
+            gaps = [
+                f"{q} missing for {int((~present[:, k]).sum())} of {len(g)} {who}"
+                for k, q in enumerate(steps)
+                if not present[:, k].all()
+            ]
+            gap_note = "; ".join([*gaps, f"statistics over the {len(used)} with every step"]) if gaps else ""
+            for k, q in enumerate(steps):
+                v = used[:, k]
+                rows.append(
+                    {
+                        "session_id": session,
+                        "source": source,
+                        "quantity": q,
+                        "mean": float(v.mean()) if v.size else np.nan,
+                        "sd": float(v.std(ddof=ddof)) if v.size > ddof else np.nan,
+                        "n": int(v.size),
+                        "n_members": len(g),
+                        "n_missing": int((~present[:, k]).sum()),
+                        "note": gap_note,
+                    }
+                )
+    per_group = pd.DataFrame(rows, columns=GROUP_LEVEL_COLUMNS)
 
     wide = per_group.pivot_table(
         index="session_id", columns=["source", "quantity"], values=["mean", "sd"], dropna=False
@@ -187,6 +240,7 @@ def group_level(members: pd.DataFrame, ddof: int = 1) -> tuple[pd.DataFrame, pd.
 
     tests = []
     for name, (before, after, stat) in GROUP_TESTS.items():
+        steps = OUTCOME_STEPS[STEP_OUTCOME[before]]
         changes = {}
         for source in ("llm", "human"):
             a, b = column(stat, source, after), column(stat, source, before)
@@ -201,6 +255,7 @@ def group_level(members: pd.DataFrame, ddof: int = 1) -> tuple[pd.DataFrame, pd.
                     "n_groups": n,
                     "mean_change": mean,
                     "d_z": d_z(t, n),
+                    "missing": missing_summary(per_group, [source], steps),
                     "note": note,
                 }
             )
@@ -214,6 +269,7 @@ def group_level(members: pd.DataFrame, ddof: int = 1) -> tuple[pd.DataFrame, pd.
                 "n_groups": n,
                 "mean_change": mean,
                 "d_z": d_z(t, n),
+                "missing": missing_summary(per_group, ["llm", "human"], steps),
                 "note": note,
             }
         )

@@ -362,3 +362,123 @@ def test_without_per_debate_metrics_the_findings_are_inconclusive():
     assert len(utterance) == 2
     assert all(f.verdict.label == f"inconclusive (n = 0 debates, needs {analysis.MIN_SESSIONS})" for f in utterance)
     assert _row(rep, "depth, m: S_sem of the first mode").ours is not None  # the setting-level number stays
+
+
+# --- like with like: Fig. 2 over the members with every value -------------------------------------
+
+
+def _by_hand(members: pd.DataFrame, source: str, steps: list[str]) -> dict[str, dict[str, tuple[float, float, int]]]:
+    """Per group: {quantity: (mean, SD, n)} over the members of `source` with every value of `steps`."""
+    out = {}
+    for sid, g in members[members.source == source].groupby("session_id"):
+        rows = [r for r in g.to_dict("records") if all(not math.isnan(r[q]) for q in steps)]
+        stat = {}
+        for q in steps:
+            x = [r[q] for r in rows]
+            m = sum(x) / len(x)
+            sd = math.sqrt(sum((v - m) ** 2 for v in x) / (len(x) - 1)) if len(x) > 1 else math.nan
+            stat[q] = (m, sd, len(x))
+        out[sid] = stat
+    return out
+
+
+def test_group_level_is_paired_over_the_members_with_both_values():
+    members = _members(np.random.default_rng(40), 5, shift=0.5)
+    llm = members.source == "llm"
+    drop = {"S000": ["w0_1"], "S002": ["w2_0", "w2_3"]}  # the twins' final opinion was not parsed
+    for sid, workers in drop.items():
+        members.loc[llm & (members.session_id == sid) & members.worker_id.isin(workers), "o_final"] = np.nan
+    members.loc[(members.source == "human") & (members.worker_id == "w3_2"), "s2"] = np.nan
+    per_group, tests = stats.group_level(members)
+    pg = per_group.set_index(["session_id", "source", "quantity"])
+    tests = tests.set_index(["quantity", "test"])
+
+    hand = _by_hand(members, "llm", ["o_init", "o_final"])
+    for sid, stat in hand.items():
+        for q in ("o_init", "o_final"):
+            row = pg.loc[(sid, "llm", q)]
+            assert row["mean"] == pytest.approx(stat[q][0]) and row["sd"] == pytest.approx(stat[q][1])
+            assert row["n"] == stat[q][2] == 4 - len(drop.get(sid, [])) and row["n_members"] == 4
+    # the group that lost a twin: its initial mean is over the 3 measured, not the 4
+    everyone = members[llm & (members.session_id == "S000")].o_init.mean()
+    assert pg.loc[("S000", "llm", "o_init"), "mean"] != pytest.approx(everyone)
+    for stat_name, k in (("opinion mean", 0), ("opinion SD", 1)):
+        change = [hand[s]["o_final"][k] - hand[s]["o_init"][k] for s in sorted(hand)]
+        m = sum(change) / len(change)
+        sd = math.sqrt(sum((v - m) ** 2 for v in change) / (len(change) - 1))
+        row = tests.loc[(stat_name, "llm change")]
+        assert row["mean_change"] == pytest.approx(m) and row["d_z"] == pytest.approx(m / sd)
+        assert row["n_groups"] == 5
+    # a human without a round-2 tweet is left out of every tweet step of that group
+    tweets = _by_hand(members, "human", ["s1", "s2", "s3"])["S003"]
+    assert pg.loc[("S003", "human", "s1"), "mean"] == pytest.approx(tweets["s1"][0])
+    assert pg.loc[("S003", "human", "s3"), "n"] == 3
+
+    # the notes: on the group's rows, and summed over groups on the tests
+    s000 = pg.loc[("S000", "llm", "o_init"), "note"]
+    assert s000.startswith("o_final missing for 1 of 4 twins; statistics over the 3")
+    assert pg.loc[("S002", "llm", "o_final"), "note"].startswith("o_final missing for 2 of 4 twins")
+    assert pg.loc[("S002", "llm", "o_final"), "n_missing"] == 2 and pg.loc[("S002", "llm", "o_init"), "n_missing"] == 0
+    assert pg.loc[("S001", "llm", "o_final"), "note"] == "" and pg.loc[("S003", "human", "o_init"), "note"] == ""
+    llm_missing = tests.loc[("opinion mean", "llm change"), "missing"]
+    assert llm_missing.startswith("o_final missing for 3 of 20 twins in 2 of 5")
+    assert tests.loc[("opinion SD", "human change"), "missing"] == ""
+    assert "o_final missing for 3 of 20 twins" in tests.loc[("opinion SD", "llm change vs human change"), "missing"]
+    assert tests.loc[("tweet mean", "human change"), "missing"].startswith("s2 missing for 1 of 20 humans in 1 of 5")
+    assert tests.loc[("tweet mean", "llm change"), "missing"] == ""
+
+
+def test_a_missing_final_opinion_is_noted_on_the_row_the_table_and_the_panel(tmp_path: Path, monkeypatch):
+    metrics, tables, dp, paper, run, by_session = _inputs(np.random.default_rng(41), groups=4)
+    sim = tables["simulated"]
+    lost = sim[sim.kind == "opinion"].index[[1, 6]]  # one twin in each of S00 and S01
+    tables["simulated"] = sim.drop(lost)
+    rep = analysis.analyse(metrics, tables, dp, paper, run, by_session)
+    text = "o_final missing for 2 of 16 twins in 2 of 4 groups"
+    for test in ("llm change", "llm change vs human change"):
+        assert text in _row(rep, f"Fig. 2 opinion mean: {test}").note
+    assert text not in _row(rep, "Fig. 2 opinion mean: human change").note
+    assert "missing" not in _row(rep, "Fig. 2 tweet mean: llm change").note
+    gt = rep.tables["group_tests"].df.set_index(["quantity", "test"])
+    assert gt.loc[("opinion SD", "llm change"), "missing"].startswith(text)
+    es = rep.tables["fig2_effect_sizes"].df.set_index(["quantity", "test"])
+    assert es.loc[("opinion mean", "llm change"), "missing"].startswith(text)
+
+    report.write(rep, tmp_path)
+    shown: dict[str, list[str]] = {}
+
+    def capture(fig, out, name):
+        shown[name] = [t.get_text() for ax in fig.axes for t in ax.texts if "missing" in t.get_text()]
+        panels = {ax.get_title(): "\n".join(t.get_text() for t in ax.texts) for ax in fig.axes}
+        shown[name + ".panels"] = [title for title, body in panels.items() if text in body.replace("\n", " ")]
+
+    monkeypatch.setattr(figures, "save", capture)
+    flags = report.read(tmp_path, "flags")
+    figures.fig2(report.read(tmp_path, "group_level"), flags, tmp_path)
+    figures.fig2_effect_sizes(report.read(tmp_path, "fig2_effect_sizes"), flags, tmp_path)
+    assert sorted(shown["fig2_group_level.panels"]) == [
+        "opinion: group mean (mean over groups ± SE)",
+        "opinion: group sd (mean over groups ± SE)",
+    ]
+    assert sorted(shown["fig2_effect_sizes.panels"]) == ["opinion SD: change", "opinion mean: change"]
+
+
+def test_no_variance_in_the_changes_is_inconclusive_and_says_so():
+    mean, p, n, why = stats.one_sample_t(np.full(5, 0.3))
+    assert mean == pytest.approx(0.3) and p is None and n == 5 and why.startswith("no variance in the changes")
+    assert stats.one_sample_t(np.array([0.1, 0.4, 0.2]))[3] is None
+    # per-debate length differences all the same: no t-test, and the verdict says why
+    by_session = _by_session(np.random.default_rng(42), 6).assign(d_signed_len=-7.0)
+    f = analysis.llm_longer(by_session, [])
+    assert f.verdict.holds is None and f.n == 6
+    assert f.verdict.label.startswith("inconclusive (no variance in the changes") and "n = 6 debates" in f.verdict.label
+    # every group's twins move their tweets by exactly 1: a constant change over groups
+    members = _members(np.random.default_rng(43), 6)
+    llm = members.source == "llm"
+    members.loc[llm, "s3"] = members.loc[llm, "s1"] + 1.0
+    row = _tweet_mean(stats.group_level(members)[1], "llm change")
+    assert pd.isna(row.p) and pd.isna(row.t) and row.mean_change == pytest.approx(1.0)
+    assert row.note.startswith("no variance in the changes")
+    g = analysis.group_finding(row, TWEET_MEAN_LLM, [])
+    assert g.verdict.holds is None and g.verdict.reason.startswith("no variance in the changes")
+    assert g.verdict.reason.endswith("n = 6 groups")
