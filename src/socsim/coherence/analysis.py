@@ -25,7 +25,11 @@ The six tests of section 4.3 (the unit of each is the conversation: one final ag
    Bonferroni over all of them: contentiousness should not matter once preferences are fixed, so
    it passes if no corrected p < alpha AND every comparison had power >= 0.8 (at its Bonferroni
    alpha) to find a contentiousness effect of CONTENTIOUSNESS_D standard deviations (the paper
-   reports no effect size; a t test's power stands in for the U test's).
+   reports no effect size). The power is the U test's own, simulated (`u_power`) on the observed
+   scores of the preference pair (both compared levels pooled): one side is drawn from that
+   distribution, the other from it shifted on a latent normal scale (ordered probit) so far that
+   its mean moves by CONTENTIOUSNESS_D of its SD, up and down (the smaller power counts); a t
+   test's power would overstate the U test's on tied 5-point scores, as for Test 2.
 5. Pearson r between O1 + O2 and final agreement: pass if r > 0 and p < alpha.
 6. Among (1-5) preference pairs, the lowest openness pairing (lowest O1 + O2, e.g. (0, 0)) should
    agree less than the other openness pairings. The paper compares it with every other pairing
@@ -62,6 +66,7 @@ topic: no second contentiousness level).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import warnings
 from collections.abc import Iterable, Sequence
@@ -71,6 +76,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
+from scipy.optimize import brentq
 
 from socsim.io.report import Finding, Report, Table
 from socsim.stats import degeneracy as dg
@@ -120,7 +126,7 @@ TEST_SPECS = {
     ),
     4: (
         "smallest Bonferroni p over preference pair x contentiousness comparisons",
-        "two-sided Mann-Whitney U, Bonferroni; no difference claimed (power at CONTENTIOUSNESS_D)",
+        "two-sided Mann-Whitney U, Bonferroni; no difference claimed (simulated U power at CONTENTIOUSNESS_D)",
     ),
     5: ("Pearson r, O1 + O2 vs final agreement", "Pearson r, two-sided p, r > 0 claimed"),
     6: ("p, lowest openness pairing vs the others among (1-5) pairs", "one-sided Mann-Whitney U (test6_rule)"),
@@ -128,6 +134,8 @@ TEST_SPECS = {
 CONTENTIOUSNESS_D = 0.5  # Test 4: the contentiousness effect (Cohen's d) it must be able to find
 KS_POWER_REPEATS = 500  # simulated samples for Test 2's power
 KS_POWER_CAP = 200  # group sizes above this are simulated at this size (power is ~1 there)
+U_POWER_REPEATS = 400  # simulated samples per direction for Test 4's power
+U_POWER_CAP = 500  # group sizes above this are simulated at this size (conservative)
 TEST6_RULES = ("pooled", "strict")
 # The pairing columns of pairs.parquet (the rest is the episode: question, system prompts, seed).
 PAIRING = ["conversation_id", "model", "topic", "agent1_id", "agent2_id", "profile1", "profile2", "opener"]
@@ -401,6 +409,70 @@ def ks_power(
     return hits / repeats
 
 
+def shifted(p: npt.ArrayLike, d: float) -> npt.NDArray[np.float64] | None:
+    """The 5-point distribution `p` moved on a latent normal scale (ordered probit: its cumulative
+    probabilities are the latent thresholds) until its mean has moved by `d` of its SD (d > 0 up,
+    d < 0 down). Scores `p` never gives stay impossible, so the shift cannot leave the observed
+    range; None where it would have to (or `p` has no spread)."""
+    p = np.asarray(p, float) / float(np.sum(p))
+    mean = float((SCORES * p).sum())
+    sd = float(np.sqrt(((SCORES - mean) ** 2 * p).sum()))
+    if sd <= dg.VARIANCE_TOL:
+        return None
+    target = mean + d * sd
+    seen = SCORES[p > 0]
+    if not seen.min() < target < seen.max():
+        return None if d != 0 else p
+    tau = sps.norm.ppf(np.clip(np.cumsum(p)[:-1], 0.0, 1.0))  # +-inf where the cumulative is 0 or 1
+
+    def moved(delta: float) -> npt.NDArray[np.float64]:
+        cum = np.concatenate([[0.0], sps.norm.cdf(tau - delta), [1.0]])
+        return np.asarray(np.diff(cum), dtype=np.float64)
+
+    delta = brentq(lambda x: float((SCORES * moved(x)).sum()) - target, -40.0, 40.0, xtol=1e-10)
+    return moved(float(delta))
+
+
+@functools.lru_cache(maxsize=4096)
+def _u_power(counts: tuple[int, ...], n1: int, n2: int, alpha: float, d: float, repeats: int) -> float:
+    base = np.asarray(counts, float) / sum(counts)
+    powers = []
+    for sign in (1, -1):
+        alt = shifted(base, sign * d)
+        if alt is None:
+            continue
+        rng = np.random.default_rng([4, n1, n2, *counts, sign + 1])
+        a = rng.choice(SCORES, (repeats, n1), p=base)
+        b = rng.choice(SCORES, (repeats, n2), p=alt)
+        with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            p = sps.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic", axis=1).pvalue
+        powers.append(float(np.mean(np.nan_to_num(np.asarray(p, float), nan=1.0) < alpha)))
+    return min(powers) if powers else 0.0
+
+
+def u_power(
+    scores: npt.ArrayLike,
+    n1: int,
+    n2: int,
+    alpha: float,
+    d: float = CONTENTIOUSNESS_D,
+    repeats: int = U_POWER_REPEATS,
+) -> float | None:
+    """Simulated power of Test 4's two-sided Mann-Whitney U test with groups of n1 and n2 to find a
+    shift of `d` SD (`shifted`) of the score distribution of `scores`: the smaller of the powers
+    against a shift up and one down (a direction the observed range cannot hold is skipped). One
+    score throughout: 0 (no shift stays within the observed range, and the U test cannot reject on
+    such data); None when n < 2. Seeded by the counts and sizes, cached."""
+    x = np.asarray(scores, float)
+    if n1 < 2 or n2 < 2 or not len(x):
+        return None
+    counts = tuple(int((x == s).sum()) for s in SCORES)
+    if sum(counts) == 0:
+        return None
+    return _u_power(counts, min(n1, U_POWER_CAP), min(n2, U_POWER_CAP), float(alpha), float(d), int(repeats))
+
+
 def input_flags(
     profiles: pd.DataFrame, conversations: pd.DataFrame, calibration: pd.DataFrame | None, model: str
 ) -> dict[str, list[dg.Flag]]:
@@ -633,7 +705,7 @@ def six_tests(
         adj = bonferroni([_mwu(a, b, "two-sided") for a, b in cells])
         k = int((adj < alpha).sum())
         n4 = min(min(len(a), len(b)) for a, b in cells)
-        powers = [vd.power_t(CONTENTIOUSNESS_D, len(a), len(b), alpha / len(cells)) for a, b in cells]
+        powers = [u_power(pd.concat([a, b]), len(a), len(b), alpha / len(cells)) for a, b in cells]
         pw = None if any(x is None for x in powers) else min(x for x in powers if x is not None)
         add(
             4,

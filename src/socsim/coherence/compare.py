@@ -1,7 +1,13 @@
 """Table 4 (pass / fail / inconclusive / n/a / degenerate input) and our run beside the paper's
 Tables 3 and 4 (`data/coherence/paper.yaml`), as socsim.io.vs_paper rows: each row with the flags of
 its own inputs, its verdict by the one rule (socsim.stats.verdict) and the design differences
-between what we ran and what the paper ran (agent model, judge, statements per agent, topics)."""
+between what we ran and what the paper ran (agent model, judge, statements per agent, topics).
+
+Like with like (issue 20, item 4): a row with any design difference gives no verdict of agreement
+with the paper. Its Table 4 rows claim "<our model> passes Test t (our run)" and give our run's
+verdict by the rule, with the paper's "Qwen2.5-7B fails Test 2" in the note; its suppression rows
+give our run's verdict on the claim, and their note says it is ours only. Only a row whose design
+matches the paper's says whether the paper's result holds in our run (`_paper_says`)."""
 
 from __future__ import annotations
 
@@ -112,12 +118,32 @@ def _flags_of(flags: dict[str, list[dg.Flag]], inputs: Sequence[str]) -> list[dg
 
 def _paper_says(entry_passes: bool, ours: Verdict) -> Verdict:
     """Whether the paper's "passes" / "fails" for a model holds in our run: a pass needs our test
-    to pass, a fail our test to fail (reject the other way); a non-rejection is inconclusive."""
+    to pass, a fail our test to fail (reject the other way); a non-rejection is inconclusive. Only
+    for a row without a design difference (issue 20, item 4): `table4_claim` gives any other row our
+    run's verdict alone."""
     if ours.holds is None:
         return ours
     if ours.holds == entry_passes:
         return Verdict(True, ours.reason)
     return Verdict(False, f"ours {'passes' if ours.holds else 'fails'}: {ours.reason}")
+
+
+ACROSS_DESIGN = "design differs from the paper: our run's verdict only, no verdict of agreement with the paper's"
+
+
+def table4_claim(
+    model: str, test: int, paper_text: str, paper_passes: bool | None, ours: Verdict | None, design: Sequence[str]
+) -> tuple[str, Verdict | None, str]:
+    """(finding, verdict, note) of a Table 4 row. Like with like (no design difference): the paper's
+    claim (`paper_text`, "Qwen2.5-7B fails Test 2") and whether it holds in our run (`_paper_says`).
+    With any design difference (model, judge, statements, topics): no verdict of agreement; the
+    finding is our model passing the test and the verdict our run's own by the rule (yes: it passes,
+    no: it fails, inconclusive), the paper's claim only in the note."""
+    if not paper_text or paper_passes is None:
+        return "", None, ""  # the paper makes no claim here: nothing to judge
+    if not design:
+        return paper_text, None if ours is None else _paper_says(paper_passes, ours), ""
+    return f"{model} passes Test {test} (our run)", ours, f"{ACROSS_DESIGN}; paper: {paper_text}"
 
 
 def vs_paper_rows(out: dict[str, Any], paper: dict[str, Any]) -> list[Row]:
@@ -213,6 +239,8 @@ def vs_paper_rows(out: dict[str, Any], paper: dict[str, Any]) -> list[Row]:
                 r.finding = f"{finding} (here: at gap {gap})"
                 # a model without a usable conversation: n/a (the note says why)
                 r.verdict = None if model in out["summary"]["no_data"] else out["suppressed"][model][label][gap]
+                if design and r.verdict is not None:  # our run's verdict on the claim, not agreement
+                    r.note = "; ".join(x for x in (r.note, ACROSS_DESIGN) if x)
                 rows.append(r)
         for gap in (4, 3, 2, 1):
             rows.append(
@@ -229,7 +257,10 @@ def vs_paper_rows(out: dict[str, Any], paper: dict[str, Any]) -> list[Row]:
         verdicts: dict[int, Verdict] = out["verdicts"].get(model, {})
         t4_design = (
             design_differences(
-                ours_design, paper, {**base_design, "agent model": name, "judge model": entry.get("judge")}
+                ours_design,
+                paper,
+                # Table 4's models are judged by the paper's judge unless the row names its own
+                {**base_design, "agent model": name, "judge model": entry.get("judge") or base_design["judge model"]},
             )
             if entry is not None
             else design
@@ -240,26 +271,28 @@ def vs_paper_rows(out: dict[str, Any], paper: dict[str, Any]) -> list[Row]:
             theirs = None if entry is None else float(entry["tests"][t - 1])
             v = verdicts.get(t)
             na = r["raw_result"] == "n/a"
+            paper_passes: bool | None = None
             if entry is not None:
-                text = f"{name} {'passes' if entry['tests'][t - 1] else 'fails'} Test {t}"
-                verdict = None if na or v is None else _paper_says(bool(entry["tests"][t - 1]), v)
+                paper_passes = bool(entry["tests"][t - 1])
+                text = f"{name} {'passes' if paper_passes else 'fails'} Test {t}"
             elif t in findings:
-                text = findings[t]["text"]
-                verdict = None if na or v is None else _paper_says(findings[t]["expect"] == "pass", v)
+                paper_passes, text = findings[t]["expect"] == "pass", findings[t]["text"]
             else:
-                text, verdict = "", None
+                text = ""
+            finding, verdict, across = table4_claim(model, t, text, paper_passes, None if na else v, t4_design)
             own_flags = out.get("test_flags", {}).get(model, {}).get(t, [])
             why = f"n/a: {r['detail']}" if na and not own_flags else ""
+            where = "paper has no row for this model" if entry is None else f"paper row: {name}"
             rows.append(
                 Row(
                     f"Table 4: Test {t} passed (1) or failed (0) ({model})",
                     ours,
                     theirs,
-                    text,
+                    finding,
                     verdict=verdict,
                     flags=own_flags,
                     design=t4_design,
-                    note=why or ("paper has no row for this model" if entry is None else f"paper row: {name}"),
+                    note="; ".join(x for x in (why or where, across) if x),
                 )
             )
     return rows

@@ -777,8 +777,9 @@ def test_stages_on_coherent_synthetic_data(tmp_path):
     out = run_stages(synthetic_run(tmp_path))
     tests = out["tests"].set_index("test")
     assert tests.loc[1, "result"] == "pass" and tests.loc[5, "result"] == "pass"
-    # contentiousness plays no part, but 28 conversations a cell cannot show it: too little power
-    assert tests.loc[4, "raw_result"].startswith("inconclusive (p = 1 but power 0.03 < 0.8 at n = 28")
+    # contentiousness plays no part, but it cannot be shown: every gap-0 conversation scores 5, and a
+    # U test on one score throughout has no power (the simulated U power, not a t test's)
+    assert tests.loc[4, "raw_result"].startswith("inconclusive (p = 1 but power 0.00 < 0.8 at n = 28")
     assert out["summary"]["degeneracy_flags"] == [] and out["figures"] == FIGS
     assert "degenerate" not in out["table4_md"]
     vs = out["vs_paper"].set_index("quantity")
@@ -800,11 +801,74 @@ def test_stages_on_coherent_synthetic_data(tmp_path):
 
 
 def test_a_paper_model_is_compared_with_its_own_table4_row(tmp_path):
+    from socsim.coherence.compare import ACROSS_DESIGN
+
     out = run_stages(synthetic_run(tmp_path, models=("qwen2.5-7b",)))
     vs = out["vs_paper"].set_index("quantity")
-    t1, t2 = (vs.loc[f"Table 4: Test {t} passed (1) or failed (0) (qwen2.5-7b)"] for t in (1, 2))
+    t1, t2, t3 = (vs.loc[f"Table 4: Test {t} passed (1) or failed (0) (qwen2.5-7b)"] for t in (1, 2, 3))
+    # the paper's Qwen2.5-7B is judged by Llama3.1-8B on 5 statements and 9 topics, ours by "j" on 2 and 3
+    for r in (t1, t2, t3):
+        assert r["comparable"] == "no: judge model, statements per agent, topics"
+        assert ACROSS_DESIGN in r["note"] and "paper row: Qwen2.5-7B" in r["note"]
     assert t1["paper"] == 1 and t1["ours"] == 1 and t1["finding_holds"] == "yes"
-    assert t2["paper"] == 0 and "Qwen2.5-7B fails Test 2" in t2["finding"]
+    assert t1["finding"] == "qwen2.5-7b passes Test 1 (our run)"
+    # both fail Test 2: across a design difference that is no "yes, the paper's result holds", only
+    # our run's own verdict (the test fails: "no"), the paper's claim in the note
+    assert t2["paper"] == 0 and t2["ours"] == 0 and t2["finding"] == "qwen2.5-7b passes Test 2 (our run)"
+    assert t2["finding_holds"].startswith("no (a difference was found") and "ours fails" not in t2["finding_holds"]
+    assert "paper: Qwen2.5-7B fails Test 2" in t2["note"]
+    assert t3["paper"] == 0 and t3["ours"] == 1 and t3["finding_holds"] == "yes"  # ours passes, whatever the paper
+    supp = vs.loc["Observed - expected mean at gap 4, linear shift (qwen2.5-7b)"]
+    assert supp["finding_holds"] == "yes" and ACROSS_DESIGN in supp["note"]
+
+
+def test_only_a_like_for_like_row_says_whether_the_papers_result_holds(tmp_path):
+    from socsim import config
+    from socsim.coherence import compare
+    from socsim.io.vs_paper import table
+
+    paths = synthetic_run(tmp_path, models=("qwen2.5-7b",))
+    frames = [pd.read_parquet(paths[k]) for k in ("agents", "profiles", "pairs", "judgments", "utterances")]
+    cp = config.validate({"seed": 1, "coherence": {"bootstrap": {"repeats": 50}}})["coherence"]
+    out = an.analyse(*frames, pd.read_parquet(paths["calibration"]), cp, 1, PAPER)
+    assert out["design"]["qwen2.5-7b"] == {
+        "agent model": "qwen2.5-7b",
+        "judge model": ["j"],
+        "statements per agent": 2,
+        "topics": 3,
+    }
+    same = {**PAPER, "design": {**PAPER["design"], "judge_model": "j", "statements_per_agent": 2, "topics": 3}}
+    rows = {}
+    for name, paper in (("differs", PAPER), ("same", same)):
+        df = table(compare.vs_paper_rows(out, paper)).set_index("quantity")
+        rows[name] = {t: df.loc[f"Table 4: Test {t} passed (1) or failed (0) (qwen2.5-7b)"] for t in (1, 2, 3)}
+    like = rows["same"]
+    assert all(r["comparable"] == "yes" and compare.ACROSS_DESIGN not in r["note"] for r in like.values())
+    # like with like: the paper's claim, and whether it holds in our run
+    assert like[2]["finding"] == "Qwen2.5-7B fails Test 2" and like[2]["finding_holds"] == "yes"
+    assert like[3]["finding"] == "Qwen2.5-7B fails Test 3" and like[3]["finding_holds"].startswith("no (ours passes")
+    assert like[1]["finding"] == "Qwen2.5-7B passes Test 1" and like[1]["finding_holds"] == "yes"
+    # the same numbers across a design difference: our verdicts only
+    differs = rows["differs"]
+    assert [differs[t]["finding_holds"][:3] for t in (1, 2, 3)] == ["yes", "no ", "yes"]
+    assert all(differs[t]["finding"] == f"qwen2.5-7b passes Test {t} (our run)" for t in (1, 2, 3))
+
+
+def test_table4_claim_gives_no_agreement_verdict_across_a_design_difference():
+    from socsim.coherence.compare import ACROSS_DESIGN, table4_claim
+    from socsim.stats.verdict import Verdict
+
+    fails = Verdict(False, "a difference was found, p = 0.001")
+    unclear = Verdict(None, "p = 0.2 but power 0.30 < 0.8")
+    # like with like: the paper's "fails" holds when ours fails too
+    like = table4_claim("q", 2, "Q fails Test 2", False, fails, [])
+    assert like == ("Q fails Test 2", Verdict(True, fails.reason), "")
+    # any design difference: our run's verdict as it is, never turned into agreement
+    finding, verdict, note = table4_claim("q", 2, "Q fails Test 2", False, fails, ["judge model: ours j, paper J"])
+    assert (finding, verdict) == ("q passes Test 2 (our run)", fails) and verdict.label.startswith("no (")
+    assert note == f"{ACROSS_DESIGN}; paper: Q fails Test 2"
+    assert table4_claim("q", 2, "Q fails Test 2", False, unclear, ["topics"])[1] == unclear
+    assert table4_claim("q", 4, "", None, fails, ["topics"]) == ("", None, "")  # no claim of the paper
 
 
 def test_one_unparsed_answer_keeps_integer_profiles(tmp_path, monkeypatch):
@@ -1000,6 +1064,38 @@ def test_test2_at_n5_under_the_papers_suppression_is_inconclusive_not_pass():
     from socsim.stats.verdict import power_t
 
     assert an.ks_power(ALT, 10, 10, 0.01) < 0.5 < power_t(2.4, 10, 10, alpha=0.01)
+
+
+def test_test4_power_is_the_u_tests_own_simulated_power():
+    binary = np.repeat(an.SCORES, [0, 0, 0, 50, 50])  # half 4, half 5: heavily tied
+    # the alternative moves the mean by d SD: 50 / 50 -> 25 / 75 (SD 0.5, mean + 0.25), and back down
+    assert an.shifted([0, 0, 0, 0.5, 0.5], 0.5) == pytest.approx([0, 0, 0, 0.25, 0.75], abs=1e-8)
+    assert an.shifted([0, 0, 0, 0.5, 0.5], -0.5) == pytest.approx([0, 0, 0, 0.75, 0.25], abs=1e-8)
+    p = np.array([0.1, 0.2, 0.3, 0.25, 0.15])
+    mean, sd = (an.SCORES * p).sum(), np.sqrt(((an.SCORES - (an.SCORES * p).sum()) ** 2 * p).sum())
+    for d in (0.5, -0.5, 0.2):
+        assert (an.SCORES * an.shifted(p, d)).sum() == pytest.approx(mean + d * sd, abs=1e-8)
+    assert an.shifted([0, 0, 0, 0.05, 0.95], 0.5) is None  # no room above: the mean cannot rise by 0.5 SD
+    # known answer: on two values the U test is the two-proportion test, 0.50 vs 0.75 at n = 50 a side
+    n, p1, p2 = 50, 0.5, 0.75
+    se0, se1 = math.sqrt(0.625 * 0.375 * 2 / n), math.sqrt((p1 * (1 - p1) + p2 * (1 - p2)) / n)
+    analytic = float(1 - __import__("scipy").stats.norm.cdf((1.96 * se0 - (p2 - p1)) / se1))  # about 0.74
+    assert an.u_power(binary, n, n, 0.05) == pytest.approx(analytic, abs=0.06)
+    # no shift: the size of the test, about alpha
+    assert an.u_power(binary, n, n, 0.05, d=0) == pytest.approx(0.05, abs=0.03)
+    assert an.u_power(np.repeat(an.SCORES, 20), n, n, 0.05, d=0) == pytest.approx(0.05, abs=0.03)
+    # one score throughout: no power; too small: unknown; seeded: the same answer twice
+    assert an.u_power(np.full(30, 5.0), 30, 30, 0.05) == 0.0
+    assert an.u_power(binary, 1, 30, 0.05) is None
+    an._u_power.cache_clear()
+    first = an.u_power(binary, 30, 20, 0.01)
+    an._u_power.cache_clear()
+    assert an.u_power(binary, 30, 20, 0.01) == first
+    # near the ceiling only a shift down fits, and the U test finds it less often than a t test would
+    from socsim.stats.verdict import power_t
+
+    ceiling = np.repeat(an.SCORES, [0, 0, 0, 10, 90])
+    assert an.u_power(ceiling, 40, 40, 0.05) < power_t(0.5, 40, 40) - 0.1
 
 
 def test_flags_and_n_travel_with_their_numbers(tmp_path, monkeypatch):
