@@ -13,7 +13,8 @@ ratings, trajectories, baseline).
 - Per simulation at t = T: B = mean(o^T); D_pop = population SD (ddof 0: the paper's tables and
   code) and D_sample (ddof 1: the text's "uniform start D = 1.49"); `D` is the one
   `metrics.ddof` selects (default 0, compared with the tables). Controls: B and D over every
-  classified report of the control (the paper's "10 independent reports"). Also B* (truth-aligned:
+  classified report of the control (the paper's "10 independent reports"); D is n/a (None, never
+  0) where fewer than 2 values feed it (a bare control: one report per simulation). Also B* (truth-aligned:
   B under true framing, -B under false), the share of agents at the final mode, the number of
   opinion changes, the last step with a change, agents that never reviewed, and agents **never
   measured**: no classified report up to T (they never reviewed, or their reviews did not parse),
@@ -24,18 +25,23 @@ ratings, trajectories, baseline).
   topic first (the topic stays the unit) and their spread reported separately (`rep_sd_*`).
 - The paper's tests (`tests`): one-sample t of B against 0 per cell; paired t of B, false vs true
   framing, per (memory, bias), Bonferroni; one-way ANOVA of D by bias level per memory (units:
-  topic x framing) with the planned contrasts (-2, 1, 1) and (0, -1, 1) on the pooled error. Fewer
-  units than a test needs: "inconclusive (n = 2 topics, needs 3)"; a degenerate input: its flag.
+  topics, a topic's D averaged over framings; 3 per level) with the planned contrasts (-2, 1, 1)
+  and (0, -1, 1) on the pooled error. Fewer units than a test needs: "inconclusive (n = 2 topics,
+  needs 3)" (the verdict rule's words); a degenerate input: its flag.
 - Findings (unit = topics: the simulations of a topic share its schedule and personas), per agent
   model, topology and memory on the uniform start: "B < 0 under false framing" (each bias cell's
   one-sample t, direction -), "B higher under true framing" (each bias cell's paired t,
   Bonferroni, direction +), "D rises with confirmation bias" (each consecutive pair of bias
-  levels: the per-topic D difference, one-sample t, direction +); every part must hold.
+  levels: the per-topic D difference, one-sample t, direction +; the claim names the levels that
+  ran); every part must hold.
 - Flags travel with their numbers. The classifier's degeneracy (one value for >= 90 % of its
   answers) is judged per agent model on the ratings that feed each number: the main simulations'
   ratings for Tables 1 and 2, the tests, the findings and their vs_paper rows; each control's
-  ratings for its own rows. Every table row, vs_paper row and figure panel carries its inputs'
-  flags and never-measured share.
+  ratings for its own rows. B and D at T are made of each measured agent's last classified report,
+  which can be one value where the ratings over all steps are not: the same rule is judged on those
+  final values per Table 1 cell, per Table 2 cell and per simulation (`value_flags`), and each flag
+  goes to its own cell's rows, tests, findings, vs_paper rows and figure panels. Every table row,
+  vs_paper row and figure panel carries its inputs' flags and never-measured share.
 - vs_paper: every design difference from the paper (data/opinion_dynamics/paper.yaml `design`:
   agent model, classifier, steps T, agents N, world, topology, topics) is named per row; the
   uniform start's D is an input of the run, never a match.
@@ -44,8 +50,9 @@ ratings, trajectories, baseline).
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -66,7 +73,11 @@ MAIN = "main"
 TITLE = "Opinion dynamics (paper 002): our run beside the paper's Tables 1 and 2 (seed) and v4"
 NEVER_MEASURED = "never measured: {pct} % of agents (final opinion = initial)"
 
+FINAL_SCOPE = "last classified opinion of each measured agent"
+
 Flags = Mapping[tuple[str, str], list[dg.Flag]]  # (agent model, condition) -> its ratings' flags
+# (grouping columns, their values) -> the flags of the values that feed that group's B and D at T
+ValueFlags = Mapping[tuple[tuple[str, ...], tuple[Any, ...]], list[dg.Flag]]
 
 
 def messages(flags: Iterable[dg.Flag]) -> str:
@@ -105,16 +116,70 @@ def trajectories(setups: list[dict[str, Any]], ratings: list[dict[str, Any]]) ->
 
 
 def bias_diversity(values: Iterable[Any]) -> dict[str, Any]:
+    """B (mean), D_pop and D_sample (SD, ddof 0 and 1) and the number of values; D is n/a (None)
+    when fewer than 2 values feed it (a single value has no spread to measure, not a spread of 0)."""
     a = np.asarray([v for v in values if v is not None and not pd.isna(v)], dtype=float)
     return {
         "B": float(a.mean()) if a.size else None,
-        "D_pop": float(a.std(ddof=0)) if a.size else None,
+        "D_pop": float(a.std(ddof=0)) if a.size > 1 else None,
         "D_sample": float(a.std(ddof=1)) if a.size > 1 else None,
         "n_values": int(a.size),
     }
 
 
-def per_sim(setups: pd.DataFrame, traj: pd.DataFrame, ddof: int, flags: Flags | None = None) -> pd.DataFrame:
+def final_values(setups: pd.DataFrame, traj: pd.DataFrame) -> pd.DataFrame:
+    """The values of the main simulations' B and D at T that the classifier made: the last
+    classified report of each measured agent (its final opinion). The agents never measured enter
+    B and D with their initial opinion, which no classifier saw. Columns sim_id, agent, t, opinion."""
+    steps = setups.set_index("sim_id").steps
+    main = set(setups[setups.condition == MAIN].sim_id)
+    c = traj[(traj.source == "classified") & traj.sim_id.isin(main)]
+    c = c[c.t <= c.sim_id.map(steps)]
+    last = c.sort_values(["sim_id", "agent", "t"]).groupby(["sim_id", "agent"], sort=True).tail(1)
+    return last[["sim_id", "agent", "t", "opinion"]].reset_index(drop=True)
+
+
+def cell_label(key: Mapping[str, Any]) -> str:
+    """ "smollm2-135m, complete, uniform, cumulative, false framing, none bias" (with the category,
+    or "simulation <id>", where the key has them)."""
+    parts = [f"simulation {key['sim_id']}"] if "sim_id" in key else []
+    parts += [f"category {key['category']}"] if "category" in key else []
+    parts += [f"{key[c]}{' framing' if c == 'framing' else ' bias' if c == 'bias' else ''}" for c in CELL if c in key]
+    return ", ".join(parts)
+
+
+def final_flags(values: Iterable[Any], key: Mapping[str, Any]) -> list[dg.Flag]:
+    """The classifier's degeneracy (one value >= 90 %) on the values that feed one group's B and D
+    at T (`final_values` of its simulations, pooled); `key` names the group (a table row, a panel)."""
+    return dg.collect(dg.one_value(values, f"{FINAL_SCOPE} ({cell_label(key)})"))
+
+
+def value_flags(ps: pd.DataFrame, values: pd.DataFrame, *bys: Sequence[str]) -> dict[Any, list[dg.Flag]]:
+    """For each grouping in `bys` (a table's row key: CELL for Table 1, category + CELL for Table 2,
+    sim_id per simulation) and each group of the main runs in `ps`: `final_flags` on the values that
+    feed its B and D at T. Keyed by (grouping, group key); each group's flag is its own. `ps`: any
+    per-simulation rows with those columns, `condition` and `sim_id` (per_sim, or the setups)."""
+    per = {str(k): g.opinion.tolist() for k, g in values.groupby("sim_id", sort=False)}
+    main = ps[ps.condition == MAIN]
+    out: dict[Any, list[dg.Flag]] = {}
+    for by in bys:
+        for key, g in main.groupby(list(by), sort=True):
+            key = key if isinstance(key, tuple) else (key,)
+            vals = [v for s in g.sim_id for v in per.get(str(s), [])]
+            out[(tuple(by), key)] = final_flags(vals, dict(zip(by, key)))
+    return out
+
+
+def _vf(finals: ValueFlags | None, by: Sequence[str], row: Mapping[str, Any]) -> list[dg.Flag]:
+    """The flags of one group's final values (`value_flags`), [] where none were judged."""
+    return list((finals or {}).get((tuple(by), tuple(row[c] for c in by)), []))
+
+
+def per_sim(
+    setups: pd.DataFrame, traj: pd.DataFrame, ddof: int, flags: Flags | None = None, finals: ValueFlags | None = None
+) -> pd.DataFrame:
+    """One row per simulation. `flags`: its model's classifier flags for its condition's ratings;
+    `final_flags`: those of its own final values (`value_flags` by sim_id; main runs)."""
     rows = []
     by_sim = {k: g for k, g in traj.groupby("sim_id", sort=False)}
     for s in setups.itertuples(index=False):
@@ -162,6 +227,7 @@ def per_sim(setups: pd.DataFrame, traj: pd.DataFrame, ddof: int, flags: Flags | 
                 "never_measured": int(s.n_agents - len(measured)) if main else None,
                 "never_measured_share": (s.n_agents - len(measured)) / s.n_agents if main else None,
                 "flags": messages((flags or {}).get((s.model, s.condition), [])),
+                "final_flags": messages(_vf(finals, ["sim_id"], {"sim_id": s.sim_id})) if main else "",
             }
         )
     out = pd.DataFrame(rows)
@@ -174,20 +240,33 @@ def _se(x: pd.Series) -> float | None:
     return float(x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else None
 
 
-def aggregate(ps: pd.DataFrame, by: list[str], flags: Flags | None = None) -> pd.DataFrame:
+def _mean_all(x: pd.Series) -> float:
+    """The mean, n/a (NaN) when any value is n/a: a mean over fewer units than the cell names is not
+    the cell's."""
+    return float(x.mean(skipna=False)) if len(x) else float("nan")
+
+
+def aggregate(
+    ps: pd.DataFrame, by: list[str], flags: Flags | None = None, finals: ValueFlags | None = None
+) -> pd.DataFrame:
     """Mean over topics +- SE (repetitions averaged within a topic first; their SD kept); the share
-    of the cell's agents never measured (when `ps` has it) and, given `flags`, the flags of the
-    cell's ratings (its model's, for its condition: `condition` in `by`, else the main runs')."""
+    of the cell's agents never measured (when `ps` has it), the number of values per simulation
+    that feed B and D (when `ps` has `n_values`) and, given `flags` / `finals`, the flags of the
+    cell's ratings (its model's, for its condition: `condition` in `by`, else the main runs') and of
+    the cell's own final values (`value_flags` by `by`). D is n/a where a simulation's is."""
     nm = "never_measured" in ps.columns
-    agg: dict[str, tuple[str, str]] = {
+    nv = "n_values" in ps.columns
+    agg: dict[str, tuple[str, Any]] = {
         "B": ("B", "mean"),
-        "D": ("D", "mean"),
+        "D": ("D", _mean_all),
         "rep_sd_B": ("B", "std"),
         "rep_sd_D": ("D", "std"),
         "reps": ("B", "size"),
     }
     if nm:
         agg |= {"_nm": ("never_measured", "sum"), "_na": ("n_agents", "sum"), "_nm_n": ("never_measured", "count")}
+    if nv:
+        agg |= {"_nv_lo": ("n_values", "min"), "_nv_hi": ("n_values", "max")}
     topic_level = ps.groupby(by + ["topic"], sort=True).agg(**agg).reset_index()
     rows = []
     for key, g in topic_level.groupby(by, sort=True):
@@ -196,8 +275,8 @@ def aggregate(ps: pd.DataFrame, by: list[str], flags: Flags | None = None) -> pd
             **dict(zip(by, key)),
             "B": g.B.mean(),
             "B_se": _se(g.B),
-            "D": g.D.mean(),
-            "D_se": _se(g.D),
+            "D": _mean_all(g.D),
+            "D_se": _se(g.D) if g.D.notna().all() else None,
             "n_topics": len(g),
             "reps": int(g.reps.max()),
             "rep_sd_B": g.rep_sd_B.mean() if g.reps.max() > 1 else None,
@@ -205,9 +284,12 @@ def aggregate(ps: pd.DataFrame, by: list[str], flags: Flags | None = None) -> pd
         }
         if nm:
             row["never_measured_share"] = float(g._nm.sum() / g._na.sum()) if g._nm_n.sum() else None
-        if flags is not None:
+        if nv:
+            lo, hi = int(g._nv_lo.min()), int(g._nv_hi.max())
+            row["values_per_sim"] = str(lo) if lo == hi else f"{lo}-{hi}"
+        if flags is not None or finals is not None:
             cond = row["condition"] if "condition" in row else MAIN
-            row["flags"] = messages(flags.get((row["model"], cond), []))
+            row["flags"] = messages(dg.collect((flags or {}).get((row["model"], cond), []), _vf(finals, by, row)))
         rows.append(row)
     out = pd.DataFrame(rows)
     if len(out):
@@ -226,9 +308,11 @@ def _pct(x: Any) -> str:
     return "n/a" if x is None or pd.isna(x) else f"{round(100 * float(x))} %"
 
 
-def show(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Table cells as the paper prints them: 'B ± SE' and 'D ± SE' (SE n/a for one topic); the
-    share of agents never measured and the cell's flags beside them, when the table has them."""
+def show(df: pd.DataFrame, by: list[str], values: bool = False) -> pd.DataFrame:
+    """Table cells as the paper prints them: 'B ± SE' and 'D ± SE' (SE n/a for one topic; D n/a
+    where fewer than 2 values feed it); with `values` the number of values per simulation that feed
+    them; the share of agents never measured and the cell's flags beside them, when the table has
+    them."""
 
     def f(m: Any, s: Any) -> str:
         if m is None or pd.isna(m):
@@ -243,6 +327,8 @@ def show(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
             "n_topics": df.n_topics,
         }
     )
+    if values and "values_per_sim" in df.columns:
+        out["values per sim"] = df.values_per_sim
     if "never_measured_share" in df.columns:
         out["never measured"] = [_pct(x) for x in df.never_measured_share]
     if "flags" in df.columns:
@@ -303,15 +389,23 @@ def _result(deg: list[dg.Flag], short: str | None, p: float | None, alpha: float
 
 
 def _too_few(n: int, need: int, unit: str) -> str | None:
-    return f"n = {n} {unit}, needs {need}" if n < need else None
+    """ "n = 2 topics, needs 3" (the verdict rule's words) when n < need, else None."""
+    return vd.effect(None, None, n, need, unit).reason if n < need else None
 
 
 TestRow = tuple[dict[str, Any], list[dg.Flag]]  # a tests-table row and its inputs' degeneracy flags
 
 
-def paper_tests(ps: pd.DataFrame, flags: Flags, alpha: float) -> list[TestRow]:
+def cells_flags(finals: ValueFlags | None, cells: pd.DataFrame) -> list[dg.Flag]:
+    """The final-value flags of every Table 1 cell (CELL) that `cells` (per-simulation rows) covers."""
+    keys = cells[CELL].drop_duplicates().sort_values(CELL).to_dict("records") if len(cells) else []
+    return dg.collect(*(_vf(finals, CELL, k) for k in keys))
+
+
+def paper_tests(ps: pd.DataFrame, flags: Flags, alpha: float, finals: ValueFlags | None = None) -> list[TestRow]:
     """The paper's tests on the main runs (uniform start), each with its inputs' flags: the main
-    ratings' classifier flag of its model and a constant input."""
+    ratings' classifier flag of its model, the final-value flags of the Table 1 cells it uses
+    (`finals`, value_flags by CELL) and a constant input."""
     main = ps[(ps.condition == MAIN) & (ps.init == "uniform")]
     out: list[TestRow] = []
     topic_b = main.groupby(CELL + ["topic"], sort=True)[["B", "D"]].mean().reset_index()
@@ -320,6 +414,7 @@ def paper_tests(ps: pd.DataFrame, flags: Flags, alpha: float) -> list[TestRow]:
         short = _too_few(len(g), MIN_TEST_UNITS, "topics")
         fl = dg.collect(
             flags.get((k["model"], MAIN), []),
+            _vf(finals, CELL, k),
             dg.near_constant(g.B, f"B ({k['framing']}, {k['bias']})") if not short else None,
         )
         t, p = stats.ttest_1samp(g.B, 0.0) if not fl and not short else (None, None)
@@ -334,7 +429,9 @@ def paper_tests(ps: pd.DataFrame, flags: Flags, alpha: float) -> list[TestRow]:
         diff = (w["true"] - w["false"]) if n else pd.Series(dtype=float)
         short = _too_few(n, MIN_TEST_UNITS, "topics")
         fl = dg.collect(
-            flags.get((k["model"], MAIN), []), dg.near_constant(diff, "B(true) - B(false)") if not short else None
+            flags.get((k["model"], MAIN), []),
+            cells_flags(finals, main[np.logical_and.reduce([main[c] == k[c] for c in by])]),
+            dg.near_constant(diff, "B(true) - B(false)") if not short else None,
         )
         t, p = stats.ttest_rel(w["true"], w["false"]) if not fl and not short else (None, None)
         row = {
@@ -352,27 +449,34 @@ def paper_tests(ps: pd.DataFrame, flags: Flags, alpha: float) -> list[TestRow]:
     for r, fl, short in paired:
         p_adj = next(it) if r["p"] is not None else None
         out.append(({**r, "p_adj": p_adj, "result": _result(fl, short, p_adj, alpha)}, fl))
-    out += anova_rows(main, flags, alpha)
+    out += anova_rows(main, flags, alpha, finals)
     return out
 
 
-def tests(ps: pd.DataFrame, flags: Flags, alpha: float) -> pd.DataFrame:
+def tests(ps: pd.DataFrame, flags: Flags, alpha: float, finals: ValueFlags | None = None) -> pd.DataFrame:
     """The paper's tests as a table, each row with its inputs' flags."""
-    return pd.DataFrame([{**r, "flags": messages(fl)} for r, fl in paper_tests(ps, flags, alpha)])
+    return pd.DataFrame([{**r, "flags": messages(fl)} for r, fl in paper_tests(ps, flags, alpha, finals)])
 
 
-def anova_rows(main: pd.DataFrame, flags: Flags, alpha: float) -> list[TestRow]:
-    """One-way ANOVA of D by bias level per (model, topology, memory); units = topic x framing."""
+def anova_rows(main: pd.DataFrame, flags: Flags, alpha: float, finals: ValueFlags | None = None) -> list[TestRow]:
+    """One-way ANOVA of D by bias level per (model, topology, start, memory). Units = topics: a
+    topic's D per bias level is averaged over framings and repetitions (the framings of a topic
+    share its schedule and personas, they are not independent units). Each bias level needs
+    MIN_TEST_UNITS topics, as every other test; `n` is the smallest number of topics of a level."""
     out: list[TestRow] = []
     by = SCOPE
-    units = main.groupby(by + ["bias", "topic", "framing"], sort=True)["D"].mean().reset_index()
+    units = main.groupby(by + ["bias", "topic"], sort=True)["D"].mean().reset_index()
     for key, g in units.groupby(by, sort=True):
         k = dict(zip(by, key))
-        groups = {b: g[g.bias == b].D.to_numpy() for b in BIAS_ORDER if (g.bias == b).any()}
-        short = _too_few(len(groups), 2, "bias levels") or next(
-            (f"{b}: {s}" for b, v in groups.items() if (s := _too_few(len(v), 2, "units"))), None
+        groups = {b: g[g.bias == b].D.to_numpy(dtype=float) for b in BIAS_ORDER if (g.bias == b).any()}
+        n = min((len(v) for v in groups.values()), default=0)
+        short = _too_few(len(groups), 2, "bias levels") or _too_few(n, MIN_TEST_UNITS, "topics")
+        cells = main[np.logical_and.reduce([main[c] == k[c] for c in by])]
+        fl = dg.collect(
+            flags.get((k["model"], MAIN), []),
+            cells_flags(finals, cells),
+            dg.near_constant(g.D, "D") if not short else None,
         )
-        fl = dg.collect(flags.get((k["model"], MAIN), []), dg.near_constant(g.D, "D") if not short else None)
         res = anova(groups) if not fl and not short else {}
         if res and not np.isfinite(res["F"]):
             fl.append(dg.Flag("ANOVA of D by bias", "no variance within bias levels"))
@@ -382,7 +486,7 @@ def anova_rows(main: pd.DataFrame, flags: Flags, alpha: float) -> list[TestRow]:
             **k,
             "framing": "both",
             "bias": "all",
-            "n": len(g),
+            "n": n,
             "statistic": res.get("F"),
             "p": res.get("p"),
             "contrast_none_vs_bias": res.get("c1"),
@@ -413,12 +517,17 @@ def anova(groups: dict[str, np.ndarray]) -> dict[str, Any]:
 
 
 def baseline_table(
-    ps: pd.DataFrame, base: pd.DataFrame, setups: pd.DataFrame, ddof: int, flags: Flags | None = None
+    ps: pd.DataFrame,
+    base: pd.DataFrame,
+    setups: pd.DataFrame,
+    ddof: int,
+    flags: Flags | None = None,
+    finals: ValueFlags | None = None,
 ) -> pd.DataFrame:
     """B and D of the LLM runs beside the numeric baselines on the same N, T, schedule and start.
     `never_measured_share`: the LLM runs' agents never measured; the baselines' agents never reviewed
     (they keep their initial opinion too). `flags`: the LLM rows' classifier flags (the baselines
-    use no model)."""
+    use no model) and their cells' final-value flags (`finals`, by CELL)."""
     steps = setups.set_index("sim_id").steps
     final = base[base.t == base.sim_id.map(steps)]
     rows = []
@@ -440,9 +549,12 @@ def baseline_table(
     ]
     both = pd.concat([llm, *others], ignore_index=True)
     out = aggregate(both.rename(columns={"source": "run"}), ["run", *CELL])
-    if flags is not None and len(out):
+    if (flags is not None or finals is not None) and len(out):
         out["flags"] = [
-            messages(flags.get((m, MAIN), [])) if run == "llm" else "" for run, m in zip(out.run, out.model)
+            messages(dg.collect((flags or {}).get((r["model"], MAIN), []), _vf(finals, CELL, r)))
+            if r["run"] == "llm"
+            else ""
+            for r in out.to_dict("records")
         ]
     return out
 
@@ -457,18 +569,25 @@ def _scope_label(k: Mapping[str, Any]) -> str:
 
 
 def findings(
-    ps: pd.DataFrame, tests_: list[TestRow], flags: Flags, paper: Mapping[str, Any], alpha: float
+    ps: pd.DataFrame,
+    tests_: list[TestRow],
+    flags: Flags,
+    paper: Mapping[str, Any],
+    alpha: float,
+    finals: ValueFlags | None = None,
 ) -> dict[tuple[Any, ...], dict[str, Finding]]:
     """Per scope (model, topology, start, memory) of the main runs on the uniform start: the
     findings `false_negative` and `true_higher` (the paper's "B follows the truth", in two parts)
-    and `d_rises` ("D rises with confirmation bias"), each by the one verdict rule over topics."""
+    and `d_rises` ("D rises with confirmation bias"), each by the one verdict rule over topics. The
+    B findings carry their tests' flags; `d_rises` the model's main-ratings flags and the
+    final-value flags of every cell of its scope (`finals`)."""
     claims = paper.get("findings", {})
     truth = str(claims.get("truth", "B follows the truth")).split(":")[0]
     main = ps[(ps.condition == MAIN) & (ps.init == "uniform")]
     out: dict[tuple[Any, ...], dict[str, Finding]] = {}
     for key, g in main.groupby(SCOPE, sort=True):
         k = dict(zip(SCOPE, key))
-        fl = flags.get((k["model"], MAIN), [])
+        fl = dg.collect(flags.get((k["model"], MAIN), []), cells_flags(finals, g))
         label = _scope_label(k)
         biases = sorted(set(g.bias), key=cast(Callable[[str], int], BIAS_ORDER.get))
         mine = [(r, f) for r, f in tests_ if all(r[c] == k[c] for c in SCOPE)]
@@ -518,7 +637,8 @@ def d_rises(
 ) -> Finding:
     """ "D rises with confirmation bias" in one scope: for each consecutive pair of the bias levels
     that ran, the per-topic D (mean over framings and repetitions) at the higher level minus the
-    lower, one-sample t over topics, direction +; every pair must hold."""
+    lower, one-sample t over topics, direction +; every pair must hold. The claim names the levels
+    that ran ("(none < strong; ...)"), replacing the paper's list of levels in `claim`."""
     per = g.groupby(["topic", "bias"]).D.mean().unstack("bias")
     parts, ns, diffs = [], [], []
     for lo, hi in zip(biases, biases[1:]):
@@ -530,8 +650,10 @@ def d_rises(
         ns.append(n)
         diffs.append(d)
     whole = (per[biases[-1]] - per[biases[0]]).dropna() if len(biases) > 1 else pd.Series(dtype=float)
+    # the claim names the bias levels that ran, never the paper's three where fewer ran
+    base = re.sub(r"\s*\([^()]*<[^()]*\)\s*$", "", claim)
     return Finding(
-        claim=f"{claim} ({label})",
+        claim=f"{base} ({' < '.join(biases)}; {label})",
         statistic=f"mean per-topic D({biases[-1]}) - D({biases[0]})" if len(biases) > 1 else "n/a",
         value=_float(whole.mean()) if len(whole) else None,
         test="one-sample t of the per-topic D difference of each consecutive pair of bias levels "
@@ -579,11 +701,13 @@ def vs_paper_rows(
     paper: dict[str, Any],
     flags: Flags,
     classifier: Mapping[str, str],
+    finals: ValueFlags | None = None,
 ) -> list[vs_paper.Row]:
     """Every Table 1 / Table 2 cell we ran beside the seed paper's (D as population SD, as the
     tables), v4's global-warming runs, the findings, and the uniform start's sample SD (an input).
-    Each row carries its inputs' flags (the main ratings' classifier flag of its model), the share
-    of agents never measured, and its own design differences."""
+    Each row carries its inputs' flags (the main ratings' classifier flag of its model and the
+    final-value flags of its own cell, simulation or, for a finding, the cells it is made of:
+    `finals`), the share of agents never measured, and its own design differences."""
     rows: list[vs_paper.Row] = []
     main = ps[(ps.condition == MAIN) & (ps.init == "uniform")]
     pop = main.assign(D=main.D_pop)  # the paper's tables: population SD whatever metrics.ddof says
@@ -608,8 +732,9 @@ def vs_paper_rows(
             cell = pop[np.logical_and.reduce([pop[c] == getattr(r, c) for c in by])]
             n = note(f"mean over {r.n_topics} topic(s)", never_measured_note(getattr(r, "never_measured_share", None)))
             dsg = design(cell, classifier, paper, table)
-            rows.append(vs_paper.Row(f"{label}: B", r.B, p["B"], note=n, flags=fl(r.model), design=dsg))
-            rows.append(vs_paper.Row(f"{label}: D (population SD)", r.D, p["D"], note=n, flags=fl(r.model), design=dsg))
+            cf = dg.collect(fl(r.model), _vf(finals, by, r._asdict()))
+            rows.append(vs_paper.Row(f"{label}: B", r.B, p["B"], note=n, flags=cf, design=dsg))
+            rows.append(vs_paper.Row(f"{label}: D (population SD)", r.D, p["D"], note=n, flags=cf, design=dsg))
     gw = paper.get("global_warming_v4", {})
     for r in main[main.topic == "global_warming"].itertuples(index=False):
         p = gw.get(r.memory, {}).get(r.framing, {}).get(r.bias)
@@ -620,10 +745,9 @@ def vs_paper_rows(
             )
             n = note("one run each", never_measured_note(getattr(r, "never_measured_share", None)))
             dsg = design(main[main.sim_id == r.sim_id], classifier, paper, "global_warming_v4")
-            rows.append(vs_paper.Row(f"{label}: B", r.B, p["B"], note=n, flags=fl(r.model), design=dsg))
-            rows.append(
-                vs_paper.Row(f"{label}: D (population SD)", r.D_pop, p["D"], note=n, flags=fl(r.model), design=dsg)
-            )
+            sf = dg.collect(fl(r.model), _vf(finals, ["sim_id"], {"sim_id": r.sim_id}))
+            rows.append(vs_paper.Row(f"{label}: B", r.B, p["B"], note=n, flags=sf, design=dsg))
+            rows.append(vs_paper.Row(f"{label}: D (population SD)", r.D_pop, p["D"], note=n, flags=sf, design=dsg))
     ref = paper["table1"]
     for key, g in main.groupby(SCOPE, sort=True):
         k = dict(zip(SCOPE, key))
@@ -639,6 +763,7 @@ def vs_paper_rows(
         dsg = design(g, classifier, paper, "table1")
         scope = f"{model}, {memory} ({topology}), bias {'/'.join(biases)}"
         false_b = g[g.framing == "false"].B
+        every = dg.collect(fl(model), cells_flags(finals, g))  # the flags of every cell of the scope
         if "false_negative" in f:
             rows.append(
                 vs_paper.Row(
@@ -647,7 +772,7 @@ def vs_paper_rows(
                     paper_b["false"],
                     finding=f["false_negative"].claim,
                     verdict=f["false_negative"].verdict,
-                    flags=fl(model),
+                    flags=dg.collect(fl(model), cells_flags(finals, g[g.framing == "false"])),
                     design=dsg,
                     note=note("holds: each false-framing bias cell's B < 0 by a one-sample t over topics", nm),
                 )
@@ -661,7 +786,7 @@ def vs_paper_rows(
                     paper_b["true"] - paper_b["false"],
                     finding=f["true_higher"].claim,
                     verdict=f["true_higher"].verdict,
-                    flags=fl(model),
+                    flags=every,
                     design=dsg,
                     note=note(
                         "holds: B higher under true framing in every bias cell (paired t over topics, Bonferroni)", nm
@@ -678,7 +803,7 @@ def vs_paper_rows(
                     paper.get("anova_v4", {}).get(memory, {}).get("F") if three else None,
                     finding=f["d_rises"].claim,
                     verdict=f["d_rises"].verdict,
-                    flags=fl(model),
+                    flags=every,
                     design=dsg,
                     note=note(
                         "paper: arXiv v4 App. M, F(2) over 3 levels"
@@ -727,9 +852,16 @@ def analyse(
         if "classifier_model" in rated
         else {}
     )
-    ps = per_sim(setups, traj, ddof, flags)
+    fv = final_values(setups, traj)
+    by1, by2 = CELL, ["category", *CELL]
+    finals = value_flags(setups, fv, by1, by2, ["sim_id"])
+    ps = per_sim(setups, traj, ddof, flags, finals)
     main, ctrl = ps[ps.condition == MAIN], ps[ps.condition != MAIN]
     d_note = f"D = {'population' if ddof == 0 else 'sample'} SD (metrics.ddof = {ddof}); mean over topics ± SE"
+    fv_note = (
+        f"flags: the classifier's on the model's main ratings, and on the values that feed the row's B and D at T "
+        f"({FINAL_SCOPE}), judged per row"
+    )
     nm_note = (
         "never measured: agents without a classified report up to T; their final opinion is their initial one "
         "(kept in B and D, as in the paper)"
@@ -741,53 +873,68 @@ def analyse(
 
     main_keys = [(m, MAIN) for m in sorted(set(main.model))]
     ctrl_keys = sorted({(str(m), str(c)) for m, c in zip(ctrl.model, ctrl.condition)})
+
+    def row_flags(by: Sequence[str]) -> list[dg.Flag]:
+        return dg.collect(*(v for (b, _), v in finals.items() if b == tuple(by)))
+
     rep.tables["per_sim"] = Table(
         ps,
         "Per simulation: B, D (population and sample SD), dynamics, agents never measured, flags",
-        [nm_note],
-        flags=table_flags([*main_keys, *ctrl_keys]),
+        [nm_note, f"final_flags: the classifier's on the simulation's own final values ({FINAL_SCOPE})"],
+        flags=dg.collect(table_flags([*main_keys, *ctrl_keys]), row_flags(["sim_id"])),
     )
-    by1 = CELL
-    t1 = aggregate(main, by1, flags)
+    t1 = aggregate(main, by1, flags, finals)
     rep.tables["table1"] = Table(
         t1,
         "Table 1: B and D per condition (all topics)",
-        [d_note, nm_note],
+        [d_note, nm_note, fv_note],
         show(t1, by1),
-        flags=table_flags(main_keys),
+        flags=dg.collect(table_flags(main_keys), row_flags(by1)),
     )
-    by2 = ["category", *by1]
-    t2 = aggregate(main, by2, flags)
+    t2 = aggregate(main, by2, flags, finals)
     rep.tables["table2"] = Table(
-        t2, "Table 2: B and D per topic category", [d_note, nm_note], show(t2, by2), flags=table_flags(main_keys)
+        t2,
+        "Table 2: B and D per topic category",
+        [d_note, nm_note, fv_note],
+        show(t2, by2),
+        flags=dg.collect(table_flags(main_keys), row_flags(by2)),
     )
     by_c = ["model", "condition", "framing", "bias"]
     tc = aggregate(ctrl.drop(columns=["never_measured", "never_measured_share"]), by_c, flags)
     rep.tables["controls"] = Table(
         tc,
         "Controls: B and D over every classified report (no interaction)",
-        [d_note, "each control's flags are judged on its own ratings"],
-        show(tc, by_c),
+        [
+            d_note,
+            "D n/a where fewer than 2 values feed it (values per sim: the classified reports of each simulation; "
+            "a bare control has one)",
+            "each control's flags are judged on its own ratings (every one of them feeds its B and D)",
+        ],
+        show(tc, by_c, values=True),
         flags=table_flags(ctrl_keys),
     )
-    test_rows = paper_tests(ps, flags, alpha)
+    test_rows = paper_tests(ps, flags, alpha, finals)
     tst = pd.DataFrame([{**r, "flags": messages(f)} for r, f in test_rows])
     rep.tables["tests"] = Table(
         tst,
         "The paper's tests (one-sample t of B, paired framing t, ANOVA of D by bias)",
-        [f"alpha = {alpha}", f"each test needs {MIN_TEST_UNITS} topics (units); fewer: inconclusive"],
+        [
+            f"alpha = {alpha}",
+            f"each test needs {MIN_TEST_UNITS} topics (units; the ANOVA: per bias level, a topic's D averaged over "
+            "framings and repetitions); fewer: inconclusive",
+        ],
         flags=dg.collect(*(f for _, f in test_rows)),
     )
-    base = baseline_table(ps, baseline, setups, ddof, flags)
+    base = baseline_table(ps, baseline, setups, ddof, flags, finals)
     rep.tables["baseline"] = Table(
         base,
         "B and D: LLM runs beside the numeric baselines (same N, T, schedule, start)",
         [d_note, "never_measured_share: the LLM runs' agents never measured; the baselines' agents never reviewed"],
-        flags=table_flags(main_keys),
+        flags=dg.collect(table_flags(main_keys), row_flags(by1)),
     )
-    found = findings(ps, test_rows, flags, paper, alpha)
+    found = findings(ps, test_rows, flags, paper, alpha, finals)
     rep.findings = [f for fs in found.values() for f in fs.values()]
-    rep.vs_paper = vs_paper_rows(ps, setups, found, tst, paper, flags, classifier)
+    rep.vs_paper = vs_paper_rows(ps, setups, found, tst, paper, flags, classifier, finals)
     run_design = design(main[main.init == "uniform"] if len(main) else main, classifier, paper)
     rep.design = run_design
     for m in sorted(set(main.model)):
@@ -803,6 +950,39 @@ def analyse(
                 f"vs_paper ({m}: Table 1, Table 2, v4 and finding rows)",
                 f"figures: trajectories_{m}_*, final_distribution_{m}_*, bias_diversity_{m}",
             )
+    for (by, key), fls in finals.items():
+        k = dict(zip(by, key))
+        for f in fls:
+            if by == ("sim_id",):
+                s = main[main.sim_id == k["sim_id"]].iloc[0]
+                rep.flag(
+                    f,
+                    f"per_sim ({k['sim_id']}: final_flags)",
+                    *(["vs_paper (its arXiv v4 global-warming rows)"] if s.topic == "global_warming" else []),
+                    f"figures: trajectories_{s.model}_{s.topic}_{s.memory}_{s.init}_{s.topology} "
+                    f"(panel {s.framing} framing, {s.bias} bias)",
+                )
+            elif by == tuple(by2):
+                rep.flag(f, f"table2 ({cell_label(k)})", f"vs_paper (its Table 2 rows: {cell_label(k)})")
+            else:
+                m, top, mem = k["model"], k["topology"], k["memory"]
+                start = k["init"] == "uniform"
+                rep.flag(
+                    f,
+                    f"table1 ({cell_label(k)})",
+                    f"baseline (llm row: {cell_label(k)})",
+                    *(
+                        [
+                            f"tests ({m}, {top}, {mem}: the tests of this cell)",
+                            f"findings ({m}, {mem}, {top})",
+                            f"vs_paper (Table 1 rows and finding rows of {m}, {mem}, {top})",
+                            f"figures: final_distribution_{m}_{mem}_{top} (panel {k['framing']}, {k['bias']})",
+                        ]
+                        if start
+                        else []
+                    ),
+                    f"figures: bias_diversity_{m}",
+                )
     for m, c in ctrl_keys:
         for f in flags.get((m, c), []):
             rep.flag(
@@ -813,7 +993,7 @@ def analyse(
             )
     for _, fl in test_rows:
         for f in fl:
-            if not f.scope.startswith("opinion classifier"):
+            if not f.scope.startswith(("opinion classifier", FINAL_SCOPE)):
                 rep.flag(f, "tests", "findings")
     nm_total = int(main.never_measured.sum()) if len(main) else 0
     agents = int(main.n_agents.sum()) if len(main) else 0

@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from socsim.io.figures import n_range, no_data, note, save  # sets the Agg backend
-from socsim.opinion_dynamics.analysis import never_measured_note
+from socsim.opinion_dynamics.analysis import final_flags, never_measured_note
 
 COLOURS = {2: "#0066FF", 1: "#66C2FF", 0: "#999999", -1: "#FF8080", -2: "#E60000"}  # by initial opinion
 BIASES = ["none", "weak", "strong"]
@@ -40,8 +40,11 @@ def _never_measured(ps: pd.DataFrame) -> str:
     return never_measured_note(float(ps.never_measured.sum() / ps.n_agents[ps.never_measured.notna()].sum()))
 
 
-def _panel_notes(ps: pd.DataFrame) -> list[str]:
-    return [*_flags(ps.get("flags", [])), _never_measured(ps)]
+def _panel_notes(ps: pd.DataFrame, own: bool = False) -> list[str]:
+    """The rating flags of the simulations in `ps` and their never-measured share; with `own`, also
+    their own final-value flags (`final_flags`: a panel of one simulation)."""
+    mine = _flags(ps.get("final_flags", [])) if own else []
+    return [*_flags(ps.get("flags", [])), *mine, _never_measured(ps)]
 
 
 def _top_note(ax: Any, lines: list[str]) -> None:
@@ -99,7 +102,7 @@ def trajectory_figures(setups: pd.DataFrame, traj: pd.DataFrame, ps: pd.DataFram
                     f"{f} framing, {b} bias",
                 )
                 if s and s["sim_id"] in ps_of.index:
-                    _top_note(axes[i][j], _panel_notes(ps_of.loc[[s["sim_id"]]]))
+                    _top_note(axes[i][j], _panel_notes(ps_of.loc[[s["sim_id"]]], own=True))
         for ax in axes[-1]:
             ax.set_xlabel("time step t")
         fig.suptitle(f"Opinion trajectories: {' / '.join(map(str, key))} (colour = initial opinion)", fontsize=9)
@@ -144,7 +147,9 @@ def trajectory_figures(setups: pd.DataFrame, traj: pd.DataFrame, ps: pd.DataFram
 
 def final_distributions(ps: pd.DataFrame, traj: pd.DataFrame, setups: pd.DataFrame, out: Path) -> list[str]:
     """Histograms of the final opinions (pooled over topics), a dotted line at B, D in the title;
-    the agents never measured (their final opinion is their initial one) stacked apart, in grey."""
+    the agents never measured (their final opinion is their initial one) stacked apart, in grey.
+    Each panel (a Table 1 cell) notes the degeneracy of its measured agents' final opinions (the
+    last classified value of each, analysis.final_flags), as Table 1's row does."""
     names = []
     steps = setups.set_index("sim_id").steps
     upto = traj[traj.t <= traj.sim_id.map(steps)]
@@ -183,7 +188,14 @@ def final_distributions(ps: pd.DataFrame, traj: pd.DataFrame, setups: pd.DataFra
                 ax.axvline(vals.mean(), ls=":", color="black")
                 ax.set_title(f"{f}, {b}: B = {vals.mean():.2f}, D = {vals.std():.2f} (pooled, pop. SD)", fontsize=8)
                 ax.set_xticks([-2, -1, 0, 1, 2])
-                note(ax, _panel_notes(g[g.sim_id.isin(sims)]))
+                cell_key = dict(zip(["model", "memory", "topology"], key)) | {
+                    "init": "uniform",
+                    "framing": f,
+                    "bias": b,
+                }
+                own = [fl.message for fl in final_flags(cell[cell.measured].opinion.tolist(), cell_key)]
+                notes = _panel_notes(g[g.sim_id.isin(sims)])
+                note(ax, [*notes[:-1], *own, notes[-1]])
         axes[0][-1].legend(fontsize=6, loc="center right")
         fig.suptitle(f"Final opinions at t = T: {' / '.join(key)} (pooled over topics)", fontsize=9)
         name = "final_distribution_" + "_".join(key)
@@ -196,8 +208,10 @@ def bias_diversity_figure(
     t1: pd.DataFrame, baseline: pd.DataFrame, controls: pd.DataFrame, out: Path, d_label: str
 ) -> list[str]:
     """B and D (mean +- SE over topics) by condition, with the numeric baselines and the controls;
-    each panel notes the flags of its cells (table1's `flags`) and of the controls drawn, the
-    never-measured share of its cells, and the number of topics per cell."""
+    each panel notes the flags of its cells (table1's `flags`: the classifier's on the main ratings
+    and on each cell's final values) and of the controls drawn, a control whose value is n/a (D of
+    a bare control: one report per simulation) as not drawn, with its n, the never-measured share
+    of its cells, and the number of topics per cell."""
     names = []
     for model, g in t1.groupby("model", sort=True):
         g = g.reset_index(drop=True)
@@ -208,7 +222,8 @@ def bias_diversity_figure(
             for r in g.itertuples()
         ]
         x = np.arange(len(g))
-        fig, axes = plt.subplots(1, 2, figsize=(max(6, 0.7 * len(g) + 3) * 1.6, 3.6))
+        # each panel at least as wide as its notes below (io.figures.note wraps them at 90 characters)
+        fig, axes = plt.subplots(1, 2, figsize=(2 * max(6.0, 0.7 * len(g) + 3), 3.6), gridspec_kw={"wspace": 0.25})
         for ax, col in zip(axes, ("B", "D")):
             ax.errorbar(x, g[col], yerr=g[f"{col}_se"].astype(float).fillna(0), fmt="o", color="black", label="LLM")
             for kind, marker in (("deffuant", "s"), ("degroot", "^")):
@@ -217,12 +232,20 @@ def bias_diversity_figure(
                     b, on=["model", "topology", "init", "memory", "framing", "bias"], how="left", suffixes=("", "_b")
                 )
                 ax.plot(x, m[f"{col}_b"], marker, mfc="none", label=kind)
+            undrawn = []
             for k, (cond, c) in enumerate(
                 controls[controls.model == model].groupby(["condition", "framing"], sort=True)
             ):
-                ax.axhline(
-                    c[col].mean(), ls="--", lw=0.8, color=f"C{k + 3}", label=f"{cond[0].replace('_', ' ')} ({cond[1]})"
-                )
+                name = f"{cond[0].replace('_', ' ')} ({cond[1]})"
+                v = pd.to_numeric(c[col], errors="coerce")
+                if v.isna().any():  # D of a single value is n/a: no line at 0
+                    nv = c["n_values"].dropna().astype(int).tolist() if "n_values" in c else []
+                    undrawn.append(
+                        f"{name}: {col} n/a, not drawn"
+                        + (f" ({n_range(nv, 'value(s) per simulation')}; D needs 2)" if nv else "")
+                    )
+                    continue
+                ax.axhline(v.mean(), ls="--", lw=0.8, color=f"C{k + 3}", label=name)
             ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
             ctrl = controls[controls.model == model]
             shares = g.never_measured_share.dropna() if "never_measured_share" in g else pd.Series(dtype=float)
@@ -235,6 +258,7 @@ def bias_diversity_figure(
                 [
                     *_flags(g.get("flags", [])),
                     *(f"controls: {m}" for m in _flags(ctrl.get("flags", []))),
+                    *undrawn,
                     nm,
                     n_range([int(n) for n in g.n_topics], "topics per cell"),
                 ],
@@ -242,7 +266,11 @@ def bias_diversity_figure(
             )
             ax.set_title({"B": "bias B (mean final opinion)", "D": f"diversity D ({d_label})"}[col], fontsize=9)
             ax.axhline(0, color="grey", lw=0.5)
-        axes[1].legend(fontsize=6, loc="best")
+        legend: dict[str, Any] = {}  # both panels' entries: a control not drawn on D is still on B
+        for ax in axes:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                legend.setdefault(lab, h)
+        axes[1].legend(list(legend.values()), list(legend), fontsize=6, loc="best")
         fig.suptitle(f"B and D by condition ({model}); error bars: SE over topics", fontsize=9)
         name = f"bias_diversity_{model}"
         save(fig, out, name)

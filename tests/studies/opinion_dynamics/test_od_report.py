@@ -6,6 +6,7 @@ number and noted on every figure panel; the uniform start is an input of the run
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -118,19 +119,25 @@ def test_tiny_inputs_are_inconclusive_with_their_n():
 # -- a whole run, constructed: degeneracy per condition, never measured, like with like --------------
 
 
-def _run(main_values: list[int], roleplay_values: list[int], bare_values: list[int], fail: int = 0) -> dict[str, Any]:
+MainValues = list[int] | Callable[[dict[str, Any], int], int]
+
+
+def _run(main_values: MainValues, roleplay_values: list[int], bare_values: list[int], fail: int = 0) -> dict[str, Any]:
     """The default design's setups (2 topics x 2 framings x bias none/strong, N = 10, T = 6, the two
-    controls) with ratings that answer the given values in order; the first `fail` main ratings do
-    not parse."""
+    controls) with ratings that answer the given values in order (the main runs': or a function of
+    the setup and step); the first `fail` main ratings do not parse."""
     od = config.validate(yaml.safe_load((ROOT / "params.yaml").read_text()))["opinion_dynamics"]
     rows = setups.build(
         od, 7, materials.persona_rows(_load("personas")), materials.topic_rows(_load("topics")), _load("prompts")
     )
-    values = {"main": iter(main_values), "control_roleplay": iter(roleplay_values), "control_bare": iter(bare_values)}
+    values = {"control_roleplay": iter(roleplay_values), "control_bare": iter(bare_values)}
+    if not callable(main_values):
+        values["main"] = iter(main_values)
     ratings, failed = [], 0
     for s in rows:
         for t in range(1, s["steps"] + 1):
-            v = next(values[s["condition"]])
+            main_fn = main_values if callable(main_values) and s["condition"] == "main" else None
+            v = main_fn(s, t) if main_fn else next(values[s["condition"]])
             bad = s["condition"] == "main" and failed < fail
             failed += bad
             ratings.append(
@@ -157,34 +164,44 @@ def _counts(setups_rows: list[dict], cond: str) -> int:
     return sum(s["steps"] for s in setups_rows if s["condition"] == cond)
 
 
+CLASSIFIER = "degenerate input: opinion classifier"
+
+
 def test_degeneracy_is_judged_on_the_ratings_that_feed_each_number():
     """The default run's case: the main ratings are 43 of 48 one value (89.6 %, under the 90 %
-    threshold), the controls' push the pooled share over it. Only the control that is degenerate on
-    its own ratings is flagged, on its own rows."""
+    threshold), the controls' push the pooled share over it. Of the classifier's flags on its
+    ratings, only the control that is degenerate on its own ratings is flagged, on its own rows
+    (the final values of the main cells are judged apart: test_final_values_are_judged_per_cell)."""
     main = [-2] * 43 + [1] * 4 + [-1]
     run = _run(main, [-2] * 37 + [1] * 3, [-2, -2, -2, 1])
     assert len(run["ratings"]) == 92 and _counts(run["setups"], "main") == 48
     pooled = dg.one_value([r["opinion"] for r in run["ratings"]], "pooled")
     assert pooled is not None  # the old rule (main and controls pooled) flagged everything
     rep = run["report"]
-    assert [f.flag.scope for f in rep.flags] == ["opinion classifier on smollm2-135m's reports (control_roleplay)"]
-    where = rep.flags[0].where
+    rated = [f for f in rep.flags if f.flag.scope.startswith("opinion classifier")]
+    assert [f.flag.scope for f in rated] == ["opinion classifier on smollm2-135m's reports (control_roleplay)"]
+    where = rated[0].where
     assert any(w.startswith("controls") for w in where) and not any(w.startswith("table1") for w in where)
     t1, tc = rep.tables["table1"].df, rep.tables["controls"].df
-    assert (t1["flags"] == "").all() and not rep.tables["table1"].flags
+    assert not t1["flags"].str.contains(CLASSIFIER).any()
+    assert not any(f.message.startswith(CLASSIFIER) for f in rep.tables["table1"].flags)
     assert (tc[tc.condition == "control_roleplay"]["flags"].str.contains("92% of 40 answers are -2")).all()
     assert (tc[tc.condition == "control_bare"]["flags"] == "").all()
     ps = rep.tables["per_sim"].df
     assert (ps[ps.condition == "main"]["flags"] == "").all()
     vs = vs_paper.table(rep.vs_paper)
-    assert (vs["flags"] == "").all()
-    # findings get a verdict by the rule (here: too few topics), not a degenerate-input message
-    assert all(f.verdict.label == "inconclusive (n = 2 topics, needs 3)" for f in rep.findings)
+    assert not vs["flags"].str.contains(CLASSIFIER).any()
+    # findings: no classifier-ratings flag; a verdict by the rule (here: too few topics) or a cell's final-value flag
+    for f in rep.findings:
+        assert f.verdict.label == "inconclusive (n = 2 topics, needs 3)" or f.verdict.label.startswith(
+            "degenerate input: " + analysis.FINAL_SCOPE
+        ), f.verdict
     # the reverse case: main ratings 47 of 48 one value, controls varied (pooled under 90 %): main is flagged
     run = _run([-2] * 47 + [1], [-2, -1, 0, 1, 2] * 8, [0, 1, 2, -1])
     assert dg.one_value([r["opinion"] for r in run["ratings"]], "pooled") is None
     rep = run["report"]
-    assert [f.flag.scope for f in rep.flags] == ["opinion classifier on smollm2-135m's reports (main simulations)"]
+    rated = [f.flag.scope for f in rep.flags if f.flag.scope.startswith("opinion classifier")]
+    assert rated == ["opinion classifier on smollm2-135m's reports (main simulations)"]
     assert rep.tables["table1"].df["flags"].str.contains("98% of 48 answers are -2").all()
     assert (rep.tables["controls"].df["flags"] == "").all()
     vs = vs_paper.table(rep.vs_paper)
@@ -291,3 +308,206 @@ def test_uniform_start_is_an_input_and_design_differences_are_named():
     )
     assert analysis.design(cells, {"gpt-3.5-turbo-16k": "Flan-T5-XXL"}, PAPER, "table1") == []
     assert analysis.design(cells.iloc[:5], {"gpt-3.5-turbo-16k": "Flan-T5-XXL"}, PAPER, "table2") == []
+
+
+# -- the values that feed B and D at T; D of one value; the ANOVA's units; the claim's levels ----------
+
+
+def _last_review_values(s: dict[str, Any], t: int) -> int:
+    """False framing: -2 at each reviewer's last review, +1 at its earlier ones (the ratings are not
+    one value, the final opinions are); true framing: the reviewer's index mod 5 - 2 at its last
+    review (varied), -2 before."""
+    r = s["reviewers"][t - 1]
+    last = max(k + 1 for k, a in enumerate(s["reviewers"]) if a == r)
+    if s["framing"] == "false":
+        return -2 if t == last else 1
+    return r % 5 - 2 if t == last else -2
+
+
+def _expected_final(rows: list[dict[str, Any]], ratings: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Per main simulation, computed from the ratings and the schedule alone: the last parsed rating
+    of each agent that has one up to T."""
+    last: dict[tuple[str, int], tuple[int, float]] = {}
+    steps = {s["sim_id"]: s["steps"] for s in rows}
+    for r in ratings:
+        if r["parse_ok"] and r["t"] <= steps[r["sim_id"]]:
+            k = (r["sim_id"], r["agent"])
+            if k not in last or r["t"] > last[k][0]:
+                last[k] = (r["t"], float(r["opinion"]))
+    out: dict[str, list[float]] = {s["sim_id"]: [] for s in rows if s["condition"] == "main"}
+    for (sim, _), (_, v) in sorted(last.items()):
+        if sim in out:
+            out[sim].append(v)
+    return out
+
+
+def test_final_values_are_judged_per_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """B and D at T are made of each measured agent's last classified report: the classifier's
+    degeneracy is judged on those, per Table 1 / Table 2 cell and per simulation, and travels to the
+    rows, tests, findings, vs_paper rows and figure panels of that cell only. Here the main ratings
+    are under 90 % one value (no flag on the ratings) while every false-framing cell's final
+    opinions are all -2."""
+    run = _run(_last_review_values, [-2, -1, 0, 1, 2] * 8, [0, 1, 2, -1])
+    rows, ratings, rep = run["setups"], run["ratings"], run["report"]
+    main_ratings = [
+        r["opinion"] for r in ratings if r["sim_id"] in {s["sim_id"] for s in rows if s["condition"] == "main"}
+    ]
+    assert dg.one_value(main_ratings, "x") is None  # the ratings themselves are not one value
+    assert not any(f.flag.scope.startswith("opinion classifier") for f in rep.flags)
+    final = _expected_final(rows, ratings)
+    main = [s for s in rows if s["condition"] == "main"]
+
+    def expect(sims: list[dict[str, Any]], label: str) -> str:
+        f = dg.one_value([v for s in sims for v in final[s["sim_id"]]], f"{analysis.FINAL_SCOPE} ({label})")
+        return "" if f is None else f.message
+
+    def cell_label(model: str, framing: str, bias: str, category: str | None = None) -> str:
+        pre = f"category {category}, " if category else ""
+        return f"{pre}{model}, complete, uniform, cumulative, {framing} framing, {bias} bias"
+
+    t1 = rep.tables["table1"].df
+    assert len(t1) == 4
+    flagged: dict[tuple[str, str], str] = {}
+    for r in t1.itertuples():
+        sims = [s for s in main if s["framing"] == r.framing and s["bias"] == r.bias]
+        msg = expect(sims, cell_label(r.model, r.framing, r.bias))
+        assert bool(msg) == (r.framing == "false")  # the construction: false cells all -2, true cells varied
+        assert r.flags == msg, (r.flags, msg)
+        flagged[(r.framing, r.bias)] = msg
+        assert msg in [f.message for f in rep.tables["table1"].flags] or not msg
+    n_fn = sum(len(final[s["sim_id"]]) for s in main if s["framing"] == "false" and s["bias"] == "none")
+    assert flagged[("false", "none")].endswith(f"100% of {n_fn} answers are -2 (threshold 90%)")
+    t2 = rep.tables["table2"].df
+    for r in t2.itertuples():
+        topics = {s["topic"] for s in main if s["category"] == r.category}
+        sims = [s for s in main if s["framing"] == r.framing and s["bias"] == r.bias and s["topic"] in topics]
+        assert r.flags == expect(sims, cell_label(r.model, r.framing, r.bias, r.category)), r
+    ps = rep.tables["per_sim"].df.set_index("sim_id")
+    for s in main:
+        assert ps.loc[s["sim_id"], "final_flags"] == expect([s], f"simulation {s['sim_id']}")
+    # the tests of a flagged cell print its flag; the true-framing cells' one-sample tests do not
+    tst = rep.tables["tests"].df
+    for r in tst[tst.test == "one-sample t: B vs 0"].itertuples():
+        msg = flagged[(r.framing, r.bias)]
+        assert r.result == (msg or "inconclusive (n = 2 topics, needs 3)")
+    anova = tst[tst.test == "one-way ANOVA: D by bias"].iloc[0]
+    assert anova.result == flagged[("false", "none")]
+    # findings: the two that use a false-framing cell are degenerate with its flag
+    found = {f.claim.split(" (")[0].split(": ")[-1]: f.verdict.label for f in rep.findings}
+    assert all(v.startswith("degenerate input: " + analysis.FINAL_SCOPE) for v in found.values()), found
+    # vs_paper: each Table 1 row carries its own cell's flag, nobody else's
+    vs = vs_paper.table(rep.vs_paper)
+    for (framing, bias), msg in flagged.items():
+        sel = vs[
+            vs.quantity.str.startswith(f"Table 1 (smollm2-135m, complete): cumulative, {framing} framing, {bias} bias")
+        ]
+        assert len(sel) == 2 and (sel["flags"] == msg).all(), sel["flags"].tolist()
+    v4 = vs[vs.quantity.str.startswith("global warming")]
+    for r in v4.itertuples():
+        framing, bias = r.quantity.split("): ")[1].split(":")[0].split(", ")[1:3]
+        s = next(x for x in main if x["topic"] == "global_warming" and x["framing"] == framing and x["bias"] == bias)
+        assert r.flags == expect([s], f"simulation {s['sim_id']}")
+    base = rep.tables["baseline"].df
+    llm = base[base.run == "llm"]
+    assert [flagged[(f, b)] for f, b in zip(llm.framing, llm.bias)] == llm["flags"].tolist()
+    # the figures: the final-distribution panel of a flagged cell notes its flag, the others do not;
+    # the bias-diversity panels note every flagged cell
+    texts: dict[str, list[list[str]]] = {}
+
+    def keep(fig: Any, out: Path, name: str) -> list[Path]:
+        texts[name] = [[" ".join(t.get_text().split()) for t in [*ax.texts, ax.xaxis.label]] for ax in fig.axes]
+        return []
+
+    monkeypatch.setattr(figures, "save", keep)
+    d = tmp_path / "analysis"
+    report.write(rep, d)
+    ps_read = report.read(d, "per_sim")
+    figures.final_distributions(ps_read, run["traj"], run["setups_df"], tmp_path)
+    figures.bias_diversity_figure(
+        report.read(d, "table1"), report.read(d, "baseline"), ps_read[ps_read.condition != "main"], tmp_path, "pop"
+    )
+    panels = texts["final_distribution_smollm2-135m_cumulative_complete"]
+    titles = {(framing, bias): i for i, (bias, framing) in enumerate(product(["none", "strong"], ["false", "true"]))}
+    for (framing, bias), msg in flagged.items():
+        joined = " ".join(panels[titles[(framing, bias)]])
+        if msg:
+            assert " ".join(msg.split()) in joined, (framing, bias, joined)
+        else:
+            assert analysis.FINAL_SCOPE not in joined
+    for panel in texts["bias_diversity_smollm2-135m"]:
+        joined = " ".join(panel)
+        assert all(" ".join(m.split()) in joined for m in flagged.values() if m)
+
+
+def test_d_of_a_single_value_is_not_available(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """D (an SD) needs 2 values: one value gives n/a, never 0. A bare control has one classified
+    report per simulation: its D is n/a in the controls table (with the values per simulation) and
+    the bias-diversity figure draws no D line for it, noting why."""
+    one = analysis.bias_diversity([1.0])
+    assert one["B"] == 1.0 and one["D_pop"] is None and one["D_sample"] is None and one["n_values"] == 1
+    two = analysis.bias_diversity([1.0, 3.0])
+    assert two["D_pop"] == pytest.approx(1.0) and two["D_sample"] == pytest.approx(np.sqrt(2))
+    run = _run([-2, 1, 0, 2, -1] * 10, [0, 1] * 20, [0, 1, 2, -1])
+    rows, rep = run["setups"], run["report"]
+    steps = {s["condition"]: s["steps"] for s in rows}  # classified reports per control simulation
+    assert steps["control_bare"] == 1 and steps["control_roleplay"] >= 2
+    tc = rep.tables["controls"].df
+    shown = analysis.show(tc, ["model", "condition", "framing", "bias"], values=True)
+    for r, sh in zip(tc.itertuples(), shown.itertuples()):
+        assert r.values_per_sim == str(steps[r.condition])
+        if r.condition == "control_bare":
+            assert pd.isna(r.D) and sh.D == "n/a" and not pd.isna(r.B)
+        else:
+            assert not pd.isna(r.D) and sh.D != "n/a"
+    assert "values per sim" in rep.tables["controls"].shown.columns
+    axes_of: dict[str, Any] = {}
+
+    def keep(fig: Any, out: Path, name: str) -> list[Path]:
+        axes_of[name] = fig.axes
+        return []
+
+    monkeypatch.setattr(figures, "save", keep)
+    d = tmp_path / "analysis"
+    report.write(rep, d)
+    ps = report.read(d, "per_sim")
+    figures.bias_diversity_figure(
+        report.read(d, "table1"), report.read(d, "baseline"), ps[ps.condition != "main"], tmp_path, "pop"
+    )
+    b_ax, d_ax = axes_of["bias_diversity_smollm2-135m"][:2]
+    labels = lambda ax: [ln.get_label() for ln in ax.lines]  # noqa: E731
+    assert any(x.startswith("control bare") for x in labels(b_ax))  # B of one value is drawn
+    assert not any(x.startswith("control bare") for x in labels(d_ax))  # D of one value is not
+    assert any(x.startswith("control roleplay") for x in labels(d_ax))
+    below = " ".join(d_ax.xaxis.label.get_text().split())
+    for framing in ("false", "true"):
+        assert f"control bare ({framing}): D n/a, not drawn (n = 1 value(s) per simulation; D needs 2)" in below
+    assert "control bare" not in " ".join(b_ax.xaxis.label.get_text().split())
+
+
+def test_anova_units_are_topics_and_need_three():
+    """The ANOVA of D by bias: one unit per topic and bias level (D averaged over framings), each
+    level needs 3 topics as every other test; the F is that of those units."""
+    from scipy import stats
+
+    rng = np.random.default_rng(23)
+    two = _ps(rng, 2, ["none", "weak", "strong"], 0.0, 1.0)  # 4 topic x framing units per level, 2 topics
+    ((row, _),) = analysis.anova_rows(two, {}, 0.05)
+    assert row["result"] == "inconclusive (n = 2 topics, needs 3)" and row["n"] == 2 and row["statistic"] is None
+    five = _ps(rng, 5, ["none", "weak", "strong"], 0.0, 0.3)
+    ((row, _),) = analysis.anova_rows(five, {}, 0.05)
+    per_topic = five.groupby(["bias", "topic"]).D.mean()
+    f, p = stats.f_oneway(*(per_topic[b].to_numpy() for b in ["none", "weak", "strong"]))
+    assert row["n"] == 5 and row["statistic"] == pytest.approx(f) and row["p"] == pytest.approx(p)
+    assert row["result"] == ("significant" if p < 0.05 else "not significant")
+    # topic x framing units (the old rule) would give another F
+    units = five.groupby(["bias", "topic", "framing"]).D.mean()
+    f_units, _ = stats.f_oneway(*(units[b].to_numpy() for b in ["none", "weak", "strong"]))
+    assert not np.isclose(f_units, f)
+
+
+def test_d_rises_claim_names_the_levels_that_ran():
+    rng = np.random.default_rng(24)
+    two = _findings(_ps(rng, 4, ["none", "strong"], 0.0, 0.5))["d_rises"].claim
+    assert "(none < strong; " in two and "weak" not in two
+    three = _findings(_ps(rng, 4, ["none", "weak", "strong"], 0.0, 0.5))["d_rises"].claim
+    assert three.count("none < weak < strong") == 1 and three.startswith("D rises with confirmation bias (")
