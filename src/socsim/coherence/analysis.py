@@ -804,24 +804,35 @@ def six_tests(
 
 
 def self_bleu_table(utterances: pd.DataFrame) -> pd.DataFrame:
-    """Self-BLEU of each agent's statements within each conversation, averaged per agent."""
+    """Self-BLEU of each agent's statements within each conversation, averaged per agent of each
+    agent model: the same agent id under two models is two agents (one repetitive model must not
+    remove another model's conversations)."""
     own = utterances[utterances["turn"] > 0]  # the opening question is the topic's, not the agent's
     if own.empty:
-        return pd.DataFrame(columns=["agent_id", "self_bleu"])
+        return pd.DataFrame(columns=["model", "agent_id", "self_bleu"])
     per_conv = (
-        own.groupby(["conversation_id", "agent_id"])["text"]
+        own.groupby(["model", "conversation_id", "agent_id"])["text"]
         .apply(lambda s: self_bleu(list(s)))
         .rename("self_bleu")
         .reset_index()
     )
-    return per_conv.groupby("agent_id", as_index=False)["self_bleu"].mean()
+    return per_conv.groupby(["model", "agent_id"], as_index=False)["self_bleu"].mean()
 
 
 def filter_repetitive(df: pd.DataFrame, agent_bleu: pd.DataFrame, threshold: float | None) -> tuple[pd.DataFrame, int]:
+    """Conversations without an agent whose Self-BLEU (within its model) exceeds the threshold."""
     if threshold is None or agent_bleu.empty:
         return df, 0
-    bad = set(agent_bleu.loc[agent_bleu["self_bleu"] > threshold, "agent_id"])
-    keep = ~(df["agent1_id"].isin(bad) | df["agent2_id"].isin(bad))
+    bad = agent_bleu.loc[agent_bleu["self_bleu"] > threshold, ["model", "agent_id"]]
+    bad_keys = set(zip(bad["model"], bad["agent_id"]))
+    keep = ~pd.Series(
+        [
+            (m, a1) in bad_keys or (m, a2) in bad_keys
+            for m, a1, a2 in zip(df["model"], df["agent1_id"], df["agent2_id"])
+        ],
+        index=df.index,
+        dtype=bool,
+    )
     return df[keep].reset_index(drop=True), int((~keep).sum())
 
 
@@ -925,7 +936,11 @@ def analyse(
     ("linear", "sigmoid", "B = 2, linear") -> gap -> Verdict, "design": model -> what we ran}.
     `paper`: the paper's numbers (data/coherence/paper.yaml), for Test 2's power."""
     all_conv = conversation_table(agents, profiles, pairs, judgments)
-    bleu = self_bleu_table(utterances) if utterances is not None else pd.DataFrame(columns=["agent_id", "self_bleu"])
+    bleu = (
+        self_bleu_table(utterances)
+        if utterances is not None
+        else pd.DataFrame(columns=["model", "agent_id", "self_bleu"])
+    )
     df, removed = filter_repetitive(all_conv, bleu, cp["self_bleu_threshold"])
     boot, steep, alpha = cp["bootstrap"], cp["sigmoid_steepness"], cp["alpha"]
     alternative = paper_suppression(paper) if paper else None
@@ -1020,7 +1035,7 @@ TITLES = {
     "openness_vs_baseline": "Fig. 8b: (1-5) pairs, each openness pairing minus (0, 0)",
     "suppression": "Table 3 / Fig. 5: observed vs expected agreement per gap, with the suppression test",
     "six_tests": "The six tests of section 4.3 per agent model (Table 4 in full)",
-    "self_bleu": "Self-BLEU per agent",
+    "self_bleu": "Self-BLEU per agent (within its agent model)",
     "conversations": "Conversations used (after the Self-BLEU filter)",
 }
 # The figure that draws each table (for the flags' `where`).

@@ -336,11 +336,17 @@ def test_bleu_and_self_bleu():
             ],
         }
     )
-    table = an.self_bleu_table(utt).set_index("agent_id")["self_bleu"]
+    # The same agent ids under a second model that does not repeat itself: r is repetitive only
+    # within model m1, so only m1's conversation with r goes.
+    other = utt.assign(conversation_id="c2", text=["question?", "a b c d", "e f g h", "i j k l", "m n o p"])
+    utt = pd.concat([utt.assign(model="m1"), other.assign(model="m2")], ignore_index=True)
+    bleu_table = an.self_bleu_table(utt)
+    table = bleu_table[bleu_table["model"] == "m1"].set_index("agent_id")["self_bleu"]
     assert table["r"] == pytest.approx(1.0) and table["s"] < 0.1 and "q" not in table
-    df = pd.DataFrame({"agent1_id": ["q", "s"], "agent2_id": ["r", "t"]})
-    kept, removed = an.filter_repetitive(df, table.reset_index(), 0.5)
-    assert removed == 1 and kept["agent1_id"].tolist() == ["s"]
+    assert (bleu_table.loc[bleu_table["model"] == "m2", "self_bleu"] < 0.1).all()
+    df = pd.DataFrame({"model": ["m1", "m1", "m2"], "agent1_id": ["q", "s", "q"], "agent2_id": ["r", "t", "r"]})
+    kept, removed = an.filter_repetitive(df, bleu_table, 0.5)
+    assert removed == 1 and kept["agent1_id"].tolist() == ["s", "q"] and kept["model"].tolist() == ["m1", "m2"]
 
 
 # -- who opens, turn budget (scripted backend) --------------------------------------------------------------
