@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from socsim.facilitation import analysis as an
 from socsim.facilitation.setups import NO_MODERATOR
@@ -58,12 +59,6 @@ def design(setups: pd.DataFrame, annotations: pd.DataFrame, paper: dict[str, Any
         "annotators": int(annotations["annotator_id"].nunique()),
     }
     return differences(ours, paper.get("design") or {})
-
-
-def _discussions(rated: pd.DataFrame) -> pd.Series:
-    """Main-study discussions with usable ratings, per strategy."""
-    users = an._main_users(rated).dropna(subset=["toxicity"])
-    return users.groupby("strategy")["discussion_id"].nunique()
 
 
 def discussion_units(rated: pd.DataFrame) -> pd.DataFrame:
@@ -361,8 +356,6 @@ def _troll_verdict(tt: pd.DataFrame, flags: list[dg.Flag]) -> tuple[vd.Verdict, 
     se = float(np.sqrt(np.sum(var)))
     p_dd = None
     if np.isfinite(se) and se > 0:
-        from scipy import stats as sps
-
         dof = np.sum(var) ** 2 / np.sum([v**2 / (len(c) - 1) for v, c in zip(var, cells4)])
         p_dd = float(2 * sps.t.sf(abs(dd / se), dof))
     v_dd = vd.effect(p_dd, dd, n, an.MIN_DISCUSSIONS, "discussions per cell", +1, flags)
@@ -413,7 +406,7 @@ def report(
     for level, a in anova.items():
         for fj in a["flags"]:
             rep.flag(dg.Flag(fj["scope"], fj["reason"]), "anova.json", f"pairwise_ttests ({level})", f"fig3 ({level})")
-    rep.documents = {"agreement.json": agreement, "anova.json": anova}
+    rep.documents = {"anova.json": anova}  # agreement.json: written by the stage before the ratings are checked
     rep.summary = {
         "time": time,
         "discussions": int(setups["discussion_id"].nunique()),
