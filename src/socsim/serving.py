@@ -164,6 +164,7 @@ def command(spec: ModelSpec, host: str, port: int) -> tuple[list[str], dict[str,
             model_id,
         ]
         argv += ["--enable-prefix-caching"] if flags["prefix_caching"] else ["--no-enable-prefix-caching"]
+        argv += ["--enable-prompt-tokens-details"]  # usage reports the prompt tokens served from the cache
         argv += ["--tensor-parallel-size", str(gpus)] if gpus > 1 else []
         argv += ["--max-model-len", str(spec.n_ctx)] if "--max-model-len" not in extra else []
         if deterministic:

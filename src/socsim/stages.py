@@ -425,7 +425,12 @@ class StageContext:
             if c.answered
         }
         keys = ("requests", "calls", "cache_hits", "parse_failures", "retries", "prompt_tokens", "completion_tokens")
-        return {**{k: sum(m[k] for m in per.values()) for k in keys}, "models": per}
+        known = [m["prompt_tokens_evaluated"] for m in per.values() if m["prompt_tokens_evaluated"] is not None]
+        return {
+            **{k: sum(m[k] for m in per.values()) for k in keys},
+            "prompt_tokens_evaluated": sum(known) if known else None,  # where the backends say
+            "models": per,
+        }
 
     def write_metrics(self, **extra: Any) -> None:
         """The stage's metrics JSON (DVC metrics): `extra`, and for LLM stages the call accounting."""

@@ -1,10 +1,19 @@
-"""Per-stage accounting of model calls, written as DVC metrics JSON."""
+"""Per-stage accounting of model calls, written as DVC metrics JSON.
+
+Tokens: `prompt_tokens` is what the stage submitted; `prompt_tokens_evaluated` what the backend
+actually evaluated after re-using a cached prefix (the embedded backend counts it; a server where its
+usage reports `prompt_tokens_details.cached_tokens`), over the calls where that is known.
+Time: `wall_s` splits into prompt evaluation, generation without and with a grammar, and everything
+else (`time_s`), where the backend times its calls (the embedded one; a server's calls overlap and
+are not split)."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from socsim.llm.types import Completion
 
 
 @dataclass
@@ -16,6 +25,14 @@ class Accounting:
     retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    prompt_tokens_evaluated: int = 0  # over the calls whose backend says (evaluated_known)
+    prompt_tokens_known: int = 0  # the submitted prompt tokens of those calls
+    evaluated_known: int = 0  # calls whose backend reported the prompt tokens it evaluated
+    completion_tokens_grammar: int = 0  # completion tokens of calls under a grammar (constrained output)
+    prompt_eval_s: float = 0.0
+    generation_s: float = 0.0  # without a grammar
+    generation_grammar_s: float = 0.0
+    timed: int = 0  # calls whose backend timed prompt evaluation and generation
     endpoint_calls: dict[str, int] = field(default_factory=dict)  # calls answered per endpoint
     endpoints: dict[str, dict[str, int | bool]] = field(
         default_factory=dict
@@ -28,12 +45,25 @@ class Accounting:
         if self._gen_first is None:
             self._gen_first = time.perf_counter()
 
-    def call_finished(self, prompt_tokens: int, completion_tokens: int, endpoint: str | None = None) -> None:
+    def call_finished(self, c: Completion, grammar: bool = False) -> None:
         self.calls += 1
-        if endpoint:
-            self.endpoint_calls[endpoint] = self.endpoint_calls.get(endpoint, 0) + 1
-        self.prompt_tokens += prompt_tokens
-        self.completion_tokens += completion_tokens
+        if c.endpoint:
+            self.endpoint_calls[c.endpoint] = self.endpoint_calls.get(c.endpoint, 0) + 1
+        self.prompt_tokens += c.prompt_tokens
+        self.completion_tokens += c.completion_tokens
+        if grammar:
+            self.completion_tokens_grammar += c.completion_tokens
+        if c.prompt_tokens_evaluated is not None:
+            self.evaluated_known += 1
+            self.prompt_tokens_evaluated += c.prompt_tokens_evaluated
+            self.prompt_tokens_known += c.prompt_tokens
+        if c.prompt_eval_s is not None and c.generation_s is not None:
+            self.timed += 1
+            self.prompt_eval_s += c.prompt_eval_s
+            if grammar:
+                self.generation_grammar_s += c.generation_s
+            else:
+                self.generation_s += c.generation_s
         self._gen_last = time.perf_counter()
 
     @property
@@ -43,8 +73,34 @@ class Accounting:
             return 0.0
         return self._gen_last - self._gen_first
 
+    def tokens(self) -> dict[str, Any]:
+        """Prompt tokens evaluated and re-used from a cached prefix (None: no backend said)."""
+        if not self.evaluated_known:
+            return {"prompt_tokens_evaluated": None, "prefix_reuse": None}
+        reused = self.prompt_tokens_known - self.prompt_tokens_evaluated
+        return {
+            "prompt_tokens_evaluated": self.prompt_tokens_evaluated,
+            "prompt_tokens_reused": reused,
+            "prefix_reuse": round(reused / self.prompt_tokens_known, 4) if self.prompt_tokens_known else 0.0,
+            **({"evaluated_known_calls": self.evaluated_known} if self.evaluated_known < self.calls else {}),
+        }
+
+    def time_split(self, wall: float) -> dict[str, Any] | None:
+        """wall = prompt evaluation + generation (without, with a grammar) + other; None: not timed."""
+        if not self.timed:
+            return None
+        spent = self.prompt_eval_s + self.generation_s + self.generation_grammar_s
+        return {
+            "prompt_eval": round(self.prompt_eval_s, 3),
+            "generation": round(self.generation_s, 3),
+            "generation_grammar": round(self.generation_grammar_s, 3),
+            "other": round(wall - spent, 3),
+            **({"timed_calls": self.timed} if self.timed < self.calls else {}),
+        }
+
     def as_metrics(self) -> dict[str, Any]:
         gen = self.generation_wall_s
+        wall = time.perf_counter() - self._start
         return {
             "requests": self.requests,
             "calls": self.calls,
@@ -53,10 +109,13 @@ class Accounting:
             "parse_failure_rate": round(self.parse_failures / self.requests, 4) if self.requests else 0.0,
             "retries": self.retries,
             "prompt_tokens": self.prompt_tokens,
+            **self.tokens(),
             "completion_tokens": self.completion_tokens,
+            "completion_tokens_grammar": self.completion_tokens_grammar,
             "endpoint_calls": dict(sorted(self.endpoint_calls.items())),
             **({"endpoints": dict(sorted(self.endpoints.items()))} if self.endpoints else {}),
-            "wall_s": round(time.perf_counter() - self._start, 3),
+            "wall_s": round(wall, 3),
+            "time_s": self.time_split(wall),
             "generation_wall_s": round(gen, 3),
             "tokens_per_s": round(self.completion_tokens / gen, 2) if gen > 0 else 0.0,
         }

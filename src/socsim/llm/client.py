@@ -94,7 +94,7 @@ class LLMClient:
                 acc.retries = self.backend.retries  # the backend's total: concurrent requests share it
                 if hasattr(self.backend, "endpoint_stats"):  # server pools: calls, failures, retries per endpoint
                     acc.endpoints = self.backend.endpoint_stats()
-            acc.call_finished(completion.prompt_tokens, completion.completion_tokens, completion.endpoint)
+            acc.call_finished(completion, grammar=request.constraint is not None)
             if self.cache is not None:
                 self.cache.put(key, completion, self.identity())
         if request.constraint is not None:

@@ -7,10 +7,11 @@ import hashlib
 import importlib.metadata
 import os
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from socsim.llm import hub
 from socsim.llm.constraints import Constraint
@@ -38,6 +39,14 @@ _FINGERPRINT_CHUNK = 8 * 1024 * 1024
 PREFIX_CACHE_BYTES = 1 << 30
 
 
+class _Counting(Protocol):
+    """What the embedded model's Llama adds: per-call prompt and generation counts."""
+
+    socsim_counts: dict[str, float]
+
+    def begin(self) -> None: ...
+
+
 def _prefix_state_llama_class() -> type[Llama]:
     """llama_cpp.Llama whose saved states hold the KV cache only.
 
@@ -51,6 +60,32 @@ def _prefix_state_llama_class() -> type[Llama]:
     from llama_cpp import Llama, LlamaState
 
     class PrefixStateLlama(Llama):
+        # Per call (reset by begin()): the prompt tokens evaluated and the seconds spent on them
+        # (the first eval of a call: the prompt after the re-used prefix), and on generation (every
+        # later eval decodes one sampled token; sampling includes the grammar).
+        socsim_counts: dict[str, float]
+
+        def begin(self) -> None:
+            self.socsim_counts = {"prompt_tokens": 0, "prompt_s": 0.0, "generation_s": 0.0, "evals": 0}
+
+        def eval(self, tokens: Sequence[int]) -> None:
+            t0 = time.perf_counter()
+            super().eval(tokens)
+            c = self.socsim_counts
+            if c["evals"] == 0:
+                c["prompt_tokens"] += len(tokens)
+                c["prompt_s"] += time.perf_counter() - t0
+            else:
+                c["generation_s"] += time.perf_counter() - t0
+            c["evals"] += 1
+
+        def sample(self, *args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return super().sample(*args, **kwargs)
+            finally:
+                self.socsim_counts["generation_s"] += time.perf_counter() - t0
+
         def save_state(self) -> LlamaState:
             size = int(llama_cpp.llama_state_get_size(self._ctx.ctx))
             buf = (ctypes.c_uint8 * size)()
@@ -208,6 +243,8 @@ class EmbeddedBackend:
                 # tests/studies/facilitation/test_facilitation.py check it on the default model). Turn it off for a
                 # GGUF where they are not.
                 llm.reset()  # type: ignore[no-untyped-call]  # llama_cpp leaves Llama.reset unannotated
+            counting = cast("_Counting", llm)
+            counting.begin()
             # Not streamed: one response dict. The messages are plain {"role", "content"} dicts.
             out = cast(
                 "CreateChatCompletionResponse",
@@ -220,6 +257,7 @@ class EmbeddedBackend:
                     grammar=grammar,
                 ),
             )
+            counts = dict(counting.socsim_counts)
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         return Completion(
@@ -228,6 +266,9 @@ class EmbeddedBackend:
             completion_tokens=usage.get("completion_tokens", 0),
             finish_reason=choice.get("finish_reason"),
             endpoint="embedded",
+            prompt_tokens_evaluated=int(counts["prompt_tokens"]),
+            prompt_eval_s=counts["prompt_s"],
+            generation_s=counts["generation_s"],
         )
 
     async def complete(self, request: Request) -> Completion:

@@ -39,6 +39,17 @@ NO_KEY = "EMPTY"  # the Bearer token sent to servers that need no key (OpenAI cl
 AUTH_STATUS = {401, 403}
 
 
+def _evaluated(usage: Any, prompt_tokens: int) -> int | None:
+    """The prompt tokens a server evaluated: its prompt tokens less those it served from its prefix
+    cache, where its usage says (OpenAI-compatible `prompt_tokens_details.cached_tokens`; vLLM with
+    --enable-prompt-tokens-details); None where it does not."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    if details is None:
+        return None
+    cached = details.get("cached_tokens") if isinstance(details, dict) else getattr(details, "cached_tokens", None)
+    return None if cached is None else prompt_tokens - int(cached)
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     max_tries: int = 5
@@ -358,12 +369,14 @@ class ServerBackend:
         out = await ep.client.chat_completion(**kwargs)
         choice = out.choices[0]
         usage = out.usage
+        prompt_tokens = getattr(usage, "prompt_tokens", 0) or 0
         return Completion(
             text=choice.message.content or "",
-            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            prompt_tokens=prompt_tokens,
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
             finish_reason=choice.finish_reason,
             endpoint=ep.url,
+            prompt_tokens_evaluated=_evaluated(usage, prompt_tokens),
         )
 
     async def complete(self, request: Request) -> Completion:

@@ -63,6 +63,11 @@ class Completion:
     completion_tokens: int = 0
     finish_reason: str | None = None
     endpoint: str | None = None
+    # Where the backend says (None: it does not): the prompt tokens it actually evaluated after
+    # re-using a cached prefix, and the seconds it spent evaluating the prompt and generating.
+    prompt_tokens_evaluated: int | None = None
+    prompt_eval_s: float | None = None
+    generation_s: float | None = None
 
 
 @dataclass

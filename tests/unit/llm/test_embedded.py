@@ -105,3 +105,41 @@ def test_missing_model_path_is_a_clear_error(tmp_path):
     params = config.validate({"models": {"smollm2-135m": {"gguf": str(tmp_path / "nope.gguf")}}})
     with pytest.raises(LLMConfigError, match="gguf: GGUF file not found"):
         LLMClient.from_params(params, cache_path=tmp_path / "c.sqlite")
+
+
+def test_prefix_reuse_and_time_split_are_counted(tmp_path):
+    system = "You are a careful annotator. " + "Read the comment, weigh its tone and answer briefly. " * 12
+    reqs = [
+        Request.chat(
+            [{"role": "system", "content": system}, {"role": "user", "content": f"Comment {i}: hello there."}],
+            derive_seed(11, i),
+            Sampling(0.8, 0.95, 6),
+            IntRange(1, 5) if i == 2 else None,
+        )
+        for i in range(3)
+    ]
+    c = client(tmp_path)
+    out = c.run(reqs)
+    backend = c.backend
+    shared = len(backend.on_model_thread(lambda: backend.llm.tokenize(system.encode(), add_bos=False)))
+    m = c.accounting.as_metrics()
+    total = sum(r.prompt_tokens for r in out)
+    # The first prompt answered is evaluated whole; the later ones re-use at least the system prompt.
+    assert m["prompt_tokens"] == total
+    assert min(r.prompt_tokens for r in out) + 2 <= m["prompt_tokens_evaluated"] <= total - 2 * shared
+    assert m["prompt_tokens_reused"] == m["prompt_tokens"] - m["prompt_tokens_evaluated"]
+    assert m["completion_tokens_grammar"] == out[2].completion_tokens > 0
+    t = m["time_s"]
+    assert t["prompt_eval"] > 0 and t["generation"] > 0 and t["generation_grammar"] > 0 and t["other"] >= 0
+    assert abs(sum(t.values()) - m["wall_s"]) < 0.01
+    # Without the prefix cache every prompt token is evaluated.
+    params = config.validate(
+        {
+            "llm": {"cache_path": str(tmp_path / "off" / "llm.sqlite"), "prefix_cache": False},
+            "models": {"smollm2-135m": {"n_ctx": 1024}},
+        }
+    )
+    off = LLMClient.from_params(params)
+    off.run(reqs)
+    m = off.accounting.as_metrics()
+    assert m["prompt_tokens_evaluated"] == m["prompt_tokens"] and m["prefix_reuse"] == 0.0

@@ -63,8 +63,9 @@ def test_probe_constraints_and_pool(tmp_path, llama_server):
 class FlakyProxy:
     """A loopback HTTP proxy that answers the first POSTs with the given error codes, then forwards."""
 
-    def __init__(self, target: str, failures: list[int], delay: float = 0.0):
+    def __init__(self, target: str, failures: list[int], delay: float = 0.0, cached_tokens: int | None = None):
         self.failures = list(failures)
+        self.cached_tokens = cached_tokens  # reported as usage.prompt_tokens_details.cached_tokens
         self.delay = delay  # seconds added to every POST (a slow endpoint)
         self.auth: list[str | None] = []  # the Authorization header of every request
         self.lock = threading.Lock()
@@ -92,6 +93,10 @@ class FlakyProxy:
                 )
                 with urllib.request.urlopen(req, timeout=60) as resp:
                     data = resp.read()
+                    if method == "POST" and proxy.cached_tokens is not None:
+                        out = json.loads(data)
+                        out["usage"]["prompt_tokens_details"] = {"cached_tokens": proxy.cached_tokens}
+                        data = json.dumps(out).encode()
                     self.send_response(resp.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
@@ -123,6 +128,23 @@ def test_retries_on_429_and_5xx_then_succeeds(tmp_path, llama_server):
         [r] = c.run([ask("Yes or No?", 3, Choice(("Yes", "No")))])
     assert r.parse_ok
     assert c.accounting.retries == 3 and c.accounting.calls == 1
+
+
+def test_cached_prompt_tokens_reported_by_a_server_are_counted(tmp_path, llama_server):
+    reqs = [ask(f"Name a colour, number {i}.", derive_seed(4, i)) for i in range(3)]
+    with FlakyProxy(llama_server.url, [], cached_tokens=5) as proxy:
+        c = server_client(tmp_path, [proxy.url])
+        c.run(reqs)
+    m = c.accounting.as_metrics()
+    assert m["calls"] == 3 and m["prompt_tokens"] > 15
+    assert m["prompt_tokens_evaluated"] == m["prompt_tokens"] - 3 * 5 and m["prompt_tokens_reused"] == 15
+    assert m["prefix_reuse"] == round(15 / m["prompt_tokens"], 4)
+    assert m["time_s"] is None  # a server's calls overlap: no split of the wall time
+    # A server that does not say: unknown, not zero.
+    plain = server_client(tmp_path / "plain", [llama_server.url])
+    plain.run(reqs)
+    m = plain.accounting.as_metrics()
+    assert m["prompt_tokens_evaluated"] is None and m["prefix_reuse"] is None
 
 
 def test_client_errors_are_not_retried(tmp_path, llama_server):

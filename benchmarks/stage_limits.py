@@ -1,0 +1,85 @@
+"""Every LLM stage of a finished run beside this machine's limit for its token counts.
+
+Measures, in this run, the raw prompt-evaluation and decoding rates of each embedded model the run
+used (socsim.llm.limits.measure_rates: at the run's mean evaluated prompt length per call), then
+prints per stage: calls, prompt tokens submitted and evaluated (the share re-used from the prefix
+cache), completion tokens, the actual time and its split, the limit time at the measured rates and
+the ratio limit / actual (target >= 0.8), and names the stage with the biggest gap.
+
+    python benchmarks/stage_limits.py [--results results] [--params params.yaml] [--out limits.json]
+
+Run it on a fresh run (`make run` without .socsim-cache): stages answered from the call cache have no
+model time to compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from socsim import config
+from socsim.llm import LLMClient
+from socsim.llm.limits import biggest_gap, limit_row, measure_rates, stage_uses
+
+COLUMNS = [
+    ("study", "{}"),
+    ("stage", "{}"),
+    ("calls", "{}"),
+    ("prompt_tokens", "{}"),
+    ("prefix_reuse", "{:.0%}"),
+    ("completion_tokens", "{}"),
+    ("actual_s", "{:.1f}"),
+    ("limit_s", "{:.1f}"),
+    ("ratio", "{:.2f}"),
+    ("biggest_excess", "{}"),
+]
+
+
+def fmt(row: dict, key: str, spec: str) -> str:
+    v = row.get(key)
+    return "-" if v is None else spec.format(v)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--results", type=Path, default=Path("results"))
+    ap.add_argument("--params", type=Path, default=Path("params.yaml"))
+    ap.add_argument("--out", type=Path, default=None, help="write the rows and rates as JSON")
+    a = ap.parse_args()
+    params = config.load(a.params)
+    uses = stage_uses(a.results)
+    if not uses:
+        raise SystemExit(f"no LLM stage metrics under {a.results}/*/metrics/: run the workflow first")
+    rows, rates_out = [], {}
+    for model in sorted({u.model for u in uses}):
+        spec = params["models"].get(model)
+        if spec is None or spec["backend"] != "embedded":
+            print(f"{model}: not an embedded model of {a.params}; its raw rates are the server's (left out)")
+            continue
+        mine = [u for u in uses if u.model == model]
+        calls = sum(u.calls for u in mine)
+        mean_len = sum(u.evaluated for u in mine) // calls if calls else 256
+        client = LLMClient.from_params(params, model)
+        rates = measure_rates(client.backend, prompt_len=max(32, min(mean_len, spec["n_ctx"] - 64)))
+        rates_out[model] = vars(rates)
+        print(
+            f"{model}: raw prompt evaluation {rates.prompt_eval:.0f} tokens/s at {rates.prompt_len} tokens, "
+            f"decoding {rates.decode:.1f} tokens/s (best of 3, measured now)"
+        )
+        rows += [limit_row(u, rates) for u in mine]
+    print("\n" + " | ".join(k for k, _ in COLUMNS))
+    for r in rows:
+        print(" | ".join(fmt(r, k, s) for k, s in COLUMNS) + (f"  ({r['note']})" if r.get("note") else ""))
+    gap = biggest_gap(rows)
+    if gap is not None:
+        print(
+            f"\nbiggest gap: {gap['study']} {gap['stage']} ({gap['actual_s'] - gap['limit_s']:.1f} s over its "
+            f"limit of {gap['limit_s']:.1f} s; most of it in {gap.get('biggest_excess', 'untimed calls')})"
+        )
+    if a.out:
+        a.out.write_text(json.dumps({"rates": rates_out, "stages": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

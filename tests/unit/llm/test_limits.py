@@ -1,0 +1,66 @@
+"""The limit report's arithmetic and the accounting it reads, on metrics whose answer is known."""
+
+import json
+
+import pytest
+
+from socsim.llm.accounting import Accounting
+from socsim.llm.limits import Rates, biggest_gap, limit_row, stage_uses
+from socsim.llm.types import Completion
+
+
+def metrics(path, **models):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"calls": 0, "models": models}))
+
+
+def test_stage_uses_reads_every_stage_and_shard(tmp_path):
+    m = {"calls": 4, "cache_hits": 1, "prompt_tokens": 1000, "prompt_tokens_evaluated": 400, "completion_tokens": 50}
+    metrics(tmp_path / "facilitation/metrics/annotate/smollm2-135m.json", smollm2=dict(m, wall_s=10.0))
+    metrics(tmp_path / "debate/metrics/ingest.json")  # no model: not an LLM stage
+    (tmp_path / "debate/metrics/figures.json").write_text(json.dumps({"figures": 3}))
+    [u] = stage_uses(tmp_path)
+    assert (u.study, u.stage, u.model, u.calls, u.evaluated, u.wall_s) == (
+        "facilitation",
+        "annotate/smollm2-135m",
+        "smollm2",
+        4,
+        400,
+        10.0,
+    )
+
+
+def test_limit_row_known_answer(tmp_path):
+    # 400 evaluated prompt tokens at 200/s = 2 s; 50 completion tokens at 25/s = 2 s: limit 4 s of 10 s.
+    split = {"prompt_eval": 2.5, "generation": 1.0, "generation_grammar": 3.0, "other": 3.5}
+    m = {"calls": 4, "prompt_tokens": 1000, "prompt_tokens_evaluated": 400, "completion_tokens": 50, "wall_s": 10.0}
+    metrics(tmp_path / "s/metrics/judge.json", a=dict(m, time_s=split))
+    metrics(tmp_path / "s/metrics/converse.json", a=dict(m, prompt_tokens_evaluated=None, wall_s=30.0))
+    metrics(tmp_path / "s/metrics/classify.json", a=dict(m, calls=0, wall_s=1.0))
+    rows = {u.stage: limit_row(u, Rates(prompt_eval=200.0, decode=25.0, prompt_len=100)) for u in stage_uses(tmp_path)}
+    judge = rows["judge"]
+    assert judge["limit_s"] == pytest.approx(4.0) and judge["ratio"] == pytest.approx(0.4)
+    assert judge["prefix_reuse"] == pytest.approx(0.6)
+    # Excess: prompt 0.5 s, generation 2.0 s, everything else 3.5 s.
+    assert judge["biggest_excess"] == "everything else"
+    # Unknown evaluated tokens: the submitted ones count (1000 / 200 = 5 s + 2 s), and it says so.
+    assert rows["converse"]["limit_s"] == pytest.approx(7.0) and "unknown" in rows["converse"]["note"]
+    assert rows["classify"]["ratio"] is None and "cache" in rows["classify"]["note"]
+    assert biggest_gap(list(rows.values()))["stage"] == "converse"  # 23 s lost against 6 s
+
+
+def test_accounting_adds_up():
+    acc = Accounting()
+    acc.call_finished(Completion("a", 100, 10, prompt_tokens_evaluated=100, prompt_eval_s=1.0, generation_s=0.5))
+    acc.call_finished(
+        Completion("b", 100, 4, prompt_tokens_evaluated=20, prompt_eval_s=0.2, generation_s=0.4), grammar=True
+    )
+    acc.call_finished(Completion("c", 50, 2))  # a backend that says nothing
+    m = acc.as_metrics()
+    assert m["prompt_tokens"] == 250 and m["prompt_tokens_evaluated"] == 120
+    # Reuse over the calls that say: 200 submitted, 120 evaluated.
+    assert m["prompt_tokens_reused"] == 80 and m["prefix_reuse"] == 0.4 and m["evaluated_known_calls"] == 2
+    assert m["completion_tokens_grammar"] == 4
+    t = m["time_s"]
+    assert (t["prompt_eval"], t["generation"], t["generation_grammar"], t["timed_calls"]) == (1.2, 0.5, 0.4, 2)
+    assert t["other"] == pytest.approx(m["wall_s"] - 2.1, abs=0.002)
