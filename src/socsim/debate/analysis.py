@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from socsim.debate import stats
+from socsim.debate.metrics import PAPER_ENCODER
 from socsim.io import vs_paper
 from socsim.io.report import Finding, Report, Table
 from socsim.stats import degeneracy as dg
@@ -59,19 +60,22 @@ TITLE = "DEBATE (paper 003): our run beside the paper's Tables 3, 4, 9, 10 and F
 
 PAPER_DATA = "DEBATE (real)"
 PAPER_MODEL = "gpt-4o-mini"  # Sect. 6, the ablations (Tables 4, 10) and both annotators
-PAPER_ENCODER = "jinaai/jina-embeddings-v3"
 PAPER_GROUPS = 31  # Sect. 6: paired t-tests with df = 30
 DATA_SOURCES = {"fixture": "fixture (synthetic)", "hub": PAPER_DATA, "local": PAPER_DATA}
 
 MIN_SESSIONS = 3  # debates a per-debate test needs before it gives a verdict
 MIN_GROUPS = 3  # groups a paired t over groups (Fig. 2) needs
+MIN_BOOT_GROUPS = 10  # groups a cluster bootstrap over groups (Fig. 3 correlations) needs
 NO_EFFECT_D = 0.5  # the d_z a "no change" claim must have had the power (0.8) to find
 
 # What each quantity is made of besides the data: "agent" (the twins' texts or opinions),
-# "annotator" (stance or on-topic labels), "encoder" (sentence embeddings).
+# "annotator" (stance or on-topic labels), "on_topic" (the on-topic prompt: every utterance metric, whose
+# utterances its labels select), "encoder" (sentence embeddings).
 METRIC_USES: dict[str, frozenset[str]] = {
-    m: frozenset({"agent", "annotator", "encoder"} if m == "s_sem" else {"agent", "annotator"}) for m in METRICS
+    m: frozenset({"agent", "annotator", "on_topic", "encoder"} if m == "s_sem" else {"agent", "annotator", "on_topic"})
+    for m in METRICS
 }
+PAPER_ON_TOPIC_PROMPT = "paper"  # debate.annotator.on_topic_prompt: the paper's Tables 7-8
 STEP = {"tweet": "round 3 vs round 1", "opinion": "final vs initial"}
 
 
@@ -158,6 +162,7 @@ class RunDesign:
     encoder: str | None = None
     data: Mapping[str, Any] = field(default_factory=dict)  # the data identity ingest recorded
     human_on_topic: str = "annotate"  # annotate (the paper) | dataset
+    on_topic_prompt: str = PAPER_ON_TOPIC_PROMPT  # debate.annotator.on_topic_prompt (paper | short | unknown)
 
     @classmethod
     def from_provenance(
@@ -166,13 +171,14 @@ class RunDesign:
         """From the provenance of `sessions` (ingest: its `data`), of the human annotations (the
         annotator among its params) and the compare stage's encoder.json."""
         data = dict(sessions.get("data") or {})
-        annotator = ((annotations.get("params") or {}).get("debate.annotator") or {}).get("model")
+        ap = (annotations.get("params") or {}).get("debate.annotator") or {}
         return cls(
             DATA_SOURCES.get(str(data.get("source")), "unknown"),
-            annotator,
+            ap.get("model"),
             encoder.get("model"),
             data,
             str(encoder.get("human_on_topic") or "annotate"),
+            str(ap.get("on_topic_prompt") or "unknown"),
         )
 
     def differences(self, uses: Iterable[str], model: str | None = None, paper_model: str = PAPER_MODEL) -> list[str]:
@@ -184,6 +190,8 @@ class RunDesign:
             ours["agent model"], paper["agent model"] = model or "unknown", paper_model
         if "annotator" in uses:
             ours["annotator"], paper["annotator"] = self.annotator or "unknown", PAPER_MODEL
+        if "on_topic" in uses:
+            ours["on-topic prompt"], paper["on-topic prompt"] = self.on_topic_prompt, PAPER_ON_TOPIC_PROMPT
         if "encoder" in uses:
             ours["encoder"], paper["encoder"] = self.encoder or "unknown", PAPER_ENCODER
         return vs_paper.differences(ours, paper)
@@ -275,7 +283,8 @@ class Sect6:
 def _sect6(tables: Mapping[str, Any], model: str) -> Sect6:
     sessions = tables["sessions"].set_index("session_id")
     sim, ann, hann = tables["simulated"], tables["annotations"], tables["human_annotations"]
-    depth = set(sessions.index[sessions.topic_set == "depth"])
+    post = sessions["post_opinion"] if "post_opinion" in sessions else True  # Sect. 6 needs all 4 Post Opinions
+    depth = set(sessions.index[(sessions.topic_set == "depth") & post])
     m3 = sim[(sim.model == model) & (sim["mode"] == 3) & (sim.ablation == "original")]
     ran = set(m3.session_id) & depth
     a3 = ann[(ann.model == model) & (ann["mode"] == 3) & (ann.ablation == "original") & (ann.kind == "tweet")]
@@ -436,6 +445,195 @@ def group_finding(row: Any, ref: Mapping[str, Any], flags: list[dg.Flag]) -> Fin
     )
 
 
+def _named(part: str, v: vd.Verdict) -> vd.Verdict:
+    """A part's verdict with its name in the reason (a degenerate input keeps its own message)."""
+    return v if v.degenerate or not v.reason else vd.Verdict(v.holds, f"{part}: {v.reason}")
+
+
+def _group_part(
+    tests: pd.DataFrame, quantity: str, test: str, direction: int, flags: Mapping[tuple[str, str], list[dg.Flag]]
+) -> tuple[vd.Verdict, int]:
+    """One Fig. 2 test as a part of a Sect. 6 claim: an effect in `direction` (paired t over groups, d_z as
+    the estimate), or with direction 0 "no change" (power to find d_z = NO_EFFECT_D)."""
+    row = tests[(tests["quantity"] == quantity) & (tests["test"] == test)]
+    if row.empty:
+        return vd.Verdict(None, f"{quantity}, {test}: not computed"), 0
+    r = row.iloc[0]
+    n = int(r.n_groups)
+    p = None if pd.isna(r.p) else float(r.p)
+    dz = None if pd.isna(r.d_z) else float(r.d_z)
+    fl = list(flags.get((quantity, test), []))
+    if direction:
+        v = vd.effect(p, dz, n, MIN_GROUPS, "groups", direction, fl)
+    else:
+        v = vd.no_difference(p, vd.power_t(NO_EFFECT_D, n) if n >= 2 else None, n, MIN_GROUPS, "groups", fl)
+    return _named(f"{quantity}, {test}", undefined_why(v, r.note if isinstance(r.note, str) else None, n, "groups")), n
+
+
+SECT6_GROUP_CLAIMS = {
+    "convergence": (
+        "Sect. 6: the twins' groups converge more than the humans' (the group SD of tweet stance and of "
+        "opinion falls, and falls more than the humans')",
+        [
+            ("tweet SD", "llm change", -1),
+            ("opinion SD", "llm change", -1),
+            ("tweet SD", "llm change vs human change", -1),
+            ("opinion SD", "llm change vs human change", -1),
+        ],
+    ),
+    "drift": (
+        "Sect. 6: the twins' public tweet stance drifts upwards (group mean, round 3 vs 1), more than the humans'",
+        [("tweet mean", "llm change", +1), ("tweet mean", "llm change vs human change", +1)],
+    ),
+}
+# Fig. 3: the twins' correlation is stronger than the humans' in the predictor's direction
+SECT6_CORRELATIONS = [
+    ("tweet", "own initial", -1),
+    ("tweet", "partner minus own", +1),
+    ("opinion", "own initial", -1),
+    ("opinion", "partner minus own", +1),
+]
+
+
+def group_claims(tests: pd.DataFrame, flags: Mapping[tuple[str, str], list[dg.Flag]]) -> list[Finding]:
+    """Sect. 6's group-level claims (convergence, drift), each the all_of of its Fig. 2 tests (paired t
+    over groups, in the paper's direction). `tests`: group_level's second frame; `flags`: (quantity,
+    test) -> the flags of that test's inputs."""
+    out = []
+    for claim, parts in SECT6_GROUP_CLAIMS.values():
+        verdicts, ns = zip(*(_group_part(tests, q, t, d, flags) for q, t, d in parts))
+        out.append(
+            Finding(
+                claim=claim,
+                statistic="every part's d_z (group_tests)",
+                value=None,
+                test="paired t over groups, two-sided, per part ("
+                + "; ".join(f"{q} {t} {'> 0' if d > 0 else '< 0'}" for q, t, d in parts)
+                + "); every part must hold",
+                unit="groups",
+                n=min(ns),
+                verdict=vd.all_of(verdicts),
+            )
+        )
+    return out
+
+
+def public_private_claim(
+    per_group: pd.DataFrame,
+    tests: pd.DataFrame,
+    dissociation_flags: list[dg.Flag],
+    flags: Mapping[tuple[str, str], list[dg.Flag]],
+) -> Finding:
+    """Sect. 6: the twins' public tweet stance rises while their private opinion does not change. Parts:
+    the per-group change of the mean tweet stance minus the change of the mean opinion > 0 (one-sample t
+    over groups), and no change in the opinion mean (power to find d_z = NO_EFFECT_D)."""
+    mean, p, n, why = stats.dissociation(per_group, "llm")
+    direct = _named(
+        "tweet-mean change minus opinion-mean change",
+        undefined_why(vd.effect(p, mean, n, MIN_GROUPS, "groups", +1, dissociation_flags), why, n, "groups"),
+    )
+    unchanged, n2 = _group_part(tests, "opinion mean", "llm change", 0, flags)
+    return Finding(
+        claim="Sect. 6: the twins' public tweet stance rises more than their private opinion, which does not change",
+        statistic="mean over groups of the twins' change in mean tweet stance minus change in mean opinion",
+        value=mean,
+        test="one-sample t over groups of that difference, two-sided; and the opinion-mean change: paired t "
+        f"over groups with power to find d_z = {NO_EFFECT_D:g}; both must hold",
+        unit="groups",
+        n=min(n, n2),
+        verdict=vd.all_of([direct, unchanged]),
+    )
+
+
+def correlation_claim(members: pd.DataFrame, flags: Mapping[str, list[dg.Flag]]) -> tuple[Finding, pd.DataFrame]:
+    """Sect. 6 / Fig. 3: the twins' correlations are stronger than the humans' (more negative with the
+    own initial value, more positive with the partner's difference), for tweets and opinions. Each part:
+    r_llm - r_human with a cluster bootstrap over groups (stats.correlation_difference), at least
+    MIN_BOOT_GROUPS groups. `flags`: outcome -> the flags of its variables. Also returns the parts."""
+    rows, verdicts = [], []
+    for outcome, predictor, direction in SECT6_CORRELATIONS:
+        r = stats.correlation_difference(members, outcome, predictor)
+        v = vd.effect(r["p"], r["diff"], r["n_groups"], MIN_BOOT_GROUPS, "groups", direction, flags.get(outcome, []))
+        v = undefined_why(v, r["note"], r["n_groups"], "groups")
+        verdicts.append(_named(f"{outcome} ~ {predictor}", v))
+        rows.append({**r, "direction": direction, "verdict": verdicts[-1].label})
+    parts = pd.DataFrame(rows)
+    return (
+        Finding(
+            claim="Sect. 6 / Fig. 3: the twins' correlations are stronger than the humans' (regression to the mean "
+            "and partner influence, tweets and opinions)",
+            statistic="every part's r_llm - r_human (table fig3_llm_vs_human)",
+            value=None,
+            test=f"cluster bootstrap over groups ({stats.BOOTSTRAP_REPEATS} resamples) of r_llm - r_human, two-sided, "
+            "per part (own initial: < 0; partner minus own: > 0); every part must hold",
+            unit="groups",
+            n=int(parts.n_groups.min()) if len(parts) else 0,
+            verdict=vd.all_of(verdicts),
+        ),
+        parts,
+    )
+
+
+def ablation_claim(
+    by_session: pd.DataFrame,
+    model: str,
+    topic_set: str,
+    ran: set[tuple[int, str]],
+    flags: Mapping[tuple[int, str, str], list[dg.Flag]],
+) -> Finding:
+    """Sect. 5 (Tables 4, 10): in Modes 2 and 3, removing the private profile lowers semantic similarity
+    and raises the stance difference. Parts, per mode of 2 and 3 that ran with both `original` and
+    `no_private_profile`: the per-debate difference (no_private_profile - original) of s_sem < 0 and of
+    d_stance > 0, one-sample t over debates (paired); every part must hold. `ran`: (mode, ablation)
+    pairs of `model` and `topic_set`; `flags`: (mode, ablation, metric) -> flags."""
+    claim = (
+        "Sect. 5: in Modes 2 and 3 removing the private profile lowers S_sem and raises Delta_stance "
+        f"({topic_set}, {model})"
+    )
+    test = (
+        "one-sample t over debates of the per-debate difference (no_private_profile - original), two-sided, "
+        "per mode and metric; every part must hold"
+    )
+    modes = [m for m in (2, 3) if (m, "original") in ran and (m, "no_private_profile") in ran]
+    if not modes:
+        return Finding(
+            claim,
+            "per-debate differences",
+            None,
+            test,
+            "debates",
+            0,
+            vd.Verdict(None, "not run: needs ablations original and no_private_profile in mode 2 or 3"),
+        )
+    s = by_session[(by_session.model == model) & (by_session.topic_set == topic_set)]
+    verdicts, ns = [], []
+    for mode in modes:
+        sm = s[s["mode"] == mode].pivot_table(
+            index="session_id", columns="ablation", values=["s_sem", "d_stance"], dropna=False
+        )
+        for metric, direction in (("s_sem", -1), ("d_stance", +1)):
+            cols = [(metric, a) for a in ("no_private_profile", "original")]
+            d = (
+                (sm[cols[0]] - sm[cols[1]]).to_numpy(dtype=float)
+                if all(c in sm.columns for c in cols)
+                else np.array([])
+            )
+            mean, p, n, why = stats.one_sample_t(d)
+            fl = _union(flags.get((mode, a, metric), []) for a in ("original", "no_private_profile"))
+            v = undefined_why(vd.effect(p, mean, n, MIN_SESSIONS, "debates", direction, fl), why, n, "debates")
+            verdicts.append(_named(f"mode {mode} {metric}", v))
+            ns.append(n)
+    return Finding(
+        claim,
+        "per-debate differences (no_private_profile - original)",
+        None,
+        test,
+        "debates",
+        min(ns),
+        vd.all_of(verdicts),
+    )
+
+
 # ---------------------------------------------------------------------------------------------------
 # The report
 
@@ -572,7 +770,7 @@ def analyse(
                             flags=flags.metric(metric, setting),
                             design=run.differences(METRIC_USES[metric], r.model, who),
                             note=f"paper: {who}; {r.n_used} utterances compared, {r.n_excluded} "
-                            "without an on-topic human comparator",
+                            "without an on-topic human comparator" + _encoder_note(run, metric),
                         )
                     )
         orig = m[m.ablation == "original"]
@@ -595,7 +793,7 @@ def analyse(
                         verdict=order.verdict,
                         flags=s_flags,
                         design=run.differences(METRIC_USES["s_sem"], model),
-                        note=f"finding tested per debate: {order.test}",
+                        note=f"finding tested per debate: {order.test}" + _encoder_note(run, "s_sem"),
                     )
                 )
             l_flags = _union(flags.metric("d_signed_len", s) for s in settings)
@@ -613,15 +811,18 @@ def analyse(
                     note=f"finding tested per debate: {longer.test}",
                 )
             )
+        _ablation_report(b, m, by_session, flags, models[0], ts, paper)
 
+    _human_on_topic_report(b, tables, paper)
     _sect6_report(b, tables, dp, paper, flags, models[0])
-    _appendix_h(b, metrics, flags)
+    _appendix_h(b, metrics, flags, paper)
     rep.design = _union(r.design or [] for r in rep.vs_paper) or run.differences({"agent", "annotator", "encoder"})
     rep.summary.update(
         settings=int(len(metrics)),
         data_source=run.data_source,
         data=dict(run.data),
         annotator=run.annotator,
+        on_topic_prompt=run.on_topic_prompt,
         encoder=run.encoder,
     )
     rep.tables["flags"] = Table(
@@ -671,9 +872,11 @@ def _sect6_report(
     g_paper = int(gl["df"]) + 1 if gl.get("df") is not None else PAPER_GROUPS
     key = {"llm change": "llm_change", "human change": "human_change", "llm change vs human change": "llm_vs_human"}
     cells, es_rows = [], []
+    part_flags: dict[tuple[str, str], list[dg.Flag]] = {}
     for r in group_tests.itertuples(index=False):
         vars_ = test_vars(r.quantity, r.test)
         fl = b.flagged(_union(flags.variable(s, v) for s, v in vars_), f"group_tests.{r.quantity}.{r.test}")
+        part_flags[(r.quantity, r.test)] = fl
         cells.append(_messages(fl))
         design = run.differences(_union(variable_uses(s, v) for s, v in vars_), model)
         ref = (gl.get(r.quantity.replace(" ", "_").lower()) or {}).get(key[r.test]) or {}
@@ -759,13 +962,22 @@ def _sect6_report(
         sect6,
     )
     rep.summary.update(groups_sect6=int(mem.session_id.nunique()), members_sect6=int(len(mem) // 2))
+    _sect6_claims(b, mem, per_group, group_tests, part_flags, flags, model, paper)
 
 
-def _appendix_h(b: _Builder, metrics: pd.DataFrame, flags: InputFlags) -> None:
-    """Appendix H on the models that ran (Friedman + Wilcoxon across settings)."""
+def _encoder_note(run: RunDesign, metric: str) -> str:
+    return f"; encoder: {run.encoder or 'unknown'}" if "encoder" in METRIC_USES.get(metric, ()) else ""
+
+
+def _appendix_h(b: _Builder, metrics: pd.DataFrame, flags: InputFlags, paper: Mapping[str, Any]) -> None:
+    """Appendix H on the models that ran (Friedman + Wilcoxon across settings), and its vs_paper rows."""
+    run = b.run
     orig = metrics[metrics.ablation == "original"].assign(
         setting=lambda d: d.topic_set + "-mode" + d["mode"].astype(str)
     )
+    ph = paper.get("appendix_h") or {}
+    models = sorted(orig.model.unique())
+    paper_models = list((paper.get("models") or {}).keys())
     app_h: dict[str, Any] = {}
     for metric, alt in (("s_sem", "greater"), ("rouge_l", "greater"), ("d_stance", "less")):
         values = orig.pivot_table(index="model", columns="setting", values=metric)
@@ -785,4 +997,302 @@ def _appendix_h(b: _Builder, metrics: pd.DataFrame, flags: InputFlags) -> None:
         )
         if fl:
             app_h[metric]["flags"] = [f.message for f in fl]
+        ours, ref = app_h[metric], ph.get(metric) or {}
+        if not ref:
+            continue
+        design = run.differences(METRIC_USES[metric], ", ".join(models), ", ".join(sorted(paper_models)))
+        why = ours.get("note") or ""
+        base = f"ours: {ours.get('n_models', len(models))} model(s) x {ours.get('n_settings', 0)} setting(s)"
+        base += ", the paper: 6 x 6"
+        base += f"; {why}" if why else ""
+        base += _encoder_note(run, metric)
+        op = "< " if ref.get("p_op") == "<" else ""
+        for what, key in (("Friedman chi2", "chi2"), ("Friedman p", "p")):
+            b.row(
+                vs_paper.Row(
+                    f"Appendix H {metric}: {what}",
+                    ours.get(key),
+                    ref.get(key),
+                    flags=fl,
+                    design=design,
+                    note=base + (f"; paper: p {op}{ref.get('p')}" if key == "p" and op else ""),
+                )
+            )
+        same_best = ours.get("best") == ref.get("best")
+        for other, p_ref in (ref.get("wilcoxon") or {}).items():
+            mine = (ours.get("wilcoxon") or {}).get(other) if same_best else None
+            note = base if same_best else f"{base}; our best model is {ours.get('best')}, the paper's {ref.get('best')}"
+            b.row(
+                vs_paper.Row(
+                    f"Appendix H {metric}: one-sided Wilcoxon p, {ref.get('best')} vs {other}",
+                    mine,
+                    p_ref,
+                    flags=fl,
+                    design=design,
+                    note=note,
+                )
+            )
     b.rep.documents["appendix_h.json"] = app_h
+
+
+# ---------------------------------------------------------------------------------------------------
+# Human on-topic labels: the annotator's and the data set's
+
+
+ON_TOPIC_KEYS = ["session_id", "round", "dyad", "k"]
+
+
+def on_topic_validity(tables: Mapping[str, Any]) -> pd.DataFrame:
+    """Per topic set of the run (and "all"): the human utterances' on-topic rate by the annotator
+    (unparsed = off-topic, as in the metrics) and by the data set's `validity` labels (no label = not
+    VALID), and the annotator's agreement with `validity` over the utterances with both labels (n,
+    agreement rate, Cohen's kappa, the 2x2 counts). Without `human_utterances` among `tables` the
+    validity columns are empty."""
+    ha = tables["human_annotations"]
+    ha = ha[ha.kind == "utterance"]
+    topic = tables["sessions"].set_index("session_id").topic_set
+    hu = tables.get("human_utterances")
+    has_validity = hu is not None and "validity" in hu.columns
+    if hu is not None and has_validity:
+        ha = ha.merge(hu[ON_TOPIC_KEYS + ["validity"]], on=ON_TOPIC_KEYS, how="left")
+    else:
+        ha = ha.assign(validity=None)
+    ha = ha.assign(topic_set=ha.session_id.map(topic))
+    annot = [None if pd.isna(v) else bool(v) for v in ha.on_topic]
+    valid = [None if not isinstance(v, str) else v == "VALID" for v in ha.validity]
+    ha = ha.assign(_a=annot, _v=valid)
+    rows = []
+    sets = [ts for ts in TABLES if ts in set(ha.topic_set)]
+    for ts in [*sets, "all"]:
+        g = ha if ts == "all" else ha[ha.topic_set == ts]
+        agr = stats.agreement(g._a, g._v)
+        rows.append(
+            {
+                "topic_set": ts,
+                "n_utterances": len(g),
+                "annotator_rate": float(np.mean([a is True for a in g._a])) if len(g) else None,
+                "n_unparsed": int(sum(a is None for a in g._a)),
+                "validity_rate": float(np.mean([v is True for v in g._v])) if len(g) and has_validity else None,
+                "n_no_validity": int(sum(v is None for v in g._v)),
+                "n": agr["n"],
+                "agreement": agr["agreement"],
+                "kappa": agr["kappa"],
+                "both_valid": agr["both_1"],
+                "annotator_only": agr["a_only"],
+                "validity_only": agr["b_only"],
+                "both_invalid": agr["both_0"],
+                "note": agr["note"] if has_validity else "no validity labels (human_utterances not given)",
+            }
+        )
+    return pd.DataFrame(rows).astype(
+        {"annotator_rate": "float64", "validity_rate": "float64", "agreement": "float64", "kappa": "float64"}
+    )
+
+
+def _human_on_topic_report(b: _Builder, tables: Mapping[str, Any], paper: Mapping[str, Any]) -> None:
+    """The table `human_on_topic` and the vs_paper rows of the humans' on-topic rates: the annotator's
+    (the paper's 58 % / 66 %, Sect. 4.3) and the data set's labels (Table 1), with the annotator's
+    agreement with those labels in the notes."""
+    run = b.run
+    df = on_topic_validity(tables)
+    ha = tables["human_annotations"]
+    ha = ha[ha.kind == "utterance"]
+    topic = tables["sessions"].set_index("session_id").topic_set
+    fl_by_ts = {
+        ts: dg.collect(
+            dg.one_value(
+                ha[ha.session_id.map(topic) == ts].on_topic.dropna().astype(int),
+                "on-topic annotator (human utterances)",
+            )
+        )
+        for ts in df.topic_set
+        if ts != "all"
+    }
+    b.table(
+        "human_on_topic",
+        df,
+        "Human utterances: on-topic rate by the annotator and by the data set's validity labels, and their "
+        "agreement (Cohen's kappa)",
+        [
+            f"annotator prompt: {run.on_topic_prompt}; the annotator's labels decide which utterances every "
+            "metric compares",
+            "validity: the data set's own label, VALID for a merged utterance if any merged message is",
+        ],
+        _union(fl_by_ts.values()),
+    )
+    ref = paper.get("human_on_topic") or {}
+    for r in df[df.topic_set != "all"].itertuples(index=False):
+        fl = b.flagged(fl_by_ts.get(r.topic_set, []), f"human_on_topic[{r.topic_set}]")
+        agree = (
+            f"annotator vs validity: agreement {r.agreement:.3f}, Cohen's kappa "
+            + ("n/a" if pd.isna(r.kappa) else f"{r.kappa:.3f}")
+            + f", n = {r.n}"
+            if r.n
+            else "annotator vs validity: no utterance with both labels"
+        )
+        b.row(
+            vs_paper.Row(
+                f"Sect. 4.3 human on-topic rate (annotator), {r.topic_set}",
+                r.annotator_rate,
+                (ref.get("annotator") or {}).get(r.topic_set),
+                flags=fl,
+                design=run.differences({"annotator", "on_topic"}),
+                note=f"{r.n_utterances} merged utterances, {r.n_unparsed} unparsed (off-topic); prompt "
+                f"{run.on_topic_prompt}; {agree}",
+            )
+        )
+        d = (ref.get("dataset") or {}).get(r.topic_set) or {}
+        b.row(
+            vs_paper.Row(
+                f"Table 1 human on-topic rate (data set's validity labels), {r.topic_set}",
+                None if pd.isna(r.validity_rate) else r.validity_rate,
+                d["on_topic"] / d["messages"] if d.get("messages") else None,
+                design=run.differences(()),
+                note=f"ours: {r.n_utterances} merged utterances of the run's groups ({r.n_no_validity} without a "
+                "label); the paper: raw messages of all groups; " + agree,
+            )
+        )
+
+
+def _ablation_report(
+    b: _Builder,
+    m: pd.DataFrame,
+    by_session: pd.DataFrame,
+    flags: InputFlags,
+    model: str,
+    ts: str,
+    paper: Mapping[str, Any],
+) -> None:
+    """The Sect. 5 ablation claim for one topic set (the first model), as a finding and a vs_paper row."""
+    mine = m[m.model == model]
+    ran = {(int(r.mode), str(r.ablation)) for r in mine.itertuples(index=False)}
+    fl = {
+        (mode, abl, metric): flags.metric(metric, (model, mode, abl, ts))
+        for mode, abl in ran
+        for metric in ("s_sem", "d_stance")
+    }
+    finding = ablation_claim(by_session, model, ts, ran, fl)
+    b.rep.findings.append(finding)
+    table = TABLES[ts][1]
+    ref = paper.get(table) or {}
+    deltas = [
+        f"mode {mode} {metric} {_delta(ref[f'mode{mode}'], metric):+.2f}"
+        for mode in (2, 3)
+        for metric in ("s_sem", "d_stance")
+        if f"mode{mode}" in ref
+    ]
+    b.row(
+        vs_paper.Row(
+            f"{table.capitalize()} {ts}, {model}: removing the private profile (modes 2, 3)",
+            None,
+            None,
+            finding=finding.claim,
+            verdict=finding.verdict,
+            flags=_union(fl.values()),
+            design=run_design_union(b.run, [METRIC_USES["s_sem"], METRIC_USES["d_stance"]], model),
+            note=f"finding tested per debate: {finding.test}"
+            + (f"; the paper's deltas: {', '.join(deltas)}" if deltas else "")
+            + _encoder_note(b.run, "s_sem"),
+        )
+    )
+
+
+def _delta(ref: Mapping[str, Any], metric: str) -> float:
+    """The paper's no_private_profile minus original of one metric (Tables 4, 10)."""
+    return float(ref["no_private_profile"][metric]) - float(ref["original"][metric])
+
+
+def run_design_union(run: RunDesign, uses: Iterable[Iterable[str]], model: str | None = None) -> list[str]:
+    return run.differences(_union(uses), model)
+
+
+def _sect6_claims(
+    b: _Builder,
+    mem: pd.DataFrame,
+    per_group: pd.DataFrame,
+    group_tests: pd.DataFrame,
+    part_flags: Mapping[tuple[str, str], list[dg.Flag]],
+    flags: InputFlags,
+    model: str,
+    paper: Mapping[str, Any],
+) -> None:
+    """Sect. 6's claims (convergence, drift, public vs private, stronger correlations) as findings and
+    vs_paper rows, each naming its test and unit."""
+    run = b.run
+    every = [(s, v) for s in ("llm", "human") for v in stats.QUANTITIES]
+    design = run.differences(_union(variable_uses(s, v) for s, v in every), model)
+    gl = paper.get("group_level") or {}
+    g_paper = int(gl["df"]) + 1 if gl.get("df") is not None else PAPER_GROUPS
+    key = {"llm change": "llm_change", "human change": "human_change", "llm change vs human change": "llm_vs_human"}
+
+    def part_note(parts: list[tuple[str, str, int]]) -> str:
+        out = []
+        for q, t, _ in parts:
+            row = group_tests[(group_tests["quantity"] == q) & (group_tests["test"] == t)]
+            ours = row.d_z.iloc[0] if len(row) else None
+            ref = (gl.get(q.replace(" ", "_").lower()) or {}).get(key[t]) or {}
+            theirs = None if ref.get("t") is None else float(ref["t"]) / math.sqrt(g_paper)
+            shown = "n/a" if ours is None or pd.isna(ours) else f"{ours:.2f}"
+            out.append(f"{q} {t}: d_z {shown}" + ("" if theirs is None else f" (paper {theirs:.2f})"))
+        return "; ".join(out)
+
+    findings = group_claims(group_tests, part_flags)
+    for f, (_, parts) in zip(findings, SECT6_GROUP_CLAIMS.values()):
+        b.rep.findings.append(f)
+        fl = _union(part_flags.get((q, t), []) for q, t, _ in parts)
+        b.row(
+            vs_paper.Row(
+                f.claim, None, None, finding=f.claim, verdict=f.verdict, flags=fl, design=design, note=part_note(parts)
+            )
+        )
+
+    llm_vars = _union(flags.variable("llm", v) for v in stats.QUANTITIES)
+    pp = public_private_claim(per_group, group_tests, llm_vars, part_flags)
+    b.rep.findings.append(pp)
+    b.row(
+        vs_paper.Row(
+            pp.claim,
+            pp.value,
+            None,
+            finding=pp.claim,
+            verdict=pp.verdict,
+            flags=llm_vars,
+            design=design,
+            note=f"{pp.n} groups; " + part_note([("tweet mean", "llm change", 1), ("opinion mean", "llm change", 0)]),
+        )
+    )
+
+    out_flags = {
+        o: _union(flags.variable(s, v) for s in ("llm", "human") for v in stats.OUTCOMES[o]) for o in stats.OUTCOMES
+    }
+    corr, parts = correlation_claim(mem, out_flags)
+    b.rep.findings.append(corr)
+    il = paper.get("individual_level") or {}
+    paper_diff = {
+        (o, pr): (il[o][pr.replace(" ", "_")]["llm"]["r"] - il[o][pr.replace(" ", "_")]["human"]["r"])
+        for o, pr, _ in SECT6_CORRELATIONS
+        if ((il.get(o) or {}).get(pr.replace(" ", "_")) or {}).get("llm")
+    }
+    parts = parts.assign(paper_diff=[paper_diff.get((r.outcome, r.predictor)) for r in parts.itertuples(index=False)])
+    b.table(
+        "fig3_llm_vs_human",
+        parts.astype(
+            {"r_llm": "float64", "r_human": "float64", "diff": "float64", "p": "float64", "paper_diff": "float64"}
+        ),
+        "Fig. 3: the twins' correlation minus the humans' (cluster bootstrap over groups)",
+        [f"claimed direction: own initial < 0, partner minus own > 0; at least {MIN_BOOT_GROUPS} groups"],
+        _union(out_flags.values()),
+    )
+    for r in parts.itertuples(index=False):
+        b.row(
+            vs_paper.Row(
+                f"Fig. 3 {r.outcome} change ~ {r.predictor}: r_llm - r_human",
+                r.diff,
+                paper_diff.get((r.outcome, r.predictor)),
+                finding=corr.claim,
+                verdict=corr.verdict,
+                flags=out_flags[r.outcome],
+                design=design,
+                note=f"{r.n_groups} groups; this part: {r.verdict}",
+            )
+        )

@@ -2,9 +2,12 @@
 
 - Stance S(x): the statement and the text, one of the six labels (Certainly disagree .. Certainly
   agree) mapped to -2.5..+2.5; no history; every utterance and tweet, human and simulated.
-- On-topic I(u): the statement, our own few-shot examples on another statement (swapped when a run's
-  statement is the example one), the dyad's history of the round (both tweets and the utterances
-  before it), the latest message; VALID / INVALID; every utterance, human and simulated.
+- On-topic I(u): VALID / INVALID of every utterance, human and simulated, given the statement, the
+  dyad's history of the round (both tweets and the utterances before it) and the latest message.
+  Two prompts (`debate.annotator.on_topic_prompt`): `paper` (default) = the paper's Table 7 template
+  (system message) with its Table 8 examples on "regular fasting" for every statement, as the paper
+  did; `short` = our paraphrase with four examples of our own on another statement (swapped when a
+  run's statement is the example one).
 Temperature 0 by default; raw answers and parse flags are kept (an unparsed answer is null).
 """
 
@@ -17,6 +20,8 @@ from socsim.sim import judge as sim_judge
 from socsim.sim import runner
 
 VALIDITY = Choice(("VALID", "INVALID"))
+ON_TOPIC_PROMPTS = ("paper", "short")
+DEFAULT_ON_TOPIC_PROMPT = "paper"
 
 
 def stance_choice(prompts: dict[str, Any]) -> Choice:
@@ -27,6 +32,23 @@ def examples(prompts: dict[str, Any], statement: str) -> tuple[str, str]:
     ex = prompts["on_topic_examples"]
     topic = ex["topic"] if ex["topic"].strip().lower() != statement.strip().lower() else ex["topic_alt"]
     return topic, "\n".join(f'- "{i["message"]}" -> {i["label"]}' for i in ex["items"])
+
+
+def on_topic_messages(
+    prompts: dict[str, Any], variant: str, statement: str, history: list[str], message: str
+) -> tuple[str, str]:
+    """(system, user) of one on-topic judgment: `variant` "paper" (Tables 7-8) or "short" (ours)."""
+    if variant == "paper":
+        p = prompts["on_topic_paper"]
+        system = p["system"].format(topic=statement, other_topic=p["other_topic"], **p["examples"])
+        return system, p["user"].format(history="\n".join(history), message=message)
+    if variant == "short":
+        ex_topic, ex = examples(prompts, statement)
+        user = prompts["on_topic"].format(
+            topic=statement, example_topic=ex_topic, examples=ex, history="\n".join(history), message=message
+        )
+        return "You annotate conversations.", user
+    raise ValueError(f"unknown on-topic prompt {variant!r}; use one of {', '.join(ON_TOPIC_PROMPTS)}")
 
 
 def dyad_turns(items: list[dict[str, Any]]) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
@@ -60,6 +82,8 @@ async def annotate(
     dyads = history if history is not None else dyad_turns(items)
     labels = stance_choice(prompts)
     opts = ", ".join(f'"{x}"' for x in prompts["labels"])
+    variant = ap.get("on_topic_prompt", DEFAULT_ON_TOPIC_PROMPT)
+    on_topic_messages(prompts, variant, "", [], "")  # an unknown variant stops before any call
 
     async def one(it: dict[str, Any]) -> list[dict[str, Any]]:
         statement = statements[it["session_id"]]
@@ -102,16 +126,12 @@ async def annotate(
             a, b = it["dyad"].split("|")
             history = [f"{names[w]}'s tweet: {tweets[(it['session_id'], it['round'], w)]}" for w in (a, b)]
             history += [f"{names[t['speaker']]}: {t['text']}" for t in before]
-            ex_topic, ex = examples(prompts, statement)
+            system, user = on_topic_messages(
+                prompts, variant, statement, history, f"{names[it['speaker']]}: {it['text']}"
+            )
             req = sim_judge.request(
-                "You annotate conversations.",
-                prompts["on_topic"].format(
-                    topic=statement,
-                    example_topic=ex_topic,
-                    examples=ex,
-                    history="\n".join(history),
-                    message=f"{names[it['speaker']]}: {it['text']}",
-                ),
+                system,
+                user,
                 VALIDITY,
                 sampling,
                 seed,

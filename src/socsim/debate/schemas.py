@@ -12,9 +12,36 @@ SESSIONS = pa.schema(
         pa.field("reverse", pa.bool_(), nullable=False),  # truth-framed Depth topic: reverse-coded in Sect. 6
         pa.field("source", pa.string(), nullable=False),  # golden | raw | submit_data
         pa.field("file", pa.string(), nullable=False),
-        pa.field("complete", pa.bool_(), nullable=False),
+        pa.field("complete", pa.bool_(), nullable=False),  # what Tables 3/4/9/10 need (simulated when selected)
         pa.field("drop_reason", pa.string()),
+        pa.field("post_opinion", pa.bool_(), nullable=False),  # all 4 gave a Post Opinion: Sect. 6 needs it
         pa.field("n_participants", pa.int64(), nullable=False),
+        pa.field("n_messages", pa.int64(), nullable=False),  # raw message rows (message_received only as fallback)
+        pa.field("n_messages_valid", pa.int64(), nullable=False),  # of those, validity VALID
+        pa.field("shadowed_sources", pa.list_(pa.string()), nullable=False),  # later sources' unused copies
+    ]
+)
+
+DATA_COUNTS = pa.schema(
+    [  # Table 1's counts of the data read, per topic set x source ("all": pooled), the paper's beside
+        pa.field("data", pa.string(), nullable=False),  # fixture | local <path> | hub <repo>@<commit>
+        pa.field("topic_set", pa.string(), nullable=False),  # depth | breadth | all
+        pa.field("source", pa.string(), nullable=False),  # golden | raw | submit_data | all
+        pa.field("topics", pa.int64(), nullable=False),
+        pa.field("sessions", pa.int64(), nullable=False),  # groups, incomplete ones included
+        pa.field("complete", pa.int64(), nullable=False),
+        pa.field("post_opinion", pa.int64(), nullable=False),  # complete, with Post Opinion for all 4
+        pa.field("dropped", pa.int64(), nullable=False),
+        pa.field("participants", pa.int64(), nullable=False),
+        pa.field("messages", pa.int64(), nullable=False),
+        pa.field("messages_valid", pa.int64(), nullable=False),
+        pa.field("utterances", pa.int64(), nullable=False),  # merged, of the complete sessions
+        pa.field("shadowed", pa.int64(), nullable=False),  # this source's files unused: an earlier source had them
+        pa.field("paper_topics", pa.int64()),  # Table 1 (v1 of the data), on the (topic set, all) rows
+        pa.field("paper_messages", pa.int64()),
+        pa.field("paper_on_topic_messages", pa.int64()),
+        pa.field("paper_participants", pa.int64()),
+        pa.field("paper_groups", pa.int64()),
     ]
 )
 
@@ -58,6 +85,21 @@ UTTERANCES = pa.schema(
 )
 
 SETTING = ["model", "mode", "ablation", "topic_set"]
+
+SETUPS = pa.schema(
+    [  # one row per simulated session and setting: what the simulate stage runs
+        pa.field("setup_id", pa.string(), nullable=False),  # model.m<mode>.<ablation>.<topic_set>.<session_id>
+        pa.field("model", pa.string(), nullable=False),
+        pa.field("mode", pa.int64(), nullable=False),
+        pa.field("ablation", pa.string(), nullable=False),
+        pa.field("topic_set", pa.string(), nullable=False),
+        pa.field("session_id", pa.string(), nullable=False),
+        pa.field("topic_dir", pa.string(), nullable=False),
+        pa.field("statement", pa.string(), nullable=False),
+        pa.field("workers", pa.list_(pa.string()), nullable=False),  # the group's 4 worker ids, sorted
+        pa.field("seed", pa.int64(), nullable=False),  # run seed; request seeds derive from it and the ids
+    ]
+)
 
 SIMULATED = pa.schema(
     [  # what the twins generated: utterances, tweets (mode 3), final opinions (mode 3)

@@ -28,6 +28,7 @@ import json
 import re
 from typing import Any
 
+from socsim.debate.schemas import SETTING
 from socsim.llm import JsonSchema, LLMClient, Request
 from socsim.seeds import derive_seed
 from socsim.sim import policies, runner, stop
@@ -278,33 +279,33 @@ def by_session(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-async def run_settings(
-    settings: list[dict[str, Any]],
-    sessions: list[dict[str, Any]],
+async def run_setups(
+    setups: list[dict[str, Any]],
     participants: list[dict[str, Any]],
     tweets: list[dict[str, Any]],
     utterances: list[dict[str, Any]],
     prompts: dict[str, Any],
     dp: dict[str, Any],
-    seed: int,
     clients: dict[str, LLMClient],
 ) -> list[dict[str, Any]]:
-    """Every (setting, session) concurrently; a setting's sessions are those of its topic set."""
+    """Every setup row (one session under one setting, socsim.debate.setups) concurrently, each on the
+    seed its row carries."""
     people, tw, ut = by_session(participants), by_session(tweets), by_session(utterances)
+    for s in setups:
+        if s["session_id"] not in people or s["session_id"] not in tw:
+            raise ValueError(f"setup {s['setup_id']}: session {s['session_id']} has no participants or tweets")
     jobs = (
         Session(
-            st,
-            s,
+            {k: s[k] for k in SETTING},
+            {"session_id": s["session_id"], "statement": s["statement"]},
             people[s["session_id"]],
             tw[s["session_id"]],
             ut.get(s["session_id"], []),
             prompts,
             dp,
-            seed,
-            clients[st["model"]],
+            s["seed"],
+            clients[s["model"]],
         ).run()
-        for st in settings
-        for s in sessions
-        if s["topic_set"] == st["topic_set"]
+        for s in setups
     )
     return await runner.run_all(clients, jobs, "twins", unit="group")

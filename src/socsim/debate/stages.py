@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from socsim.debate import schemas
+from socsim.debate.setups import settings
 from socsim.io.parquet import write_json
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
 
@@ -35,16 +36,36 @@ def run_ingest(ctx: StageContext) -> None:
         if not root.is_dir():
             raise FileNotFoundError(f"debate.data.path: no such directory: {root}")
     topics = ctx.yaml("topics_file")
-    parsed = ingest.parse(root, topics["topics"], topics["survey_aliases"], list(d["sources"]))
+    parsed = ingest.parse(
+        root, topics["topics"], topics["survey_aliases"], list(d["sources"]), d["allow_unknown_topics"]
+    )
     for name in ("sessions", "participants", "tweets", "utterances"):
         ctx.write(name if name != "utterances" else "human_utterances", parsed[name], data=identity)
+    counts = ingest.data_counts(
+        parsed["sessions"], parsed["utterances"], ingest.data_label(identity), ctx.yaml("paper_file").get("table1")
+    )
+    ctx.write("data_counts", counts, data=identity)
     dropped = [s for s in parsed["sessions"] if not s["complete"]]
     for s in dropped:
         print(f"dropped session {s['session_id']} ({s['file']}): {s['drop_reason']}")
+    for sid, why in parsed["post_opinion_missing"].items():
+        print(f"session {sid}: {why} (kept for Tables 3/4/9/10; left out of Sect. 6)")
+    by_source = parsed["counts"]["by_source"]
+    print(
+        "sessions by source: "
+        + "; ".join(
+            f"{src}: {c['sessions']} used ({c['complete']} complete) of {c['files']} files, "
+            f"{c['shadowed']} shadowed by an earlier source"
+            for src, c in by_source.items()
+            if c["files"]
+        )
+    )
     ctx.write_metrics(
         sessions=len(parsed["sessions"]),
         complete=len(parsed["sessions"]) - len(dropped),
         dropped={s["session_id"]: s["drop_reason"] for s in dropped},
+        without_post_opinion=parsed["post_opinion_missing"],
+        by_source=by_source,
         warnings=parsed["warnings"],
         utterances=len(parsed["utterances"]),
         data=identity,
@@ -53,62 +74,42 @@ def run_ingest(ctx: StageContext) -> None:
 
 def selected(ctx: StageContext) -> list[dict[str, Any]]:
     """The complete sessions of the run: per topic set, the first `sessions_per_set` by id."""
+    from socsim.debate import setups
+
     dp = ctx.params[DB]
-    out = []
-    for ts in dp["topic_sets"]:
-        rows = sorted(
-            (s for s in ctx.rows("sessions") if s["complete"] and s["topic_set"] == ts), key=lambda s: s["session_id"]
-        )
-        out += rows if dp["sessions_per_set"] is None else rows[: dp["sessions_per_set"]]
-    return out
+    return setups.select(ctx.rows("sessions"), dp["topic_sets"], dp["sessions_per_set"])
 
 
-def settings(dp: dict[str, Any]) -> list[dict[str, Any]]:
-    """model x mode x ablation x topic set; the ablations other than `original` run on the first model
-    only (the paper ran them on gpt-4o-mini)."""
-    first = dp["agent_models"][0]
-    return [
-        {"model": m, "mode": mode, "ablation": a, "topic_set": ts}
-        for m in dp["agent_models"]
-        for mode in dp["modes"]
-        for a in dp["ablations"]
-        for ts in dp["topic_sets"]
-        if a == "original" or m == first
-    ]
+def run_setups(ctx: StageContext) -> None:
+    from socsim.debate import setups
 
-
-def _mine(ctx: StageContext, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in rows if all(r[k] == v for k, v in ctx.shard_values.items())]
+    rows = setups.build(ctx.params[DB], ctx.seed, ctx.rows("sessions"), ctx.rows("participants"))
+    ctx.write("setups", rows)
+    ctx.write_metrics(
+        setups=len(rows),
+        settings=len({tuple(r[k] for k in schemas.SETTING) for r in rows}),
+        sessions=len({r["session_id"] for r in rows}),
+    )
 
 
 def run_simulate(ctx: StageContext) -> None:
     from socsim.debate import simulate
 
     dp = ctx.params[DB]
-    mine = _mine(ctx, settings(dp))
+    mine = ctx.rows("setups", in_shard=True)
     clients = ctx.model_clients(dp["agent_models"], "debate.agent_models", present=mine)
-    sessions = selected(ctx)
-    keep = {s["session_id"] for s in sessions}
+    keep = {s["session_id"] for s in mine}
     participants, tweets, utterances = (
         [r for r in ctx.rows(n) if r["session_id"] in keep] for n in ("participants", "tweets", "human_utterances")
     )
     rows = asyncio.run(
-        simulate.run_settings(
-            mine,
-            sessions,
-            participants,
-            tweets,
-            utterances,
-            ctx.yaml("prompts_file"),
-            dp,
-            ctx.seed,
-            clients,
-        )
+        simulate.run_setups(mine, participants, tweets, utterances, ctx.yaml("prompts_file"), dp, clients)
     )
     ctx.write("simulated", rows)
     ctx.write_metrics(
-        settings=len(mine),
-        sessions=len(sessions),
+        setups=len(mine),
+        settings=len({tuple(r[k] for k in schemas.SETTING) for r in mine}),
+        sessions=len(keep),
         generated={k: sum(r["kind"] == k for r in rows) for k in ("utterance", "tweet", "opinion")},
         opinions_unparsed=sum(not r["parse_ok"] for r in rows),
     )
@@ -232,7 +233,15 @@ def run_analyse(ctx: StageContext) -> None:
     comparison, d = ctx.path("comparison"), ctx.path("analysis")
     tables = {
         n: ctx.read(n).to_pandas()
-        for n in ("sessions", "participants", "tweets", "simulated", "annotations", "human_annotations")
+        for n in (
+            "sessions",
+            "participants",
+            "tweets",
+            "human_utterances",
+            "simulated",
+            "annotations",
+            "human_annotations",
+        )
     }
     run = analysis.RunDesign.from_provenance(
         _provenance(ctx.paths["sessions"]),
@@ -273,6 +282,7 @@ def shards(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 SHARD_KEYS = ("debate.agent_models", "debate.modes", "debate.ablations", "debate.topic_sets", "debate.shard_by")
 SELECT = ("debate.topic_sets", "debate.sessions_per_set")
+DESIGN = ("seed", "debate.agent_models", "debate.modes", "debate.ablations", *SELECT)
 ANNOTATOR = ("seed", "debate.annotator")
 
 ARTIFACTS = {
@@ -286,6 +296,8 @@ ARTIFACTS = {
     "human_utterances": Artifact(
         f"{RESULTS}/human_utterances.parquet", schemas.UTTERANCES, ("session_id", "round", "dyad", "k")
     ),
+    "data_counts": Artifact(f"{RESULTS}/data_counts.parquet", schemas.DATA_COUNTS, ("topic_set", "source")),
+    "setups": Artifact(f"{RESULTS}/setups.parquet", schemas.SETUPS, (*schemas.SETTING, "session_id")),
     "simulated": Artifact(
         f"{RESULTS}/simulated/{SHARD}.parquet",
         schemas.SIMULATED,
@@ -313,22 +325,33 @@ STUDY = Study(
         Stage(
             "ingest",
             "The human data (the Hub snapshot at a pinned revision, a local directory in its layout, or the "
-            "synthetic fixture): sessions (incomplete ones dropped with the reason), participants with opinions and "
-            "demographics, tweets per round, merged utterances per dyad-round.",
+            "synthetic fixture): sessions (incomplete ones dropped with the reason; whether all 4 gave a Post "
+            "Opinion, which only Sect. 6 needs), participants with opinions and demographics, tweets per round, "
+            "merged utterances per dyad-round; Table 1's counts per topic set and source folder beside the paper's.",
             run_ingest,
-            inputs=("topics_file", "fixture"),
-            outputs=("sessions", "participants", "tweets", "human_utterances"),
+            inputs=("topics_file", "fixture", "paper_file"),
+            outputs=("sessions", "participants", "tweets", "human_utterances", "data_counts"),
             params=("debate.data",),
         ),
         Stage(
+            "setups",
+            "One row per simulated session and setting (model x mode x ablation x topic set x session): the "
+            "complete sessions of each topic set (the first sessions_per_set by id), their topic and workers, "
+            "the run seed the requests' seeds derive from.",
+            run_setups,
+            inputs=("sessions", "participants"),
+            outputs=("setups",),
+            params=DESIGN,
+        ),
+        Stage(
             "simulate",
-            "Digital twins of one shard's settings: Mode 1 next-message prediction, Mode 2 tweet-guided "
+            "Digital twins of one shard's setups: Mode 1 next-message prediction, Mode 2 tweet-guided "
             "conversation, Mode 3 full conversation (simulated tweets and final opinions); memory ablations; "
             "the humans' partners, turn counts and speaker order.",
             run_simulate,
-            inputs=("sessions", "participants", "tweets", "human_utterances", "prompts_file"),
+            inputs=("setups", "participants", "tweets", "human_utterances", "prompts_file"),
             outputs=("simulated",),
-            params=("seed", "debate.max_tokens", "debate.opinion_max_tokens", *SELECT, *SHARD_KEYS),
+            params=("debate.max_tokens", "debate.opinion_max_tokens", *SHARD_KEYS),
             uses_llm=True,
             models=lambda p: dict.fromkeys(p[DB]["agent_models"], "debate.agent_models"),
             shards=shards,
@@ -374,6 +397,7 @@ STUDY = Study(
                 "sessions",
                 "participants",
                 "tweets",
+                "human_utterances",
                 "simulated",
                 "annotations",
                 "human_annotations",

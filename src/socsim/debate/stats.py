@@ -325,3 +325,140 @@ def individual_level(members: pd.DataFrame) -> pd.DataFrame:
                     {"source": source, "outcome": outcome, "predictor": name, "r": r, "p": p, "n": n, "note": note}
                 )
     return pd.DataFrame(rows, columns=["source", "outcome", "predictor", "r", "p", "n", "note"])
+
+
+# ---------------------------------------------------------------------------------------------------
+# The on-topic classifier against the data set's own labels
+
+
+def agreement(a: Iterable[Any], b: Iterable[Any]) -> dict[str, Any]:
+    """Agreement of two binary raters over the items both labelled (None / NaN = no label): n (pairs),
+    unpaired (items missing a label), the 2x2 counts (both_1, a_only, b_only, both_0), the agreement rate
+    and Cohen's kappa = (p_o - p_e) / (1 - p_e), p_e from the two raters' marginals; kappa is None (with
+    a note) when p_e = 1 (both raters gave one and the same label: kappa undefined) or without pairs."""
+
+    def label(x: Any) -> bool | None:
+        return None if x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA else bool(x)
+
+    pairs = [(label(x), label(y)) for x, y in zip(a, b, strict=True)]
+    both = [(x, y) for x, y in pairs if x is not None and y is not None]
+    n = len(both)
+    counts = {
+        "both_1": sum(x and y for x, y in both),
+        "a_only": sum(x and not y for x, y in both),
+        "b_only": sum(y and not x for x, y in both),
+        "both_0": sum(not x and not y for x, y in both),
+    }
+    out: dict[str, Any] = {"n": n, "unpaired": len(pairs) - n, **counts, "agreement": None, "kappa": None, "note": ""}
+    if not n:
+        out["note"] = "no item has both labels"
+        return out
+    p_o = (counts["both_1"] + counts["both_0"]) / n
+    pa, pb = (counts["both_1"] + counts["a_only"]) / n, (counts["both_1"] + counts["b_only"]) / n
+    p_e = pa * pb + (1 - pa) * (1 - pb)
+    out["agreement"] = p_o
+    if p_e >= 1 - VAR_TOL:
+        out["note"] = "both raters gave one and the same label: kappa undefined"
+    else:
+        out["kappa"] = (p_o - p_e) / (1 - p_e)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Sect. 6 claims beyond the single Fig. 2 tests
+
+
+def dissociation(per_group: pd.DataFrame, source: str = "llm") -> tuple[float | None, float | None, int, str | None]:
+    """Public vs private (Sect. 6): per group of `source`, the change of the mean tweet stance (round 3
+    minus round 1) minus the change of the mean opinion (final minus initial), both on the -2.5..2.5
+    scale; one-sample t over groups against 0 (paired within group). `per_group`: group_level's first
+    frame. Returns (mean, two-sided p, n groups, note) as one_sample_t."""
+    g = per_group[per_group["source"] == source].pivot_table(index="session_id", columns="quantity", values="mean")
+    g = g.reindex(columns=list(QUANTITIES))
+    d = (g["s3"] - g["s1"]) - (g["o_final"] - g["o_init"])
+    return one_sample_t(d.to_numpy(dtype=float))
+
+
+BOOTSTRAP_REPEATS = 2000
+BOOTSTRAP_SEED = 20251029  # analyse reads no seed: a fixed one keeps the report byte-identical
+
+
+def _partner_values(m: pd.DataFrame, col: str) -> np.ndarray:
+    lookup = {(s, w): v for s, w, v in zip(m["session_id"], m["worker_id"], m[col].astype(float))}
+    return np.array([lookup.get((s, p), np.nan) for s, p in zip(m["session_id"], m["partner1"])], dtype=float)
+
+
+def fig3_pairs(members: pd.DataFrame, source: str, outcome: str, predictor: str) -> pd.DataFrame:
+    """The (session_id, x = predictor, y = change) pairs of one Fig. 3 correlation, as
+    individual_level computes it (members with both values only)."""
+    m = members[members["source"] == source].reset_index(drop=True)
+    start, end = OUTCOMES[outcome]
+    own = m[start].astype(float).to_numpy()
+    change = m[end].astype(float).to_numpy() - own
+    other = _partner_values(m, start)
+    x = {"own initial": own, "partner minus own": other - own, "abs partner minus own": np.abs(other - own)}[predictor]
+    ok = np.isfinite(x) & np.isfinite(change)
+    return pd.DataFrame({"session_id": m["session_id"].to_numpy()[ok], "x": x[ok], "y": change[ok]})
+
+
+def _sums(pairs: pd.DataFrame, sessions: list[Any]) -> np.ndarray:
+    """Per session: n, sum x, sum y, sum xx, sum yy, sum xy (rows in `sessions` order)."""
+    p = pairs.assign(xx=pairs.x**2, yy=pairs.y**2, xy=pairs.x * pairs.y, one=1.0)
+    s = p.groupby("session_id")[["one", "x", "y", "xx", "yy", "xy"]].sum()
+    out: np.ndarray = s.reindex(sessions).fillna(0.0).to_numpy(dtype=float)
+    return out
+
+
+def _r(s: np.ndarray) -> np.ndarray:
+    """Pearson r from summed moments (last axis: n, x, y, xx, yy, xy); NaN where undefined."""
+    n, x, y, xx, yy, xy = np.moveaxis(s, -1, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cov = xy - x * y / n
+        vx, vy = xx - x * x / n, yy - y * y / n
+        r = cov / np.sqrt(vx * vy)
+    return np.where((n >= 3) & (vx > VAR_TOL) & (vy > VAR_TOL), r, np.nan)
+
+
+def correlation_difference(
+    members: pd.DataFrame,
+    outcome: str,
+    predictor: str,
+    repeats: int = BOOTSTRAP_REPEATS,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict[str, Any]:
+    """Fig. 3, "the twins' correlations are stronger": r_llm - r_human of one outcome and predictor,
+    with a cluster bootstrap over groups (members nest in groups, and each twin is paired with its
+    human): resample whole groups with replacement, recompute both r. Two-sided p = 2 min(share of
+    differences <= 0, share >= 0), capped at 1. Returns r_llm, r_human, diff, p, n_groups (groups with
+    both sources' pairs), repeats, note (why p is None: too few groups or an undefined r)."""
+    llm = fig3_pairs(members, "llm", outcome, predictor)
+    hum = fig3_pairs(members, "human", outcome, predictor)
+    sessions = sorted(set(llm.session_id) & set(hum.session_id))
+    llm, hum = llm[llm.session_id.isin(sessions)], hum[hum.session_id.isin(sessions)]
+    s_llm, s_hum = _sums(llm, sessions), _sums(hum, sessions)
+    r_llm, r_hum = float(_r(s_llm.sum(axis=0))), float(_r(s_hum.sum(axis=0)))
+    out: dict[str, Any] = {
+        "outcome": outcome,
+        "predictor": predictor,
+        "r_llm": _num(r_llm),
+        "r_human": _num(r_hum),
+        "diff": _num(r_llm - r_hum),
+        "p": None,
+        "n_groups": len(sessions),
+        "repeats": repeats,
+        "note": None,
+    }
+    if len(sessions) < 2 or out["diff"] is None:
+        out["note"] = f"{len(sessions)} group(s) with both sources; r undefined or too few groups to resample"
+        return out
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(sessions), size=(repeats, len(sessions)))
+    counts = np.zeros((repeats, len(sessions)))
+    np.add.at(counts, (np.arange(repeats)[:, None], idx), 1.0)
+    diff = _r(counts @ s_llm) - _r(counts @ s_hum)
+    diff = diff[np.isfinite(diff)]
+    if diff.size < repeats / 2:
+        out["note"] = f"r undefined in {repeats - diff.size} of {repeats} resamples"
+        return out
+    out["p"] = float(min(1.0, 2 * min(np.mean(diff <= 0), np.mean(diff >= 0))))
+    return out

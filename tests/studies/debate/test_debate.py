@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, Scripted
-from socsim.debate import annotate, simulate
+from socsim.debate import annotate, setups, simulate
 from socsim.debate.ingest import SLOTS
 from socsim.llm import LLMClient
 
@@ -19,7 +19,14 @@ PROMPTS = yaml.safe_load((ROOT / "data/debate/prompts.yaml").read_text())
 W = ["aaaaa111", "bbbbb222", "ccccc333", "ddddd444"]
 SCHEDULE = {1: [(0, 1), (2, 3)], 2: [(0, 2), (1, 3)], 3: [(0, 3), (1, 2)]}
 DP = {"max_tokens": 16, "opinion_max_tokens": 48}
-SESSION = {"session_id": "S1", "statement": "Angels are real.", "topic_set": "depth", "reverse": False}
+SESSION = {
+    "session_id": "S1",
+    "statement": "Angels are real.",
+    "topic_set": "depth",
+    "topic_dir": "Angels_are_real",
+    "reverse": False,
+    "complete": True,
+}
 
 
 def group():
@@ -78,8 +85,9 @@ def run(mode: int, ablation: str = "original"):
     backend = Scripted(lambda req: f"sim {len(backend.requests)}")
     client = LLMClient(backend, None)
     people, tweets, utts = group()
-    setting = {"model": "m", "mode": mode, "ablation": ablation, "topic_set": "depth"}
-    rows = asyncio.run(simulate.run_settings([setting], [SESSION], people, tweets, utts, PROMPTS, DP, 7, {"m": client}))
+    design = {"agent_models": ["m"], "modes": [mode], "ablations": [ablation], "topic_sets": ["depth"]}
+    rows_in = setups.build({**design, "sessions_per_set": None}, 7, [SESSION], people)
+    rows = asyncio.run(simulate.run_setups(rows_in, people, tweets, utts, PROMPTS, DP, {"m": client}))
     return rows, backend.requests
 
 
@@ -188,7 +196,7 @@ def test_clean_and_annotators_parse_or_flag():
             {p["worker_id"]: p["name"] for p in people},
             {"S1": SESSION["statement"]},
             PROMPTS,
-            {"max_tokens": 8, "temperature": 0.0},
+            {"max_tokens": 8, "temperature": 0.0, "on_topic_prompt": "short"},  # the paper's: test_debate_on_topic.py
             LLMClient(backend, None),
             "judge",
             3,
@@ -296,7 +304,7 @@ def test_mode3_never_sees_human_tweets_after_round_one_and_ablations_keep_round_
 
 
 def test_settings_run_ablations_on_the_first_model_only():
-    from socsim.debate.stages import settings
+    from socsim.debate.setups import settings
 
     dp = {
         "agent_models": ["a", "b"],

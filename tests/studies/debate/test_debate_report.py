@@ -358,8 +358,10 @@ def test_report_writes_parquet_and_figures_read_it_without_csv(tmp_path: Path):
 def test_without_per_debate_metrics_the_findings_are_inconclusive():
     metrics, tables, dp, paper, run, _ = _inputs(np.random.default_rng(8), groups=4)
     rep = analysis.analyse(metrics, tables, dp, paper, run, None)
-    utterance = [f for f in rep.findings if f.unit == "debates"]
+    utterance = [f for f in rep.findings if f.unit == "debates" and "private profile" not in f.claim]
     assert len(utterance) == 2
+    (ablation,) = [f for f in rep.findings if "private profile" in f.claim]  # only `original` ran
+    assert ablation.verdict.label.startswith("inconclusive (not run: needs ablations original and no_private_profile")
     assert all(f.verdict.label == f"inconclusive (n = 0 debates, needs {analysis.MIN_SESSIONS})" for f in utterance)
     assert _row(rep, "depth, m: S_sem of the first mode").ours is not None  # the setting-level number stays
 
