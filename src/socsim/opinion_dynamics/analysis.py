@@ -19,7 +19,8 @@ ratings, trajectories, baseline).
   opinion changes, the last step with a change, agents that never reviewed, and agents **never
   measured**: no classified report up to T (they never reviewed, or their reviews did not parse),
   so their final opinion is their initial one. They stay in B and D, as in the paper, and their
-  share is printed beside every number they enter (at T = 6 and N = 10 at least 40 % of agents).
+  share is printed beside every number they enter (expected 1 - (1 - 1/N)^T measured: 83 % at the
+  defaults N = 5, T = 8; 47 % at N = 10, T = 6).
 - Tables 1 and 2: per (model, topology, start, memory, framing, bias) the mean over topics (Table 2:
   per category) of B and D, SE = sd(ddof 1) / sqrt(n topics); repetitions are averaged within a
   topic first (the topic stays the unit) and their spread reported separately (`rep_sd_*`).
@@ -31,9 +32,10 @@ ratings, trajectories, baseline).
 - Findings (unit = topics: the simulations of a topic share its schedule and personas), per agent
   model, topology and memory on the uniform start: "B < 0 under false framing" (each bias cell's
   one-sample t, direction -), "B higher under true framing" (each bias cell's paired t,
-  Bonferroni, direction +), "D rises with confirmation bias" (each consecutive pair of bias
-  levels: the per-topic D difference, one-sample t, direction +; the claim names the levels that
-  ran); every part must hold.
+  Bonferroni, direction +), "D rises with confirmation bias" (planned contrasts of the per-topic D
+  over the bias levels that ran: on none < weak < strong the paper's (-2, 1, 1) and (0, -1, 1), on
+  two levels their difference; one score per topic, one-sample t, direction +; the claim names the
+  levels that ran); every part must hold.
 - Flags travel with their numbers. The classifier's degeneracy (one value for >= 90 % of its
   answers) is judged per agent model on the ratings that feed each number: the main simulations'
   ratings for Tables 1 and 2, the tests, the findings and their vs_paper rows; each control's
@@ -632,32 +634,63 @@ def _float(x: Any) -> float | None:
     return None if x is None or pd.isna(x) else float(x)
 
 
+# The planned contrasts of "D rises with confirmation bias" by the bias levels that ran (v4 App. M's
+# (-2, 1, 1) none vs bias and (0, -1, 1) weak vs strong on all three; one difference on two levels).
+PLANNED_CONTRASTS: dict[tuple[str, ...], tuple[tuple[str, dict[str, int]], ...]] = {
+    ("none", "weak", "strong"): (
+        ("none vs bias (-2, 1, 1)", {"none": -2, "weak": 1, "strong": 1}),
+        ("weak vs strong (0, -1, 1)", {"none": 0, "weak": -1, "strong": 1}),
+    ),
+    ("none", "weak"): (("weak - none (-1, 1)", {"none": -1, "weak": 1}),),
+    ("none", "strong"): (("strong - none (-1, 1)", {"none": -1, "strong": 1}),),
+    ("weak", "strong"): (("strong - weak (-1, 1)", {"weak": -1, "strong": 1}),),
+}
+
+
+def contrast_scores(per: pd.DataFrame, weights: Mapping[str, int]) -> np.ndarray:
+    """One planned-contrast score per topic: sum over bias levels of weight x the topic's D at that
+    level (`per`: topics x bias levels); topics without every level of the contrast are left out."""
+    cols = [b for b, w in weights.items() if w != 0]
+    sub = per[cols].dropna()
+    scores: np.ndarray = (sub * pd.Series({b: weights[b] for b in cols})).sum(axis=1).to_numpy(dtype=float)
+    return scores
+
+
 def d_rises(
     g: pd.DataFrame, biases: list[str], flags: list[dg.Flag], claim: str, label: str, alpha: float = vd.ALPHA
 ) -> Finding:
-    """ "D rises with confirmation bias" in one scope: for each consecutive pair of the bias levels
-    that ran, the per-topic D (mean over framings and repetitions) at the higher level minus the
-    lower, one-sample t over topics, direction +; every pair must hold. The claim names the levels
-    that ran ("(none < strong; ...)"), replacing the paper's list of levels in `claim`."""
+    """ "D rises with confirmation bias" in one scope, by planned contrasts over the bias levels that
+    ran, topics as the unit: a topic's D per level is averaged over framings and repetitions, each
+    contrast gives one score per topic (`contrast_scores`), tested by a one-sample t against 0 over
+    topics, two-sided, direction + (`PLANNED_CONTRASTS`: on none < weak < strong the paper's
+    (-2, 1, 1) and (0, -1, 1), both of which must hold; on two levels their difference). The claim
+    names the levels that ran ("(none < strong; ...)"), replacing the paper's list of levels."""
     per = g.groupby(["topic", "bias"]).D.mean().unstack("bias")
-    parts, ns, diffs = [], [], []
-    for lo, hi in zip(biases, biases[1:]):
-        d = (per[hi] - per[lo]).dropna().to_numpy(dtype=float)
-        n = len(d)
-        fl = dg.collect(flags, dg.near_constant(d, f"D({hi}) - D({lo}) over topics") if n >= MIN_TEST_UNITS else None)
-        mean, p = vd.one_sample(d, 0.0)
-        parts.append(vd.effect(p, mean, n, MIN_TEST_UNITS, "topics", +1, fl, alpha))
-        ns.append(n)
-        diffs.append(d)
-    whole = (per[biases[-1]] - per[biases[0]]).dropna() if len(biases) > 1 else pd.Series(dtype=float)
-    # the claim names the bias levels that ran, never the paper's three where fewer ran
     base = re.sub(r"\s*\([^()]*<[^()]*\)\s*$", "", claim)
+    contrasts = PLANNED_CONTRASTS.get(tuple(biases), ())
+    parts, ns, shown = [], [], []
+    for name, weights in contrasts:
+        d = contrast_scores(per, weights)
+        n = len(d)
+        fl = dg.collect(flags, dg.near_constant(d, f"D contrast {name} over topics") if n >= MIN_TEST_UNITS else None)
+        mean, p = vd.one_sample(d, 0.0)
+        v = vd.effect(p, mean, n, MIN_TEST_UNITS, "topics", +1, fl, alpha)
+        if n >= MIN_TEST_UNITS and not v.degenerate:  # too few topics: the rule's own words
+            v = vd.Verdict(v.holds, f"{name}: {v.reason}")
+        parts.append(v)
+        ns.append(n)
+        shown.append(name)
+    whole = (per[biases[-1]] - per[biases[0]]).dropna() if len(biases) > 1 else pd.Series(dtype=float)
     return Finding(
         claim=f"{base} ({' < '.join(biases)}; {label})",
         statistic=f"mean per-topic D({biases[-1]}) - D({biases[0]})" if len(biases) > 1 else "n/a",
         value=_float(whole.mean()) if len(whole) else None,
-        test="one-sample t of the per-topic D difference of each consecutive pair of bias levels "
-        f"({' < '.join(biases)}), two-sided; every pair must hold",
+        test=(
+            f"planned contrast(s) {'; '.join(shown)} of the per-topic D over the bias levels that ran, one "
+            "score per topic, one-sample t against 0 over topics, two-sided; every contrast must hold"
+        )
+        if contrasts
+        else "n/a",
         unit="topics",
         n=min(ns) if ns else 0,
         verdict=vd.all_of(parts) if parts else vd.Verdict(None, f"needs 2 bias levels, ran {len(biases)}"),
@@ -809,7 +842,8 @@ def vs_paper_rows(
                         "paper: arXiv v4 App. M, F(2) over 3 levels"
                         if three
                         else f"paper's F(2) needs all 3 bias levels; ran {len(biases)}",
-                        "holds: per-topic D higher at each next bias level (one-sample t over topics)",
+                        "holds: the planned contrasts of the per-topic D over the bias levels that ran are > 0 "
+                        "(one-sample t over topics; on 3 levels (-2, 1, 1) and (0, -1, 1))",
                         nm,
                     ),
                 )
@@ -834,6 +868,12 @@ def vs_paper_rows(
 # The report
 
 
+def paper_world(worlds: Iterable[str]) -> str:
+    """The world setting of the paper's tables: closed where it ran (the paper reports only it)."""
+    ran = sorted(set(worlds))
+    return "closed" if "closed" in ran or not ran else ran[0]
+
+
 def analyse(
     setups: pd.DataFrame,
     traj: pd.DataFrame,
@@ -842,9 +882,82 @@ def analyse(
     paper: dict[str, Any],
     ddof: int,
     alpha: float,
+    outside: pd.DataFrame | None = None,
+    outside_sample: int | None = 0,
 ) -> Report:
-    """The study's report: per_sim, table1, table2, controls, tests, baseline, the findings, the
-    flags with where they apply, vs_paper and the run's design differences."""
+    """The study's report: per_sim, table1, table2, controls, tests, baseline, per_topic, the
+    findings, the flags with where they apply, vs_paper (with Fig. 5's reported B) and the run's
+    design differences; `outside`: the outside-information judge's labels (outside_info table,
+    finding and vs_paper rows). Where both world settings ran, the paper's tables, tests, findings,
+    controls and baselines are the closed world's (the paper reports only it); per_sim and per_topic
+    hold every world, and the outside-information rate is per world."""
+    pw = paper_world(setups.world) if len(setups) else "closed"
+    here = setups.world == pw if len(setups) else pd.Series(dtype=bool)
+    if len(setups) and not here.all():
+        ids = set(setups[here].sim_id)
+        rep = _analyse_one(
+            setups[here].reset_index(drop=True),
+            traj[traj.sim_id.isin(ids)],
+            ratings[ratings.sim_id.isin(ids)],
+            baseline[baseline.sim_id.isin(ids)],
+            paper,
+            ddof,
+            alpha,
+        )
+        parts = [rep.tables["per_sim"].df]
+        for _, sw in setups[~here].groupby("world", sort=True):
+            ids = set(sw.sim_id)
+            tw, rw = traj[traj.sim_id.isin(ids)], ratings[ratings.sim_id.isin(ids)]
+            fl = classifier_flags(with_condition(rw, sw))
+            parts.append(per_sim(sw, tw, ddof, fl, value_flags(sw, final_values(sw, tw), ["sim_id"])))
+        order = {s: i for i, s in enumerate(setups.sim_id)}
+        ps_all = pd.concat(parts, ignore_index=True)
+        ps_all = ps_all.iloc[np.argsort([order[s] for s in ps_all.sim_id], kind="stable")].reset_index(drop=True)
+        t = rep.tables["per_sim"]
+        rep.tables["per_sim"] = Table(
+            ps_all,
+            t.title,
+            [*t.notes, f"every world setting; the paper's tables use the {pw} world only"],
+            flags=t.flags,
+        )
+        for name in ("table1", "table2", "tests", "controls", "baseline"):
+            rep.tables[name].notes = [*rep.tables[name].notes, f"{pw} world only (the paper's); other worlds: per_sim"]
+    else:
+        rep = _analyse_one(setups, traj, ratings, baseline, paper, ddof, alpha)
+    ps = rep.tables["per_sim"].df
+    pt = per_topic(ps)
+    rep.tables["per_topic"] = Table(
+        pt,
+        "B and D per topic (mean over repetitions; Fig. 4 per topic)",
+        [
+            "D = the per_sim D (metrics.ddof); rep_sd_*: SD over repetitions where more than one ran",
+            "flags: the classifier's on the model's ratings of the world, and on each simulation's final values",
+        ],
+        show_per_topic(pt),
+        flags=rep.tables["per_sim"].flags,
+    )
+    classifier = (
+        {str(m): _shown(list(g.classifier_model.unique())) for m, g in ratings.groupby("model", sort=True)}
+        if "classifier_model" in ratings and len(ratings)
+        else {}
+    )
+    rep.vs_paper += fig5_rows(ps, paper, classifier)
+    if outside is not None:
+        outside_info_report(rep, outside, setups, ps, paper, classifier, outside_sample, alpha)
+    return rep
+
+
+def _analyse_one(
+    setups: pd.DataFrame,
+    traj: pd.DataFrame,
+    ratings: pd.DataFrame,
+    baseline: pd.DataFrame,
+    paper: dict[str, Any],
+    ddof: int,
+    alpha: float,
+) -> Report:
+    """The report of one world setting: per_sim, table1, table2, controls, tests, baseline, the
+    findings, the flags with where they apply, vs_paper and the run's design differences."""
     rated = with_condition(ratings, setups)
     flags = classifier_flags(rated)
     classifier = (
@@ -1009,3 +1122,186 @@ def analyse(
         "classifier_ratings": rating_shares(rated),
     }
     return rep
+
+
+# ---------------------------------------------------------------------------------------------------
+# Per topic (Fig. 4), Fig. 5's reported B, outside information
+
+TOPIC_KEY = ["model", "topology", "init", "memory", "world", "category", "topic", "framing", "bias"]
+
+
+def per_topic(ps: pd.DataFrame) -> pd.DataFrame:
+    """B and D per topic and condition of the main runs (every start and world): the mean over
+    repetitions, their SD, the share of agents never measured, and the flags of the simulations'
+    ratings and final values."""
+    main = ps[ps.condition == MAIN]
+    cols = [*TOPIC_KEY, "B", "D", "D_pop", "D_sample", "reps", "rep_sd_B", "rep_sd_D", "never_measured_share", "flags"]
+    rows = []
+    for key, g in main.groupby(TOPIC_KEY, sort=True):
+        fl: list[str] = []
+        for cell in [*g["flags"], *g["final_flags"]]:
+            fl += [m for m in str(cell).split("; ") if m and m not in fl]
+        rows.append(
+            {
+                **dict(zip(TOPIC_KEY, key)),
+                "B": _float(g.B.mean()),
+                "D": _mean_all(g.D),
+                "D_pop": _mean_all(g.D_pop),
+                "D_sample": _mean_all(g.D_sample),
+                "reps": len(g),
+                "rep_sd_B": _float(g.B.std()) if len(g) > 1 else None,
+                "rep_sd_D": _float(g.D.std()) if len(g) > 1 else None,
+                "never_measured_share": float(g.never_measured.sum() / g.n_agents.sum()),
+                "flags": "; ".join(fl),
+            }
+        )
+    out = pd.DataFrame(rows, columns=cols)
+    if len(out):
+        out = (
+            out.assign(_b=out.bias.map(BIAS_ORDER))
+            .sort_values([c for c in TOPIC_KEY if c != "bias"] + ["_b"], kind="stable")
+            .drop(columns="_b")
+            .reset_index(drop=True)
+        )
+    return out.astype({c: "float64" for c in ("B", "D", "D_pop", "D_sample", "rep_sd_B", "rep_sd_D")})
+
+
+def show_per_topic(pt: pd.DataFrame) -> pd.DataFrame:
+    def f(x: Any) -> str:
+        return "n/a" if x is None or pd.isna(x) else f"{x:.2f}"
+
+    return pd.DataFrame(
+        {
+            **{c: pt[c] for c in TOPIC_KEY},
+            "B": [f(x) for x in pt.B],
+            "D": [f(x) for x in pt.D],
+            "reps": pt.reps,
+            "never measured": [_pct(x) for x in pt.never_measured_share],
+            "flags": pt.flags,
+        }
+    )
+
+
+def fig5_rows(ps: pd.DataFrame, paper: Mapping[str, Any], classifier: Mapping[str, str]) -> list[vs_paper.Row]:
+    """Fig. 5's final B as the seed paper's text gives it (and v4's), beside each of our simulations
+    of the same topic, start, framing, memory and bias (paper.yaml `fig5`); one run each, no test."""
+    ref = paper.get("fig5") or {}
+    main = ps[ps.condition == MAIN]
+    rows: list[vs_paper.Row] = []
+    if not ref or not len(main):
+        return rows
+    sel = main[(main.topic == ref["topic"]) & (main.memory == ref["memory"]) & (main.bias == ref["bias"])]
+    for r in sel.sort_values(["model", "init", "framing", "world", "topology", "rep"]).itertuples(index=False):
+        p = (ref.get("runs") or {}).get(r.init, {}).get(r.framing)
+        if p is None:
+            continue
+        label = (
+            f"Fig. 5 ({r.model}, {r.topology}, {r.world} world, rep {r.rep}): {ref['topic'].replace('_', ' ')}, "
+            f"{r.init} start, {r.framing} framing, {r.memory}, {r.bias} bias: final B"
+        )
+        cell = main[main.sim_id == r.sim_id]
+        dsg = design(cell, classifier, paper, "fig5")
+        flags = [m for m in f"{r.flags}; {r.final_flags}".split("; ") if m]
+        nm = never_measured_note(r.never_measured_share)
+        for source, key in (("seed text", "B"), ("arXiv v4", "B_v4")):
+            if p.get(key) is None:
+                continue
+            rows.append(
+                vs_paper.Row(
+                    f"{label} ({source})",
+                    r.B,
+                    p[key],
+                    note="; ".join(x for x in (f"one run; the start's B is {p.get('B_start')}", nm) if x),
+                    flags=[_flag_of(m) for m in flags],  # per_sim carries its flags as messages
+                    design=dsg,
+                )
+            )
+    return rows
+
+
+def _flag_of(message: str) -> dg.Flag:
+    """A flag back from its message ("degenerate input: <scope>: <why>")."""
+    body = message.removeprefix("degenerate input: ")
+    scope, _, why = body.rpartition(": ")
+    return dg.Flag(scope, why)
+
+
+def outside_info_report(
+    rep: Report,
+    labels: pd.DataFrame,
+    setups: pd.DataFrame,
+    ps: pd.DataFrame,
+    paper: Mapping[str, Any],
+    classifier: Mapping[str, str],
+    sample_n: int | None,
+    alpha: float,
+) -> None:
+    """The outside-information rate per world setting (a table), vs_paper rows beside the paper's
+    rates, and the finding "outside information is more common in the open world" where both ran."""
+    from socsim.opinion_dynamics import outside_info as oi
+
+    tab = oi.table(labels, setups, sample_n)
+    judges = sorted(set(labels.judge_model)) if len(labels) else []
+    ran = sorted(set(setups[setups.condition == MAIN].world)) if len(setups) else []
+    flags = oi.judge_flags(labels) if len(labels) else {}
+    rep.tables["outside_info"] = Table(
+        tab,
+        "Outside information in tweets and reports, per world setting (the paper: about 15 % open, 0 % closed)",
+        [
+            f"world settings that ran: {', '.join(ran) or 'none'}; judge: {', '.join(judges) or 'none'}; "
+            f"sample: {'all' if sample_n is None else sample_n} tweets and as many reports per world (seeded)",
+            "rate = outputs with outside information / judged outputs whose answer parsed",
+            "the finding (open > closed) is judged only where both worlds ran and were judged",
+        ],
+        flags=dg.collect(*flags.values()),
+    )
+    ref = paper.get("outside_info") or {}
+    main = ps[ps.condition == MAIN]
+    for r in tab.itertuples(index=False):
+        if not r.all_judged:
+            continue
+        cells = main[(main.model == r.model) & (main.world == r.world)]
+        dsg = [d for d in design(cells, classifier, paper) if not d.startswith("world:")]
+        rows_flags = flags.get(r.model, [])
+        rows = vs_paper.Row(
+            f"outside information rate, {r.world} world ({r.model}; tweets and reports)",
+            r.all_rate,
+            (ref.get(r.world) or {}).get("rate"),
+            note=f"{r.all_outside} of {r.all_judged} judged outputs; paper: {(ref.get(r.world) or {}).get('note', '')}",
+            flags=rows_flags,
+            design=dsg,
+        )
+        rep.vs_paper.append(rows)
+    claim = str(ref.get("finding", "outside information is more common in the open world"))
+    for model in sorted(set(tab.model)):
+        t = tab[tab.model == model].set_index("world")
+        if not all(w in t.index and t.loc[w, "all_judged"] > 0 for w in ("open", "closed")):
+            continue
+        diff, n, verdict = oi.finding(labels, model, flags.get(model, []), alpha)
+        f = Finding(
+            claim=f"{claim} ({model})",
+            statistic="mean per-simulation share of judged outputs with outside information, open - closed",
+            value=diff,
+            test="Welch t over simulations (open vs closed world), two-sided, direction +",
+            unit="simulations per world",
+            n=n,
+            verdict=verdict,
+        )
+        rep.findings.append(f)
+        ro, rc = (ref.get("open") or {}).get("rate"), (ref.get("closed") or {}).get("rate")
+        cells = main[main.model == model]
+        rep.vs_paper.append(
+            vs_paper.Row(
+                f"outside information rate, open - closed world ({model})",
+                diff,
+                None if ro is None or rc is None else ro - rc,
+                finding=f.claim,
+                verdict=verdict,
+                flags=flags.get(model, []),
+                design=[d for d in design(cells, classifier, paper) if not d.startswith("world:")],
+                note="mean of per-simulation rates",
+            )
+        )
+    for model, fl in flags.items():
+        for x in fl:
+            rep.flag(x, f"outside_info ({model})", f"vs_paper (outside information rows of {model})")

@@ -276,3 +276,57 @@ def bias_diversity_figure(
         save(fig, out, name)
         names.append(name)
     return names
+
+
+def topic_final_distributions(ps: pd.DataFrame, traj: pd.DataFrame, setups: pd.DataFrame, out: Path) -> list[str]:
+    """Fig. 4's final distributions per topic: per (model, topic, memory, start, topology, world), rows =
+    bias, columns = framing; each panel a histogram of the final opinions of that condition's
+    simulations (pooled over repetitions), the agents never measured stacked apart in grey, B dotted,
+    D (population SD) in the title, and the panel's flags and never-measured share."""
+    names = []
+    steps = setups.set_index("sim_id").steps
+    upto = traj[traj.t <= traj.sim_id.map(steps)]
+    cls = upto[upto.source == "classified"]
+    measured = set(zip(cls.sim_id, cls.agent))
+    final = traj[traj.t == traj.sim_id.map(steps)]
+    final = final.assign(measured=[(s, a) in measured for s, a in zip(final.sim_id, final.agent)])
+    main = ps[ps.condition == "main"]
+    bins = np.arange(-2.5, 3.0, 1.0)
+    key_cols = ["model", "topic", "memory", "init", "topology", "world"]
+    for key, g in main.groupby(key_cols, sort=True):
+        biases = [b for b in BIASES if b in set(g.bias)]
+        framings = sorted(set(g.framing))
+        fig, axes = plt.subplots(
+            len(biases), len(framings), figsize=(3.5 * len(framings), 2.6 * len(biases)), squeeze=False, sharex=True
+        )
+        for i, b in enumerate(biases):
+            for j, f in enumerate(framings):
+                ax = axes[i][j]
+                sims = g[(g.bias == b) & (g.framing == f)]
+                cell = final[final.sim_id.isin(sims.sim_id)].dropna(subset=["opinion"])
+                vals = cell.opinion.to_numpy(dtype=float)
+                if vals.size == 0:
+                    no_data(ax, f"{f} framing, {b} bias did not run")
+                    continue
+                counts, _, _ = ax.hist(
+                    [
+                        cell[cell.measured].opinion.to_numpy(dtype=float),
+                        cell[~cell.measured].opinion.to_numpy(dtype=float),
+                    ],
+                    bins=bins,
+                    stacked=True,
+                    color=["#66C2FF", "#DDDDDD"],
+                    edgecolor="black",
+                    label=["measured", "never measured (initial)"],
+                )
+                ax.set_ylim(0, max(1.0, float(np.max(counts))) * 1.7)
+                ax.axvline(vals.mean(), ls=":", color="black")
+                ax.set_title(f"{f}, {b}: B = {vals.mean():.2f}, D = {vals.std():.2f} (pop. SD)", fontsize=8)
+                ax.set_xticks([-2, -1, 0, 1, 2])
+                note(ax, _panel_notes(sims, own=True))
+        axes[0][-1].legend(fontsize=6, loc="center right")
+        fig.suptitle(f"Final opinions at t = T per topic (Fig. 4): {' / '.join(map(str, key))}", fontsize=9)
+        name = "final_by_topic_" + "_".join(map(str, key))
+        save(fig, out, name)
+        names.append(name)
+    return names

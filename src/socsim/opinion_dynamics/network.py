@@ -150,3 +150,24 @@ def schedule(
         nb = ordered[w]
         pairs.append((w, nb[rng.randrange(len(nb))]))
     return pairs
+
+
+def review_probabilities(n: int, edges: list[tuple[int, int]] | None = None) -> list[float]:
+    """P(agent i is the reviewer at one step) under `schedule`: the writer is uniform over the n agents
+    and the reviewer uniform over the writer's neighbours, so p_i = (1/n) sum over neighbours w of i of
+    1/deg(w); fully mixed (edges None): 1/n for every agent."""
+    _check_n(n)
+    if edges is None:
+        return [1.0 / n] * n
+    neighbours: list[set[int]] = [set() for _ in range(n)]
+    for u, v in edges:
+        neighbours[u].add(v)
+        neighbours[v].add(u)
+    return [sum(1.0 / (n * len(neighbours[w])) for w in neighbours[i]) for i in range(n)]
+
+
+def expected_reviewed_share(n: int, steps: int, edges: list[tuple[int, int]] | None = None) -> float:
+    """The expected share of the n agents reviewed (so measured: the writer never is) at least once in
+    `steps` steps of `schedule`. Steps are independent draws, so agent i is never reviewed with
+    probability (1 - p_i)^steps (`review_probabilities`); fully mixed: 1 - (1 - 1/n)^steps."""
+    return 1.0 - sum((1.0 - p) ** steps for p in review_probabilities(n, edges)) / n

@@ -95,6 +95,24 @@ RATINGS = pa.schema(
     ]
 )
 
+# The outside-information judge (paper section 3.3, v4 App. L): one row per judged output (a tweet or
+# a reviewer's report of a main simulation), a seeded sample per world setting.
+OUTSIDE_INFO = pa.schema(
+    [
+        pa.field("sim_id", pa.string(), nullable=False),
+        pa.field("t", pa.int32(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),  # tweet | report
+        pa.field("agent", pa.int32(), nullable=False),  # its writer (tweet) or reviewer (report)
+        pa.field("model", pa.string(), nullable=False),
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("world", pa.string(), nullable=False),  # closed | open
+        pa.field("outside", pa.bool_()),  # the judge's answer; null when it did not parse
+        pa.field("raw_answer", pa.string(), nullable=False),
+        pa.field("parse_ok", pa.bool_(), nullable=False),
+        pa.field("judge_model", pa.string(), nullable=False),
+    ]
+)
+
 TRAJECTORIES = pa.schema(
     [
         pa.field("sim_id", pa.string(), nullable=False),

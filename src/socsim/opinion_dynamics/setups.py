@@ -88,7 +88,8 @@ def build(
         raise ValueError(f"opinion_dynamics.topics: unknown topic(s) {', '.join(unknown)} (known: {', '.join(by_id)})")
     framings = ["true" if f else "false" for f in od["framings"]]
     models = list(od["agent_models"])
-    world, inject = od["world"], od["injection"] == "every_prompt"
+    inject = od["injection"] == "every_prompt"
+    worlds = [od["world"]] if isinstance(od["world"], str) else list(dict.fromkeys(od["world"]))
     rows: list[dict[str, Any]] = []
 
     def schedule(
@@ -113,7 +114,15 @@ def build(
         }
 
     def main_runs(
-        model: str, topic: str, framing: str, bias: str, memory: str, init: str, topo: dict[str, Any], rep: int
+        model: str,
+        topic: str,
+        framing: str,
+        bias: str,
+        memory: str,
+        init: str,
+        topo: dict[str, Any],
+        rep: int,
+        world: str,
     ) -> None:
         extra = () if od["schedule"] == "shared" else (model, framing, bias, memory)
         edges, pairs, initial = schedule(topic, init, topo, rep, extra)
@@ -152,7 +161,8 @@ def build(
                         for memory in od["memory"]:
                             for init in od["initial_distributions"]:
                                 for topo in od["topologies"]:
-                                    main_runs(model, topic, framing, bias, memory, init, topo, rep)
+                                    for world in worlds:
+                                        main_runs(model, topic, framing, bias, memory, init, topo, rep, world)
         fig5 = od["fig5"]
         for topic in fig5["topics"]:
             for rep in range(od["repetitions"]):
@@ -165,12 +175,24 @@ def build(
                             and init in od["initial_distributions"]
                             and {"kind": "complete"} in od["topologies"]
                         ):
-                            main_runs(model, topic, framing, "none", fig5["memory"], init, {"kind": "complete"}, rep)
+                            for world in worlds:
+                                main_runs(
+                                    model,
+                                    topic,
+                                    framing,
+                                    "none",
+                                    fig5["memory"],
+                                    init,
+                                    {"kind": "complete"},
+                                    rep,
+                                    world,
+                                )
         if od["controls"]["enabled"]:
             for topic in od["topics"]:
                 for rep in range(od["repetitions"]):
                     for framing in framings:
-                        rows += controls(od, seed, agents, prompts, by_id[topic], framing, model, rep, row)
+                        for world in worlds:
+                            rows += controls(od, seed, agents, prompts, by_id[topic], framing, model, rep, row, world)
     ids = [r["sim_id"] for r in rows]
     if len(set(ids)) != len(ids):
         raise ValueError("two simulations share an id: list each factor level once")
@@ -187,12 +209,13 @@ def controls(
     model: str,
     rep: int,
     row: Callable[..., dict[str, Any]],
+    world: str = "closed",
 ) -> list[dict[str, Any]]:
     """Paper 4.3: (a) no interaction, with role play: every agent reports its belief; (b) no
     interaction, no role play: one bare agent. `independent` (the paper's text, default): `reports`
     fresh reports per agent, each its own context; otherwise (the original code) T steps, one
     uniformly random agent reporting with the memory of its own earlier reports."""
-    c, world = od["controls"], od["world"]
+    c = od["controls"]
     claim = topic[f"claim_{framing}"]
     initial = assign("uniform", agents, seed, topic["topic"], "uniform", rep)
     texts = [materials.persona_text(prompts, p, o) for p, o in zip(agents, initial)]

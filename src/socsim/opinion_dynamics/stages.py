@@ -139,6 +139,42 @@ def run_validate(ctx: StageContext) -> None:
     )
 
 
+def _judge_name(p: Mapping[str, Any]) -> str:
+    """The outside-information judge: outside_info.model, or the classifier's model where null."""
+    name: str | None = p[OD]["outside_info"]["model"]
+    return name if name is not None else str(p[OD]["classifier"]["model"])
+
+
+def _judge_names(p: Mapping[str, Any]) -> dict[str, str]:
+    key = (
+        "opinion_dynamics.outside_info.model"
+        if p[OD]["outside_info"]["model"] is not None
+        else "opinion_dynamics.classifier.model"
+    )
+    return {} if p[OD]["outside_info"]["sample"] == 0 else {_judge_name(p): key}
+
+
+def run_outside_info(ctx: StageContext) -> None:
+    """The outside-information judge on a seeded sample of the main simulations' tweets and reports."""
+    from socsim.opinion_dynamics import outside_info
+
+    cfg = ctx.params[OD]["outside_info"]
+    items = outside_info.sample(outside_info.outputs(ctx.rows("events"), ctx.rows("setups")), cfg["sample"], ctx.seed)
+    rows: list[dict[str, Any]] = []
+    if items and cfg["sample"] != 0:
+        name = _judge_name(ctx.params)
+        client = ctx.model_client(name, _judge_names(ctx.params)[name])
+        rows = asyncio.run(outside_info.judge(items, ctx.yaml("prompts_file"), cfg, client, name, ctx.seed))
+    ctx.write("outside_info", rows)
+    failed = sum(not r["parse_ok"] for r in rows)
+    ctx.write_metrics(
+        judged=len(rows),
+        parse_failed=failed,
+        outside=sum(bool(r["outside"]) for r in rows),
+        by_world={w: sum(r["world"] == w for r in rows) for w in sorted({r["world"] for r in rows})},
+    )
+
+
 def run_trajectories(ctx: StageContext) -> None:
     from socsim.opinion_dynamics import analysis
 
@@ -180,6 +216,8 @@ def run_analyse(ctx: StageContext) -> None:
         vs_paper.read_paper(ctx.path("paper_file")),
         od["metrics"]["ddof"],
         od["alpha"],
+        ctx.read("outside_info").to_pandas(),
+        od["outside_info"]["sample"],
     )
     d = ctx.path("analysis")
     report.write(rep, d)
@@ -198,12 +236,17 @@ def run_analyse(ctx: StageContext) -> None:
 def run_figures(ctx: StageContext) -> None:
     from socsim.io import report
     from socsim.opinion_dynamics import figures
+    from socsim.opinion_dynamics.analysis import paper_world
 
-    setups = ctx.read("setups").to_pandas()
+    all_setups = ctx.read("setups").to_pandas()
     traj = ctx.read("trajectories").to_pandas()
     a, out = ctx.path("analysis"), ctx.path("figures")
-    ps = report.read(a, "per_sim")
-    names = figures.trajectory_figures(setups, traj, ps, out)
+    all_ps = report.read(a, "per_sim")
+    names = figures.topic_final_distributions(all_ps, traj, all_setups, out)
+    # the paper's figures: its world setting (closed where it ran), as the analysis tables
+    world = paper_world(all_setups.world) if len(all_setups) else "closed"
+    setups, ps = all_setups[all_setups.world == world], all_ps[all_ps.world == world]
+    names += figures.trajectory_figures(setups, traj, ps, out)
     names += figures.final_distributions(ps, traj, setups, out)
     d_label = "population SD" if ctx.params[OD]["metrics"]["ddof"] == 0 else "sample SD"
     names += figures.bias_diversity_figure(
@@ -256,6 +299,7 @@ ARTIFACTS = {
     "events": Artifact(f"{RESULTS}/events/{SHARD}.parquet", schemas.EVENTS, ("sim_id", "t")),
     "ratings": Artifact(f"{RESULTS}/ratings/{SHARD}.parquet", schemas.RATINGS, ("sim_id", "t")),
     "validation": Artifact(f"{RESULTS}/validation.json"),
+    "outside_info": Artifact(f"{RESULTS}/outside_info.parquet", schemas.OUTSIDE_INFO, ("sim_id", "t", "kind")),
     "trajectories": Artifact(f"{RESULTS}/trajectories.parquet", schemas.TRAJECTORIES, ("sim_id", "agent", "t")),
     "baseline": Artifact(f"{RESULTS}/baseline.parquet", schemas.BASELINE, ("sim_id", "baseline", "agent", "t")),
     "analysis": Artifact(f"{RESULTS}/analysis", kind="dir", report="tables", pattern="{name}.csv"),
@@ -325,6 +369,17 @@ STUDY = Study(
             models=_validation_names,
         ),
         Stage(
+            "outside_info",
+            "The outside-information judge (paper section 3.3): a seeded sample of the main simulations' tweets "
+            "and reports per world setting, each labelled yes/no for information from outside the exchange.",
+            run_outside_info,
+            inputs=("events", "setups", "prompts_file"),
+            outputs=("outside_info",),
+            params=("seed", "opinion_dynamics.outside_info", "opinion_dynamics.classifier.model"),
+            uses_llm=True,
+            models=_judge_names,
+        ),
+        Stage(
             "trajectories",
             "One row per (simulation, agent, t = 0..T): the initial, classified or carried opinion "
             "(a failed parse carries the previous one, flagged).",
@@ -344,16 +399,17 @@ STUDY = Study(
         Stage(
             "analyse",
             "B and D per simulation (population and sample SD), Tables 1 and 2, controls, the paper's tests, "
-            "baselines side by side, degeneracy flags, vs_paper.",
+            "baselines side by side, B and D per topic, the outside-information rate per world, degeneracy flags, "
+            "vs_paper (with Fig. 5's reported B).",
             run_analyse,
-            inputs=("setups", "trajectories", "ratings", "baseline", "paper_file"),
+            inputs=("setups", "trajectories", "ratings", "baseline", "outside_info", "paper_file"),
             outputs=("analysis",),
-            params=("opinion_dynamics.metrics", "opinion_dynamics.alpha"),
+            params=("opinion_dynamics.metrics", "opinion_dynamics.alpha", "opinion_dynamics.outside_info.sample"),
         ),
         Stage(
             "figures",
-            "Opinion trajectories (Figs. 4-6 layout) and controls, final distributions, B and D by "
-            "condition with the baselines (PNG + PDF).",
+            "Opinion trajectories (Figs. 4-6 layout) and controls, final distributions (pooled and per topic), "
+            "B and D by condition with the baselines (PNG + PDF).",
             run_figures,
             inputs=("setups", "trajectories", "analysis"),
             outputs=("figures",),

@@ -123,10 +123,13 @@ MainValues = list[int] | Callable[[dict[str, Any], int], int]
 
 
 def _run(main_values: MainValues, roleplay_values: list[int], bare_values: list[int], fail: int = 0) -> dict[str, Any]:
-    """The default design's setups (2 topics x 2 framings x bias none/strong, N = 10, T = 6, the two
+    """The default design's setups at N = 10, T = 6 (2 topics x 2 framings x bias none/strong, the two
     controls) with ratings that answer the given values in order (the main runs': or a function of
     the setup and step); the first `fail` main ratings do not parse."""
-    od = config.validate(yaml.safe_load((ROOT / "params.yaml").read_text()))["opinion_dynamics"]
+    params = config.deep_merge(
+        yaml.safe_load((ROOT / "params.yaml").read_text()), {"opinion_dynamics": {"n_agents": 10, "steps": 6}}
+    )
+    od = config.validate(params)["opinion_dynamics"]
     rows = setups.build(
         od, 7, materials.persona_rows(_load("personas")), materials.topic_rows(_load("topics")), _load("prompts")
     )

@@ -43,6 +43,8 @@ TOPICS = materials.topic_rows(load("topics"))
 
 
 def od_params(**over) -> dict:
+    """params.yaml's opinion_dynamics section at the paper's N = 10 (T = 6, the tests' design), with `over`."""
+    over = {"n_agents": 10, "steps": 6, **over}
     params = config.validate(
         config.deep_merge(yaml.safe_load((ROOT / "params.yaml").read_text()), {"opinion_dynamics": over})
     )
@@ -79,7 +81,9 @@ def test_known_starts_give_the_known_b_and_d():
 
 
 def test_setups_share_the_schedule_across_conditions_and_rerun_identically():
-    od = od_params(confirmation_bias=["none", "weak", "strong"], memory=["cumulative", "reflective"], steps=30)
+    od = od_params(
+        confirmation_bias=["none", "weak", "strong"], memory=["cumulative", "reflective"], steps=30, n_agents=10
+    )
     rows = setups.build(od, 7, PERSONAS, TOPICS, PROMPTS)
     assert rows == setups.build(od, 7, PERSONAS, TOPICS, PROMPTS)
     main = [r for r in rows if r["condition"] == "main"]
@@ -532,6 +536,7 @@ def test_stages_on_the_embedded_model_deterministic_and_resumable(tmp_path):
         "setups",
         "simulate",
         "classify",
+        "outside_info",
         "validate",
         "trajectories",
         "baseline",
@@ -553,6 +558,13 @@ def test_stages_on_the_embedded_model_deterministic_and_resumable(tmp_path):
     metrics = read_metrics(out / "metrics/simulate/all.json")
     assert metrics["calls"] == 2 * 3 * 2 + 2 * (5 + 1) and metrics["steps"] == len(events)
     assert read_metrics(out / "metrics/validate.json")["validated"] == 0
+    # the outside-information judge: every tweet and report of the closed world (6 + 6 <= sample 10 each)
+    judged = pd.read_parquet(out / "outside_info.parquet")
+    assert len(judged) == 12 and set(judged.world) == {"closed"} and judged.judge_model.eq("smollm2-135m").all()
+    oi = pd.read_csv(analysis_dir / "outside_info.csv").set_index("world")
+    assert oi.loc["closed", "all_judged"] == judged.parse_ok.sum() and oi.loc["open", "status"].startswith("did not")
+    assert (analysis_dir / "per_topic.md").stat().st_size > 0
+    assert len(list((out / "figures").glob("final_by_topic_*.png"))) == 1
     # determinism: a second run from the cache writes byte-identical artifacts
     files = ("events/all.parquet", "ratings/all.parquet", "trajectories.parquet")
     before = {f: (out / f).read_bytes() for f in files}
