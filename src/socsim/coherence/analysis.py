@@ -32,16 +32,21 @@ The six tests of section 4.3 (the unit of each is the conversation: one final ag
    test's power would overstate the U test's on tied 5-point scores, as for Test 2.
 5. Pearson r between O1 + O2 and final agreement: pass if r > 0 and p < alpha.
 6. Among (1-5) preference pairs, the lowest openness pairing (lowest O1 + O2, e.g. (0, 0)) should
-   agree less than the other openness pairings. The paper compares it with every other pairing
-   (one-sided Mann-Whitney U, lowest smaller, Bonferroni) without saying how many must be
-   significant. `coherence.test6_rule`:
-   - `pooled` (default): one one-sided Mann-Whitney U of the lowest pairing's scores against the
-     scores of all other (1-5) pairings together: pass if p < alpha.
-   - `strict`: pass only if every Bonferroni-corrected comparison is significant. Coherent agents
-     whose agreement rises smoothly with openness fail it, because neighbouring pairings ((0, 0)
-     against (0, 1)) barely differ.
+   agree less than the other openness pairings. `coherence.test6_rule`:
+   - `strict` (default, the paper's rule): one one-sided Mann-Whitney U (lowest smaller) against
+     each other pairing, Bonferroni over them; pass only if every corrected comparison is
+     significant. Section 4.3: "whether the agreement score distribution for the lowest Openness
+     pairing ... is smaller than the agreement scores for other pairings ... we compute each
+     comparison separately, then perform a Bonferroni correction on a Mann-Whitney U test", and
+     Finding #6: "all other pairings should yield higher agreement than this baseline". Pairings
+     with fewer than MIN_GROUP conversations are left out (counted in the detail). Coherent agents
+     whose agreement rises smoothly with openness rarely pass it, because neighbouring pairings
+     ((0, 0) against (0, 1)) barely differ.
+   - `pooled` (ours, not the paper's): one one-sided Mann-Whitney U of the lowest pairing's scores
+     against the scores of all other (1-5) pairings together: pass if p < alpha.
    Either way the detail column counts the significant Bonferroni comparisons and the pairings
-   whose mean lies above the lowest one's (the paper: 6 of 28).
+   whose mean lies above the lowest one's (the paper: 6 of 28); the `rule` column of Test 6 and
+   vs_paper's Test 6 rows say which rule ran (a pooled row is a design difference from the paper).
 
 For the one-sided U tests (3, 6) a comparison whose estimate (U / (n1 n2) - 1/2) lies against the
 claim is judged on the one-sided p in that direction, so "fail" means significant the other way.
@@ -107,6 +112,7 @@ TEST_COLUMNS = [
     "significant",
     "comparisons",
     "detail",
+    "rule",
     "n",
     "unit",
     "power",
@@ -129,14 +135,33 @@ TEST_SPECS = {
         "two-sided Mann-Whitney U, Bonferroni; no difference claimed (simulated U power at CONTENTIOUSNESS_D)",
     ),
     5: ("Pearson r, O1 + O2 vs final agreement", "Pearson r, two-sided p, r > 0 claimed"),
-    6: ("p, lowest openness pairing vs the others among (1-5) pairs", "one-sided Mann-Whitney U (test6_rule)"),
+    6: (
+        "largest Bonferroni p, lowest openness pairing vs each other (1-5) pairing",
+        "one-sided Mann-Whitney U per other openness pairing, Bonferroni, all needed (the paper's rule)",
+    ),
 }
+# Test 6 under the pooled rule (coherence.test6_rule: pooled), ours.
+TEST6_POOLED_SPEC = (
+    "p, lowest openness pairing vs all other (1-5) pairs pooled",
+    "one-sided Mann-Whitney U against the other pairings pooled (pooled rule: ours, not the paper's)",
+)
 CONTENTIOUSNESS_D = 0.5  # Test 4: the contentiousness effect (Cohen's d) it must be able to find
 KS_POWER_REPEATS = 500  # simulated samples for Test 2's power
 KS_POWER_CAP = 200  # group sizes above this are simulated at this size (power is ~1 there)
 U_POWER_REPEATS = 400  # simulated samples per direction for Test 4's power
 U_POWER_CAP = 500  # group sizes above this are simulated at this size (conservative)
-TEST6_RULES = ("pooled", "strict")
+TEST6_RULES = ("strict", "pooled")  # the paper's rule first (the default)
+TEST6_RULE_LABELS = {
+    "strict": "strict, the paper's: every Bonferroni-corrected comparison with another pairing significant",
+    "pooled": "pooled, ours (not the paper's): the lowest pairing against all other (1-5) pairs together",
+}
+
+
+def spec_of_test(test: int, test6_rule: str = "strict") -> tuple[str, str]:
+    """(statistic, test) of a test for findings; Test 6's depend on the rule that ran."""
+    return TEST6_POOLED_SPEC if test == 6 and test6_rule == "pooled" else TEST_SPECS[test]
+
+
 # The pairing columns of pairs.parquet (the rest is the episode: question, system prompts, seed).
 PAIRING = ["conversation_id", "model", "topic", "agent1_id", "agent2_id", "profile1", "profile2", "opener"]
 DEFAULT_STEEPNESS = 2.0
@@ -527,13 +552,14 @@ def flags_per_test(flags: dict[str, list[dg.Flag]]) -> dict[int, list[dg.Flag]]:
 def six_tests(
     df: pd.DataFrame,
     alpha: float,
-    test6_rule: str = "pooled",
+    test6_rule: str = "strict",
     flags: dict[int, list[dg.Flag]] | None = None,
     empty_reason: str | None = None,
     scope: str = "",
     alternative: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None,
 ) -> pd.DataFrame:
-    """The six tests on one model's conversation table. `flags`: degeneracy flags of the inputs
+    """The six tests on one model's conversation table. `test6_rule`: strict (the paper's) or pooled
+    (ours), the Test 6 row's `rule` column says which with TEST6_RULE_LABELS. `flags`: degeneracy flags of the inputs
     each test depends on; `empty_reason`: why a model without conversations has none;
     `alternative`: the paper's (gap-0, gap-4) distributions, for Test 2's power (`paper_suppression`;
     without it Test 2 cannot pass). The frame's attrs hold "flags" (every flag raised) and
@@ -580,6 +606,7 @@ def six_tests(
                 "significant": significant,
                 "comparisons": comparisons,
                 "detail": detail,
+                "rule": TEST6_RULE_LABELS[test6_rule] if test == 6 else "",
                 "n": n,
                 "unit": unit,
                 "power": np.nan if power is None else power,
@@ -764,7 +791,7 @@ def six_tests(
             vd.effect(p_dir, est, n6, MIN_GROUP, unit6, -1, alpha=alpha),
             np.nan,
             p,
-            f"pooled rule: lowest vs the other {len(others)} (1-5) pairs; " + detail,
+            f"pooled rule (ours, not the paper's): lowest vs the other {len(others)} (1-5) pairs; " + detail,
             significant=k,
             comparisons=len(adj),
             n=n6,
@@ -779,7 +806,7 @@ def six_tests(
             "(1-5) conversations in the largest other pairing",
             alpha=alpha,
         )
-        add(6, v, detail="strict rule: " + detail, significant=0, comparisons=0, n=n6, unit=unit6)
+        add(6, v, detail="strict rule (the paper's): " + detail, significant=0, comparisons=0, n=n6, unit=unit6)
     else:
         directed = [_directed_mwu(base, g, -1) for g in comparable.values()]
         adj_dir = bonferroni([q for _, q in directed])
@@ -794,7 +821,7 @@ def six_tests(
             vd.all_of(parts),
             np.nan,
             float(adj.max()),
-            "strict rule: " + detail,
+            "strict rule (the paper's): " + detail,
             significant=k,
             comparisons=len(adj),
             n=n6,
@@ -1005,6 +1032,7 @@ def analyse(
         "removed_by_self_bleu_by_model": removed_by_model,
         "self_bleu_threshold": cp["self_bleu_threshold"],
         "test6_rule": cp["test6_rule"],
+        "test6_rule_label": TEST6_RULE_LABELS[cp["test6_rule"]],
         "sigmoid_steepness": steep,
         "models": models,
         "tests_passed": {
@@ -1058,6 +1086,7 @@ def _findings(out: dict[str, Any]) -> list[Finding]:
     """Per model: "disagreement suppressed" under either shift, and the six tests."""
     found: list[Finding] = []
     supp, tests = out["tables"]["suppression"], out["tables"]["six_tests"]
+    rule = out["summary"]["test6_rule"]
     for model, panels in out["suppressed"].items():
         for label in ("linear", "sigmoid"):
             part = supp[(supp["model"] == model) & (supp["panel"] == f"{label} shift")]
@@ -1081,9 +1110,9 @@ def _findings(out: dict[str, Any]) -> list[Finding]:
             found.append(
                 Finding(
                     f"Test {t}: {TEST_NAMES[t]} ({model})",
-                    TEST_SPECS[t][0],
+                    spec_of_test(t, rule)[0],
                     None if pd.isna(value) else float(value),
-                    TEST_SPECS[t][1],
+                    spec_of_test(t, rule)[1],
                     str(r["unit"]),
                     _int(r["n"]),
                     out["verdicts"][model][t],

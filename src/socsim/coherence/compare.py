@@ -7,7 +7,12 @@ Like with like (issue 20, item 4): a row with any design difference gives no ver
 with the paper. Its Table 4 rows claim "<our model> passes Test t (our run)" and give our run's
 verdict by the rule, with the paper's "Qwen2.5-7B fails Test 2" in the note; its suppression rows
 give our run's verdict on the claim, and their note says it is ours only. Only a row whose design
-matches the paper's says whether the paper's result holds in our run (`_paper_says`)."""
+matches the paper's says whether the paper's result holds in our run (`_paper_says`).
+
+Test 6 (issue 21, item 13): its rows say which rule ran (`coherence.test6_rule`). The paper's rule
+(strict: every Bonferroni comparison significant) is the default; the pooled rule is ours, and a
+pooled Test 6 row names it as a design difference ("Test 6 rule"), so it gives no verdict of
+agreement with the paper's Test 6 column."""
 
 from __future__ import annotations
 
@@ -25,6 +30,14 @@ from socsim.stats.verdict import Verdict
 DEGENERATE = "degenerate input"
 INCONCLUSIVE = "inconclusive"
 TABLE3_INPUTS = ("preferences", "scores", "calibration")
+PAPER_TEST6_RULE = "strict"  # where paper.yaml does not say (table4.test6_rule)
+
+
+def design_of_test6_rule(rule: str, paper_rule: str = PAPER_TEST6_RULE) -> list[str]:
+    """The design difference of a Test 6 row run under `rule` (none under the paper's rule)."""
+    if rule == paper_rule:
+        return []
+    return [f"Test 6 rule: ours {rule} (ours, not the paper's), paper {paper_rule}"]
 
 
 def _cell(result: str, detail: str) -> str:
@@ -68,12 +81,16 @@ def table4(tests: pd.DataFrame) -> Table:
     tex += [r"\hline", r"\end{tabular}"]
     note_lines = [f"[{i}] {n}" for i, n in enumerate(notes, 1)]
     md_text = "\n".join(md) + "\n\n" + "".join(f"{n}  \n" for n in note_lines)
+    rules = sorted({r for r in tests.loc[tests["test"] == 6, "rule"] if r}) if "rule" in tests.columns else []
+    rule_line = f"Test 6 rule: {'; '.join(rules)}." if rules else ""
+    md_text += f"\n{rule_line}\n" if rule_line else ""
     md_text += (
         "\nPass rules: see socsim.coherence.analysis (module docstring) and the README. A pass needs a "
         "rejection in the claimed direction (Tests 2 and 4: no difference found with power >= 0.8); "
         "a fail a rejection the other way; anything else is inconclusive.\n"
     )
     tex_text = "\n".join(tex) + "\n" + "".join(f"% {n}\n" for n in note_lines)
+    tex_text += f"% {rule_line}\n" if rule_line else ""
     if notes:
         tex_text += r"\par\footnotesize " + r" \\ ".join(tex_escape(n) for n in note_lines) + "\n"
     return Table(df, "Table 4: the six tests per agent model", markdown=md_text, latex=tex_text)
@@ -155,6 +172,8 @@ def vs_paper_rows(out: dict[str, Any], paper: dict[str, Any]) -> list[Row]:
     supp, tests = tables["suppression"], tables["six_tests"]
     t3, sp = paper.get("table3", {}), paper.get("suppression", {})
     base_design = _paper_design(paper)
+    rule = out["summary"].get("test6_rule", PAPER_TEST6_RULE)
+    paper_rule = paper.get("table4", {}).get("test6_rule", PAPER_TEST6_RULE)
     for model in sorted(set(tests["model"])):
         f = out["flags"].get(model, {})
         table3 = _flags_of(f, TABLE3_INPUTS)
@@ -267,6 +286,7 @@ def vs_paper_rows(out: dict[str, Any], paper: dict[str, Any]) -> list[Row]:
         )
         for _, r in tests[tests["model"] == model].sort_values("test").iterrows():
             t = int(r["test"])
+            row_design = [*t4_design, *design_of_test6_rule(rule, paper_rule)] if t == 6 else t4_design
             ours = {"pass": 1.0, "fail": 0.0}.get(r["result"])
             theirs = None if entry is None else float(entry["tests"][t - 1])
             v = verdicts.get(t)
@@ -279,10 +299,11 @@ def vs_paper_rows(out: dict[str, Any], paper: dict[str, Any]) -> list[Row]:
                 paper_passes, text = findings[t]["expect"] == "pass", findings[t]["text"]
             else:
                 text = ""
-            finding, verdict, across = table4_claim(model, t, text, paper_passes, None if na else v, t4_design)
+            finding, verdict, across = table4_claim(model, t, text, paper_passes, None if na else v, row_design)
             own_flags = out.get("test_flags", {}).get(model, {}).get(t, [])
             why = f"n/a: {r['detail']}" if na and not own_flags else ""
             where = "paper has no row for this model" if entry is None else f"paper row: {name}"
+            rule_note = f"Test 6 rule: {r['rule']}" if t == 6 and isinstance(r.get("rule"), str) and r["rule"] else ""
             rows.append(
                 Row(
                     f"Table 4: Test {t} passed (1) or failed (0) ({model})",
@@ -291,8 +312,8 @@ def vs_paper_rows(out: dict[str, Any], paper: dict[str, Any]) -> list[Row]:
                     finding,
                     verdict=verdict,
                     flags=own_flags,
-                    design=t4_design,
-                    note="; ".join(x for x in (why or where, across) if x),
+                    design=row_design,
+                    note="; ".join(x for x in (why or where, rule_note, across) if x),
                 )
             )
     return rows

@@ -15,6 +15,7 @@ Conversations run concurrently.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from socsim.llm import IntRange, LLMClient, Request, Sampling
@@ -148,11 +149,19 @@ async def calibrate(prompts: dict[str, Any], client: LLMClient, judge_name: str,
     return rows
 
 
-def judges_for(agent_models: list[str], judge_model: str, judge_models: dict[str, str] | None) -> dict[str, str]:
+def judges_for(
+    agent_models: list[str],
+    judge_model: str,
+    judge_models: dict[str, str] | None,
+    registry: Collection[str] | None = None,
+) -> dict[str, str]:
     """The judge (a registry name) of every agent model: `judge_models[agent model]` where given,
-    otherwise `judge_model` (the paper avoids a model judging its own conversations)."""
+    otherwise `judge_model` (the paper avoids a model judging its own conversations). A key of
+    `judge_models` that is no agent model is an error (a typo), unless it names a model of the
+    `registry`: then it is a judge for a model this run leaves out (params.paper.yaml's mapping
+    for Llama3.1-8B when `agent_models` is cut to a subset)."""
     judge_models = judge_models or {}
-    unknown = sorted(set(judge_models) - set(agent_models))
+    unknown = sorted(set(judge_models) - set(agent_models) - set(registry or ()))
     if unknown:
         raise ValueError(
             f"coherence.judge_models names agent models that do not exist: {', '.join(unknown)} "

@@ -81,7 +81,7 @@ def _judges(ctx: StageContext, utterances: list[dict[str, Any]]) -> tuple[dict[s
     present = sorted({u["model"] for u in utterances})
     # Validate the mapping against every agent model, but judge (and calibrate) only those with conversations.
     agent_models = list(dict.fromkeys([*cp["agent_models"], *present]))
-    judge_of = dialogue.judges_for(agent_models, cp["judge_model"], cp["judge_models"])
+    judge_of = dialogue.judges_for(agent_models, cp["judge_model"], cp["judge_models"], ctx.params["models"])
     judge_of = {m: judge_of[m] for m in present}
     return ctx.model_clients(list(judge_of.values()), _judge_key(cp)), judge_of
 
@@ -99,7 +99,7 @@ def _judge_model_names(p: Mapping[str, Any]) -> dict[str, str]:
     from socsim.coherence import dialogue
 
     cp = p["coherence"]
-    judges = dialogue.judges_for(list(cp["agent_models"]), cp["judge_model"], cp["judge_models"])
+    judges = dialogue.judges_for(list(cp["agent_models"]), cp["judge_model"], cp["judge_models"], p["models"])
     return dict.fromkeys([*judges.values(), cp["judge_model"]], _judge_key(cp))
 
 

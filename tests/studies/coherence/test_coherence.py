@@ -468,6 +468,10 @@ def test_judges_for_agent_models():
     assert dialogue.judges_for(["m1", "m2"], default, {"m2": "judge-b"}) == {"m1": default, "m2": "judge-b"}
     with pytest.raises(ValueError, match="do not exist: m3"):
         dialogue.judges_for(["m1"], default, {"m3": "judge-b"})
+    # a registry model this run leaves out (the paper's mapping with agent_models cut to a subset): no error
+    assert dialogue.judges_for(["m1"], default, {"m3": "judge-b"}, {"m1", "m3"}) == {"m1": default}
+    with pytest.raises(ValueError, match="do not exist: m4"):
+        dialogue.judges_for(["m1"], default, {"m4": "judge-b"}, {"m1", "m3"})
 
 
 def test_run_judge_uses_each_models_judge_and_scores_calibration_examples():
@@ -556,6 +560,42 @@ def test_test6_pooled_rule_passes_coherent_and_fails_incoherent_agents():
     assert t6(coherent, "pooled")["p"] == pytest.approx(pooled_p)
     with pytest.raises(ValueError, match="test6_rule"):
         an.six_tests(coherent, 0.01, "some")
+
+
+def test_test6_the_papers_strict_rule_is_the_default_and_pooled_is_labelled_ours():
+    """Known answers where the two rules disagree: agreement rises smoothly with openness, so the lowest
+    pairing is below the others pooled (pooled passes) but not below its neighbours one by one (strict,
+    the paper's rule, cannot pass); and a step (only the least open agree less) that both pass."""
+    from scipy.stats import mannwhitneyu
+
+    smooth = _far_pairs(lambda s: 1 + 3 * s / 18)
+    step = _far_pairs(lambda s: 1.0 if s == 0 else 4.0)
+
+    def by_hand(df):
+        """strict: every Bonferroni-corrected one-sided U significant; pooled: one U against the rest."""
+        base = df.loc[df["open_pair"] == "0-0", "agreement"]
+        others = [g["agreement"] for k, g in df.groupby("open_pair") if k != "0-0"]
+        ps = [mannwhitneyu(base, g, alternative="less").pvalue for g in others]
+        pooled = mannwhitneyu(base, df.loc[df["open_pair"] != "0-0", "agreement"], alternative="less").pvalue
+        return all(min(p * len(ps), 1) < 0.01 for p in ps), bool(pooled < 0.01)
+
+    assert by_hand(smooth) == (False, True) and by_hand(step) == (True, True)  # the data do what they claim
+    default = an.six_tests(smooth, 0.01).set_index("test").loc[6]
+    strict = an.six_tests(smooth, 0.01, "strict").set_index("test").loc[6]
+    pooled = an.six_tests(smooth, 0.01, "pooled").set_index("test").loc[6]
+    assert default["result"] == strict["result"] and default["rule"] == strict["rule"]  # strict is the default
+    assert strict["result"].startswith("inconclusive (") and pooled["result"] == "pass"
+    assert strict["rule"] == an.TEST6_RULE_LABELS["strict"] and strict["rule"].startswith("strict, the paper's")
+    assert pooled["rule"].startswith("pooled, ours (not the paper's)")
+    assert strict["detail"].startswith("strict rule (the paper's): ")
+    assert pooled["detail"].startswith("pooled rule (ours, not the paper's): ")
+    for rule in ("strict", "pooled"):
+        assert an.six_tests(step, 0.01, rule).set_index("test").loc[6, "result"] == "pass", rule
+    # the other tests carry no rule; Test 6 carries it even without data
+    assert set(an.six_tests(smooth, 0.01).query("test != 6")["rule"]) == {""}
+    empty = an.six_tests(smooth.iloc[:0], 0.01, "pooled", empty_reason="none").set_index("test")
+    assert empty.loc[6, "rule"] == an.TEST6_RULE_LABELS["pooled"]
+    assert "the paper's rule" in an.spec_of_test(6, "strict")[1] and "ours" in an.spec_of_test(6, "pooled")[1]
 
 
 def test_degeneracy_flags_replace_pass_and_fail():
@@ -860,6 +900,49 @@ def test_only_a_like_for_like_row_says_whether_the_papers_result_holds(tmp_path)
     assert all(differs[t]["finding"] == f"qwen2.5-7b passes Test {t} (our run)" for t in (1, 2, 3))
 
 
+def test_vs_paper_and_table4_say_which_test6_rule_ran(tmp_path):
+    """The synthetic run's (1-5) pairs agree 1 at openness 0-0 and 0-3 alike, 2 from O1 + O2 >= 9 on: the
+    paper's strict rule cannot pass (0-0 is not below 0-3), the pooled rule (ours) passes. The vs_paper row
+    and Table 4 say which rule ran; a pooled row is a design difference ("Test 6 rule")."""
+    from scipy.stats import mannwhitneyu
+
+    from socsim.coherence.compare import ACROSS_DESIGN
+
+    paths = synthetic_run(tmp_path, models=("qwen2.5-7b",))
+    default = run_stages(paths)
+    t6 = default["tests"].set_index("test").loc[6]
+    assert t6["result"].startswith("inconclusive (") and t6["rule"] == an.TEST6_RULE_LABELS["strict"]
+    row = default["vs_paper"].set_index("quantity").loc["Table 4: Test 6 passed (1) or failed (0) (qwen2.5-7b)"]
+    assert "Test 6 rule: strict, the paper's" in row["note"] and "Test 6 rule" not in row["comparable"]
+    assert f"Test 6 rule: {an.TEST6_RULE_LABELS['strict']}." in default["table4_md"]
+    assert default["summary"]["test6_rule"] == "strict"
+    finding = default["findings"].set_index("claim").loc["Test 6: " + an.TEST_NAMES[6] + " (qwen2.5-7b)"]
+    assert "the paper's rule" in finding["test"]
+
+    pooled = run_stages(paths, test6_rule="pooled")
+    conv = pd.read_csv(tmp_path / "analysis/conversations.csv", dtype={"pref_pair": str, "open_pair": str})
+    far = conv[conv["pref_pair"] == "1-5"]
+    p = mannwhitneyu(
+        far.loc[far["open_pair"] == "0-0", "agreement"],
+        far.loc[far["open_pair"] != "0-0", "agreement"],
+        alternative="less",
+    ).pvalue
+    t6 = pooled["tests"].set_index("test").loc[6]
+    assert p < 0.01 and t6["result"] == "pass" and t6["p"] == pytest.approx(p)
+    row = pooled["vs_paper"].set_index("quantity").loc["Table 4: Test 6 passed (1) or failed (0) (qwen2.5-7b)"]
+    assert row["comparable"].startswith("no: ") and row["comparable"].endswith(", Test 6 rule")
+    assert "Test 6 rule: pooled, ours (not the paper's)" in row["note"] and ACROSS_DESIGN in row["note"]
+    # our run's verdict only (it passes), never "the paper's Qwen2.5-7B fails Test 6" turned into agreement
+    assert row["finding"] == "qwen2.5-7b passes Test 6 (our run)" and row["finding_holds"] == "yes"
+    t5 = pooled["vs_paper"].set_index("quantity").loc["Table 4: Test 5 passed (1) or failed (0) (qwen2.5-7b)"]
+    assert "Test 6 rule" not in t5["comparable"] + t5["note"]  # only Test 6's row
+    assert "pooled, ours (not the paper's)" in pooled["table4_md"]
+    notes = (tmp_path / "analysis/vs_paper.md").read_text()
+    assert "Design differs from the paper: Test 6 rule: ours pooled (ours, not the paper's), paper strict" in notes
+    finding = pooled["findings"].set_index("claim").loc["Test 6: " + an.TEST_NAMES[6] + " (qwen2.5-7b)"]
+    assert "ours, not the paper's" in finding["test"]
+
+
 def test_table4_claim_gives_no_agreement_verdict_across_a_design_difference():
     from socsim.coherence.compare import ACROSS_DESIGN, table4_claim
     from socsim.stats.verdict import Verdict
@@ -888,7 +971,11 @@ def test_one_unparsed_answer_keeps_integer_profiles(tmp_path, monkeypatch):
     assert set(conv["pref_pair"]) == {f"{a}-{b}" for a, b in itertools.combinations_with_replacement(range(1, 6), 2)}
     assert not conv["open_pair"].str.contains(".", regex=False).any()
     tests = out["tests"].set_index("test")
-    assert tests.loc[3, "raw_result"] in ("pass", "fail") and tests.loc[6, "raw_result"] in ("pass", "fail")
+    assert tests.loc[3, "raw_result"] in ("pass", "fail")
+    # Test 6 (the paper's strict rule by default) ran its comparisons on integer openness pairings
+    assert tests.loc[6, "comparisons"] >= 1 and tests.loc[6, "detail"].startswith(
+        "strict rule (the paper's): lowest 0-0 "
+    )
     labels = [t.get_text() for ax in captured["fig6_anchors"].axes for t in ax.texts]
     assert "1-5" in labels and "1-1" in labels and not any("." in t for t in labels)
 
@@ -1143,3 +1230,62 @@ def test_test5_row_does_not_carry_the_preference_flag(tmp_path):
     tests = out["tests"].set_index("test")
     assert "coherence preferences" not in tests.loc[5, "flags"]
     assert tests.loc[1, "flags"].startswith("degenerate input: coherence preferences (m)")
+
+
+# -- the paper's models (params.paper.yaml) ------------------------------------------------------------
+
+
+def _paper_params():
+    from socsim import config, models
+
+    params = config.load([str(ROOT / "params.yaml"), str(ROOT / "params.paper.yaml")])
+    models.check(params)  # every name a stage uses is in the registry
+    return params
+
+
+def test_paper_params_list_table4s_models_with_the_papers_judges():
+    params = _paper_params()
+    cp, registry = params["coherence"], params["models"]
+    table4 = PAPER["table4"]["models"]
+    ours = {}  # Table 4 name -> our registry name (by paper.yaml's aliases)
+    for name, entry in table4.items():
+        found = [a for a in entry["aliases"] if a in registry]
+        assert len(found) == 1, (name, found)
+        ours[name] = found[0]
+        assert registry[found[0]]["backend"] == "openai" and registry[found[0]]["serve"]["engine"] == "vllm"
+    # every Table 4 model is an agent model but Olmo-7B (its 2048-token context: the next test)
+    assert sorted(cp["agent_models"]) == sorted(v for k, v in ours.items() if k != "Olmo-7B")
+    judges = dialogue.judges_for(list(cp["agent_models"]), cp["judge_model"], cp["judge_models"])
+    paper_judge = {a.lower() for a in table4[PAPER["design"]["judge_model"]]["aliases"]}
+    for name, model in ours.items():
+        if model not in judges:
+            continue
+        own = table4[name].get("judge")
+        expected = ours[own] if own else ours[PAPER["design"]["judge_model"]]
+        assert judges[model] == expected and judges[model] != model, name
+    assert cp["judge_model"] in paper_judge
+
+
+def test_the_papers_olmo_overflows_the_papers_conversations_and_the_plan_names_it(monkeypatch):
+    """Olmo-7B's 2048 tokens cannot hold 5 statements a side of up to 256 tokens: the plan refuses it by name.
+    The same design on a context of 4096 fits (the error is the context, not the design)."""
+    from socsim import plan, studies
+
+    params = _paper_params()
+    assert params["models"]["olmo-7b"]["n_ctx"] == 2048 and "olmo-7b" not in params["coherence"]["agent_models"]
+    coherence = studies.study("coherence")
+    monkeypatch.setattr(studies, "all_studies", lambda: [coherence])  # plan coherence only
+    small = ["coherence.agent_models=[olmo-7b]", "coherence.topics=[taxes]", "coherence.agents_per_cell=2"]
+    small += ["coherence.pairing.max_pairs_per_topic=2"]  # the paper's turns and utterance tokens stay
+    files = [str(ROOT / "params.yaml"), str(ROOT / "params.paper.yaml")]
+    p = plan.plan_params(files, small)
+    assert (p["coherence"]["turns_per_agent"], p["coherence"]["utterance_max_tokens"]) == (5, 256)
+    plans, _, skipped = plan.run(p, ROOT)
+    assert skipped == []
+    with pytest.raises(plan.PlanError) as info:
+        plan.check_overflow(plans, p)
+    text = str(info.value)
+    assert "coherence converse on olmo-7b" in text and "n_ctx = 2048" in text
+    assert "elicit" not in text and "judge" not in text  # only the conversations overflow
+    wide = plan.plan_params(files, [*small, "models.olmo-7b.n_ctx=4096"])
+    plan.check_overflow(plan.run(wide, ROOT)[0], wide)
