@@ -1147,7 +1147,11 @@ def _human_on_topic_report(b: _Builder, tables: Mapping[str, Any], paper: Mappin
                 f"Table 1 human on-topic rate (data set's validity labels), {r.topic_set}",
                 None if pd.isna(r.validity_rate) else r.validity_rate,
                 d["on_topic"] / d["messages"] if d.get("messages") else None,
-                design=run.differences(()),
+                # the paper counts raw messages of every group (our data_counts table has that count)
+                design=run.differences(())
+                + vs_paper.differences(
+                    {"unit": "merged utterances of the run's groups"}, {"unit": "raw messages of all groups"}
+                ),
                 note=f"ours: {r.n_utterances} merged utterances of the run's groups ({r.n_no_validity} without a "
                 "label); the paper: raw messages of all groups; " + agree,
             )

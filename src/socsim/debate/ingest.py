@@ -278,7 +278,7 @@ def data_counts(
                     "complete": sum(s["complete"] for s in mine),
                     "post_opinion": sum(s["complete"] and s["post_opinion"] for s in mine),
                     "dropped": sum(not s["complete"] for s in mine),
-                    "participants": sum(s["n_participants"] for s in mine),
+                    "participants": len({w for s in mine for w in s["workers"]}),  # people, not seats
                     "messages": sum(s["n_messages"] for s in mine),
                     "messages_valid": sum(s["n_messages_valid"] for s in mine),
                     "utterances": sum(n_utt[s["session_id"]] for s in mine if s["complete"]),
@@ -571,6 +571,7 @@ class _Parser:
                 "drop_reason": "; ".join(reasons) or None,
                 "post_opinion": not post_reasons,
                 "n_participants": len(people),
+                "workers": sorted(people),
                 "n_messages": len(messages),
                 "n_messages_valid": sum(m["validity"] == "VALID" for m in messages),
                 "shadowed_sources": list(f["shadowed_sources"]),
@@ -578,7 +579,7 @@ class _Parser:
         )
         if not complete:
             log.info("debate data: dropped session %s (%s): %s", sid, rel, "; ".join(reasons))
-            return "; ".join(post_reasons) or None
+            return None  # dropped: its missing Post Opinions matter to no table
         for w, r in init.items():
             po = post.get(w)
             demo = {slot: survey[w].get(slot) or UNKNOWN for slot in SLOTS}

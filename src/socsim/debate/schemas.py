@@ -16,6 +16,7 @@ SESSIONS = pa.schema(
         pa.field("drop_reason", pa.string()),
         pa.field("post_opinion", pa.bool_(), nullable=False),  # all 4 gave a Post Opinion: Sect. 6 needs it
         pa.field("n_participants", pa.int64(), nullable=False),
+        pa.field("workers", pa.list_(pa.string()), nullable=False),  # their worker ids (people sit in several groups)
         pa.field("n_messages", pa.int64(), nullable=False),  # raw message rows (message_received only as fallback)
         pa.field("n_messages_valid", pa.int64(), nullable=False),  # of those, validity VALID
         pa.field("shadowed_sources", pa.list_(pa.string()), nullable=False),  # later sources' unused copies

@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from socsim.stats.agreement import cohen_kappa
+
 VAR_TOL = 1e-12
 
 
@@ -353,14 +355,10 @@ def agreement(a: Iterable[Any], b: Iterable[Any]) -> dict[str, Any]:
     if not n:
         out["note"] = "no item has both labels"
         return out
-    p_o = (counts["both_1"] + counts["both_0"]) / n
-    pa, pb = (counts["both_1"] + counts["a_only"]) / n, (counts["both_1"] + counts["b_only"]) / n
-    p_e = pa * pb + (1 - pa) * (1 - pb)
-    out["agreement"] = p_o
-    if p_e >= 1 - VAR_TOL:
+    out["agreement"] = (counts["both_1"] + counts["both_0"]) / n
+    out["kappa"] = cohen_kappa([[counts["both_1"], counts["a_only"]], [counts["b_only"], counts["both_0"]]])
+    if out["kappa"] is None:
         out["note"] = "both raters gave one and the same label: kappa undefined"
-    else:
-        out["kappa"] = (p_o - p_e) / (1 - p_e)
     return out
 
 

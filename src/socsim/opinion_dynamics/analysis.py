@@ -1261,7 +1261,11 @@ def outside_info_report(
         if not r.all_judged:
             continue
         cells = main[(main.model == r.model) & (main.world == r.world)]
-        dsg = [d for d in design(cells, classifier, paper) if not d.startswith("world:")]
+        # The rate is the judge's, not the classifier's: the judge (ours a model on a seeded sample, the
+        # paper's human annotators) is always a design difference.
+        dsg = [d for d in design(cells, classifier, paper) if not d.startswith(("world:", "classifier:"))]
+        mine = sorted(set(labels[(labels.model == r.model)].judge_model)) if len(labels) else []
+        dsg += vs_paper.differences({"outside-info judge": ", ".join(mine)}, {"outside-info judge": ref.get("judge")})
         rows_flags = flags.get(r.model, [])
         rows = vs_paper.Row(
             f"outside information rate, {r.world} world ({r.model}; tweets and reports)",

@@ -24,6 +24,7 @@ from socsim.opinion_dynamics.materials import classifier_options
 from socsim.seeds import derive_seed
 from socsim.sim import judge as sim_judge
 from socsim.sim import runner
+from socsim.stats.agreement import cohen_kappa
 
 ANSWER = Choice(("-2", "-1", "0", "1", "2"))
 
@@ -85,7 +86,6 @@ def agreement(a: Sequence[int | None], b: Sequence[int | None]) -> dict[str, Any
     """Exact agreement, Cohen's kappa, Krippendorff's alpha (ordinal) and the confusion matrix
     (rows a = +2..-2, columns b = +2..-2, as v4 App. N prints it) of paired ratings."""
     import krippendorff
-    from statsmodels.stats.inter_rater import cohens_kappa
 
     pairs = [(int(x), int(y)) for x, y in zip(a, b) if x is not None and y is not None]
     out = {"n": len(pairs), "unpaired": len(list(a)) - len(pairs)}
@@ -110,7 +110,7 @@ def agreement(a: Sequence[int | None], b: Sequence[int | None]) -> dict[str, Any
                 value_domain=order[::-1],
             )
         )
-    kappa = None if len(set(x) | set(y)) == 1 else float(cohens_kappa(np.array(confusion), return_results=False))
+    kappa = cohen_kappa(confusion)
     return {
         **out,
         "agreement": float(np.mean(x == y)),

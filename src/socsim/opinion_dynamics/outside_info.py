@@ -68,14 +68,16 @@ def outputs(events: Sequence[Mapping[str, Any]], setups: Sequence[Mapping[str, A
 
 
 def sample(items: Sequence[dict[str, Any]], n: int | None, seed: int) -> list[dict[str, Any]]:
-    """Per (world, kind): `n` outputs drawn without replacement (all where n is None or larger)."""
+    """Per (agent model, world, kind): `n` outputs drawn without replacement (all where n is None or
+    larger), so each model's rate rests on a sample of its own."""
     chosen = []
-    for world in WORLDS:
-        for kind in KINDS:
-            pool = [x for x in items if x["world"] == world and x["kind"] == kind]
-            if n is not None and n < len(pool):
-                pool = seeds.rng(seed, "opinion_dynamics", "outside_info", world, kind).sample(pool, n)
-            chosen += pool
+    for model in sorted({x["model"] for x in items}):
+        for world in WORLDS:
+            for kind in KINDS:
+                pool = [x for x in items if x["model"] == model and x["world"] == world and x["kind"] == kind]
+                if n is not None and n < len(pool):
+                    pool = seeds.rng(seed, "opinion_dynamics", "outside_info", model, world, kind).sample(pool, n)
+                chosen += pool
     return sorted(chosen, key=lambda x: (x["sim_id"], x["t"], x["kind"]))
 
 

@@ -270,6 +270,17 @@ def test_table1_counts_of_the_fixture_beside_the_papers():
     assert ingest.data_label({"source": "hub", "repo": "o/d", "revision": "main", "commit": "abc"}) == "hub o/d@abc"
 
 
+def test_table1_counts_people_not_seats():
+    # A person in two groups is one of the paper's "# subjects": the same worker in two Depth sessions.
+    out = ingest.parse(FIXTURE, TOPICS, ALIASES)
+    depth = [s for s in out["sessions"] if s["topic_set"] == "depth"]
+    seats = sum(len(s["workers"]) for s in depth)
+    depth[1]["workers"] = sorted({*depth[1]["workers"][1:], depth[0]["workers"][0]})
+    rows = ingest.data_counts(out["sessions"], out["utterances"], "fixture")
+    got = {(r["topic_set"], r["source"]): r["participants"] for r in rows}
+    assert got[("depth", "all")] == len({w for s in depth for w in s["workers"]}) == seats - 1
+
+
 # ------------------------------------------------------------------------------------------ setups
 
 
@@ -444,7 +455,8 @@ def test_ingest_and_setups_stages_write_counts_and_setups(tmp_path):
     m = read_metrics(out / "ingest.json")
     assert m["by_source"]["raw"] == {"files": 7, "sessions": 6, "complete": 5, "shadowed": 1}
     assert m["complete"] == 6 and m["dropped"] == {INCOMPLETE: "no tweet in round 3: 67f3bMA8XC"}
-    assert m["without_post_opinion"] == {INCOMPLETE: "no Post Opinion: 67f3bMA8XC"}
+    # The dropped session lacks a Post Opinion too, but is not "kept": only complete sessions are listed.
+    assert m["without_post_opinion"] == {} and "kept for Tables" not in proc.stdout
     counts = pd.read_parquet(out / "data_counts.parquet").set_index(["topic_set", "source"])
     assert counts.loc[("depth", "all"), "paper_groups"] == 185 and counts.loc[("all", "all"), "sessions"] == 7
     assert read_provenance(out / "data_counts.parquet")["data"] == {"source": "fixture"}

@@ -274,6 +274,7 @@ def test_human_on_topic_rows_and_table_in_the_report(tmp_path):
     ds = rows["Table 1 human on-topic rate (data set's validity labels), depth"]
     assert ds.paper == pytest.approx(5252 / 5906) and ds.ours == pytest.approx(2 / 3, abs=0.01)
     assert not any(d.startswith("annotator") for d in ds.design)  # the data's own labels: no annotator
+    assert any(d.startswith("unit: ours merged utterances") for d in ds.design)  # the paper: raw messages
     report.write(rep, tmp_path)
     assert (tmp_path / "human_on_topic.parquet").is_file()
 

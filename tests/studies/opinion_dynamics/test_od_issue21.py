@@ -334,6 +334,10 @@ def test_scripted_judge_gives_the_known_rate_per_world_and_the_finding():
     vs = vs_paper.table(rep.vs_paper).set_index("quantity")
     assert vs.loc["outside information rate, open world (smollm2-135m; tweets and reports)", "paper"] == 0.15
     assert vs.loc["outside information rate, closed world (smollm2-135m; tweets and reports)", "ours"] == 0
+    # the judge is always a design difference (the paper's: human annotators); the classifier is not one
+    row = next(r for r in rep.vs_paper if r.quantity.startswith("outside information rate, open"))
+    assert any(d.startswith("outside-info judge: ours judge, paper 3 human") for d in row.design), row.design
+    assert not any(d.startswith("classifier") for d in row.design)
     assert [f.verdict.holds for f in rep.findings] == [True]
 
 
