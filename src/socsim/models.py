@@ -43,6 +43,7 @@ class ModelSpec:
     sampling: dict[str, Any] = field(default_factory=dict)
     n_ctx: int = 4096
     serve: dict[str, Any] | None = None  # the run starts its server (socsim.serving); None: an external server
+    strict_roles: bool = False  # no system message; user/assistant turns alternate (socsim.llm.types.alternating)
 
     @property
     def served(self) -> bool:
@@ -112,6 +113,7 @@ def resolve(params: Mapping[str, Any], name: str, where: str = "a stage") -> Mod
         sampling=dict(entry.get("sampling") or {}),
         n_ctx=entry["n_ctx"],
         serve=dict(entry["serve"]) if entry.get("serve") else None,
+        strict_roles=bool(entry.get("strict_roles", False)),
     )
 
 
@@ -131,6 +133,7 @@ def client(params: Mapping[str, Any], spec: ModelSpec, cache_path: str | Path | 
             n_threads=llm["n_threads"],
             prefix_cache=llm["prefix_cache"],
             flash_attn=llm["flash_attn"],
+            strict_roles=spec.strict_roles,
         )
     else:
         from socsim.llm.server import RetryPolicy, ServerBackend
@@ -145,6 +148,7 @@ def client(params: Mapping[str, Any], spec: ModelSpec, cache_path: str | Path | 
             retry=RetryPolicy(**llm["retries"]),
             api_key_env=spec.api_key_env,
             name=spec.name,
+            strict_roles=spec.strict_roles,
         )
     path = cache_path if cache_path is not None else llm["cache_path"]
     return LLMClient(backend, CallCache(path) if path else None, sampling(params, spec))

@@ -156,7 +156,9 @@ class EmbeddedBackend:
         n_threads: int | None = None,
         prefix_cache: bool = True,
         flash_attn: bool = True,
+        strict_roles: bool = False,
     ):
+        self.strict_roles = strict_roles  # messages through socsim.llm.types.alternating (part of the identity)
         self.hub: dict[str, str | None] | None = None  # where a hf:// model came from (repo, file, commit)
         if hub.is_hub_path(model_path):
             self.model_path, self.hub = hub.resolve(model_path)
@@ -187,6 +189,8 @@ class EmbeddedBackend:
             }
             if self.hub is not None:
                 self._identity["hub"] = self.hub
+            if self.strict_roles:
+                self._identity["strict_roles"] = True
         return self._identity
 
     @property
@@ -249,7 +253,7 @@ class EmbeddedBackend:
             out = cast(
                 "CreateChatCompletionResponse",
                 llm.create_chat_completion(
-                    messages=cast("list[ChatCompletionRequestMessage]", request.message_dicts()),
+                    messages=cast("list[ChatCompletionRequestMessage]", request.message_dicts(self.strict_roles)),
                     temperature=request.sampling.temperature,
                     top_p=request.sampling.top_p,
                     max_tokens=request.sampling.max_tokens,

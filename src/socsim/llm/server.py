@@ -157,11 +157,13 @@ class ServerBackend:
         retry: RetryPolicy | None = None,
         api_key_env: str | None = None,
         name: str | None = None,
+        strict_roles: bool = False,
     ):
         if kind not in ("tgi", "openai"):
             raise ValueError(f"unknown server backend {kind!r}")
         self.kind = kind
         self.dialect = dialect or kind
+        self.strict_roles = strict_roles  # messages sent through socsim.llm.types.alternating
         self.model = model  # the model id every endpoint must serve (the registry's model_id)
         self.name = name or model or kind  # the registry entry, for messages
         self.specs = [EndpointSpec.parse(e, api_key_env) for e in endpoints]
@@ -253,6 +255,7 @@ class ServerBackend:
             "model_id": info["model_id"],
             "model_sha": info["model_sha"],
             "runtime": info["server"],
+            **({"strict_roles": True} if self.strict_roles else {}),
         }
         before = {ep.url: ep for ep in self._endpoints or []}
         self._changed = None  # a future of an earlier event loop (asyncio.run) must not be awaited here
@@ -356,7 +359,7 @@ class ServerBackend:
 
     async def _call(self, ep: _Endpoint, request: Request) -> Completion:
         kwargs: dict[str, Any] = dict(
-            messages=request.message_dicts(),
+            messages=request.message_dicts(self.strict_roles),
             max_tokens=request.sampling.max_tokens,
             temperature=request.sampling.temperature,
             top_p=request.sampling.top_p,

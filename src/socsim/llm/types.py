@@ -41,8 +41,11 @@ class Request:
             messages=pairs, seed=int(seed), sampling=sampling or Sampling(), constraint=constraint, label=label
         )
 
-    def message_dicts(self) -> list[dict[str, str]]:
-        return [{"role": r, "content": c} for r, c in self.messages]
+    def message_dicts(self, strict_roles: bool = False) -> list[dict[str, str]]:
+        """The messages as chat dicts; `strict_roles` for a chat template that takes no system message and
+        needs user and assistant turns to alternate from a user turn (see `alternating`)."""
+        pairs = alternating(self.messages) if strict_roles else self.messages
+        return [{"role": r, "content": c} for r, c in pairs]
 
     def key_material(self) -> dict[str, Any]:
         """Everything that determines the answer, apart from the model identity."""
@@ -82,3 +85,25 @@ class Response:
     completion_tokens: int
     finish_reason: str | None
     cached: bool
+
+
+OPENING = "(The conversation begins.)"  # the user turn put before a conversation that opens with the assistant
+
+
+def alternating(messages: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """The same conversation for a model whose chat template takes no system message and needs user and
+    assistant turns to alternate from a user turn (Gemma 2, Mistral v0.3: registry `strict_roles`):
+    the system text opens the first user turn (as a user turn of its own where the assistant speaks
+    first), and consecutive turns of one role are joined with a blank line."""
+    system = "\n\n".join(c for r, c in messages if r == "system")
+    turns: list[tuple[str, str]] = []
+    for role, content in ((r, c) for r, c in messages if r != "system"):
+        if turns and turns[-1][0] == role:
+            turns[-1] = (role, turns[-1][1] + "\n\n" + content)
+        else:
+            turns.append((role, content))
+    if not turns or turns[0][0] != "user":
+        turns.insert(0, ("user", system or OPENING))
+    elif system:
+        turns[0] = ("user", system + "\n\n" + turns[0][1])
+    return tuple(turns)

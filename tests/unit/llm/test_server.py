@@ -68,6 +68,7 @@ class FlakyProxy:
         self.cached_tokens = cached_tokens  # reported as usage.prompt_tokens_details.cached_tokens
         self.delay = delay  # seconds added to every POST (a slow endpoint)
         self.auth: list[str | None] = []  # the Authorization header of every request
+        self.bodies: list[dict] = []  # every POST's JSON body
         self.lock = threading.Lock()
         proxy = self
 
@@ -78,6 +79,8 @@ class FlakyProxy:
             def _forward(self, method):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if method == "POST" else None
                 proxy.auth.append(self.headers.get("Authorization"))
+                if body:
+                    proxy.bodies.append(json.loads(body))
                 if method == "POST" and proxy.delay:
                     time.sleep(proxy.delay)
                 with proxy.lock:
@@ -145,6 +148,29 @@ def test_cached_prompt_tokens_reported_by_a_server_are_counted(tmp_path, llama_s
     plain.run(reqs)
     m = plain.accounting.as_metrics()
     assert m["prompt_tokens_evaluated"] is None and m["prefix_reuse"] is None
+
+
+def test_strict_roles_send_alternating_turns_without_a_system_message(tmp_path, llama_server):
+    opener = Request.chat(
+        [("system", "You are Ann."), ("assistant", "I like tea."), ("user", "Why?"), ("user", "Say more.")],
+        5,
+        Sampling(0.8, 0.95, 4),
+    )
+    with FlakyProxy(llama_server.url, []) as proxy:
+        params = config.validate(
+            {
+                "llm": {"cache_path": str(tmp_path / "c.sqlite")},
+                "models": {"served": {**served([proxy.url]), "strict_roles": True}},
+            }
+        )
+        c = LLMClient.from_params(params, "served")
+        c.run([opener])
+    assert proxy.bodies[-1]["messages"] == [
+        {"role": "user", "content": "You are Ann."},
+        {"role": "assistant", "content": "I like tea."},
+        {"role": "user", "content": "Why?\n\nSay more."},
+    ]
+    assert c.identity()["strict_roles"] is True  # another cache key than the same model without it
 
 
 def test_client_errors_are_not_retried(tmp_path, llama_server):
