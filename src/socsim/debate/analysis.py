@@ -119,7 +119,7 @@ def utterance_metrics(
     human = _utterances_with_labels(human, human_annotations.drop(columns=["topic_set"]), KEYS)
     if dp["human_on_topic"] == "dataset":
         human = human.assign(on_topic=human.validity.map({"VALID": True, "INVALID": False}))
-    encoder = metrics.Encoder(dp["encoder"])
+    encoder = metrics.Encoder(dp["encoder"], revision=dp["encoder_revision"])
     embed = _memo(encoder.encode)
     unit = dp["length_unit"]
     out = pd.concat(

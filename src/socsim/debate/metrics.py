@@ -109,6 +109,17 @@ def _default_model_dir() -> Path:
     return candidates[0]
 
 
+def _hub_commit(repo: str, revision: str | None) -> str | None:
+    """The commit of a Hub model's snapshot in the local Hub cache (what sentence-transformers just
+    loaded), or None where it cannot be told (not a Hub repository, nothing cached)."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(repo, revision=revision, local_files_only=True)).name
+    except Exception:  # noqa: BLE001 - provenance only: an unknown commit is recorded as None
+        return None
+
+
 class Encoder:
     """Sentence embeddings through sentence-transformers, rows L2-normalised.
 
@@ -119,7 +130,9 @@ class Encoder:
     any other name or path loads as given. Runs on the CPU by default, in eval mode (deterministic).
     """
 
-    def __init__(self, model: str | None = None, device: str = "cpu", batch_size: int = 64):
+    def __init__(
+        self, model: str | None = None, device: str = "cpu", batch_size: int = 64, revision: str | None = None
+    ):
         try:
             import sentence_transformers
         except ImportError as exc:
@@ -151,8 +164,14 @@ class Encoder:
         else:
             self.path = str(Path(self.spec.model).resolve()) if Path(self.spec.model).exists() else None
             target = self.spec.model
+            if revision is not None and self.path is None:
+                kwargs["revision"] = revision  # a Hub model: pin the commit you ran (debate.encoder_revision)
+        self.revision = revision if self.spec.package is None and self.path is None else None
         self.model = SentenceTransformer(target, **kwargs)
         self.model.eval()
+        self.commit = (
+            _hub_commit(self.spec.model, self.revision) if self.spec.package is None and not self.path else None
+        )
 
     @property
     def dim(self) -> int:
@@ -187,6 +206,8 @@ class Encoder:
             "model": self.name,
             "encoder": self.spec.name,
             "trust_remote_code": self.spec.trust_remote_code,
+            "revision": self.revision,  # asked for (a Hub model); None = the Hub's default branch
+            "commit": self.commit,  # the Hub commit that was loaded, from the local Hub cache
             "path": self.path,
             "package": self._package,
             "package_version": self._package_version,

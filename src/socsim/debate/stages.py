@@ -385,7 +385,7 @@ STUDY = Study(
             run_compare,
             inputs=("simulated", "annotations", "human_utterances", "human_annotations"),
             outputs=("comparison",),
-            params=("debate.encoder", "debate.length_unit", "debate.human_on_topic"),
+            params=("debate.encoder", "debate.encoder_revision", "debate.length_unit", "debate.human_on_topic"),
         ),
         Stage(
             "analyse",

@@ -394,3 +394,26 @@ def test_vs_paper_names_the_encoder_and_marks_s_sem_not_comparable_unless_it_is_
         app_h = vs[vs.quantity.str.startswith("Appendix H s_sem")]
         assert len(app_h) and app_h.comparable.str.contains("encoder").any() != comparable
         assert rep.summary["encoder"] == encoder
+
+
+def test_a_hub_encoder_is_pinned_and_its_loaded_commit_recorded(fake_st, tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    # A local Hub cache holding one snapshot of the paper's encoder, its main branch at that commit.
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "models--jinaai--jina-embeddings-v3"
+    (repo / "snapshots" / sha).mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(sha)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    enc = metrics.Encoder("jina-embeddings-v3", revision=sha)
+    assert fake_st.calls[-1][1]["revision"] == sha
+    assert (enc.identity()["revision"], enc.identity()["commit"]) == (sha, sha)
+    unpinned = metrics.Encoder("jina-embeddings-v3")
+    assert "revision" not in fake_st.calls[-1][1]
+    assert (unpinned.identity()["revision"], unpinned.identity()["commit"]) == (None, sha)  # main's commit
+    # Nothing cached: the commit cannot be told, and says so (None), rather than guessed.
+    assert metrics.Encoder("someone/uncached-model").identity()["commit"] is None
+    # The offline default has no Hub revision at all.
+    default = metrics.Encoder()
+    assert (default.identity()["revision"], default.identity()["commit"]) == (None, None)
