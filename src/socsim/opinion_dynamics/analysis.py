@@ -502,15 +502,17 @@ def anova_rows(main: pd.DataFrame, flags: Flags, alpha: float, finals: ValueFlag
 
 
 def anova(groups: dict[str, np.ndarray]) -> dict[str, Any]:
-    """F and p of a one-way ANOVA, and the planned contrasts (-2, 1, 1) none vs bias and (0, -1, 1)
-    weak vs strong (t on the pooled within-group mean square) when all three levels are present."""
+    """F and p of a one-way ANOVA, and the planned contrasts of PLANNED_CONTRASTS on all three levels,
+    (-2, 1, 1) none vs bias and (0, -1, 1) weak vs strong, as the paper computes them (v4 App. M: t on
+    the pooled within-group mean square, the levels' topics taken as independent groups). The verdict
+    on "D rises" (`d_rises`) uses the same weights, paired within topic."""
     vals = list(groups.values())
     f, p = stats.f_oneway(*vals)
     out = {"F": float(f), "p": float(p)}
     if set(groups) == set(BIAS_ORDER):
         n = sum(len(v) for v in vals)
         mse = sum(((v - v.mean()) ** 2).sum() for v in vals) / (n - len(vals))
-        for name, c in (("1", {"none": -2, "weak": 1, "strong": 1}), ("2", {"none": 0, "weak": -1, "strong": 1})):
+        for name, (_, c) in zip(("1", "2"), PLANNED_CONTRASTS[("none", "weak", "strong")], strict=True):
             est = sum(c[b] * groups[b].mean() for b in groups)
             se = math.sqrt(mse * sum(c[b] ** 2 / len(groups[b]) for b in groups))
             t = est / se if se > 0 else float("nan")
