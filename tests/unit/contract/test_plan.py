@@ -102,9 +102,20 @@ def test_planning_answers_are_valid_and_bounded():
         (["params.yaml"], []),
         (["params.yaml", "tests/params.tiny.yaml"], []),
         (["params.yaml", "params.laptop.yaml"], []),
-        # The paper's coherence grid (960 agents per cell, 2 million planned calls) takes minutes to plan: cut
-        # here, in full in the README. Its DEBATE data come from the Hub: the fixture has the same layout.
-        (["params.yaml", "params.paper.yaml"], ["coherence.agents_per_cell=4", "debate.data.source=fixture"]),
+        # The paper's coherence grid (960 agents per cell, 2 million planned calls), facilitation's 144 discussions
+        # (their echo check compares every intervention with the comments before it) and opinion dynamics' 360
+        # simulations of T = 100 take minutes to plan: cut here (every model, strategy, world and topic stays), in
+        # full in the README. Its DEBATE data come from the Hub: the fixture has the same layout.
+        (
+            ["params.yaml", "params.paper.yaml"],
+            [
+                "coherence.agents_per_cell=4",
+                "facilitation.discussions_per_cell=2",
+                "facilitation.ablations.discussions=2",
+                "opinion_dynamics.steps=10",
+                "debate.data.source=fixture",
+            ],
+        ),
     ],
 )
 def test_shipped_params_plan_without_error(files, overrides, tmp_path, capsys, monkeypatch):
