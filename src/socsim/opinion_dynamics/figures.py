@@ -151,43 +151,14 @@ def final_distributions(ps: pd.DataFrame, traj: pd.DataFrame, setups: pd.DataFra
     Each panel (a Table 1 cell) notes the degeneracy of its measured agents' final opinions (the
     last classified value of each, analysis.final_flags), as Table 1's row does."""
     names = []
-    steps = setups.set_index("sim_id").steps
-    upto = traj[traj.t <= traj.sim_id.map(steps)]
-    measured = set(zip(upto[upto.source == "classified"].sim_id, upto[upto.source == "classified"].agent))
-    final = traj[traj.t == traj.sim_id.map(steps)]
-    final = final.assign(measured=[(s, a) in measured for s, a in zip(final.sim_id, final.agent)])
+    final = _final_opinions(traj, setups)
     main = ps[(ps.condition == "main") & (ps.init == "uniform")]
-    bins = np.arange(-2.5, 3.0, 1.0)
     for key, g in main.groupby(["model", "memory", "topology"], sort=True):
-        biases = [b for b in BIASES if b in set(g.bias)]
-        framings = sorted(set(g.framing))
-        fig, axes = plt.subplots(
-            len(biases), len(framings), figsize=(3.5 * len(framings), 2.6 * len(biases)), squeeze=False, sharex=True
-        )
-        for i, b in enumerate(biases):
-            for j, f in enumerate(framings):
-                ax = axes[i][j]
-                sims = g[(g.bias == b) & (g.framing == f)].sim_id
-                cell = final[final.sim_id.isin(sims)].dropna(subset=["opinion"])
-                vals = cell.opinion.to_numpy(dtype=float)
-                if vals.size == 0:
-                    no_data(ax, f"{f} framing, {b} bias did not run")
-                    continue
-                counts, _, _ = ax.hist(
-                    [
-                        cell[cell.measured].opinion.to_numpy(dtype=float),
-                        cell[~cell.measured].opinion.to_numpy(dtype=float),
-                    ],
-                    bins=bins,
-                    stacked=True,
-                    color=["#66C2FF", "#DDDDDD"],
-                    edgecolor="black",
-                    label=["measured", "never measured (initial)"],
-                )
-                ax.set_ylim(0, max(1.0, float(np.max(counts))) * 1.7)  # room for the note above the bars
-                ax.axvline(vals.mean(), ls=":", color="black")
-                ax.set_title(f"{f}, {b}: B = {vals.mean():.2f}, D = {vals.std():.2f} (pooled, pop. SD)", fontsize=8)
-                ax.set_xticks([-2, -1, 0, 1, 2])
+        fig, axes, cells = _final_grid(g)
+        for ax, f, b in cells:
+            sims = g[(g.bias == b) & (g.framing == f)].sim_id
+            cell = final[final.sim_id.isin(sims)].dropna(subset=["opinion"])
+            if _final_histogram(ax, cell, f, b, "pooled, pop. SD"):
                 cell_key = dict(zip(["model", "memory", "topology"], key)) | {
                     "init": "uniform",
                     "framing": f,
@@ -284,45 +255,15 @@ def topic_final_distributions(ps: pd.DataFrame, traj: pd.DataFrame, setups: pd.D
     simulations (pooled over repetitions), the agents never measured stacked apart in grey, B dotted,
     D (population SD) in the title, and the panel's flags and never-measured share."""
     names = []
-    steps = setups.set_index("sim_id").steps
-    upto = traj[traj.t <= traj.sim_id.map(steps)]
-    cls = upto[upto.source == "classified"]
-    measured = set(zip(cls.sim_id, cls.agent))
-    final = traj[traj.t == traj.sim_id.map(steps)]
-    final = final.assign(measured=[(s, a) in measured for s, a in zip(final.sim_id, final.agent)])
+    final = _final_opinions(traj, setups)
     main = ps[ps.condition == "main"]
-    bins = np.arange(-2.5, 3.0, 1.0)
     key_cols = ["model", "topic", "memory", "init", "topology", "world"]
     for key, g in main.groupby(key_cols, sort=True):
-        biases = [b for b in BIASES if b in set(g.bias)]
-        framings = sorted(set(g.framing))
-        fig, axes = plt.subplots(
-            len(biases), len(framings), figsize=(3.5 * len(framings), 2.6 * len(biases)), squeeze=False, sharex=True
-        )
-        for i, b in enumerate(biases):
-            for j, f in enumerate(framings):
-                ax = axes[i][j]
-                sims = g[(g.bias == b) & (g.framing == f)]
-                cell = final[final.sim_id.isin(sims.sim_id)].dropna(subset=["opinion"])
-                vals = cell.opinion.to_numpy(dtype=float)
-                if vals.size == 0:
-                    no_data(ax, f"{f} framing, {b} bias did not run")
-                    continue
-                counts, _, _ = ax.hist(
-                    [
-                        cell[cell.measured].opinion.to_numpy(dtype=float),
-                        cell[~cell.measured].opinion.to_numpy(dtype=float),
-                    ],
-                    bins=bins,
-                    stacked=True,
-                    color=["#66C2FF", "#DDDDDD"],
-                    edgecolor="black",
-                    label=["measured", "never measured (initial)"],
-                )
-                ax.set_ylim(0, max(1.0, float(np.max(counts))) * 1.7)
-                ax.axvline(vals.mean(), ls=":", color="black")
-                ax.set_title(f"{f}, {b}: B = {vals.mean():.2f}, D = {vals.std():.2f} (pop. SD)", fontsize=8)
-                ax.set_xticks([-2, -1, 0, 1, 2])
+        fig, axes, cells = _final_grid(g)
+        for ax, f, b in cells:
+            sims = g[(g.bias == b) & (g.framing == f)]
+            cell = final[final.sim_id.isin(sims.sim_id)].dropna(subset=["opinion"])
+            if _final_histogram(ax, cell, f, b, "pop. SD"):
                 note(ax, _panel_notes(sims, own=True))
         axes[0][-1].legend(fontsize=6, loc="center right")
         fig.suptitle(f"Final opinions at t = T per topic (Fig. 4): {' / '.join(map(str, key))}", fontsize=9)
@@ -330,3 +271,45 @@ def topic_final_distributions(ps: pd.DataFrame, traj: pd.DataFrame, setups: pd.D
         save(fig, out, name)
         names.append(name)
     return names
+
+
+def _final_opinions(traj: pd.DataFrame, setups: pd.DataFrame) -> pd.DataFrame:
+    """Each agent's opinion at t = T, with `measured`: whether it had a classified report up to T."""
+    steps = setups.set_index("sim_id").steps
+    upto = traj[traj.t <= traj.sim_id.map(steps)]
+    cls = upto[upto.source == "classified"]
+    measured = set(zip(cls.sim_id, cls.agent))
+    final = traj[traj.t == traj.sim_id.map(steps)]
+    return final.assign(measured=[(s, a) in measured for s, a in zip(final.sim_id, final.agent)])
+
+
+def _final_grid(g: pd.DataFrame) -> tuple[Any, Any, list[tuple[Any, str, str]]]:
+    """A figure of bias rows x framing columns for the simulations `g`, and its (ax, framing, bias) cells."""
+    biases = [b for b in BIASES if b in set(g.bias)]
+    framings = sorted(set(g.framing))
+    fig, axes = plt.subplots(
+        len(biases), len(framings), figsize=(3.5 * len(framings), 2.6 * len(biases)), squeeze=False, sharex=True
+    )
+    return fig, axes, [(axes[i][j], f, b) for i, b in enumerate(biases) for j, f in enumerate(framings)]
+
+
+def _final_histogram(ax: Any, cell: pd.DataFrame, framing: str, bias: str, d_label: str) -> bool:
+    """One panel of final opinions: measured agents stacked over the never-measured ones (grey), B dotted,
+    B and D in the title; False (and the panel marked) where the cell did not run."""
+    vals = cell.opinion.to_numpy(dtype=float)
+    if vals.size == 0:
+        no_data(ax, f"{framing} framing, {bias} bias did not run")
+        return False
+    counts, _, _ = ax.hist(
+        [cell[cell.measured].opinion.to_numpy(dtype=float), cell[~cell.measured].opinion.to_numpy(dtype=float)],
+        bins=np.arange(-2.5, 3.0, 1.0),
+        stacked=True,
+        color=["#66C2FF", "#DDDDDD"],
+        edgecolor="black",
+        label=["measured", "never measured (initial)"],
+    )
+    ax.set_ylim(0, max(1.0, float(np.max(counts))) * 1.7)  # room for the note above the bars
+    ax.axvline(vals.mean(), ls=":", color="black")
+    ax.set_title(f"{framing}, {bias}: B = {vals.mean():.2f}, D = {vals.std():.2f} ({d_label})", fontsize=8)
+    ax.set_xticks([-2, -1, 0, 1, 2])
+    return True
