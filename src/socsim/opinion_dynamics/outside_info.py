@@ -36,11 +36,6 @@ KINDS = ("tweet", "report")
 MIN_SIMS = 3  # simulations per world the test needs
 
 
-def worlds(world: str | Sequence[str]) -> list[str]:
-    """`opinion_dynamics.world`: one setting or a list of them, as a list."""
-    return [world] if isinstance(world, str) else list(dict.fromkeys(world))
-
-
 def outputs(events: Sequence[Mapping[str, Any]], setups: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Every tweet and reviewer report of the main simulations, with its world, in (sim_id, t, kind) order."""
     info = {s["sim_id"]: s for s in setups if s["condition"] == "main"}

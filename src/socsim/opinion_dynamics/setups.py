@@ -89,7 +89,7 @@ def build(
     framings = ["true" if f else "false" for f in od["framings"]]
     models = list(od["agent_models"])
     inject = od["injection"] == "every_prompt"
-    worlds = [od["world"]] if isinstance(od["world"], str) else list(dict.fromkeys(od["world"]))
+    worlds = [od["world"]] if isinstance(od["world"], str) else list(dict.fromkeys(od["world"]))  # one or a list
     rows: list[dict[str, Any]] = []
 
     def schedule(
