@@ -23,6 +23,7 @@ from socsim import config, studies, workflow
 from socsim.config import deep_merge
 from socsim.io.parquet import read_provenance, read_table
 from socsim.llm.cache import CallCache
+from socsim.llm.limits import stage_uses
 
 
 @pytest.fixture
@@ -92,6 +93,29 @@ def check_plan_against_the_run(project: Path) -> None:
         assert actual["completion_tokens"] <= r["completion_tokens_max"], what
 
 
+# The stages that judge many texts against one set of instructions, per study, and the share of their
+# prompt tokens the embedded model's prefix cache must serve (issue 22: >= 50 %).
+REUSING = {
+    "facilitation": ("annotate",),
+    "coherence": ("judge",),
+    "opinion_dynamics": ("classify", "outside_info"),
+    "debate": ("annotate", "annotate_human"),
+}
+
+
+def check_prefix_reuse(project: Path) -> None:
+    """Every annotate, judge and classify stage of a fresh run re-used >= 50 % of its prompt tokens
+    from the prefix cache (its shards together), by the counts in its metrics."""
+    uses = stage_uses(project / "results")
+    for study, stages in REUSING.items():
+        for stage in stages:
+            mine = [u for u in uses if u.study == study and u.stage.split("/")[0] == stage and u.calls]
+            submitted = sum(u.prompt_tokens for u in mine)
+            assert mine and all(u.prompt_tokens_evaluated is not None for u in mine), (study, stage)
+            reuse = 1 - sum(u.evaluated for u in mine) / submitted
+            assert reuse >= 0.5, (study, stage, round(reuse, 3))
+
+
 @pytest.mark.slow
 def test_tiny_run_snakemake_then_dvc(project):
     # The tiny config is the project's params (so that DVC runs the same DAG), dvc.yaml re-exported.
@@ -108,6 +132,7 @@ def test_tiny_run_snakemake_then_dvc(project):
     sh(["snakemake", "--cores", "2"], project)
     params = config.load([project / "params.yaml"])
     check_plan_against_the_run(project)
+    check_prefix_reuse(project)
     for path in workflow.targets(params):
         assert (project / path).exists(), path
     for study, st in studies.all_stages():

@@ -2,7 +2,9 @@
 
 Every report (the reviewer's reasoning; in the controls, the reporting agent's) is classified by an
 LLM with a constrained answer in -2..2 (temperature 0 by default), prompted with the report between
-dashed lines, the framed claim and the five labelled options (option 2 correctly "Strongly
+dashed lines, the framed claim and the five labelled options (`layout: paper`: App. I's order, the
+report first; `shared_first`, the default: the options and the answer format first, the report last,
+so a prefix cache re-uses what every prompt shares) (option 2 correctly "Strongly
 positive"; `paper_typo: true` uses the seed paper's App. I label as a sensitivity switch). The raw
 answer and a parse flag are kept; a failed parse is never a crash (the trajectory carries the
 previous opinion forward, flagged). Numbers in a report (4.9 %, 1.5 degrees C) are plain text to the
@@ -29,6 +31,13 @@ from socsim.stats.agreement import cohen_kappa
 ANSWER = Choice(("-2", "-1", "0", "1", "2"))
 
 
+def template(event: dict[str, Any], layout: str) -> str:
+    """The prompts.yaml key of an event's classifier prompt: controls have no tweet; `layout`
+    shared_first puts the question before the report (what a prefix cache re-uses), paper after it."""
+    key = "classifier" if event.get("tweet") is not None else "classifier_control"
+    return key if layout == "paper" else f"{key}_{layout}"
+
+
 def request(
     prompts: dict[str, Any],
     event: dict[str, Any],
@@ -38,8 +47,7 @@ def request(
     seed: int,
     name: str,
 ) -> Request:
-    template = prompts["classifier" if event.get("tweet") is not None else "classifier_control"]  # controls: no tweet
-    text = template.format(
+    text = prompts[template(event, cl["layout"])].format(
         report=event["report"].strip(), claim=claim, options=classifier_options(prompts, cl["paper_typo"])
     )
     sampling = client.sampling(max_tokens=cl["max_tokens"], temperature=cl["temperature"])
@@ -72,14 +80,18 @@ async def classify(
     name: str,
     seed: int,
 ) -> list[dict[str, Any]]:
-    """One rating per report, all concurrently (no report depends on another)."""
+    """One rating per report, all concurrently (no report depends on another), started claim by
+    claim and template by template (the prompts that share a prefix); rows in the events' order."""
 
     async def one(e: dict[str, Any]) -> list[dict[str, Any]]:
         return [
             rating(e, await client.generate(request(prompts, e, claims[e["sim_id"]], client, cl, seed, name)), name)
         ]
 
-    return await runner.run_all({name: client}, (one(e) for e in events), f"classify ({name})", unit="report")
+    def group(e: dict[str, Any]) -> tuple[str, ...]:
+        return (claims[e["sim_id"]], template(e, cl["layout"]))
+
+    return await runner.run_grouped({name: client}, events, one, group, f"classify ({name})", unit="report")
 
 
 def agreement(a: Sequence[int | None], b: Sequence[int | None]) -> dict[str, Any]:

@@ -106,12 +106,16 @@ async def judge(
     name: str,
     seed: int,
 ) -> list[dict[str, Any]]:
-    """One label per output, all concurrently."""
+    """One label per output, all concurrently, started claim by claim and kind by kind (the prompts
+    that share a prefix); rows in the items' order."""
 
     async def one(x: dict[str, Any]) -> list[dict[str, Any]]:
         return [label(x, await client.generate(request(prompts, x, client, cfg, seed, name)), name)]
 
-    return await runner.run_all({name: client}, (one(x) for x in items), f"outside information ({name})", unit="output")
+    def group(x: dict[str, Any]) -> tuple[str, ...]:
+        return (str(x["claim"]), str(x["kind"]))
+
+    return await runner.run_grouped({name: client}, items, one, group, f"outside information ({name})", unit="output")
 
 
 # -- analysis ----------------------------------------------------------------------------------------

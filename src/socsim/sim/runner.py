@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import TypeVar
 
 from socsim.llm import LLMClient
 from socsim.progress import gather_with_progress
 
 T = TypeVar("T")  # a row
+Item = TypeVar("Item")  # what one job is for
 
 
 @contextlib.asynccontextmanager
@@ -35,3 +36,23 @@ async def run_all(
     """gather_rows inside opened(clients). Pass `jobs` as a generator: nothing starts before the probes."""
     async with opened(clients):
         return await gather_rows(jobs, desc, unit)
+
+
+async def run_grouped(
+    clients: dict[str, LLMClient],
+    items: Sequence[Item],
+    job: Callable[[Item], Awaitable[list[T]]],
+    group: Callable[[Item], tuple[str, ...]],
+    desc: str,
+    unit: str = "episode",
+) -> list[T]:
+    """run_all over job(item) for every item, started group by group (stable within a group), so that
+    requests sharing a prompt prefix run one after another and a prefix cache keeps it; the rows come
+    back in the items' order, whatever the schedule."""
+    order = sorted(range(len(items)), key=lambda i: group(items[i]))
+    async with opened(clients):
+        done = await gather_with_progress((job(items[i]) for i in order), desc, unit=unit)
+    by_item: list[list[T]] = [[] for _ in items]
+    for i, rows in zip(order, done, strict=True):
+        by_item[i] = rows
+    return [row for rows in by_item for row in rows]

@@ -667,3 +667,28 @@ def test_classifier_agreement_against_known_ratings():
     assert 0.5 < res["krippendorff_alpha"] <= 1
     same = classify.agreement([0] * 5, [0] * 5)
     assert same["krippendorff_alpha"] is None and "undefined" in same["note"]
+
+
+def test_classifier_layouts_ask_the_same_and_group_by_claim():
+    """layout: paper is App. I's order (the report first); shared_first asks the same question with the
+    report last, so two reports on one claim share everything before the report. Requests start claim
+    by claim; the rows keep the events' order."""
+    claims = {"s1": "Theory XYZ claims that fire is cold", "s2": "Theory XYZ claims that ice is hot"}
+    events = [_event(t, f"report {sim} {t}", sim=sim) for t in (1, 2) for sim in ("s1", "s2")]  # claims interleaved
+    rows, reqs = _classify(events, lambda q: "1", claims)
+    assert [(r["sim_id"], r["t"]) for r in rows] == [(e["sim_id"], e["t"]) for e in events]
+    texts = [q.message_dicts()[0]["content"] for q in reqs]
+    assert [t.split("----------\n")[1].strip() for t in texts] == [f"report s{s} {t}" for s in (1, 2) for t in (1, 2)]
+    assert texts[0].split("----------")[0] == texts[1].split("----------")[0]  # what precedes the report is shared
+    assert texts[0].index("Answer with one opinion value") < texts[0].index("report s1 1")
+    cl = {**od_params()["classifier"], "layout": "paper"}
+    paper = classify.request(PROMPTS, events[0], claims["s1"], LLMClient(Scripted(str), None), cl, 5, "judge")
+    text = paper.message_dicts()[0]["content"]  # a control's
+    assert text.startswith("Here is a statement a person made about their belief.\n----------\nreport s1 1\n")
+    main = classify.request(
+        PROMPTS, {**events[0], "tweet": "x"}, claims["s1"], LLMClient(Scripted(str), None), cl, 5, "j"
+    )
+    assert main.message_dicts()[0]["content"].startswith("Here is a statement a person made after reading a tweet.\n")
+    for prompt in (text, texts[0]):  # the same content either way
+        assert claims["s1"] in prompt and materials.classifier_options(PROMPTS) in prompt
+    assert od_params()["classifier"]["layout"] == "shared_first"

@@ -333,6 +333,25 @@ def test_runner_probes_first_and_closes_every_client_on_failure():
     assert events == [] and ok.closed == bad.closed == 1  # no job started, both closed
 
 
+def test_run_grouped_starts_group_by_group_and_returns_rows_in_item_order():
+    """Requests sharing a prefix run one after another (stable within a group); rows keep the items'
+    order, two rows for some items, none for one."""
+    backend = Scripted(lambda r: r.label)
+    client = LLMClient(backend, None)
+    items = [("b", 0), ("a", 1), ("b", 2), ("a", 3), ("c", 4)]
+
+    async def job(item):
+        group, i = item
+        req = Request.chat([{"role": "user", "content": f"{group}{i}"}], i, Sampling(), label=f"{group}{i}")
+        resp = await client.generate(req)
+        return [] if group == "c" else [(i, resp.text)] * (1 + i % 2)
+
+    rows = asyncio.run(runner.run_grouped({"m": client}, items, job, lambda it: (it[0],), "test"))
+    assert [r.label for r in backend.requests] == ["a1", "a3", "b0", "b2", "c4"]
+    assert rows == [(0, "b0"), (1, "a1"), (1, "a1"), (2, "b2"), (3, "a3"), (3, "a3")]
+    assert backend.closed == 1
+
+
 class Tracked(LLMClient):
     """The real client, counting probes and closes and recording the seeds of its requests in order."""
 
