@@ -4,7 +4,11 @@ Measures, in this run, the raw prompt-evaluation and decoding rates of each embe
 used (socsim.llm.limits.measure_rates: at the run's mean evaluated prompt length per call), then
 prints per stage: calls, prompt tokens submitted and evaluated (the share re-used from the prefix
 cache), completion tokens, the actual time and its split, the limit time at the measured rates and
-the ratio limit / actual (target >= 0.8), and names the stage with the biggest gap.
+the ratio limit / actual (target >= 0.8), and names the stage with the biggest gap. Beside it, per
+stage: its mean call (prompt tokens re-used from the prefix cache, tokens evaluated), the prompt rate
+measured at that shape (a short suffix after a long cached prefix evaluates slower per token than a
+fresh prompt), the ratio at that rate (ratio_shape), and the share of its limit that is decoding
+(decode_share: where batched decoding would pay).
 
     python benchmarks/stage_limits.py [--results results] [--params params.yaml] [--out limits.json]
 
@@ -20,7 +24,7 @@ from pathlib import Path
 
 from socsim import config
 from socsim.llm import LLMClient
-from socsim.llm.limits import biggest_gap, limit_row, measure_rates, stage_uses
+from socsim.llm.limits import biggest_gap, limit_row, measure_rates, measure_suffix_rate, shape, stage_uses
 
 COLUMNS = [
     ("study", "{}"),
@@ -32,6 +36,11 @@ COLUMNS = [
     ("actual_s", "{:.1f}"),
     ("limit_s", "{:.1f}"),
     ("ratio", "{:.2f}"),
+    ("mean_reused", "{}"),
+    ("mean_evaluated", "{}"),
+    ("suffix_rate", "{:.0f}"),
+    ("ratio_shape", "{:.2f}"),
+    ("decode_share", "{:.0%}"),
     ("biggest_excess", "{}"),
 ]
 
@@ -67,7 +76,10 @@ def main() -> None:
             f"{model}: raw prompt evaluation {rates.prompt_eval:.0f} tokens/s at {rates.prompt_len} tokens, "
             f"decoding {rates.decode:.1f} tokens/s (best of 3, measured now)"
         )
-        rows += [limit_row(u, rates) for u in mine]
+        for u in mine:  # the prompt rate at the stage's own mean call: its suffix after its cached prefix
+            reused, evaluated = shape(u)
+            fits = u.calls and reused + evaluated <= spec["n_ctx"]
+            rows.append(limit_row(u, rates, measure_suffix_rate(client.backend, reused, evaluated) if fits else None))
     print("\n" + " | ".join(k for k, _ in COLUMNS))
     for r in rows:
         print(" | ".join(fmt(r, k, s) for k, s in COLUMNS) + (f"  ({r['note']})" if r.get("note") else ""))

@@ -10,6 +10,8 @@ same run as the report (`measure_rates`), since they differ twofold between days
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,8 +79,19 @@ def stage_uses(results: Path) -> list[StageUse]:
     return out
 
 
-def limit_row(use: StageUse, rates: Rates) -> dict[str, Any]:
-    """The stage's limit time at `rates` beside its actual time, and where the rest went."""
+def shape(use: StageUse) -> tuple[int, int]:
+    """The stage's mean call: (prompt tokens re-used from the prefix cache, prompt tokens evaluated)."""
+    if not use.calls:
+        return 0, 0
+    return (use.prompt_tokens - use.evaluated) // use.calls, max(1, use.evaluated // use.calls)
+
+
+def limit_row(use: StageUse, rates: Rates, suffix_rate: float | None = None) -> dict[str, Any]:
+    """The stage's limit time at `rates` beside its actual time, and where the rest went.
+
+    `suffix_rate`: the prompt-evaluation rate measured at the stage's own mean call (`shape`: its
+    evaluated tokens after its re-used prefix), which a short suffix after a long cached prefix needs;
+    the row then also gives the limit and ratio at that rate (`limit_shape_s`, `ratio_shape`)."""
     row: dict[str, Any] = {
         "study": use.study,
         "stage": use.stage,
@@ -103,6 +116,17 @@ def limit_row(use: StageUse, rates: Rates) -> dict[str, Any]:
         ratio=round(limit / use.wall_s, 3) if use.wall_s > 0 else None,
         note="" if use.prompt_tokens_evaluated is not None else "evaluated prompt tokens unknown: submitted counted",
     )
+    row["decode_share"] = round(decode_s / limit, 3) if limit > 0 else None
+    if suffix_rate is not None:
+        reused, evaluated = shape(use)
+        at_shape = use.evaluated / suffix_rate + decode_s
+        row.update(
+            mean_reused=reused,
+            mean_evaluated=evaluated,
+            suffix_rate=round(suffix_rate, 1),
+            limit_shape_s=round(at_shape, 2),
+            ratio_shape=round(at_shape / use.wall_s, 3) if use.wall_s > 0 else None,
+        )
     if use.time_s:  # the backend's own split: where the time above the limit went
         spent = {
             "prompt evaluation": use.time_s["prompt_eval"] - prompt_s,
@@ -145,3 +169,106 @@ def measure_rates(backend: Any, prompt_len: int = 256, decode_tokens: int = 48, 
     backend.on_model_thread(once)  # warm-up
     runs = [backend.on_model_thread(once) for _ in range(repeats)]
     return Rates(prompt_eval=max(r[0] for r in runs), decode=max(r[1] for r in runs), prompt_len=prompt_len)
+
+
+def measure_suffix_rate(backend: Any, reused: int, evaluated: int, repeats: int = 3) -> float:
+    """Prompt tokens per second of an embedded backend's model evaluating `evaluated` tokens in one
+    batch after `reused` tokens already in its KV cache (a call whose prefix the cache served): the
+    best of `repeats`."""
+    if reused + evaluated > backend.llm.n_ctx():
+        raise ValueError(f"{reused} + {evaluated} tokens do not fit the model's context of {backend.llm.n_ctx()}")
+
+    def once() -> float:
+        llm = backend.llm
+        ids = _tokens(llm, reused + evaluated)
+        llm.reset()
+        llm.begin()
+        if reused:
+            llm.eval(ids[:reused])  # the cached prefix: not timed
+        t0 = time.perf_counter()
+        llm.eval(ids[reused:])
+        return evaluated / (time.perf_counter() - t0)
+
+    backend.on_model_thread(once)  # warm-up
+    return float(max(backend.on_model_thread(once) for _ in range(repeats)))
+
+
+@dataclass(frozen=True)
+class BatchedDecode:
+    """One sequence decoded greedily alone and then in one batch with `sequences` - 1 others."""
+
+    sequences: int
+    same_tokens: bool  # the first sequence's greedy tokens are those it decodes alone
+    max_logit_diff: float  # the largest |logit difference| over every step and token
+    rate: float  # tokens decoded per second, all sequences together
+    rate_alone: float
+
+
+def batched_decode(
+    gguf: Path, sequences: Sequence[int] = (2, 4), steps: int = 32, threads: int = 2
+) -> list[BatchedDecode]:
+    """Does llama.cpp decode several sequences in one batch (one llama_decode per step, a token per
+    sequence, a unified KV cache) faster than one, and does a sequence get the same logits either way?
+    The question batched decoding in the embedded backend rests on (same seed, same text whatever the
+    schedule). Greedy decoding of chat prompts that differ per sequence, on a context of its own."""
+    import ctypes
+
+    import llama_cpp as lc
+    import numpy as np
+
+    lc.llama_backend_init()
+    model = lc.llama_model_load_from_file(str(gguf).encode(), lc.llama_model_default_params())
+    vocab = lc.llama_model_get_vocab(model)
+    n_vocab = lc.llama_vocab_n_tokens(vocab)
+    most = max(sequences)
+    cp = lc.llama_context_default_params()
+    cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max, cp.kv_unified = 512 * most, 512, 512, most, True
+    cp.n_threads = cp.n_threads_batch = threads
+    ctx = lc.llama_init_from_model(model, cp)
+    batch = lc.llama_batch_init(512, 0, most)
+
+    def tokens(i: int) -> list[int]:
+        text = f"<|im_start|>user\nWrite tweet number {i} about {TEXT[: 40 + 7 * i]}<|im_end|>\n<|im_start|>assistant\n"
+        buf = (lc.llama_token * 512)()
+        n = lc.llama_tokenize(vocab, text.encode(), len(text.encode()), buf, 512, True, True)
+        return list(buf[:n])
+
+    prompts = [tokens(i) for i in range(most)]
+
+    def decode(items: list[tuple[int, int, int, bool]]) -> list[Any]:  # (token, position, sequence, logits?)
+        batch.n_tokens = len(items)
+        for i, (tok, pos, seq, want) in enumerate(items):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = tok, pos, 1, want
+            batch.seq_id[i][0] = seq
+        if lc.llama_decode(ctx, batch) != 0:
+            raise RuntimeError("llama_decode failed")
+        ptrs = [lc.llama_get_logits_ith(ctx, i) for i, it in enumerate(items) if it[3]]
+        return [
+            np.ctypeslib.as_array(ctypes.cast(p, ctypes.POINTER(ctypes.c_float)), shape=(n_vocab,)).copy() for p in ptrs
+        ]
+
+    def run(n: int) -> tuple[list[int], list[Any], float]:
+        lc.llama_memory_clear(lc.llama_get_memory(ctx), True)
+        last = [decode([(t, i, s, i == len(prompts[s]) - 1) for i, t in enumerate(prompts[s])])[0] for s in range(n)]
+        first_tokens, first_logits = [], []
+        t0 = time.perf_counter()
+        for k in range(steps):
+            nxt = [int(np.argmax(lg)) for lg in last]
+            first_tokens.append(nxt[0])
+            first_logits.append(last[0])
+            last = decode([(nxt[s], len(prompts[s]) + k, s, True) for s in range(n)])
+        return first_tokens, first_logits, steps * n / (time.perf_counter() - t0)
+
+    try:
+        run(1)  # warm-up
+        alone, alone_logits, rate_alone = run(1)
+        out = []
+        for n in sequences:
+            toks, logits, rate = run(n)
+            diff = max(float(np.max(np.abs(a - b))) for a, b in zip(alone_logits, logits, strict=True))
+            out.append(BatchedDecode(n, toks == alone, diff, rate, rate_alone))
+        return out
+    finally:
+        lc.llama_batch_free(batch)
+        lc.llama_free(ctx)
+        lc.llama_model_free(model)

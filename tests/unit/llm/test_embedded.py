@@ -143,3 +143,26 @@ def test_prefix_reuse_and_time_split_are_counted(tmp_path):
     off.run(reqs)
     m = off.accounting.as_metrics()
     assert m["prompt_tokens_evaluated"] == m["prompt_tokens"] and m["prefix_reuse"] == 0.0
+
+
+def test_limit_rates_are_measured_on_the_model(tmp_path):
+    from socsim.llm.limits import measure_rates, measure_suffix_rate
+
+    backend = client(tmp_path).backend
+    rates = measure_rates(backend, prompt_len=64, decode_tokens=8, repeats=1)
+    assert rates.prompt_eval > 0 and rates.decode > 0 and rates.prompt_len == 64
+    rate = measure_suffix_rate(backend, reused=200, evaluated=20, repeats=1)
+    assert rate > 0 and backend.on_model_thread(lambda: backend.llm.n_tokens) == 220  # the prefix was in place
+    with pytest.raises(ValueError, match="do not fit"):
+        measure_suffix_rate(backend, reused=1000, evaluated=100)
+
+
+def test_batched_decoding_gives_a_sequence_the_logits_it_gets_alone():
+    """The ground batched decoding in the embedded backend would stand on: llama.cpp decodes a
+    sequence in one batch with others to the same greedy tokens and logits as alone."""
+    from socsim.llm.embedded import default_model_path
+    from socsim.llm.limits import batched_decode
+
+    [two, three] = batched_decode(default_model_path(), sequences=(2, 3), steps=12)
+    for r in (two, three):
+        assert r.same_tokens and r.max_logit_diff <= 1e-4 and r.rate > 0 and r.rate_alone > 0, r

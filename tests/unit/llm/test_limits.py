@@ -5,7 +5,7 @@ import json
 import pytest
 
 from socsim.llm.accounting import Accounting
-from socsim.llm.limits import Rates, biggest_gap, limit_row, stage_uses
+from socsim.llm.limits import Rates, biggest_gap, limit_row, shape, stage_uses
 from socsim.llm.types import Completion
 
 
@@ -47,6 +47,19 @@ def test_limit_row_known_answer(tmp_path):
     assert rows["converse"]["limit_s"] == pytest.approx(7.0) and "unknown" in rows["converse"]["note"]
     assert rows["classify"]["ratio"] is None and "cache" in rows["classify"]["note"]
     assert biggest_gap(list(rows.values()))["stage"] == "converse"  # 23 s lost against 6 s
+
+
+def test_limit_at_the_stages_own_shape_known_answer(tmp_path):
+    # 4 calls, 1000 prompt tokens, 400 evaluated: the mean call re-uses 150 and evaluates 100.
+    m = {"calls": 4, "prompt_tokens": 1000, "prompt_tokens_evaluated": 400, "completion_tokens": 50, "wall_s": 10.0}
+    metrics(tmp_path / "s/metrics/judge.json", a=m)
+    [u] = stage_uses(tmp_path)
+    assert shape(u) == (150, 100)
+    # 400 tokens at 100/s after the prefix = 4 s, plus 50 at 25/s = 2 s: 6 s of 10 s; decoding is 2 of the 4 s limit.
+    row = limit_row(u, Rates(prompt_eval=200.0, decode=25.0, prompt_len=100), suffix_rate=100.0)
+    assert row["limit_shape_s"] == pytest.approx(6.0) and row["ratio_shape"] == pytest.approx(0.6)
+    assert row["decode_share"] == pytest.approx(0.5) and (row["mean_reused"], row["mean_evaluated"]) == (150, 100)
+    assert "ratio_shape" not in limit_row(u, Rates(prompt_eval=200.0, decode=25.0, prompt_len=100))
 
 
 def test_accounting_adds_up():
