@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections import Counter
 
 _MENTION = re.compile(r"@\w+")
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -49,13 +50,25 @@ def echoes(texts: list[str], silent: list[bool]) -> list[bool]:
     (ROUGE-L F1 >= ECHO_ROUGE on `tokens`: the same words in nearly the same order, case and punctuation
     aside). A silent turn echoes nothing; a comment that quotes another and adds its own words is no echo."""
     out: list[bool] = []
-    earlier: list[list[str]] = []
+    earlier: list[tuple[list[str], Counter[str]]] = []
     for text, quiet in zip(texts, silent, strict=True):
         toks = [] if quiet else tokens(text)
-        out.append(bool(toks) and any(rouge_l_f1(toks, e) >= ECHO_ROUGE for e in earlier))
+        bag = Counter(toks)
+        out.append(
+            bool(toks)
+            and any(_could_echo(toks, bag, e, e_bag) and rouge_l_f1(toks, e) >= ECHO_ROUGE for e, e_bag in earlier)
+        )
         if toks:
-            earlier.append(toks)
+            earlier.append((toks, bag))
     return out
+
+
+def _could_echo(a: list[str], a_bag: Counter[str], b: list[str], b_bag: Counter[str]) -> bool:
+    """False where ROUGE-L F1 = 2 LCS / (|a| + |b|) cannot reach ECHO_ROUGE: the LCS is at most the
+    tokens the two share (a multiset intersection), counted in linear time; the exact LCS (quadratic)
+    is left to the pairs that pass. The margin keeps float rounding from dropping an exact echo."""
+    shared = sum((a_bag & b_bag).values())
+    return 2 * shared / (len(a) + len(b)) >= ECHO_ROUGE - 1e-9
 
 
 def diversity(texts: list[str]) -> float:

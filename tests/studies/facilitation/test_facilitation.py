@@ -4,6 +4,7 @@ a real simulated discussion, and resume after SIGKILL."""
 from __future__ import annotations
 
 import math
+import random
 import subprocess
 from collections import Counter
 
@@ -793,6 +794,38 @@ def test_silent_replies_are_recorded_as_silence_and_counted():
     assert (m["facilitator_turns"], m["facilitator_echoes"], m["facilitator_interventions"]) == (4, 1, 2)
     interv = analysis.interventions(pd.DataFrame(t.rows))
     assert interv[["opportunities", "echoes", "interventions"]].values.tolist() == [[4, 1, 2]]
+
+
+def test_echoes_equal_every_pair_checked_in_full():
+    """The echo check skips the LCS of pairs whose shared words cannot reach F1 0.9; on random
+    discussions of a small vocabulary (near-copies, shuffles, swaps, silences) it labels every comment
+    as the full pairwise ROUGE-L does."""
+    from socsim.stats.text import ECHO_ROUGE, echoes
+
+    rng = random.Random(7)
+    seen = {True: 0, False: 0}
+    words = "taxes fund schools roads we all should pay more less fair".split()
+    for _ in range(200):
+        texts: list[str] = []
+        for _ in range(rng.randint(1, 12)):
+            if texts and rng.random() < 0.5:
+                w = rng.choice(texts).split() or ["taxes"]
+                i = rng.randrange(len(w))
+                w = rng.choice(
+                    [w[:i] + w[i + 1 :], w[:i] + [rng.choice(words)] + w[i:], w[:i] + [rng.choice(words)] + w[i + 1 :]]
+                )
+                if rng.random() < 0.3:
+                    rng.shuffle(w)
+                texts.append(" ".join(w))
+            else:
+                texts.append(" ".join(rng.choices(words, k=rng.randint(1, 14))))
+        silent = [rng.random() < 0.15 for _ in texts]
+        toks = [[] if q else tokens(t) for t, q in zip(texts, silent)]
+        full = [bool(a) and any(rouge_l_f1(a, b) >= ECHO_ROUGE for b in toks[:i] if b) for i, a in enumerate(toks)]
+        assert echoes(texts, silent) == full, texts
+        for e in full[1:]:
+            seen[e] += 1
+    assert seen[True] > 50 and seen[False] > 50  # both answers occur often
 
 
 def test_an_echo_repeats_an_earlier_comment_nearly_word_for_word():
