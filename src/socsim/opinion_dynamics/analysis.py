@@ -63,6 +63,7 @@ from scipy import stats
 
 from socsim.io import vs_paper
 from socsim.io.report import Finding, Report, Table
+from socsim.opinion_dynamics import materials
 from socsim.stats import degeneracy as dg
 from socsim.stats import verdict as vd
 from socsim.stats.multitest import bonferroni
@@ -886,13 +887,15 @@ def analyse(
     alpha: float,
     outside: pd.DataFrame | None = None,
     outside_sample: int | None = 0,
+    classifier_layout: str = "paper",
 ) -> Report:
     """The study's report: per_sim, table1, table2, controls, tests, baseline, per_topic, the
     findings, the flags with where they apply, vs_paper (with Fig. 5's reported B) and the run's
     design differences; `outside`: the outside-information judge's labels (outside_info table,
     finding and vs_paper rows). Where both world settings ran, the paper's tables, tests, findings,
     controls and baselines are the closed world's (the paper reports only it); per_sim and per_topic
-    hold every world, and the outside-information rate is per world."""
+    hold every world, and the outside-information rate is per world. `classifier_layout` (the
+    classifier's prompt order) is a design difference unless it is App. I's."""
     pw = paper_world(setups.world) if len(setups) else "closed"
     here = setups.world == pw if len(setups) else pd.Series(dtype=bool)
     if len(setups) and not here.all():
@@ -928,6 +931,9 @@ def analyse(
         rep = _analyse_one(setups, traj, ratings, baseline, paper, ddof, alpha)
     ps = rep.tables["per_sim"].df
     pt = per_topic(ps)
+    rep.design += vs_paper.differences(
+        {"classifier prompt": materials.LAYOUTS[classifier_layout]}, {"classifier prompt": materials.LAYOUTS["paper"]}
+    )
     rep.tables["per_topic"] = Table(
         pt,
         "B and D per topic (mean over repetitions; Fig. 4 per topic)",

@@ -69,6 +69,10 @@ def persona_text(prompts: dict[str, Any], persona: dict[str, Any], initial: int)
     return text
 
 
+# classifier.layout: the classifier's prompt order, in the words of the run's design differences
+LAYOUTS = {"paper": "App. I's order (the report first)", "shared_first": "the report last (layout shared_first)"}
+
+
 def classifier_options(prompts: dict[str, Any], paper_typo: bool = False) -> str:
     """'-2: (Strongly negative opinion about XYZ), ..., 2: (Strongly positive opinion about XYZ)';
     `paper_typo` labels option 2 as the seed paper's App. I does ("Strongly negative")."""

@@ -218,6 +218,7 @@ def run_analyse(ctx: StageContext) -> None:
         od["alpha"],
         ctx.read("outside_info").to_pandas(),
         od["outside_info"]["sample"],
+        od["classifier"]["layout"],
     )
     d = ctx.path("analysis")
     report.write(rep, d)
@@ -404,7 +405,12 @@ STUDY = Study(
             run_analyse,
             inputs=("setups", "trajectories", "ratings", "baseline", "outside_info", "paper_file"),
             outputs=("analysis",),
-            params=("opinion_dynamics.metrics", "opinion_dynamics.alpha", "opinion_dynamics.outside_info.sample"),
+            params=(
+                "opinion_dynamics.metrics",
+                "opinion_dynamics.alpha",
+                "opinion_dynamics.outside_info.sample",
+                "opinion_dynamics.classifier.layout",
+            ),
         ),
         Stage(
             "figures",

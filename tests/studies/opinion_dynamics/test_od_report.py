@@ -296,6 +296,13 @@ def test_uniform_start_is_an_input_and_design_differences_are_named():
         "classifier: ours judge-x, paper Flan-T5-XXL",
         "steps T: ours 6, paper 100",
     ]
+    base = pd.DataFrame(columns=["sim_id", "baseline", "agent", "t", "opinion"])
+    args = (run["setups_df"], run["traj"], pd.DataFrame(run["ratings"]), base, PAPER, 0, 0.05)
+    shared = analysis.analyse(*args, classifier_layout="shared_first")  # the classifier asked with the report last
+    assert shared.design == [
+        *rep.design,
+        "classifier prompt: ours the report last (layout shared_first), paper App. I's order (the report first)",
+    ]
     vs = vs_paper.table(rep.vs_paper)
     start = vs[vs.quantity.str.startswith("uniform start")].iloc[0]
     assert start.comparable == "no: ours is an input of the run"
