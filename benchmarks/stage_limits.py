@@ -5,10 +5,10 @@ used (socsim.llm.limits.measure_rates: at the run's mean evaluated prompt length
 prints per stage: calls, prompt tokens submitted and evaluated (the share re-used from the prefix
 cache), completion tokens, the actual time and its split, the limit time at the measured rates and
 the ratio limit / actual (target >= 0.8), and names the stage with the biggest gap. Beside it, per
-stage: its mean call (prompt tokens re-used from the prefix cache, tokens evaluated), the prompt rate
-measured at that shape (a short suffix after a long cached prefix evaluates slower per token than a
-fresh prompt), the ratio at that rate (ratio_shape), and the share of its limit that is decoding
-(decode_share: where batched decoding would pay).
+stage: its mean call (prompt tokens re-used from the prefix cache, tokens evaluated), the prompt and
+decoding rates measured at that shape (both slow down as the context grows: a suffix after a long
+cached prefix evaluates slower per token than a fresh prompt), the ratio at them (ratio_shape), and
+the share of its limit that is decoding (decode_share: where batched decoding would pay).
 
     python benchmarks/stage_limits.py [--results results] [--params params.yaml] [--out limits.json]
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from socsim import config
 from socsim.llm import LLMClient
-from socsim.llm.limits import biggest_gap, limit_row, measure_rates, measure_suffix_rate, shape, stage_uses
+from socsim.llm.limits import biggest_gap, limit_row, measure_rates, measure_shape, shape, stage_uses
 
 COLUMNS = [
     ("study", "{}"),
@@ -38,7 +38,8 @@ COLUMNS = [
     ("ratio", "{:.2f}"),
     ("mean_reused", "{}"),
     ("mean_evaluated", "{}"),
-    ("suffix_rate", "{:.0f}"),
+    ("shape_prompt_rate", "{:.0f}"),
+    ("shape_decode_rate", "{:.0f}"),
     ("ratio_shape", "{:.2f}"),
     ("decode_share", "{:.0%}"),
     ("biggest_excess", "{}"),
@@ -76,10 +77,10 @@ def main() -> None:
             f"{model}: raw prompt evaluation {rates.prompt_eval:.0f} tokens/s at {rates.prompt_len} tokens, "
             f"decoding {rates.decode:.1f} tokens/s (best of 3, measured now)"
         )
-        for u in mine:  # the prompt rate at the stage's own mean call: its suffix after its cached prefix
+        for u in mine:  # the rates at the stage's own mean call: its suffix after its cached prefix, then decoding
             reused, evaluated = shape(u)
-            fits = u.calls and reused + evaluated <= spec["n_ctx"]
-            rows.append(limit_row(u, rates, measure_suffix_rate(client.backend, reused, evaluated) if fits else None))
+            fits = u.calls and reused + evaluated + 32 <= spec["n_ctx"]
+            rows.append(limit_row(u, rates, measure_shape(client.backend, reused, evaluated) if fits else None))
     print("\n" + " | ".join(k for k, _ in COLUMNS))
     for r in rows:
         print(" | ".join(fmt(r, k, s) for k, s in COLUMNS) + (f"  ({r['note']})" if r.get("note") else ""))

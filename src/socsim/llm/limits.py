@@ -86,12 +86,12 @@ def shape(use: StageUse) -> tuple[int, int]:
     return (use.prompt_tokens - use.evaluated) // use.calls, max(1, use.evaluated // use.calls)
 
 
-def limit_row(use: StageUse, rates: Rates, suffix_rate: float | None = None) -> dict[str, Any]:
+def limit_row(use: StageUse, rates: Rates, at_shape: Rates | None = None) -> dict[str, Any]:
     """The stage's limit time at `rates` beside its actual time, and where the rest went.
 
-    `suffix_rate`: the prompt-evaluation rate measured at the stage's own mean call (`shape`: its
-    evaluated tokens after its re-used prefix), which a short suffix after a long cached prefix needs;
-    the row then also gives the limit and ratio at that rate (`limit_shape_s`, `ratio_shape`)."""
+    `at_shape`: the rates measured at the stage's own mean call (`shape`: its evaluated tokens after
+    its re-used prefix, then decoding at that depth; both slow down as the context grows); the row
+    then also gives the limit and ratio at them (`limit_shape_s`, `ratio_shape`)."""
     row: dict[str, Any] = {
         "study": use.study,
         "stage": use.stage,
@@ -117,15 +117,16 @@ def limit_row(use: StageUse, rates: Rates, suffix_rate: float | None = None) -> 
         note="" if use.prompt_tokens_evaluated is not None else "evaluated prompt tokens unknown: submitted counted",
     )
     row["decode_share"] = round(decode_s / limit, 3) if limit > 0 else None
-    if suffix_rate is not None:
+    if at_shape is not None:
         reused, evaluated = shape(use)
-        at_shape = use.evaluated / suffix_rate + decode_s
+        limit_shape = use.evaluated / at_shape.prompt_eval + use.completion_tokens / at_shape.decode
         row.update(
             mean_reused=reused,
             mean_evaluated=evaluated,
-            suffix_rate=round(suffix_rate, 1),
-            limit_shape_s=round(at_shape, 2),
-            ratio_shape=round(at_shape / use.wall_s, 3) if use.wall_s > 0 else None,
+            shape_prompt_rate=round(at_shape.prompt_eval, 1),
+            shape_decode_rate=round(at_shape.decode, 1),
+            limit_shape_s=round(limit_shape, 2),
+            ratio_shape=round(limit_shape / use.wall_s, 3) if use.wall_s > 0 else None,
         )
     if use.time_s:  # the backend's own split: where the time above the limit went
         spent = {
@@ -171,14 +172,16 @@ def measure_rates(backend: Any, prompt_len: int = 256, decode_tokens: int = 48, 
     return Rates(prompt_eval=max(r[0] for r in runs), decode=max(r[1] for r in runs), prompt_len=prompt_len)
 
 
-def measure_suffix_rate(backend: Any, reused: int, evaluated: int, repeats: int = 3) -> float:
-    """Prompt tokens per second of an embedded backend's model evaluating `evaluated` tokens in one
-    batch after `reused` tokens already in its KV cache (a call whose prefix the cache served): the
-    best of `repeats`."""
-    if reused + evaluated > backend.llm.n_ctx():
-        raise ValueError(f"{reused} + {evaluated} tokens do not fit the model's context of {backend.llm.n_ctx()}")
+def measure_shape(backend: Any, reused: int, evaluated: int, decode_tokens: int = 32, repeats: int = 3) -> Rates:
+    """Raw rates of an embedded backend's model at one call's shape: `evaluated` prompt tokens in one
+    batch after `reused` tokens already in its KV cache (a call whose prefix the cache served), then
+    `decode_tokens` sampled and decoded one at a time after them; the best of `repeats` each."""
+    if reused + evaluated + decode_tokens > backend.llm.n_ctx():
+        raise ValueError(
+            f"{reused} + {evaluated} + {decode_tokens} tokens do not fit the model's context of {backend.llm.n_ctx()}"
+        )
 
-    def once() -> float:
+    def once() -> tuple[float, float]:
         llm = backend.llm
         ids = _tokens(llm, reused + evaluated)
         llm.reset()
@@ -187,10 +190,14 @@ def measure_suffix_rate(backend: Any, reused: int, evaluated: int, repeats: int 
             llm.eval(ids[:reused])  # the cached prefix: not timed
         t0 = time.perf_counter()
         llm.eval(ids[reused:])
-        return evaluated / (time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        for _ in range(decode_tokens):
+            llm.eval([llm.sample(temp=0.7, top_p=0.95)])
+        return evaluated / (t1 - t0), decode_tokens / (time.perf_counter() - t1)
 
     backend.on_model_thread(once)  # warm-up
-    return float(max(backend.on_model_thread(once) for _ in range(repeats)))
+    runs = [backend.on_model_thread(once) for _ in range(repeats)]
+    return Rates(prompt_eval=max(r[0] for r in runs), decode=max(r[1] for r in runs), prompt_len=reused + evaluated)
 
 
 @dataclass(frozen=True)

@@ -146,15 +146,16 @@ def test_prefix_reuse_and_time_split_are_counted(tmp_path):
 
 
 def test_limit_rates_are_measured_on_the_model(tmp_path):
-    from socsim.llm.limits import measure_rates, measure_suffix_rate
+    from socsim.llm.limits import measure_rates, measure_shape
 
     backend = client(tmp_path).backend
     rates = measure_rates(backend, prompt_len=64, decode_tokens=8, repeats=1)
     assert rates.prompt_eval > 0 and rates.decode > 0 and rates.prompt_len == 64
-    rate = measure_suffix_rate(backend, reused=200, evaluated=20, repeats=1)
-    assert rate > 0 and backend.on_model_thread(lambda: backend.llm.n_tokens) == 220  # the prefix was in place
+    at = measure_shape(backend, reused=200, evaluated=20, decode_tokens=8, repeats=1)
+    assert at.prompt_eval > 0 and at.decode > 0 and at.prompt_len == 220
+    assert backend.on_model_thread(lambda: backend.llm.n_tokens) == 228  # the prefix was in place, 8 decoded after it
     with pytest.raises(ValueError, match="do not fit"):
-        measure_suffix_rate(backend, reused=1000, evaluated=100)
+        measure_shape(backend, reused=900, evaluated=100)
 
 
 def test_batched_decoding_gives_a_sequence_the_logits_it_gets_alone():

@@ -55,9 +55,11 @@ def test_limit_at_the_stages_own_shape_known_answer(tmp_path):
     metrics(tmp_path / "s/metrics/judge.json", a=m)
     [u] = stage_uses(tmp_path)
     assert shape(u) == (150, 100)
-    # 400 tokens at 100/s after the prefix = 4 s, plus 50 at 25/s = 2 s: 6 s of 10 s; decoding is 2 of the 4 s limit.
-    row = limit_row(u, Rates(prompt_eval=200.0, decode=25.0, prompt_len=100), suffix_rate=100.0)
-    assert row["limit_shape_s"] == pytest.approx(6.0) and row["ratio_shape"] == pytest.approx(0.6)
+    # At the shape: 400 tokens at 100/s = 4 s, plus 50 at 10/s = 5 s: 9 s of 10 s. At the fresh rates the
+    # limit is 2 s + 2 s, and decoding is half of it.
+    at = Rates(prompt_eval=100.0, decode=10.0, prompt_len=250)
+    row = limit_row(u, Rates(prompt_eval=200.0, decode=25.0, prompt_len=100), at)
+    assert row["limit_shape_s"] == pytest.approx(9.0) and row["ratio_shape"] == pytest.approx(0.9)
     assert row["decode_share"] == pytest.approx(0.5) and (row["mean_reused"], row["mean_evaluated"]) == (150, 100)
     assert "ratio_shape" not in limit_row(u, Rates(prompt_eval=200.0, decode=25.0, prompt_len=100))
 
