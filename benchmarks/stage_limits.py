@@ -6,8 +6,9 @@ prints per stage: calls, prompt tokens submitted and evaluated (the share re-use
 cache), completion tokens, the actual time and its split, the limit time at the measured rates and
 the ratio limit / actual (target >= 0.8), and names the stage with the biggest gap. Beside it, per
 stage: its mean call (prompt tokens re-used from the prefix cache, tokens evaluated), the prompt and
-decoding rates measured at that shape (both slow down as the context grows: a suffix after a long
-cached prefix evaluates slower per token than a fresh prompt), the ratio at them (ratio_shape), and
+decoding rates measured at that shape (both change with the context's length: measured on this
+machine, a suffix after 650-800 cached tokens evaluates about a quarter slower per token than a fresh
+prompt, and decoding slows likewise), the ratio at them (ratio_shape), and
 the share of its limit that is decoding (decode_share: where batched decoding would pay).
 
     python benchmarks/stage_limits.py [--results results] [--params params.yaml] [--out limits.json]

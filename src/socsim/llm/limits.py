@@ -9,6 +9,7 @@ same run as the report (`measure_rates`), since they differ twofold between days
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Sequence
@@ -90,7 +91,7 @@ def limit_row(use: StageUse, rates: Rates, at_shape: Rates | None = None) -> dic
     """The stage's limit time at `rates` beside its actual time, and where the rest went.
 
     `at_shape`: the rates measured at the stage's own mean call (`shape`: its evaluated tokens after
-    its re-used prefix, then decoding at that depth; both slow down as the context grows); the row
+    its re-used prefix, then decoding at that depth; both rates change with the context's length); the row
     then also gives the limit and ratio at them (`limit_shape_s`, `ratio_shape`)."""
     row: dict[str, Any] = {
         "study": use.study,
@@ -223,50 +224,63 @@ def batched_decode(
     import llama_cpp as lc
     import numpy as np
 
-    lc.llama_backend_init()
-    model = lc.llama_model_load_from_file(str(gguf).encode(), lc.llama_model_default_params())
-    vocab = lc.llama_model_get_vocab(model)
-    n_vocab = lc.llama_vocab_n_tokens(vocab)
-    most = max(sequences)
-    cp = lc.llama_context_default_params()
-    cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max, cp.kv_unified = 512 * most, 512, 512, most, True
-    cp.n_threads = cp.n_threads_batch = threads
-    ctx = lc.llama_init_from_model(model, cp)
-    batch = lc.llama_batch_init(512, 0, most)
+    with contextlib.ExitStack() as stack:  # freed in reverse: batch, context, model
+        lc.llama_backend_init()  # idempotent; what llama_cpp.Llama calls before loading
+        model = lc.llama_model_load_from_file(str(gguf).encode(), lc.llama_model_default_params())
+        if not model:
+            raise RuntimeError(f"llama.cpp could not load {gguf}")
+        stack.callback(lc.llama_model_free, model)
+        vocab = lc.llama_model_get_vocab(model)
+        n_vocab = lc.llama_vocab_n_tokens(vocab)
+        most = max(sequences)
+        cp = lc.llama_context_default_params()
+        cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max, cp.kv_unified = 512 * most, 512, 512, most, True
+        cp.n_threads = cp.n_threads_batch = threads
+        ctx = lc.llama_init_from_model(model, cp)
+        if not ctx:
+            raise RuntimeError(f"llama.cpp could not create a context of {most} sequences for {gguf}")
+        stack.callback(lc.llama_free, ctx)
+        batch = lc.llama_batch_init(512, 0, most)
+        stack.callback(lc.llama_batch_free, batch)
 
-    def tokens(i: int) -> list[int]:
-        text = f"<|im_start|>user\nWrite tweet number {i} about {TEXT[: 40 + 7 * i]}<|im_end|>\n<|im_start|>assistant\n"
-        buf = (lc.llama_token * 512)()
-        n = lc.llama_tokenize(vocab, text.encode(), len(text.encode()), buf, 512, True, True)
-        return list(buf[:n])
+        def tokens(i: int) -> list[int]:  # ChatML-shaped text (SmolLM2's template), one per sequence
+            ask = f"Write tweet number {i} about {TEXT[: 40 + 7 * i]}"
+            text = f"<|im_start|>user\n{ask}<|im_end|>\n<|im_start|>assistant\n"
+            buf = (lc.llama_token * 512)()
+            n = lc.llama_tokenize(vocab, text.encode(), len(text.encode()), buf, 512, True, True)
+            if n < 0:
+                raise RuntimeError(f"llama_tokenize needs {-n} tokens, more than 512")
+            return list(buf[:n])
 
-    prompts = [tokens(i) for i in range(most)]
+        prompts = [tokens(i) for i in range(most)]
 
-    def decode(items: list[tuple[int, int, int, bool]]) -> list[Any]:  # (token, position, sequence, logits?)
-        batch.n_tokens = len(items)
-        for i, (tok, pos, seq, want) in enumerate(items):
-            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = tok, pos, 1, want
-            batch.seq_id[i][0] = seq
-        if lc.llama_decode(ctx, batch) != 0:
-            raise RuntimeError("llama_decode failed")
-        ptrs = [lc.llama_get_logits_ith(ctx, i) for i, it in enumerate(items) if it[3]]
-        return [
-            np.ctypeslib.as_array(ctypes.cast(p, ctypes.POINTER(ctypes.c_float)), shape=(n_vocab,)).copy() for p in ptrs
-        ]
+        def decode(items: list[tuple[int, int, int, bool]]) -> list[Any]:  # (token, position, sequence, logits?)
+            batch.n_tokens = len(items)
+            for i, (tok, pos, seq, want) in enumerate(items):
+                batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = tok, pos, 1, want
+                batch.seq_id[i][0] = seq
+            if lc.llama_decode(ctx, batch) != 0:
+                raise RuntimeError("llama_decode failed")
+            ptrs = [lc.llama_get_logits_ith(ctx, i) for i, it in enumerate(items) if it[3]]
+            return [
+                np.ctypeslib.as_array(ctypes.cast(p, ctypes.POINTER(ctypes.c_float)), shape=(n_vocab,)).copy()
+                for p in ptrs
+            ]
 
-    def run(n: int) -> tuple[list[int], list[Any], float]:
-        lc.llama_memory_clear(lc.llama_get_memory(ctx), True)
-        last = [decode([(t, i, s, i == len(prompts[s]) - 1) for i, t in enumerate(prompts[s])])[0] for s in range(n)]
-        first_tokens, first_logits = [], []
-        t0 = time.perf_counter()
-        for k in range(steps):
-            nxt = [int(np.argmax(lg)) for lg in last]
-            first_tokens.append(nxt[0])
-            first_logits.append(last[0])
-            last = decode([(nxt[s], len(prompts[s]) + k, s, True) for s in range(n)])
-        return first_tokens, first_logits, steps * n / (time.perf_counter() - t0)
+        def run(n: int) -> tuple[list[int], list[Any], float]:
+            lc.llama_memory_clear(lc.llama_get_memory(ctx), True)
+            last = [
+                decode([(t, i, s, i == len(prompts[s]) - 1) for i, t in enumerate(prompts[s])])[0] for s in range(n)
+            ]
+            first_tokens, first_logits = [], []
+            t0 = time.perf_counter()
+            for k in range(steps):
+                nxt = [int(np.argmax(lg)) for lg in last]
+                first_tokens.append(nxt[0])
+                first_logits.append(last[0])
+                last = decode([(nxt[s], len(prompts[s]) + k, s, True) for s in range(n)])
+            return first_tokens, first_logits, steps * n / (time.perf_counter() - t0)
 
-    try:
         run(1)  # warm-up
         alone, alone_logits, rate_alone = run(1)
         out = []
@@ -275,7 +289,3 @@ def batched_decode(
             diff = max(float(np.max(np.abs(a - b))) for a, b in zip(alone_logits, logits, strict=True))
             out.append(BatchedDecode(n, toks == alone, diff, rate, rate_alone))
         return out
-    finally:
-        lc.llama_batch_free(batch)
-        lc.llama_free(ctx)
-        lc.llama_model_free(model)

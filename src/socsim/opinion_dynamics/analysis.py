@@ -73,6 +73,7 @@ SCOPE = ["model", "topology", "init", "memory"]  # a finding's scope (framing an
 BIAS_ORDER = {"none": 0, "weak": 1, "strong": 2}
 MIN_TEST_UNITS = 3
 MAIN = "main"
+OUTSIDE_ROWS = "outside information rate, "  # vs_paper rows of the outside-information judge, not the classifier
 TITLE = "Opinion dynamics (paper 002): our run beside the paper's Tables 1 and 2 (seed) and v4"
 NEVER_MEASURED = "never measured: {pct} % of agents (final opinion = initial)"
 
@@ -887,7 +888,7 @@ def analyse(
     alpha: float,
     outside: pd.DataFrame | None = None,
     outside_sample: int | None = 0,
-    classifier_layout: str = "paper",
+    classifier_layout: str = "shared_first",
 ) -> Report:
     """The study's report: per_sim, table1, table2, controls, tests, baseline, per_topic, the
     findings, the flags with where they apply, vs_paper (with Fig. 5's reported B) and the run's
@@ -895,7 +896,8 @@ def analyse(
     finding and vs_paper rows). Where both world settings ran, the paper's tables, tests, findings,
     controls and baselines are the closed world's (the paper reports only it); per_sim and per_topic
     hold every world, and the outside-information rate is per world. `classifier_layout` (the
-    classifier's prompt order) is a design difference unless it is App. I's."""
+    classifier's prompt order, classifier.layout) is a design difference of the run and of every
+    vs_paper row made of the classifier's ratings unless it is App. I's."""
     pw = paper_world(setups.world) if len(setups) else "closed"
     here = setups.world == pw if len(setups) else pd.Series(dtype=bool)
     if len(setups) and not here.all():
@@ -931,9 +933,6 @@ def analyse(
         rep = _analyse_one(setups, traj, ratings, baseline, paper, ddof, alpha)
     ps = rep.tables["per_sim"].df
     pt = per_topic(ps)
-    rep.design += vs_paper.differences(
-        {"classifier prompt": materials.LAYOUTS[classifier_layout]}, {"classifier prompt": materials.LAYOUTS["paper"]}
-    )
     rep.tables["per_topic"] = Table(
         pt,
         "B and D per topic (mean over repetitions; Fig. 4 per topic)",
@@ -952,6 +951,13 @@ def analyse(
     rep.vs_paper += fig5_rows(ps, paper, classifier)
     if outside is not None:
         outside_info_report(rep, outside, setups, ps, paper, classifier, outside_sample, alpha)
+    layout = vs_paper.differences(
+        {"classifier prompt": materials.LAYOUTS[classifier_layout]}, {"classifier prompt": materials.LAYOUTS["paper"]}
+    )
+    rep.design += layout
+    for row in rep.vs_paper:  # the rows made of the classifier's ratings (not the judge's, not an input)
+        if layout and row.design is not None and not row.is_input and not row.quantity.startswith(OUTSIDE_ROWS):
+            row.design = [*row.design, *layout]
     return rep
 
 
@@ -1276,7 +1282,7 @@ def outside_info_report(
         dsg += vs_paper.differences({"outside-info judge": ", ".join(mine)}, {"outside-info judge": ref.get("judge")})
         rows_flags = flags.get(r.model, [])
         rows = vs_paper.Row(
-            f"outside information rate, {r.world} world ({r.model}; tweets and reports)",
+            f"{OUTSIDE_ROWS}{r.world} world ({r.model}; tweets and reports)",
             r.all_rate,
             (ref.get(r.world) or {}).get("rate"),
             note=f"{r.all_outside} of {r.all_judged} judged outputs; paper: {(ref.get(r.world) or {}).get('note', '')}",
@@ -1304,7 +1310,7 @@ def outside_info_report(
         cells = main[main.model == model]
         rep.vs_paper.append(
             vs_paper.Row(
-                f"outside information rate, open - closed world ({model})",
+                f"{OUTSIDE_ROWS}open - closed world ({model})",
                 diff,
                 None if ro is None or rc is None else ro - rc,
                 finding=f.claim,

@@ -291,18 +291,20 @@ def test_figures_note_a_degenerate_input_on_its_panels(tmp_path: Path, monkeypat
 def test_uniform_start_is_an_input_and_design_differences_are_named():
     run = _run([-2, 1, 0, 2, -1] * 10, [0, 1] * 20, [0, 1, 2, 2])
     rep = run["report"]
+    layout = "classifier prompt: ours the report last (layout shared_first), paper App. I's order (the report first)"
     assert rep.design == [
         "agent model: ours smollm2-135m, paper gpt-3.5-turbo-16k",
         "classifier: ours judge-x, paper Flan-T5-XXL",
         "steps T: ours 6, paper 100",
+        layout,  # the default: the classifier asked with the report last
     ]
+    made_of_ratings = [r for r in rep.vs_paper if r.design is not None and not r.is_input]
+    assert made_of_ratings and all(layout in r.design for r in made_of_ratings)
     base = pd.DataFrame(columns=["sim_id", "baseline", "agent", "t", "opinion"])
     args = (run["setups_df"], run["traj"], pd.DataFrame(run["ratings"]), base, PAPER, 0, 0.05)
-    shared = analysis.analyse(*args, classifier_layout="shared_first")  # the classifier asked with the report last
-    assert shared.design == [
-        *rep.design,
-        "classifier prompt: ours the report last (layout shared_first), paper App. I's order (the report first)",
-    ]
+    rep = analysis.analyse(*args, classifier_layout="paper")  # App. I's order: no difference
+    assert rep.design == [d for d in rep.design if d != layout] and len(rep.design) == 3
+    assert not any(layout in (r.design or []) for r in rep.vs_paper)
     vs = vs_paper.table(rep.vs_paper)
     start = vs[vs.quantity.str.startswith("uniform start")].iloc[0]
     assert start.comparable == "no: ours is an input of the run"

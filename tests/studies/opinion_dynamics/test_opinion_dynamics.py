@@ -689,6 +689,18 @@ def test_classifier_layouts_ask_the_same_and_group_by_claim():
         PROMPTS, {**events[0], "tweet": "x"}, claims["s1"], LLMClient(Scripted(str), None), cl, 5, "j"
     )
     assert main.message_dicts()[0]["content"].startswith("Here is a statement a person made after reading a tweet.\n")
-    for prompt in (text, texts[0]):  # the same content either way
+    shared = {**od_params()["classifier"], "layout": "shared_first"}
+    main_shared = classify.request(
+        PROMPTS, {**events[0], "tweet": "x"}, claims["s1"], LLMClient(Scripted(str), None), shared, 5, "j"
+    )
+    for prompt in (text, texts[0], main_shared.message_dicts()[0]["content"]):  # the same content either way
         assert claims["s1"] in prompt and materials.classifier_options(PROMPTS) in prompt
+    assert main_shared.message_dicts()[0]["content"].rstrip().endswith("right after they read this tweet?")
     assert od_params()["classifier"]["layout"] == "shared_first"
+    # every layout the schema allows has its words and both templates
+    schema = yaml.safe_load((ROOT / "workflow/schemas/opinion_dynamics.schema.yaml").read_text())
+    layouts = schema["properties"]["classifier"]["properties"]["layout"]["enum"]
+    assert set(layouts) == set(materials.LAYOUTS)
+    for layout in layouts:
+        for e in events[0], {**events[0], "tweet": "x"}:
+            assert classify.template(e, layout) in PROMPTS
