@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,30 +153,11 @@ def _tokens(llm: Any, n: int) -> list[int]:
     return ids[:n]
 
 
-def _best_of(backend: Any, once: Callable[[], tuple[float, float]], repeats: int, prompt_len: int) -> Rates:
-    """Rates from `once` (prompt, decode tokens/s) on the model's thread: a warm-up, then the best of
-    `repeats` of each (the machine's limit, not its average)."""
-    backend.on_model_thread(once)
-    runs = [backend.on_model_thread(once) for _ in range(repeats)]
-    return Rates(prompt_eval=max(r[0] for r in runs), decode=max(r[1] for r in runs), prompt_len=prompt_len)
-
-
 def measure_rates(backend: Any, prompt_len: int = 256, decode_tokens: int = 48, repeats: int = 3) -> Rates:
     """Raw llama.cpp rates of an embedded backend's model on this machine: a fresh prompt of
     `prompt_len` tokens evaluated in one batch, then `decode_tokens` sampled and decoded one at a
     time (no grammar); the best of `repeats` (the machine's limit, not its average)."""
-
-    def once() -> tuple[float, float]:
-        llm = backend.llm
-        llm.reset()  # nothing cached: the whole prompt is evaluated
-        llm.begin()
-        for i, _ in enumerate(llm.generate(_tokens(llm, prompt_len), temp=0.7, top_p=0.95, reset=True)):
-            if i + 1 == decode_tokens:
-                break
-        c = llm.socsim_counts
-        return c["prompt_tokens"] / c["prompt_s"], decode_tokens / c["generation_s"]
-
-    return _best_of(backend, once, repeats, prompt_len)
+    return measure_shape(backend, 0, prompt_len, decode_tokens, repeats)
 
 
 def measure_shape(backend: Any, reused: int, evaluated: int, decode_tokens: int = 32, repeats: int = 3) -> Rates:
@@ -202,7 +183,9 @@ def measure_shape(backend: Any, reused: int, evaluated: int, decode_tokens: int 
             llm.eval([llm.sample(temp=0.7, top_p=0.95)])
         return evaluated / (t1 - t0), decode_tokens / (time.perf_counter() - t1)
 
-    return _best_of(backend, once, repeats, reused + evaluated)
+    backend.on_model_thread(once)  # warm-up
+    runs = [backend.on_model_thread(once) for _ in range(repeats)]
+    return Rates(prompt_eval=max(r[0] for r in runs), decode=max(r[1] for r in runs), prompt_len=reused + evaluated)
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,6 @@ SCOPE = ["model", "topology", "init", "memory"]  # a finding's scope (framing an
 BIAS_ORDER = {"none": 0, "weak": 1, "strong": 2}
 MIN_TEST_UNITS = 3
 MAIN = "main"
-OUTSIDE_ROWS = "outside information rate, "  # vs_paper rows of the outside-information judge, not the classifier
 TITLE = "Opinion dynamics (paper 002): our run beside the paper's Tables 1 and 2 (seed) and v4"
 NEVER_MEASURED = "never measured: {pct} % of agents (final opinion = initial)"
 
@@ -949,15 +948,15 @@ def analyse(
         else {}
     )
     rep.vs_paper += fig5_rows(ps, paper, classifier)
-    if outside is not None:
-        outside_info_report(rep, outside, setups, ps, paper, classifier, outside_sample, alpha)
     layout = vs_paper.differences(
         {"classifier prompt": materials.LAYOUTS[classifier_layout]}, {"classifier prompt": materials.LAYOUTS["paper"]}
     )
     rep.design += layout
-    for row in rep.vs_paper:  # the rows made of the classifier's ratings (not the judge's, not an input)
-        if layout and row.design is not None and not row.is_input and not row.quantity.startswith(OUTSIDE_ROWS):
+    for row in rep.vs_paper:  # every row so far is made of the classifier's ratings (the judge's come next)
+        if row.design is not None and not row.is_input:
             row.design = [*row.design, *layout]
+    if outside is not None:
+        outside_info_report(rep, outside, setups, ps, paper, classifier, outside_sample, alpha)
     return rep
 
 
@@ -1282,7 +1281,7 @@ def outside_info_report(
         dsg += vs_paper.differences({"outside-info judge": ", ".join(mine)}, {"outside-info judge": ref.get("judge")})
         rows_flags = flags.get(r.model, [])
         rows = vs_paper.Row(
-            f"{OUTSIDE_ROWS}{r.world} world ({r.model}; tweets and reports)",
+            f"outside information rate, {r.world} world ({r.model}; tweets and reports)",
             r.all_rate,
             (ref.get(r.world) or {}).get("rate"),
             note=f"{r.all_outside} of {r.all_judged} judged outputs; paper: {(ref.get(r.world) or {}).get('note', '')}",
@@ -1310,7 +1309,7 @@ def outside_info_report(
         cells = main[main.model == model]
         rep.vs_paper.append(
             vs_paper.Row(
-                f"{OUTSIDE_ROWS}open - closed world ({model})",
+                f"outside information rate, open - closed world ({model})",
                 diff,
                 None if ro is None or rc is None else ro - rc,
                 finding=f.claim,

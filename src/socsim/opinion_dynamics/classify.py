@@ -2,10 +2,10 @@
 
 Every report (the reviewer's reasoning; in the controls, the reporting agent's) is classified by an
 LLM with a constrained answer in -2..2 (temperature 0 by default), prompted with the report between
-dashed lines, the framed claim and the five labelled options (`layout: paper`: App. I's order, the
-report first; `shared_first`, the default: the options and the answer format first, the report last,
-so a prefix cache re-uses what every prompt shares) (option 2 correctly "Strongly
-positive"; `paper_typo: true` uses the seed paper's App. I label as a sensitivity switch). The raw
+dashed lines, the framed claim and the five labelled options (option 2 correctly "Strongly
+positive"; `paper_typo: true` uses the seed paper's App. I label as a sensitivity switch). `layout:
+paper` is App. I's order, the report first; `shared_first`, the default, puts the options and the
+answer format first and the report last, so a prefix cache re-uses what every prompt shares. The raw
 answer and a parse flag are kept; a failed parse is never a crash (the trajectory carries the
 previous opinion forward, flagged). Numbers in a report (4.9 %, 1.5 degrees C) are plain text to the
 classifier: nothing rejects or re-samples them (the original code stopped at pdb.set_trace()).
