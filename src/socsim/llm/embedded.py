@@ -241,11 +241,12 @@ class EmbeddedBackend:
             llm = self.llm
             grammar = self._grammar(request.constraint) if request.constraint else None
             if not self.prefix_cache:
-                # Start from an empty KV cache. With the prefix cache, llama.cpp re-uses the KV
-                # entries of the longest prompt prefix seen before; on the models tested the
-                # answers are identical in any order (tests/unit/llm/test_embedded.py and
-                # tests/studies/facilitation/test_facilitation.py check it on the default model). Turn it off for a
-                # GGUF where they are not.
+                # Start from an empty KV cache: the answer depends on the request alone. With the
+                # prefix cache, llama.cpp re-uses the KV entries of the longest prompt prefix seen
+                # before, and the logits can depend on where the prompt was split (llama.cpp's CPU
+                # kernels differ by batch shape; benchmarks/prefix_split.py counts the answers that
+                # change). Runs stay repeatable: the calls come in a fixed order and the call cache
+                # keeps every answer.
                 llm.reset()  # type: ignore[no-untyped-call]  # llama_cpp leaves Llama.reset unannotated
             counting = cast("_Counting", llm)
             counting.begin()
