@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from socsim.llm import hub
+from socsim.llm.batched import BatchedEngine, Finished
 from socsim.llm.constraints import Constraint
 from socsim.llm.errors import LLMConfigError
 from socsim.llm.types import Completion, Request
@@ -157,6 +158,7 @@ class EmbeddedBackend:
         prefix_cache: bool = True,
         flash_attn: bool = True,
         strict_roles: bool = False,
+        parallel: int = 1,
     ):
         self.strict_roles = strict_roles  # messages through socsim.llm.types.alternating (part of the identity)
         self.hub: dict[str, str | None] | None = None  # where a hf:// model came from (repo, file, commit)
@@ -176,6 +178,16 @@ class EmbeddedBackend:
         self._grammars: dict[str, LlamaGrammar] = {}
         self.retries = 0
         self._identity: dict[str, Any] | None = None
+        # Requests decoded together (socsim.llm.batched); 1: one at a time through create_chat_completion.
+        if parallel < 1:
+            raise LLMConfigError(f"llm.parallel must be at least 1, not {parallel}")
+        if parallel > 1 and prefix_cache:
+            raise LLMConfigError(
+                "llm.parallel > 1 needs llm.prefix_cache: false: with re-used prompt prefixes an answer's text "
+                "depends on which requests ran before it, and batched requests run in no fixed order"
+            )
+        self.parallel = parallel
+        self._engine: BatchedEngine | None = None
 
     def identity(self) -> dict[str, Any]:
         if self._identity is None:
@@ -239,28 +251,19 @@ class EmbeddedBackend:
     def complete_sync(self, request: Request) -> Completion:
         with self._lock:
             llm = self.llm
-            grammar = self._grammar(request.constraint) if request.constraint else None
             if not self.prefix_cache:
-                # Start from an empty KV cache. With the prefix cache, llama.cpp re-uses the KV
-                # entries of the longest prompt prefix seen before; on the models tested the
-                # answers are identical in any order (tests/unit/llm/test_embedded.py and
-                # tests/studies/facilitation/test_facilitation.py check it on the default model). Turn it off for a
-                # GGUF where they are not.
+                # Start from an empty KV cache: the answer depends on the request alone. With the
+                # prefix cache, llama.cpp re-uses the KV entries of the longest prompt prefix seen
+                # before, and the logits can depend on where the prompt was split (flash attention
+                # runs a tiled kernel for many query rows, a row-by-row one for a few): on the
+                # default model 10 of 20 requests answered differently with and without it. Runs
+                # stay repeatable because the calls come in a fixed order and the call cache keeps
+                # every answer.
                 llm.reset()  # type: ignore[no-untyped-call]  # llama_cpp leaves Llama.reset unannotated
             counting = cast("_Counting", llm)
             counting.begin()
             # Not streamed: one response dict. The messages are plain {"role", "content"} dicts.
-            out = cast(
-                "CreateChatCompletionResponse",
-                llm.create_chat_completion(
-                    messages=cast("list[ChatCompletionRequestMessage]", request.message_dicts(self.strict_roles)),
-                    temperature=request.sampling.temperature,
-                    top_p=request.sampling.top_p,
-                    max_tokens=request.sampling.max_tokens,
-                    seed=request.seed,
-                    grammar=grammar,
-                ),
-            )
+            out = cast("CreateChatCompletionResponse", llm.create_chat_completion(**self._chat(request)))
             counts = dict(counting.socsim_counts)
         choice = out["choices"][0]
         usage = out.get("usage") or {}
@@ -275,11 +278,39 @@ class EmbeddedBackend:
             generation_s=counts["generation_s"],
         )
 
+    def _chat(self, request: Request) -> dict[str, Any]:
+        """create_chat_completion's keyword arguments for a request."""
+        return {
+            "messages": cast("list[ChatCompletionRequestMessage]", request.message_dicts(self.strict_roles)),
+            "temperature": request.sampling.temperature,
+            "top_p": request.sampling.top_p,
+            "max_tokens": request.sampling.max_tokens,
+            "seed": request.seed,
+            "grammar": self._grammar(request.constraint) if request.constraint else None,
+        }
+
     async def complete(self, request: Request) -> Completion:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self.complete_sync, request)
+        if self.parallel <= 1:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, self.complete_sync, request)
+        if self._engine is None:
+            self._engine = BatchedEngine(lambda: self.llm, self.parallel)
+        done: Finished = await asyncio.wrap_future(self._engine.submit(self._chat(request)))
+        return Completion(
+            text=done.text,
+            prompt_tokens=done.prompt_tokens,
+            completion_tokens=done.completion_tokens,
+            finish_reason=done.finish_reason,
+            endpoint="embedded",
+            prompt_tokens_evaluated=done.prompt_tokens_evaluated,
+            prompt_eval_s=done.prompt_s,
+            generation_s=done.generation_s,
+        )
 
     async def aclose(self) -> None:
         """Free the model (a later call loads it again)."""
+        if self._engine is not None:
+            engine, self._engine = self._engine, None
+            await asyncio.get_running_loop().run_in_executor(None, engine.close)
         if self._llm is not None:
             llm, self._llm = self._llm, None
             await asyncio.get_running_loop().run_in_executor(self._executor, llm.close)
