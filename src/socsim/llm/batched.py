@@ -1,27 +1,24 @@
-"""NOT IN MAIN (wip/batched-engine): exact for short prompts only. benchmarks/batched_engine.py on
-2026-11-24: 16 decoding-heavy requests (~40-token prompts) gave the same text 16/16 at parallel 2, 4
-and 8 (1.04x, 1.33x, 1.60x); 16 prompt-heavy requests (~700-token prompts) gave the same text only
-2/16 (0.82-0.97x). Likely cause: llama.cpp sizes the attention over the longest stream (n_kv), so a
-sequence's kernels depend on its neighbours' lengths once contexts pass 256 cells. With one unified
-KV cache instead of a stream per sequence, 17 of 40 short requests already differed.
-
-Batched decoding on the embedded model: several chat completions decoded in one llama.cpp batch.
+"""Batched decoding on the embedded model: several chat completions decoded in one llama.cpp batch.
 
 llama.cpp decodes a token for each of several sequences in one `llama_decode` faster than one at a
-time (socsim.llm.limits.batched_decode and benchmarks/batched_decode.py measure it). BatchedEngine
-runs up to `slots` requests at once on one context with a KV stream per sequence: a request's prompt
-is read alone and whole (in n_batch pieces, as `Llama.create_chat_completion` reads it), then every
-step decodes one token for each request in flight. Each request is what create_chat_completion would
-do: the prompt from the model's own chat handler, the sampler chain of `Llama._init_sampler` seeded
-with the request's seed, and the stop, length and UTF-8 rules of `Llama._create_completion`. So its
-text is the one-at-a-time text, whatever it shared a batch with (tests/unit/llm/test_batched.py checks
-it on the real model).
+time (benchmarks/batched_decode.py, benchmarks/batched_engine.py). BatchedEngine runs up to `slots`
+requests at once on one context with a KV stream per sequence: a request's prompt is read alone (in
+n_batch pieces after its re-used prefix, as `Llama.create_chat_completion` reads it), then each step
+decodes one token for every request in flight. Each request is what create_chat_completion would do:
+the prompt from the model's own chat handler, the sampler chain of `Llama._init_sampler` seeded with
+the request's seed, and the stop, length and UTF-8 rules of `Llama._create_completion`.
 
-No prompt prefix is re-used. On llama.cpp's CPU kernels a prompt's logits depend on how it is split
-between re-used cells and fresh evaluation (flash attention takes a tiled kernel for a batch of many
-query rows and a row-by-row one for a few), so with a prefix cache a completion's text would depend on which
-requests ran before it, that is on the schedule. EmbeddedBackend therefore refuses `parallel` > 1
-together with its prefix cache.
+Its text is then the one-at-a-time text whatever it shared a batch with, on one condition: no flash
+attention. llama.cpp's CPU flash attention takes a tiled kernel for many query rows and a row-by-row
+one for a few, and sizes its work by the longest stream, so a sequence's logits would depend on how
+its prompt was split and on its neighbours' lengths (measured: the same text for 2 of 16 requests
+with ~700-token prompts). Without it a prompt's logits do not depend on the split
+(benchmarks/prefix_split.py: 0 of 40 differ) as long as no piece read is a single token (llama.cpp
+computes a one-token batch with other kernels). So a prompt's end is read at least two tokens long,
+and only prompt cells are re-used, never an answer's (decoded a token at a time): from the stream a
+slot still holds, or from a RAM cache of the prompts' KV states. A request whose prefix another one
+is reading waits until it is read and takes it from there (prompts are read one at a time anyway).
+tests/unit/llm/test_batched.py checks all of it on the real model.
 """
 
 from __future__ import annotations
@@ -32,7 +29,8 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -86,7 +84,7 @@ def prepared(llm: Llama, **chat: Any) -> dict[str, Any]:
     return kwargs
 
 
-def common_prefix(a: list[int], b: list[int]) -> int:
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     n = 0
     for x, y in zip(a, b):
         if x != y:
@@ -97,7 +95,7 @@ def common_prefix(a: list[int], b: list[int]) -> int:
 
 @dataclass
 class Finished:
-    """One request's outcome, with the shape of create_chat_completion's answer that socsim reads."""
+    """One request's outcome, with the parts of create_chat_completion's answer that socsim reads."""
 
     text: str
     finish_reason: str
@@ -109,10 +107,17 @@ class Finished:
 
 
 @dataclass
+class _Waiting:
+    chat: dict[str, Any]
+    future: Future[Finished]
+    kw: dict[str, Any] | None = None  # what the chat handler makes of it (once)
+
+
+@dataclass
 class _Seq:
     slot: int
     prompt: list[int]
-    todo: list[int]  # prompt tokens still to evaluate
+    todo: list[int]  # prompt tokens still to read
     sampler: Any
     stop: list[bytes]
     max_tokens: int
@@ -121,18 +126,49 @@ class _Seq:
     completion: list[int] = field(default_factory=list)
     pending: int | None = None  # a sampled token to evaluate next step
     multibyte: int = 0
-    evaluated: int = 0  # prompt tokens evaluated for it (after the re-used prefix)
+    evaluated: int = 0  # prompt tokens read for it (after the re-used prefix)
     prompt_s: float = 0.0
     generation_s: float = 0.0
+    awaited: bool = False  # a waiting request shares its prompt: keep the prompt's state once read
+
+
+class StateCache:
+    """KV states of sequences by their tokens, least recently used out first (like LlamaRAMCache)."""
+
+    def __init__(self, capacity_bytes: int):
+        self.capacity = capacity_bytes
+        self.states: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
+        self.size = 0
+
+    def longest(self, tokens: list[int]) -> tuple[tuple[int, ...] | None, int]:
+        """The key sharing the longest prefix with tokens, and that length."""
+        best, n = None, 0
+        for key in self.states:
+            k = common_prefix(key, tokens)
+            if k > n:
+                best, n = key, k
+        return best, n
+
+    def get(self, key: tuple[int, ...]) -> bytes:
+        self.states.move_to_end(key)
+        return self.states[key]
+
+    def put(self, key: tuple[int, ...], state: bytes) -> None:
+        if key in self.states:
+            self.size -= len(self.states.pop(key))
+        self.states[key] = state
+        self.size += len(state)
+        while self.size > self.capacity and len(self.states) > 1:
+            self.size -= len(self.states.popitem(last=False)[1])
 
 
 class BatchedEngine:
     """Up to `slots` chat completions decoded together on `llm`'s model (one dedicated thread)."""
 
-    def __init__(self, load: Callable[[], Llama], slots: int):
-        self.slots = slots
+    def __init__(self, load: Callable[[], Llama], slots: int, cache_bytes: int = 0):
+        self.slots, self.cache_bytes = slots, cache_bytes
         self._load = load
-        self._queue: queue.Queue[tuple[dict[str, Any], Future[Finished]] | None] = queue.Queue()
+        self._queue: queue.Queue[_Waiting | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self.error: BaseException | None = None
@@ -147,7 +183,7 @@ class BatchedEngine:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="socsim-llama-batch", daemon=True)
                 self._thread.start()
-        self._queue.put((chat, fut))
+        self._queue.put(_Waiting(chat, fut))
         return fut
 
     def close(self) -> None:
@@ -157,53 +193,61 @@ class BatchedEngine:
             self._queue.put(None)
             thread.join()
 
-    # ---- the loop (engine thread only) -------------------------------------------------------
-
     def _run(self) -> None:
         import llama_cpp as lc
 
         llm = self._load()
+        if llm.context_params.flash_attn_type == lc.LLAMA_FLASH_ATTN_TYPE_ENABLED:
+            raise RuntimeError("batched decoding needs the model loaded without flash attention")
         params = llm.context_params  # the one-at-a-time context's settings, for more sequences
         cp = lc.llama_context_default_params()
         ctypes.memmove(ctypes.byref(cp), ctypes.byref(params), ctypes.sizeof(cp))
         cp.n_ctx, cp.n_seq_max, cp.kv_unified = params.n_ctx * self.slots, self.slots, False
-        with contextlib.ExitStack() as stack:
-            ctx = lc.llama_init_from_model(llm._model.model, cp)
-            if not ctx:
-                raise RuntimeError(f"llama.cpp could not create a context of {self.slots} sequences")
-            stack.callback(lc.llama_free, ctx)
-            batch = lc.llama_batch_init(cp.n_batch, 0, 1)
-            stack.callback(lc.llama_batch_free, batch)
-            loop = _Loop(llm, ctx, batch, cp.n_batch, self.slots, self._queue)
-            try:
+        loop: _Loop | None = None
+        try:
+            with contextlib.ExitStack() as stack:
+                ctx = lc.llama_init_from_model(llm._model.model, cp)
+                if not ctx:
+                    raise RuntimeError(f"llama.cpp could not create a context of {self.slots} sequences")
+                stack.callback(lc.llama_free, ctx)
+                batch = lc.llama_batch_init(cp.n_batch, 0, 1)
+                stack.callback(lc.llama_batch_free, batch)
+                cache = StateCache(self.cache_bytes) if self.cache_bytes > 0 else None
+                loop = _Loop(llm, ctx, batch, cp.n_batch, self.slots, cache, self._queue)
                 loop.run()
-            except BaseException as exc:  # nothing waits forever: every request in hand fails with it
-                self.error = exc
-                for fut in [q.future for q in loop.active] + [f for _, f in loop.waiting]:
-                    if not fut.done():
-                        fut.set_exception(exc)
-                while True:
-                    try:
-                        item = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if item is not None:
-                        item[1].set_exception(exc)
-                raise
+        except BaseException as exc:  # nothing waits forever: every request in hand fails with it
+            self.error = exc
+            held = [q.future for q in loop.active] + [w.future for w in loop.waiting] if loop else []
+            while True:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    held.append(item.future)
+            for fut in held:
+                if not fut.done():
+                    fut.set_exception(exc)
+            raise
 
 
 class _Loop:
-    def __init__(self, llm: Llama, ctx: Any, batch: Any, n_batch: int, slots: int, q: Any):
+    """The engine thread's state: slots (a KV stream each), requests in flight and waiting."""
+
+    def __init__(self, llm: Llama, ctx: Any, batch: Any, n_batch: int, slots: int, cache: StateCache | None, q: Any):
         import llama_cpp as lc
 
         self.lc, self.llm, self.ctx, self.batch, self.n_batch = lc, llm, ctx, batch, n_batch
         self.mem = lc.llama_get_memory(ctx)
-        self.queue: queue.Queue[Any] = q
+        self.cache = cache  # None: no prefix is re-used at all
+        self.queue: queue.Queue[_Waiting | None] = q
         self.content: list[list[int]] = [[] for _ in range(slots)]  # the tokens in each slot's KV stream
+        self.used = [0] * slots  # when each slot last started a request (least recently used goes first)
         self.active: list[_Seq] = []
-        self.waiting: list[tuple[dict[str, Any], Future[Finished]]] = []
+        self.waiting: list[_Waiting] = []
         self.n_ctx = llm.n_ctx()
         self.closing = False
+        self.clock = 0
 
     def run(self) -> None:
         while not (self.closing and not self.active and not self.waiting):
@@ -215,7 +259,7 @@ class _Loop:
     def _take(self, block: bool) -> None:
         while True:
             try:
-                item = self.queue.get(block=block and not self.closing, timeout=None)
+                item = self.queue.get(block=block and not self.closing)
             except queue.Empty:
                 return
             if item is None:
@@ -225,18 +269,48 @@ class _Loop:
             block = False
 
     def _admit(self) -> None:
-        free = [s for s in range(len(self.content)) if s not in {q.slot for q in self.active}]
-        still: list[tuple[dict[str, Any], Future[Finished]]] = []
-        for chat, fut in self.waiting:
-            if not free:
-                still.append((chat, fut))
+        """Start waiting requests in order on free slots; one whose prefix is being read waits for it."""
+        busy = {q.slot for q in self.active}
+        free = [s for s in range(len(self.content)) if s not in busy]
+        still: list[_Waiting] = []
+        deferred = 0
+        for w in self.waiting:
+            if not free or deferred >= 2 * len(self.content):  # enough looked at for this step
+                still.append(w)
                 continue
             try:
-                kw = prepared(self.llm, **chat)
-                self.active.append(self._start(free.pop(0), list(kw["prompt"]), kw, fut))
+                if w.kw is None:
+                    w.kw = prepared(self.llm, **w.chat)
+                prompt = list(w.kw["prompt"])
+                slot, have = self._best_slot(free, prompt)
+                reader = self._reader(prompt, have)
+                if reader is not None:
+                    reader.awaited = True
+                    still.append(w)
+                    deferred += 1
+                    continue
+                free.remove(slot)
+                self.active.append(self._start(slot, prompt, w.kw, w.future))
             except Exception as exc:  # a bad request fails alone
-                fut.set_exception(exc)
+                w.future.set_exception(exc)
         self.waiting = still
+
+    def _best_slot(self, free: list[int], prompt: list[int]) -> tuple[int, int]:
+        """The free slot to use (the longest prefix in its stream, else the least recently used) and
+        the longest prefix it can start from (its stream or the RAM cache)."""
+        if self.cache is None:
+            return min(free, key=lambda s: self.used[s]), 0
+        slot = max(free, key=lambda s: (common_prefix(self.content[s], prompt), -self.used[s]))
+        return slot, max(common_prefix(self.content[slot], prompt), self.cache.longest(prompt)[1])
+
+    def _reader(self, prompt: list[int], have: int) -> _Seq | None:
+        """A request in flight still reading a longer prefix of this prompt than is available now."""
+        if self.cache is None:
+            return None
+        for q in self.active:
+            if q.todo and common_prefix(q.prompt, prompt) > have:
+                return q
+        return None
 
     def _start(self, slot: int, prompt: list[int], kw: dict[str, Any], fut: Future[Finished]) -> _Seq:
         lc, llm = self.lc, self.llm
@@ -249,18 +323,22 @@ class _Loop:
         seed = kw.get("seed")
         llm.set_seed(seed if seed is not None else random.Random(llm._seed).randint(0, 2**32))
         sampler = llm._init_sampler(
-            temp=kw.get("temperature", 0.8),
-            grammar=kw.get("grammar"),
-            **{k: kw[k] for k in _SAMPLER_ARGS if k in kw},
+            temp=kw.get("temperature", 0.8), grammar=kw.get("grammar"), **{k: kw[k] for k in _SAMPLER_ARGS if k in kw}
         )
         stop = kw.get("stop") or []
         stop = stop if isinstance(stop, list) else [stop]
-        lc.llama_memory_seq_rm(self.mem, slot, -1, -1)
-        self.content[slot] = []
+        self.clock += 1
+        self.used[slot] = self.clock
+        self._reuse(slot, prompt)
+        # The prompt's end is always read, for its logits, and never as a single token: llama.cpp
+        # computes a one-token batch with other kernels (different logits); two or more agree.
+        keep = max(0, min(common_prefix(self.content[slot], prompt), len(prompt) - 2))
+        lc.llama_memory_seq_rm(self.mem, slot, keep, -1)
+        del self.content[slot][keep:]
         return _Seq(
             slot=slot,
             prompt=prompt,
-            todo=list(prompt),
+            todo=prompt[keep:],
             sampler=sampler,
             stop=[s.encode("utf-8") for s in stop],
             max_tokens=max_tokens,
@@ -268,21 +346,51 @@ class _Loop:
             future=fut,
         )
 
+    def _reuse(self, slot: int, prompt: list[int]) -> None:
+        """Put the longest available prefix of prompt in the slot's stream (it may hold one already)."""
+        lc = self.lc
+        own = common_prefix(self.content[slot], prompt) if self.cache is not None else 0
+        key, saved = self.cache.longest(prompt) if self.cache is not None else (None, 0)
+        if own >= saved:
+            if own == 0:
+                lc.llama_memory_seq_rm(self.mem, slot, -1, -1)
+                self.content[slot] = []
+            return
+        assert self.cache is not None and key is not None
+        state = self.cache.get(key)
+        lc.llama_memory_seq_rm(self.mem, slot, -1, -1)
+        buf = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        if lc.llama_state_seq_set_data(self.ctx, buf, len(state), slot) == len(state):
+            self.content[slot] = list(key)
+        else:  # could not restore: read the prompt whole
+            lc.llama_memory_seq_rm(self.mem, slot, -1, -1)
+            self.content[slot] = []
+
+    def _save(self, q: _Seq) -> None:
+        """Keep the KV state of q's stream in the RAM cache."""
+        lc, tokens = self.lc, self.content[q.slot]
+        if self.cache is None or not tokens:
+            return
+        size = lc.llama_state_seq_get_size(self.ctx, q.slot)
+        buf = (ctypes.c_uint8 * size)()
+        n = lc.llama_state_seq_get_data(self.ctx, buf, size, q.slot)
+        self.cache.put(tuple(tokens), ctypes.string_at(buf, n))
+
     def _step(self) -> None:
+        """One llama_decode: a prompt piece of the first request still reading (alone), else one
+        token for every request generating."""
         lc, batch = self.lc, self.batch
-        items: list[tuple[_Seq, int, bool]] = []  # (sequence, token, logits wanted)
         reading = [q for q in self.active if q.todo]
-        if reading:  # a prompt is read alone, in one piece, as the one-at-a-time path reads it
+        if reading:
             q = reading[0]
-            chunk, q.todo = q.todo[: self.n_batch], q.todo[self.n_batch :]
+            size = self.n_batch - 1 if len(q.todo) == self.n_batch + 1 else self.n_batch  # no 1-token tail
+            chunk, q.todo = q.todo[:size], q.todo[size:]
             items = [(q, t, not q.todo and i == len(chunk) - 1) for i, t in enumerate(chunk)]
         else:
             items = [(q, q.pending, True) for q in self.active if q.pending is not None]
-        start: dict[int, int] = {}
         batch.n_tokens = len(items)
         for i, (q, tok, want) in enumerate(items):
-            pos = len(self.content[q.slot]) + start.get(q.slot, 0)
-            start[q.slot] = start.get(q.slot, 0) + 1
+            pos = len(self.content[q.slot]) + (i if reading else 0)
             batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = tok, pos, 1, want
             batch.seq_id[i][0] = q.slot
         t0 = time.perf_counter()
@@ -292,18 +400,30 @@ class _Loop:
             raise RuntimeError(f"llama_decode failed ({rc})")
         for i, (q, tok, want) in enumerate(items):
             self.content[q.slot].append(tok)
-            if q.pending is None:
+            if reading:
                 q.evaluated += 1
                 q.prompt_s += dt
             else:
                 q.generation_s += dt
             if want:
+                if reading and q.awaited:
+                    self._save(q)  # the prompt's state, for the request waiting on it
                 q.pending = None
                 t1 = time.perf_counter()
                 self._sample(q, i)
                 q.generation_s += time.perf_counter() - t1
         for q in [q for q in self.active if q.future.done()]:
-            self._finish(q)
+            self._end(q)
+
+    def _end(self, q: _Seq) -> None:
+        """Free q's slot, its stream cut back to the prompt (and kept in the RAM cache): the answer's
+        cells were computed a token at a time, which a later prompt reading them would not do."""
+        self.lc.llama_memory_seq_rm(self.mem, q.slot, len(q.prompt), -1)
+        del self.content[q.slot][len(q.prompt) :]
+        if not q.awaited:
+            self._save(q)
+        q.sampler.close()
+        self.active.remove(q)
 
     def _sample(self, q: _Seq, i: int) -> None:
         """One token for q from the batch's logits at i, then Llama._create_completion's rules."""
@@ -347,7 +467,3 @@ class _Loop:
                 generation_s=q.generation_s,
             )
         )
-
-    def _finish(self, q: _Seq) -> None:
-        q.sampler.close()
-        self.active.remove(q)

@@ -181,10 +181,10 @@ class EmbeddedBackend:
         # Requests decoded together (socsim.llm.batched); 1: one at a time through create_chat_completion.
         if parallel < 1:
             raise LLMConfigError(f"llm.parallel must be at least 1, not {parallel}")
-        if parallel > 1 and prefix_cache:
+        if parallel > 1 and flash_attn:
             raise LLMConfigError(
-                "llm.parallel > 1 needs llm.prefix_cache: false: with re-used prompt prefixes an answer's text "
-                "depends on which requests ran before it, and batched requests run in no fixed order"
+                "llm.parallel > 1 needs llm.flash_attn: false: with llama.cpp's CPU flash attention an answer "
+                "depends on what it shares a batch with and on how its prompt was split (socsim.llm.batched)"
             )
         self.parallel = parallel
         self._engine: BatchedEngine | None = None
@@ -293,7 +293,9 @@ class EmbeddedBackend:
         if self.parallel <= 1:
             return await asyncio.get_running_loop().run_in_executor(self._executor, self.complete_sync, request)
         if self._engine is None:
-            self._engine = BatchedEngine(lambda: self.llm, self.parallel)
+            self._engine = BatchedEngine(
+                lambda: self.llm, self.parallel, PREFIX_CACHE_BYTES if self.prefix_cache else 0
+            )
         done: Finished = await asyncio.wrap_future(self._engine.submit(self._chat(request)))
         return Completion(
             text=done.text,
