@@ -134,6 +134,7 @@ def client(params: Mapping[str, Any], spec: ModelSpec, cache_path: str | Path | 
             prefix_cache=llm["prefix_cache"],
             flash_attn=llm["flash_attn"],
             strict_roles=spec.strict_roles,
+            parallel=llm["parallel"],
         )
     else:
         from socsim.llm.server import RetryPolicy, ServerBackend

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from socsim.llm import hub
+from socsim.llm.batched import BatchedEngine, Finished
 from socsim.llm.constraints import Constraint
 from socsim.llm.errors import LLMConfigError
 from socsim.llm.types import Completion, Request
@@ -157,6 +158,7 @@ class EmbeddedBackend:
         prefix_cache: bool = True,
         flash_attn: bool = True,
         strict_roles: bool = False,
+        parallel: int = 1,
     ):
         self.strict_roles = strict_roles  # messages through socsim.llm.types.alternating (part of the identity)
         self.hub: dict[str, str | None] | None = None  # where a hf:// model came from (repo, file, commit)
@@ -176,6 +178,16 @@ class EmbeddedBackend:
         self._grammars: dict[str, LlamaGrammar] = {}
         self.retries = 0
         self._identity: dict[str, Any] | None = None
+        # Requests decoded together (socsim.llm.batched); 1: one at a time through create_chat_completion.
+        if parallel < 1:
+            raise LLMConfigError(f"llm.parallel must be at least 1, not {parallel}")
+        if parallel > 1 and flash_attn:
+            raise LLMConfigError(
+                "llm.parallel > 1 needs llm.flash_attn: false: with llama.cpp's CPU flash attention an answer "
+                "depends on what it shares a batch with and on how its prompt was split (socsim.llm.batched)"
+            )
+        self.parallel = parallel
+        self._engine: BatchedEngine | None = None
 
     def identity(self) -> dict[str, Any]:
         if self._identity is None:
@@ -239,7 +251,6 @@ class EmbeddedBackend:
     def complete_sync(self, request: Request) -> Completion:
         with self._lock:
             llm = self.llm
-            grammar = self._grammar(request.constraint) if request.constraint else None
             if not self.prefix_cache:
                 # Start from an empty KV cache: the answer depends on the request alone. With the
                 # prefix cache, llama.cpp re-uses the KV entries of the longest prompt prefix seen
@@ -251,17 +262,7 @@ class EmbeddedBackend:
             counting = cast("_Counting", llm)
             counting.begin()
             # Not streamed: one response dict. The messages are plain {"role", "content"} dicts.
-            out = cast(
-                "CreateChatCompletionResponse",
-                llm.create_chat_completion(
-                    messages=cast("list[ChatCompletionRequestMessage]", request.message_dicts(self.strict_roles)),
-                    temperature=request.sampling.temperature,
-                    top_p=request.sampling.top_p,
-                    max_tokens=request.sampling.max_tokens,
-                    seed=request.seed,
-                    grammar=grammar,
-                ),
-            )
+            out = cast("CreateChatCompletionResponse", llm.create_chat_completion(**self._chat(request)))
             counts = dict(counting.socsim_counts)
         choice = out["choices"][0]
         usage = out.get("usage") or {}
@@ -276,11 +277,41 @@ class EmbeddedBackend:
             generation_s=counts["generation_s"],
         )
 
+    def _chat(self, request: Request) -> dict[str, Any]:
+        """create_chat_completion's keyword arguments for a request."""
+        return {
+            "messages": cast("list[ChatCompletionRequestMessage]", request.message_dicts(self.strict_roles)),
+            "temperature": request.sampling.temperature,
+            "top_p": request.sampling.top_p,
+            "max_tokens": request.sampling.max_tokens,
+            "seed": request.seed,
+            "grammar": self._grammar(request.constraint) if request.constraint else None,
+        }
+
     async def complete(self, request: Request) -> Completion:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self.complete_sync, request)
+        if self.parallel <= 1:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, self.complete_sync, request)
+        if self._engine is None:
+            self._engine = BatchedEngine(
+                lambda: self.llm, self.parallel, PREFIX_CACHE_BYTES if self.prefix_cache else 0
+            )
+        done: Finished = await asyncio.wrap_future(self._engine.submit(self._chat(request)))
+        return Completion(
+            text=done.text,
+            prompt_tokens=done.prompt_tokens,
+            completion_tokens=done.completion_tokens,
+            finish_reason=done.finish_reason,
+            endpoint="embedded",
+            prompt_tokens_evaluated=done.prompt_tokens_evaluated,
+            prompt_eval_s=done.prompt_s,
+            generation_s=done.generation_s,
+        )
 
     async def aclose(self) -> None:
         """Free the model (a later call loads it again)."""
+        if self._engine is not None:
+            engine, self._engine = self._engine, None
+            await asyncio.get_running_loop().run_in_executor(None, engine.close)
         if self._llm is not None:
             llm, self._llm = self._llm, None
             await asyncio.get_running_loop().run_in_executor(self._executor, llm.close)
