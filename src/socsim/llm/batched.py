@@ -77,13 +77,13 @@ def prepared(llm: Llama, **chat: Any) -> dict[str, Any]:
         kwargs.update(kw)
         raise _Captured
 
-    llm.create_completion = capture  # type: ignore[method-assign]  # an instance attribute shadows the method
+    llm.create_completion = capture  # type: ignore[method-assign,assignment]  # an instance attribute shadows the method
     try:
         llm.create_chat_completion(**chat)
     except _Captured:
         pass
     finally:
-        del llm.create_completion
+        delattr(llm, "create_completion")
     for key in _UNSUPPORTED:
         if kwargs.get(key) is not None:
             raise NotImplementedError(f"batched embedded completions do not support {key}")
