@@ -7,7 +7,7 @@ attention (the default), one at a time without it, and batched (without it, as b
 each --parallel. "same" compares with each request answered on an empty KV cache without flash
 attention: the text batching must reproduce.
 
-    python benchmarks/batched_engine.py [--requests 16] [--parallel 4 8] [--threads 2]
+    python benchmarks/batched_engine.py [--requests 16] [--parallel 4 8] [--threads 2] [--gguf PATH]
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from socsim.llm.embedded import EmbeddedBackend
 from socsim.llm.types import Completion, Request, Sampling
 from socsim.seeds import derive_seed
 
+GGUF: str | None = None  # --gguf: another model than the default
 FILLER = "The council weighed buses, bicycle lanes, parking fees and the shops on the main street. "
 
 
@@ -39,7 +40,7 @@ def workload(kind: str, n: int) -> list[Request]:
 
 
 async def timed(reqs: list[Request], threads: int, **backend) -> tuple[float, list[Completion]]:
-    b = EmbeddedBackend(n_threads=threads, **backend)
+    b = EmbeddedBackend(GGUF, n_threads=threads, **backend)
     await b.probe()  # the model loaded before the clock starts
     try:
         t0 = time.perf_counter()
@@ -58,7 +59,10 @@ def main() -> None:
     ap.add_argument("--parallel", type=int, nargs="+", default=[4, 8])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--kinds", nargs="+", default=["decode", "prompt"])
+    ap.add_argument("--gguf", default=None, help="a GGUF file (default: the shipped SmolLM2-135M)")
     a = ap.parse_args()
+    global GGUF
+    GGUF = a.gguf
     for kind in a.kinds:
         reqs = workload(kind, a.requests)
         _, ref = asyncio.run(timed(reqs, a.threads, flash_attn=False, prefix_cache=False))

@@ -2,31 +2,33 @@
 
 llama.cpp decodes a token for each of several sequences in one `llama_decode` faster than one at a
 time (benchmarks/batched_decode.py, benchmarks/batched_engine.py). BatchedEngine runs up to `slots`
-requests at once on one context with a KV stream per sequence: a request's prompt is read alone (in
-n_batch pieces after its re-used prefix, as `Llama.create_chat_completion` reads it), then each step
-decodes one token for every request in flight. Each request is what create_chat_completion would do:
-the prompt from the model's own chat handler, the sampler chain of `Llama._init_sampler` seeded with
-the request's seed, and the stop, length and UTF-8 rules of `Llama._create_completion`.
+requests at once on one context with a KV stream per sequence: a request's prompt is read alone, in
+pieces after its re-used prefix (`read_plan`), then each step decodes one token for every request in
+flight. Each request is what `Llama.create_chat_completion` would do: the prompt from the model's own
+chat handler, the sampler chain of `Llama._init_sampler` seeded with the request's seed, and the
+stop, length, UTF-8 and stopping-criteria rules of `Llama._create_completion`.
 
-Its text is then the one-at-a-time text whatever it shared a batch with, on one condition: no flash
-attention. llama.cpp's CPU flash attention takes a tiled kernel for many query rows and a row-by-row
-one for a few, and sizes its work by the longest stream, so a sequence's logits would depend on how
-its prompt was split and on its neighbours' lengths (measured: the same text for 2 of 16 requests
-with ~700-token prompts). Without it a prompt's logits do not depend on the split
-(benchmarks/prefix_split.py: 0 of 40 differ) as long as no piece read is a single token (llama.cpp
-computes a one-token batch with other kernels). So a prompt's end is read at least two tokens long,
-and only prompt cells are re-used, never an answer's (decoded a token at a time): from the stream a
-slot still holds, or from a RAM cache of the prompts' KV states. A request whose prefix another one
-is reading waits until it is read and takes it from there (prompts are read one at a time anyway).
-tests/unit/llm/test_batched.py checks all of it on the real model.
+Its text is then the text the request gets alone on an empty KV cache, whatever it shared a batch
+with or followed, on one condition: no flash attention. llama.cpp's CPU flash attention takes a tiled
+kernel for many query rows and a row-by-row one for a few, and sizes its work by the longest stream,
+so a sequence's logits would depend on how its prompt was split and on its neighbours' lengths
+(measured: the same text for 2 of 16 requests with ~700-token prompts). Without it the logits of a
+prompt do not depend on where it is cut into pieces of two or more tokens; a piece of one token is
+computed with other kernels (benchmarks/prefix_split.py measures both). So the pieces follow
+`read_plan`, and only prompt cells read in such pieces are re-used, never an answer's (decoded a token
+at a time): from the stream a slot still holds, or from a RAM cache of prompts' KV states. A request
+whose prefix another one is reading waits until it is read and takes it from there (prompts are read
+one at a time anyway). tests/unit/llm/test_batched.py checks it on the default model (SmolLM2-135M,
+Q4_1); another GGUF may switch kernels elsewhere: check it with benchmarks/batched_engine.py --gguf.
 
-What it costs and gains on this 2-core CPU (2026-11-24): decoding-heavy work runs 1.4x (4 slots) to
-1.6x (8) faster than one request at a time without flash attention, but flash attention itself made
-one-at-a-time decoding 1.2-1.3x faster and long prompts up to 1.3x faster. A fresh default run with
-`flash_attn: false, parallel: 8` spent 986 s in LLM stages against 902 s with the defaults (prompt
-evaluation slower, answers no longer re-used); what it buys is answers that do not depend on the
-order of calls (a resumed, sharded or SLURM run gets the text an uninterrupted one gets). So it is an
-option, not the default.
+What it costs and gains on this 2-core CPU (2026-11-24, benchmarks/batched_engine.py): without flash
+attention, 16 decoding-heavy requests took 25.2 s one at a time, 19.4 s at 4 slots and 17.5 s at 8;
+with flash attention, one at a time, 19.4 s. Without the prefix cache, 16 ~700-token prompts took
+47.2 s without flash attention and 37.4 s with it. A fresh default run with `flash_attn: false,
+parallel: 8` spent 986 s in LLM stages against 902 s with the defaults (prompt evaluation slower,
+answers' cells no longer re-used). What it buys is answers that do not depend on the order of calls
+(a resumed, sharded or SLURM run gets the text an uninterrupted one gets). So it is an option, not
+the default.
 """
 
 from __future__ import annotations
@@ -125,7 +127,7 @@ class _Waiting:
 class _Seq:
     slot: int
     prompt: list[int]
-    todo: list[int]  # prompt tokens still to read
+    todo: list[list[int]]  # the pieces of prompt still to read, one llama_decode each
     sampler: Any
     stop: list[bytes]
     max_tokens: int
@@ -138,6 +140,34 @@ class _Seq:
     prompt_s: float = 0.0
     generation_s: float = 0.0
     awaited: bool = False  # a waiting request shares its prompt: keep the prompt's state once read
+    lone: bool = False  # its last prompt token is read alone, as the one-at-a-time path reads it
+    reusable: int = 0  # how many of its stream's cells a later prompt may re-use (prompt cells read in pieces)
+
+
+def _fail(fut: Future[Finished], exc: BaseException) -> None:
+    """Fail a request's future unless it is settled or cancelled."""
+    if not fut.done() and (fut.running() or fut.set_running_or_notify_cancel()):
+        fut.set_exception(exc)
+
+
+def read_plan(n: int, cached: int, size: int) -> tuple[int, list[int]]:
+    """How to read a prompt of n tokens whose first `cached` are in the stream: how many to keep, and
+    the lengths of the pieces to read after them, one llama_decode each (at most `size` long).
+
+    It computes what the one-at-a-time path computes. That path reads a prompt from an empty cache in
+    pieces of `size`, and llama.cpp computes a one-token piece with other kernels than a longer one
+    (other logits, other cells), while pieces of two or more tokens agree wherever they are cut. So
+    the prompt's end is read at least two tokens long, unless n leaves that path a last piece of a
+    single token: then that token is read alone here too."""
+    lone = n > 1 and n % size == 1
+    body = n - 1 if lone else n
+    keep = max(0, min(cached, body - 2))
+    if lone and body - keep == 1:
+        keep -= 1
+    sizes = [min(size, body - i) for i in range(keep, body, size)]
+    if len(sizes) > 1 and sizes[-1] == 1:
+        sizes[-2:] = [sizes[-2] - 1, 2]
+    return keep, sizes + ([1] if lone else [])
 
 
 class StateCache:
@@ -184,17 +214,18 @@ class BatchedEngine:
     def submit(self, chat: dict[str, Any]) -> Future[Finished]:
         """Queue one request (create_chat_completion's keyword arguments); its future holds the outcome."""
         fut: Future[Finished] = Future()
-        if self.error is not None:
-            fut.set_exception(self.error)
-            return fut
         with self._lock:
+            if self.error is not None:
+                fut.set_exception(self.error)
+                return fut
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="socsim-llama-batch", daemon=True)
                 self._thread.start()
-        self._queue.put(_Waiting(chat, fut))
+            self._queue.put(_Waiting(chat, fut))
         return fut
 
     def close(self) -> None:
+        """Stop the engine: requests still waiting are cancelled, those in flight fail."""
         with self._lock:
             thread, self._thread = self._thread, None
         if thread is not None:
@@ -202,41 +233,40 @@ class BatchedEngine:
             thread.join()
 
     def _run(self) -> None:
-        import llama_cpp as lc
-
-        llm = self._load()
-        if llm.context_params.flash_attn_type == lc.LLAMA_FLASH_ATTN_TYPE_ENABLED:
-            raise RuntimeError("batched decoding needs the model loaded without flash attention")
-        params = llm.context_params  # the one-at-a-time context's settings, for more sequences
-        cp = lc.llama_context_default_params()
-        ctypes.memmove(ctypes.byref(cp), ctypes.byref(params), ctypes.sizeof(cp))
-        cp.n_ctx, cp.n_seq_max, cp.kv_unified = params.n_ctx * self.slots, self.slots, False
         loop: _Loop | None = None
         try:
+            import llama_cpp as lc
+
+            llm = self._load()
+            if llm.context_params.flash_attn_type == lc.LLAMA_FLASH_ATTN_TYPE_ENABLED:
+                raise RuntimeError("batched decoding needs the model loaded without flash attention")
+            params = llm.context_params  # the one-at-a-time context's settings, for more sequences
+            cp = lc.llama_context_default_params()
+            ctypes.memmove(ctypes.byref(cp), ctypes.byref(params), ctypes.sizeof(cp))
+            cp.n_ctx, cp.n_seq_max, cp.kv_unified = params.n_ctx * self.slots, self.slots, False
             with contextlib.ExitStack() as stack:
                 ctx = lc.llama_init_from_model(llm._model.model, cp)
                 if not ctx:
                     raise RuntimeError(f"llama.cpp could not create a context of {self.slots} sequences")
                 stack.callback(lc.llama_free, ctx)
-                batch = lc.llama_batch_init(cp.n_batch, 0, 1)
+                batch = lc.llama_batch_init(max(cp.n_batch, self.slots), 0, 1)
                 stack.callback(lc.llama_batch_free, batch)
                 cache = StateCache(self.cache_bytes) if self.cache_bytes > 0 else None
-                loop = _Loop(llm, ctx, batch, cp.n_batch, self.slots, cache, self._queue)
+                loop = _Loop(llm, ctx, batch, min(cp.n_batch, cp.n_ubatch), self.slots, cache, self._queue)
                 loop.run()
         except BaseException as exc:  # nothing waits forever: every request in hand fails with it
-            self.error = exc
-            held = [q.future for q in loop.active] + [w.future for w in loop.waiting] if loop else []
-            while True:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is not None:
-                    held.append(item.future)
+            with self._lock:
+                self.error = exc
+                held = [q.future for q in loop.active] + [w.future for w in loop.waiting] if loop else []
+                while True:
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item is not None:
+                        held.append(item.future)
             for fut in held:
-                if not fut.done():
-                    fut.set_exception(exc)
-            raise
+                _fail(fut, exc)
 
 
 class _Loop:
@@ -256,10 +286,13 @@ class _Loop:
         self.n_ctx = llm.n_ctx()
         self.closing = False
         self.clock = 0
+        self.zero_row: Any = None
 
     def run(self) -> None:
-        while not (self.closing and not self.active and not self.waiting):
+        while True:
             self._take(block=not self.active and not self.waiting)
+            if self.closing:
+                return self._abort()
             self._admit()
             if self.active:
                 self._step()
@@ -267,14 +300,22 @@ class _Loop:
     def _take(self, block: bool) -> None:
         while True:
             try:
-                item = self.queue.get(block=block and not self.closing)
+                item = self.queue.get(block=block)
             except queue.Empty:
                 return
             if item is None:
                 self.closing = True
-            else:
-                self.waiting.append(item)
+                return
+            self.waiting.append(item)
             block = False
+
+    def _abort(self) -> None:
+        for w in self.waiting:
+            w.future.cancel()
+        for q in list(self.active):
+            q.future.set_exception(RuntimeError("the embedded model was closed while this request ran"))
+            q.sampler.close()
+        self.waiting, self.active = [], []
 
     def _admit(self) -> None:
         """Start waiting requests in order on free slots; one whose prefix is being read waits for it."""
@@ -283,6 +324,8 @@ class _Loop:
         still: list[_Waiting] = []
         deferred = 0
         for w in self.waiting:
+            if w.future.cancelled():
+                continue
             if not free or deferred >= 2 * len(self.content):  # enough looked at for this step
                 still.append(w)
                 continue
@@ -297,10 +340,12 @@ class _Loop:
                     still.append(w)
                     deferred += 1
                     continue
+                if not w.future.set_running_or_notify_cancel():
+                    continue  # cancelled meanwhile
                 free.remove(slot)
                 self.active.append(self._start(slot, prompt, w.kw, w.future))
             except Exception as exc:  # a bad request fails alone
-                w.future.set_exception(exc)
+                _fail(w.future, exc)
         self.waiting = still
 
     def _best_slot(self, free: list[int], prompt: list[int]) -> tuple[int, int]:
@@ -338,20 +383,26 @@ class _Loop:
         self.clock += 1
         self.used[slot] = self.clock
         self._reuse(slot, prompt)
-        # The prompt's end is always read, for its logits, and never as a single token: llama.cpp
-        # computes a one-token batch with other kernels (different logits); two or more agree.
-        keep = max(0, min(common_prefix(self.content[slot], prompt), len(prompt) - 2))
+        keep, sizes = read_plan(len(prompt), common_prefix(self.content[slot], prompt), self.n_batch)
         lc.llama_memory_seq_rm(self.mem, slot, keep, -1)
         del self.content[slot][keep:]
+        todo, at = [], keep
+        for n in sizes:
+            todo.append(prompt[at : at + n])
+            at += n
+        lone = sizes[-1] == 1 and len(prompt) > 1
+        body = len(prompt) - 1 if lone else len(prompt)
         return _Seq(
             slot=slot,
             prompt=prompt,
-            todo=prompt[keep:],
+            todo=todo,
             sampler=sampler,
             stop=[s.encode("utf-8") for s in stop],
             max_tokens=max_tokens,
             criteria=kw.get("stopping_criteria"),
             future=fut,
+            lone=lone,
+            reusable=body,
         )
 
     def _reuse(self, slot: int, prompt: list[int]) -> None:
@@ -391,8 +442,7 @@ class _Loop:
         reading = [q for q in self.active if q.todo]
         if reading:
             q = reading[0]
-            size = self.n_batch - 1 if len(q.todo) == self.n_batch + 1 else self.n_batch  # no 1-token tail
-            chunk, q.todo = q.todo[:size], q.todo[size:]
+            chunk = q.todo.pop(0)
             items = [(q, t, not q.todo and i == len(chunk) - 1) for i, t in enumerate(chunk)]
         else:
             items = [(q, q.pending, True) for q in self.active if q.pending is not None]
@@ -414,7 +464,7 @@ class _Loop:
             else:
                 q.generation_s += dt
             if want:
-                if reading and q.awaited:
+                if reading and q.awaited and not q.lone:
                     self._save(q)  # the prompt's state, for the request waiting on it
                 q.pending = None
                 t1 = time.perf_counter()
@@ -426,9 +476,9 @@ class _Loop:
     def _end(self, q: _Seq) -> None:
         """Free q's slot, its stream cut back to the prompt (and kept in the RAM cache): the answer's
         cells were computed a token at a time, which a later prompt reading them would not do."""
-        self.lc.llama_memory_seq_rm(self.mem, q.slot, len(q.prompt), -1)
-        del self.content[q.slot][len(q.prompt) :]
-        if not q.awaited:
+        self.lc.llama_memory_seq_rm(self.mem, q.slot, q.reusable, -1)
+        del self.content[q.slot][q.reusable :]
+        if not q.awaited or q.lone:  # (an awaited prompt's state was kept when it was read)
             self._save(q)
         q.sampler.close()
         self.active.remove(q)
@@ -436,11 +486,8 @@ class _Loop:
     def _sample(self, q: _Seq, i: int) -> None:
         """One token for q from the batch's logits at i, then Llama._create_completion's rules."""
         llm = self.llm
-        if q.criteria is not None:
-            import numpy as np
-
-            if q.criteria(np.asarray(self.content[q.slot], dtype=np.intc), np.empty(0, dtype=np.single)):
-                return self._done(q, llm.detokenize(q.completion, prev_tokens=q.prompt), "stop")
+        if self._criteria_met(q):  # generate's check: the generator ends, no text set
+            return self._done(q, b"", "length")
         token = self.lc.llama_sampler_sample(q.sampler.sampler, self.ctx, i)
         if self.lc.llama_vocab_is_eog(llm._model.vocab, token):
             return self._done(q, llm.detokenize(q.completion, prev_tokens=q.prompt), "stop")
@@ -463,7 +510,21 @@ class _Loop:
         q.pending = token
         return None
 
+    def _criteria_met(self, q: _Seq) -> bool:
+        """The chat handler's stopping criteria on the tokens evaluated so far (the logits they are
+        given are a zero row: the one-at-a-time path keeps no logits either)."""
+        if q.criteria is None:
+            return False
+        import numpy as np
+
+        tokens = np.asarray(self.content[q.slot], dtype=np.intc)
+        if self.zero_row is None:
+            self.zero_row = np.zeros(self.llm.n_vocab(), dtype=np.single)
+        return bool(q.criteria(tokens, self.zero_row))
+
     def _done(self, q: _Seq, text: bytes, reason: str) -> None:
+        if self._criteria_met(q):  # _create_completion's check after its loop, whatever ended it
+            text, reason = self.llm.detokenize(q.completion, prev_tokens=q.prompt), "stop"
         q.future.set_result(
             Finished(
                 text=text.decode("utf-8", errors="ignore"),

