@@ -39,7 +39,6 @@ import queue
 import random
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -170,36 +169,6 @@ def read_plan(n: int, cached: int, size: int) -> tuple[int, list[int]]:
     return keep, sizes + ([1] if lone else [])
 
 
-class StateCache:
-    """KV states of sequences by their tokens, least recently used out first (like LlamaRAMCache)."""
-
-    def __init__(self, capacity_bytes: int):
-        self.capacity = capacity_bytes
-        self.states: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
-        self.size = 0
-
-    def longest(self, tokens: list[int]) -> tuple[tuple[int, ...] | None, int]:
-        """The key sharing the longest prefix with tokens, and that length."""
-        best, n = None, 0
-        for key in self.states:
-            k = common_prefix(key, tokens)
-            if k > n:
-                best, n = key, k
-        return best, n
-
-    def get(self, key: tuple[int, ...]) -> bytes:
-        self.states.move_to_end(key)
-        return self.states[key]
-
-    def put(self, key: tuple[int, ...], state: bytes) -> None:
-        if key in self.states:
-            self.size -= len(self.states.pop(key))
-        self.states[key] = state
-        self.size += len(state)
-        while self.size > self.capacity and len(self.states) > 1:
-            self.size -= len(self.states.popitem(last=False)[1])
-
-
 class BatchedEngine:
     """Up to `slots` chat completions decoded together on `llm`'s model (one dedicated thread)."""
 
@@ -251,7 +220,9 @@ class BatchedEngine:
                 stack.callback(lc.llama_free, ctx)
                 batch = lc.llama_batch_init(max(cp.n_batch, self.slots), 0, 1)
                 stack.callback(lc.llama_batch_free, batch)
-                cache = StateCache(self.cache_bytes) if self.cache_bytes > 0 else None
+                from llama_cpp.llama_cache import LlamaRAMCache
+
+                cache = LlamaRAMCache(self.cache_bytes) if self.cache_bytes > 0 else None
                 loop = _Loop(llm, ctx, batch, min(cp.n_batch, cp.n_ubatch), self.slots, cache, self._queue)
                 loop.run()
         except BaseException as exc:  # nothing waits forever: every request in hand fails with it
@@ -272,12 +243,12 @@ class BatchedEngine:
 class _Loop:
     """The engine thread's state: slots (a KV stream each), requests in flight and waiting."""
 
-    def __init__(self, llm: Llama, ctx: Any, batch: Any, n_batch: int, slots: int, cache: StateCache | None, q: Any):
+    def __init__(self, llm: Llama, ctx: Any, batch: Any, n_batch: int, slots: int, cache: Any, q: Any):
         import llama_cpp as lc
 
         self.lc, self.llm, self.ctx, self.batch, self.n_batch = lc, llm, ctx, batch, n_batch
         self.mem = lc.llama_get_memory(ctx)
-        self.cache = cache  # None: no prefix is re-used at all
+        self.cache = cache  # prompts' KV states (a LlamaRAMCache of per-stream states); None: no re-use
         self.queue: queue.Queue[_Waiting | None] = q
         self.content: list[list[int]] = [[] for _ in range(slots)]  # the tokens in each slot's KV stream
         self.used = [0] * slots  # when each slot last started a request (least recently used goes first)
@@ -354,7 +325,7 @@ class _Loop:
         if self.cache is None:
             return min(free, key=lambda s: self.used[s]), 0
         slot = max(free, key=lambda s: (common_prefix(self.content[s], prompt), -self.used[s]))
-        return slot, max(common_prefix(self.content[slot], prompt), self.cache.longest(prompt)[1])
+        return slot, max(common_prefix(self.content[slot], prompt), self._cached(prompt)[1])
 
     def _reader(self, prompt: list[int], have: int) -> _Seq | None:
         """A request in flight still reading a longer prefix of this prompt than is available now."""
@@ -409,31 +380,50 @@ class _Loop:
         """Put the longest available prefix of prompt in the slot's stream (it may hold one already)."""
         lc = self.lc
         own = common_prefix(self.content[slot], prompt) if self.cache is not None else 0
-        key, saved = self.cache.longest(prompt) if self.cache is not None else (None, 0)
+        state, saved = self._cached(prompt)
         if own >= saved:
             if own == 0:
                 lc.llama_memory_seq_rm(self.mem, slot, -1, -1)
                 self.content[slot] = []
             return
-        assert self.cache is not None and key is not None
-        state = self.cache.get(key)
+        assert state is not None
         lc.llama_memory_seq_rm(self.mem, slot, -1, -1)
-        buf = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
-        if lc.llama_state_seq_set_data(self.ctx, buf, len(state), slot) == len(state):
-            self.content[slot] = list(key)
+        buf = (ctypes.c_uint8 * state.llama_state_size).from_buffer_copy(state.llama_state)
+        if lc.llama_state_seq_set_data(self.ctx, buf, state.llama_state_size, slot) == state.llama_state_size:
+            self.content[slot] = state.input_ids.tolist()
         else:  # could not restore: read the prompt whole
             lc.llama_memory_seq_rm(self.mem, slot, -1, -1)
             self.content[slot] = []
 
+    def _cached(self, prompt: list[int]) -> tuple[Any, int]:
+        """The RAM cache's state sharing the longest prefix with prompt, and that length."""
+        if self.cache is None:
+            return None, 0
+        try:
+            state = self.cache[prompt]
+        except KeyError:
+            return None, 0
+        return state, common_prefix(state.input_ids.tolist(), prompt)
+
     def _save(self, q: _Seq) -> None:
         """Keep the KV state of q's stream in the RAM cache."""
+        import numpy as np
+        from llama_cpp import LlamaState
+
         lc, tokens = self.lc, self.content[q.slot]
         if self.cache is None or not tokens:
             return
         size = lc.llama_state_seq_get_size(self.ctx, q.slot)
         buf = (ctypes.c_uint8 * size)()
         n = lc.llama_state_seq_get_data(self.ctx, buf, size, q.slot)
-        self.cache.put(tuple(tokens), ctypes.string_at(buf, n))
+        self.cache[tokens] = LlamaState(
+            input_ids=np.asarray(tokens, dtype=np.intc),
+            scores=np.empty((0, 0), dtype=np.single),
+            n_tokens=len(tokens),
+            llama_state=ctypes.string_at(buf, n),
+            llama_state_size=n,
+            seed=0,
+        )
 
     def _step(self) -> None:
         """One llama_decode: a prompt piece of the first request still reading (alone), else one
