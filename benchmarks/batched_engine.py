@@ -20,7 +20,6 @@ from socsim.llm.embedded import EmbeddedBackend
 from socsim.llm.types import Completion, Request, Sampling
 from socsim.seeds import derive_seed
 
-GGUF: str | None = None  # --gguf: another model than the default
 FILLER = "The council weighed buses, bicycle lanes, parking fees and the shops on the main street. "
 
 
@@ -39,8 +38,8 @@ def workload(kind: str, n: int) -> list[Request]:
     ]
 
 
-async def timed(reqs: list[Request], threads: int, **backend) -> tuple[float, list[Completion]]:
-    b = EmbeddedBackend(GGUF, n_threads=threads, **backend)
+async def timed(reqs: list[Request], gguf: str | None, threads: int, **backend) -> tuple[float, list[Completion]]:
+    b = EmbeddedBackend(gguf, n_threads=threads, **backend)
     await b.probe()  # the model loaded before the clock starts
     try:
         t0 = time.perf_counter()
@@ -61,11 +60,9 @@ def main() -> None:
     ap.add_argument("--kinds", nargs="+", default=["decode", "prompt"])
     ap.add_argument("--gguf", default=None, help="a GGUF file (default: the shipped SmolLM2-135M)")
     a = ap.parse_args()
-    global GGUF
-    GGUF = a.gguf
     for kind in a.kinds:
         reqs = workload(kind, a.requests)
-        _, ref = asyncio.run(timed(reqs, a.threads, flash_attn=False, prefix_cache=False))
+        _, ref = asyncio.run(timed(reqs, a.gguf, a.threads, flash_attn=False, prefix_cache=False))
         sides = {"one at a time, flash attention (default)": {"flash_attn": True, "prefix_cache": True}}
         sides["one at a time, no flash attention"] = {"flash_attn": False, "prefix_cache": True}
         for p in a.parallel:
@@ -73,7 +70,7 @@ def main() -> None:
         print(f"{kind}-heavy, {len(reqs)} requests:")
         base = None
         for name, opts in sides.items():
-            s, out = asyncio.run(timed(reqs, a.threads, **opts))
+            s, out = asyncio.run(timed(reqs, a.gguf, a.threads, **opts))
             base = base or s
             same = sum(x.text == y.text for x, y in zip(ref, out, strict=True))
             tokens = sum(c.completion_tokens for c in out)

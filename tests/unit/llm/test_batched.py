@@ -1,6 +1,7 @@
 """Batched decoding on the real embedded model: the one-at-a-time text, whatever the schedule."""
 
 import asyncio
+import functools
 
 import pytest
 
@@ -13,6 +14,7 @@ from socsim.seeds import derive_seed
 RULES = "Read the comment, weigh its tone, its evidence and its civility, and answer with one label. " * 8
 
 
+@functools.cache  # the vocabulary is loaded once per size, not once per schedule
 def sized(tokens: int, seed: int) -> Request:
     """A request whose chat prompt is exactly `tokens` long on the default model (counted with its
     own chat handler): 513 leaves the one-at-a-time path a last prompt piece of a single token."""
