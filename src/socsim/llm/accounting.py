@@ -5,7 +5,11 @@ actually evaluated after re-using a cached prefix (the embedded backend counts i
 usage reports `prompt_tokens_details.cached_tokens`), over the calls where that is known.
 Time: `wall_s` splits into prompt evaluation, generation without and with a grammar, and everything
 else (`time_s`), where the backend times its calls (the embedded one; a server's calls overlap and
-are not split)."""
+are not split).
+Shapes (`shapes`, where the backend says what it evaluated): the calls' prompt evaluations binned by
+tokens evaluated (powers of two) and tokens re-used before them (256-token bins), and the positions of
+the decoded tokens summed: what socsim.llm.limits needs to price every call at its own shape (a prompt
+evaluation's cost per token depends on both, steeply for short suffixes after long prefixes)."""
 
 from __future__ import annotations
 
@@ -14,6 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from socsim.llm.types import Completion
+
+
+def shape_bin(evaluated: int, reused: int) -> tuple[int, int]:
+    """A call's bin: tokens evaluated rounded down to a power of two (0 for none), tokens re-used
+    before them rounded down to a multiple of 256."""
+    return (1 << (evaluated.bit_length() - 1) if evaluated > 0 else 0), reused // 256 * 256
 
 
 @dataclass
@@ -33,6 +43,9 @@ class Accounting:
     generation_s: float = 0.0  # without a grammar
     generation_grammar_s: float = 0.0
     timed: int = 0  # calls whose backend timed prompt evaluation and generation
+    # (tokens evaluated bin, tokens re-used bin) -> [calls, tokens evaluated, tokens re-used], see shape_bin
+    prompt_shapes: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+    decode_positions: int = 0  # sum over the completion tokens of those calls of their context position
     endpoint_calls: dict[str, int] = field(default_factory=dict)  # calls answered per endpoint
     endpoints: dict[str, dict[str, int | bool]] = field(
         default_factory=dict
@@ -57,6 +70,13 @@ class Accounting:
             self.evaluated_known += 1
             self.prompt_tokens_evaluated += c.prompt_tokens_evaluated
             self.prompt_tokens_known += c.prompt_tokens
+            reused = c.prompt_tokens - c.prompt_tokens_evaluated
+            b = self.prompt_shapes.setdefault(shape_bin(c.prompt_tokens_evaluated, reused), [0, 0, 0])
+            b[0] += 1
+            b[1] += c.prompt_tokens_evaluated
+            b[2] += reused
+            n = c.completion_tokens  # decoded at positions prompt_tokens, ..., prompt_tokens + n - 1
+            self.decode_positions += n * c.prompt_tokens + n * (n - 1) // 2
         if c.prompt_eval_s is not None and c.generation_s is not None:
             self.timed += 1
             self.prompt_eval_s += c.prompt_eval_s
@@ -83,6 +103,15 @@ class Accounting:
             "prompt_tokens_reused": reused,
             "prefix_reuse": round(reused / self.prompt_tokens_known, 4) if self.prompt_tokens_known else 0.0,
             **({"evaluated_known_calls": self.evaluated_known} if self.evaluated_known < self.calls else {}),
+        }
+
+    def shapes(self) -> dict[str, Any] | None:
+        """The calls' shapes (None: no backend said what it evaluated)."""
+        if not self.evaluated_known:
+            return None
+        return {
+            "prompt": [[e, r, *v] for (e, r), v in sorted(self.prompt_shapes.items())],
+            "decode_positions": self.decode_positions,
         }
 
     def time_split(self, wall: float) -> dict[str, Any] | None:
@@ -116,6 +145,7 @@ class Accounting:
             **({"endpoints": dict(sorted(self.endpoints.items()))} if self.endpoints else {}),
             "wall_s": round(wall, 3),
             "time_s": self.time_split(wall),
+            "shapes": self.shapes(),
             "generation_wall_s": round(gen, 3),
             "tokens_per_s": round(self.completion_tokens / gen, 2) if gen > 0 else 0.0,
         }

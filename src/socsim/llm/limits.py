@@ -46,6 +46,7 @@ class StageUse:
     completion_tokens: int
     wall_s: float
     time_s: dict[str, float] | None
+    shapes: dict[str, Any] | None = None  # Accounting.shapes: the calls' shapes, to price each at its own
 
     @property
     def evaluated(self) -> int:
@@ -75,6 +76,7 @@ def stage_uses(results: Path) -> list[StageUse]:
                     completion_tokens=int(m.get("completion_tokens", 0)),
                     wall_s=float(m.get("wall_s", 0.0)),
                     time_s=m.get("time_s"),
+                    shapes=m.get("shapes"),
                 )
             )
     return out
@@ -87,12 +89,17 @@ def shape(use: StageUse) -> tuple[int, int]:
     return (use.prompt_tokens - use.evaluated) // use.calls, max(1, use.evaluated // use.calls)
 
 
-def limit_row(use: StageUse, rates: Rates, at_shape: Rates | None = None) -> dict[str, Any]:
+def limit_row(
+    use: StageUse, rates: Rates, at_shape: Rates | None = None, costs: CostGrid | None = None
+) -> dict[str, Any]:
     """The stage's limit time at `rates` beside its actual time, and where the rest went.
 
     `at_shape`: the rates measured at the stage's own mean call (`shape`: its evaluated tokens after
     its re-used prefix, then decoding at that depth; both rates change with the context's length); the row
-    then also gives the limit and ratio at them (`limit_shape_s`, `ratio_shape`)."""
+    then also gives the limit and ratio at them (`limit_shape_s`, `ratio_shape`).
+    `costs`: the machine's cost of a call at each shape; where the stage's metrics hold its calls' shapes,
+    the row also gives the limit with every call priced at its own shape (`limit_calls_s`, `ratio_calls`),
+    and the excess is counted against it."""
     row: dict[str, Any] = {
         "study": use.study,
         "stage": use.stage,
@@ -129,6 +136,14 @@ def limit_row(use: StageUse, rates: Rates, at_shape: Rates | None = None) -> dic
             limit_shape_s=round(limit_shape, 2),
             ratio_shape=round(limit_shape / use.wall_s, 3) if use.wall_s > 0 else None,
         )
+    if costs is not None and use.shapes is not None:
+        prompt_s, decode_s = calls_limit(use.shapes, use.completion_tokens, costs)
+        row.update(
+            limit_calls_prompt_s=round(prompt_s, 2),
+            limit_calls_decode_s=round(decode_s, 2),
+            limit_calls_s=round(prompt_s + decode_s, 2),
+            ratio_calls=round((prompt_s + decode_s) / use.wall_s, 3) if use.wall_s > 0 else None,
+        )
     if use.time_s:  # the backend's own split: where the time above the limit went
         spent = {
             "prompt evaluation": use.time_s["prompt_eval"] - prompt_s,
@@ -141,9 +156,14 @@ def limit_row(use: StageUse, rates: Rates, at_shape: Rates | None = None) -> dic
 
 
 def biggest_gap(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The stage that lost the most seconds against its limit."""
+    """The stage that lost the most seconds against its limit (best_limit)."""
     timed = [r for r in rows if r.get("limit_s") is not None]
-    return max(timed, key=lambda r: r["actual_s"] - r["limit_s"]) if timed else None
+    return max(timed, key=lambda r: r["actual_s"] - best_limit(r)) if timed else None
+
+
+def best_limit(row: dict[str, Any]) -> float:
+    """A row's limit with every call priced at its own shape where known, else at the fresh rates."""
+    return float(row["limit_calls_s"] if row.get("limit_calls_s") is not None else row["limit_s"])
 
 
 def _tokens(llm: Any, n: int) -> list[int]:
@@ -186,6 +206,119 @@ def measure_shape(backend: Any, reused: int, evaluated: int, decode_tokens: int 
     backend.on_model_thread(once)  # warm-up
     runs = [backend.on_model_thread(once) for _ in range(repeats)]
     return Rates(prompt_eval=max(r[0] for r in runs), decode=max(r[1] for r in runs), prompt_len=reused + evaluated)
+
+
+# The grid a prompt evaluation is timed on (measure_costs): tokens already in the KV cache, tokens evaluated.
+GRID_REUSED = (0, 600, 1400)
+GRID_EVALUATED = (1, 4, 16, 64, 200, 500)
+DECODE_DEPTHS = (64, 700, 1500)
+
+
+@dataclass(frozen=True)
+class CostGrid:
+    """What llama.cpp needs on this machine for one call at its own shape: the seconds of one prompt
+    evaluation of `evaluated[j]` tokens after `reused[i]` tokens in the KV cache (`seconds[i][j]`, the
+    best of a few), and decoding's seconds per token, linear in the context position.
+
+    A short suffix costs far more per token than a long one (a batch of a few rows runs the vector
+    kernels, and each row reads the whole context), so a stage's mean call under-prices its calls."""
+
+    reused: tuple[int, ...]
+    evaluated: tuple[int, ...]
+    seconds: tuple[tuple[float, ...], ...]
+    decode_base_s: float  # seconds per decoded token at position 0
+    decode_position_s: float  # and per position of context
+
+    def prompt_s(self, reused: float, evaluated: float) -> float:
+        """Seconds to evaluate `evaluated` tokens after `reused`: piecewise linear in each (in the
+        tokens evaluated through 0 at 0, proportional beyond the grid; in the re-used tokens
+        extrapolated from the last two rows beyond the grid)."""
+        import numpy as np
+
+        if evaluated <= 0:
+            return 0.0
+        e = np.array(self.evaluated, dtype=float)
+
+        def row(i: int) -> float:
+            t = np.array(self.seconds[i])
+            if evaluated > e[-1]:
+                return float(t[-1] * evaluated / e[-1])
+            return float(np.interp(evaluated, np.r_[0.0, e], np.r_[0.0, t]))
+
+        r = self.reused
+        i = max(0, min(len(r) - 2, int(np.searchsorted(r, reused, side="right")) - 1))
+        if len(r) == 1:
+            return row(0)
+        lo, hi = row(i), row(i + 1)
+        return max(0.0, lo + (hi - lo) * (reused - r[i]) / (r[i + 1] - r[i]))
+
+    def decode_s(self, tokens: int, positions: int) -> float:
+        """Seconds to decode `tokens` tokens whose context positions sum to `positions`."""
+        return tokens * self.decode_base_s + positions * self.decode_position_s
+
+
+def calls_limit(shapes: dict[str, Any], completion_tokens: int, costs: CostGrid) -> tuple[float, float]:
+    """(prompt, decode) seconds a stage's calls need at `costs`, each bin of calls (Accounting.shapes)
+    priced at its mean call."""
+    prompt = sum(
+        calls * costs.prompt_s(reused / calls, evaluated / calls)
+        for _e, _r, calls, evaluated, reused in shapes["prompt"]
+        if calls
+    )
+    return prompt, costs.decode_s(completion_tokens, int(shapes["decode_positions"]))
+
+
+def measure_costs(backend: Any, repeats: int = 3) -> CostGrid:
+    """Time this machine's prompt evaluation on the grid (GRID_REUSED x GRID_EVALUATED, the best of
+    `repeats`; points past the context are left out) and decoding at DECODE_DEPTHS (a line through
+    seconds per token against position)."""
+    import numpy as np
+
+    n_ctx = backend.llm.n_ctx()
+    reused = tuple(r for r in GRID_REUSED if r + GRID_EVALUATED[-1] <= n_ctx)
+    depths = [d for d in DECODE_DEPTHS if d + 32 <= n_ctx]
+
+    def run() -> tuple[list[list[float]], list[tuple[float, float]]]:
+        llm = backend.llm
+        rows = []
+        for r in reused:
+            ids = _tokens(llm, r + GRID_EVALUATED[-1])
+            llm.reset()
+            llm.begin()
+            if r:
+                llm.eval(ids[:r])
+            row = []
+            for e in GRID_EVALUATED:
+                best = float("inf")
+                for _ in range(repeats):
+                    llm.n_tokens = r  # the next eval drops everything after the prefix from the KV cache
+                    t0 = time.perf_counter()
+                    llm.eval(ids[r : r + e])
+                    best = min(best, time.perf_counter() - t0)
+                row.append(best)
+            rows.append(row)
+        decode = []
+        for d in depths:
+            llm.reset()
+            llm.eval(_tokens(llm, d))
+            t0 = time.perf_counter()
+            for _ in range(32):
+                llm.eval([llm.sample(temp=0.7, top_p=0.95)])
+            decode.append((d + 15.5, (time.perf_counter() - t0) / 32))
+        return rows, decode
+
+    def warm_up() -> None:
+        backend.llm.reset()
+        backend.llm.begin()
+        backend.llm.eval(_tokens(backend.llm, 8))
+
+    backend.on_model_thread(warm_up)
+    rows, decode = backend.on_model_thread(run)
+    if len(decode) > 1:
+        slope, base = np.polyfit([p for p, _ in decode], [t for _, t in decode], 1)
+    else:
+        slope, base = 0.0, decode[0][1]
+    return CostGrid(reused, GRID_EVALUATED, tuple(tuple(r) for r in rows), float(base), max(0.0, float(slope)))
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from socsim.llm.accounting import Accounting
-from socsim.llm.limits import Rates, biggest_gap, limit_row, shape, stage_uses
+from socsim.llm.accounting import Accounting, shape_bin
+from socsim.llm.limits import CostGrid, Rates, biggest_gap, calls_limit, limit_row, shape, stage_uses
 from socsim.llm.types import Completion
 
 
@@ -79,3 +79,54 @@ def test_accounting_adds_up():
     t = m["time_s"]
     assert (t["prompt_eval"], t["generation"], t["generation_grammar"], t["timed_calls"]) == (1.2, 0.5, 0.4, 2)
     assert t["other"] == pytest.approx(m["wall_s"] - 2.1, abs=0.002)
+
+
+def bilinear(a=0.002, b=1e-6, base=0.01, per_position=2e-6):
+    """A cost grid where one evaluation takes e * (a + b * r) seconds (r cached, e evaluated): bilinear,
+    so interpolating between the points is exact."""
+    reused, evaluated = (0, 600, 1400), (1, 4, 16, 64, 200, 500)
+    seconds = tuple(tuple(e * (a + b * r) for e in evaluated) for r in reused)
+    return CostGrid(reused, evaluated, seconds, base, per_position)
+
+
+@pytest.mark.parametrize(("r", "e"), [(0, 1), (300, 10), (600, 64), (1000, 350), (1400, 500), (2000, 40), (50, 900)])
+def test_cost_grid_interpolates_and_extrapolates_exactly_on_a_bilinear_cost(r, e):
+    assert bilinear().prompt_s(r, e) == pytest.approx(e * (0.002 + 1e-6 * r))
+    assert bilinear().prompt_s(r, 0) == 0.0
+
+
+def test_shape_bins():
+    assert [shape_bin(e, r) for e, r in [(0, 0), (1, 255), (3, 256), (4, 1000), (500, 1024)]] == [
+        (0, 0),
+        (1, 0),
+        (2, 256),
+        (4, 768),
+        (256, 1024),
+    ]
+
+
+def test_calls_limit_prices_every_call_at_its_own_shape(tmp_path):
+    # Calls of every shape; within a bin the calls share their evaluated tokens, so the bin's mean call
+    # prices them exactly under a bilinear cost. Independent answer: the sum over the calls themselves.
+    calls = [(r, e, n) for r in (0, 40, 300, 700, 1300, 2100) for e in (1, 5, 12, 100, 480) for n in (0, 3, 40)]
+    acc = Accounting()
+    for r, e, n in calls:
+        acc.call_finished(Completion("x", r + e, n, prompt_tokens_evaluated=e, prompt_eval_s=0.0, generation_s=0.0))
+    m = acc.as_metrics()
+    costs = bilinear()
+    prompt, decode = calls_limit(m["shapes"], m["completion_tokens"], costs)
+    assert prompt == pytest.approx(sum(e * (0.002 + 1e-6 * r) for r, e, _ in calls))
+    assert decode == pytest.approx(sum(0.01 + 2e-6 * (r + e + k) for r, e, n in calls for k in range(n)))
+    # The mean call alone prices the same calls lower: short suffixes after long prefixes cost more.
+    metrics(tmp_path / "s/metrics/judge.json", a=dict(m, wall_s=2 * (prompt + decode)))
+    [u] = stage_uses(tmp_path)
+    row = limit_row(u, Rates(prompt_eval=1 / 0.002, decode=100.0, prompt_len=100), costs=costs)
+    assert row["limit_calls_s"] == pytest.approx(prompt + decode, abs=0.01) and row["ratio_calls"] == 0.5
+    assert row["limit_calls_prompt_s"] == pytest.approx(prompt, abs=0.01)
+    assert row["limit_s"] < row["limit_calls_s"]
+    # A stage whose metrics hold no shapes (a server) gets no per-call limit.
+    assert "limit_calls_s" not in limit_row(u, Rates(500.0, 100.0, 100))
+    del m["shapes"]
+    metrics(tmp_path / "t/metrics/judge.json", a=dict(m, wall_s=1.0))
+    [_, server] = stage_uses(tmp_path)
+    assert "ratio_calls" not in limit_row(server, Rates(500.0, 100.0, 100), costs=costs)
