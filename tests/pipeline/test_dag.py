@@ -160,10 +160,19 @@ def test_one_target_rule_per_study_runs_that_study_alone():
     assert set(outputs.values()) == {st.rule_name for st in studies.study("coherence").stages}
 
 
+def test_a_plain_snakemake_reads_the_default_profile():
+    """Snakemake looks for profiles/default beside the Snakefile: a plain `snakemake` (the README's) uses
+    its settings, such as the llm_clients bound, without a --workflow-profile."""
+    out = sh(["snakemake", "--dry-run", "--forceall"], ROOT)
+    assert "Using workflow specific profile profiles/default" in out.stdout + out.stderr
+    profile = yaml.safe_load((ROOT / "profiles/default/config.yaml").read_text())
+    assert profile["resources"]["llm_clients"] >= 1 and profile["cores"] == "all"
+
+
 def test_slurm_profile_names_no_stage():
     """Cluster resources come from the rules (the declarations), so the profile keeps no list of stages
     that a new LLM stage could miss; it keeps the cluster-wide settings."""
-    profile = yaml.safe_load((ROOT / "workflow/profiles/slurm/config.yaml").read_text())
+    profile = yaml.safe_load((ROOT / "profiles/slurm/config.yaml").read_text())
     assert "set-resources" not in profile
     assert profile["slurm-status-command"] == "squeue" and profile["resources"]["llm_clients"] >= 1
     assert "slurm_account" not in profile["default-resources"]

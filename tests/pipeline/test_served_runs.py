@@ -192,7 +192,7 @@ def test_on_slurm_a_served_model_runs_as_its_own_job_and_ends_with_the_run(slurm
     server.json. One served model (personas, topics and the discussions), to keep the test short."""
     project = prepare(tmp_path / "p")
     target = f"results/facilitation/comments/{SHARD}.parquet"  # every job that calls the agent model
-    cmd = ["snakemake", target, "--workflow-profile", "workflow/profiles/slurm", "--configfile", TINY]
+    cmd = ["snakemake", target, "--workflow-profile", "profiles/slurm", "--configfile", TINY]
     t0 = time.monotonic()
     out = sh([*cmd, "serve.yaml"], project, timeout=1200, env=env())
     took = time.monotonic() - t0

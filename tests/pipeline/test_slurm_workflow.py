@@ -1,5 +1,5 @@
 """The whole workflow (a tiny config of every study) on a real single-node SLURM cluster, through
-workflow/profiles/slurm and Snakemake's SLURM executor, every job talking to one loopback
+profiles/slurm and Snakemake's SLURM executor, every job talking to one loopback
 OpenAI-compatible server: one SLURM job per LLM shard, a job cancelled mid-shard resumes from its own
 cache, and the artifacts equal a local `snakemake --cores all` run's."""
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 TINY = "tests/params.tiny.yaml"
 # The command of the README's cluster section (plus the test's params files).
-CLUSTER = ["snakemake", "--workflow-profile", "workflow/profiles/slurm", "--configfile", TINY, "server.yaml"]
+CLUSTER = ["snakemake", "--workflow-profile", "profiles/slurm", "--configfile", TINY, "server.yaml"]
 LOCAL = ["snakemake", "--cores", "all", "--configfile", TINY, "server.yaml"]
 # The shard cancelled mid-run, and its call cache (llm.cache_path's default layout).
 VICTIM_RULE, VICTIM_SHARD = "opinion_dynamics_simulate", "smollm2-135m.fire"
