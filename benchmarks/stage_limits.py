@@ -15,7 +15,7 @@ prompt evaluation is measured on a grid of (tokens in the KV cache, tokens evalu
 time per token against its position (socsim.llm.limits.measure_costs), and each bin of the stage's
 calls (its metrics' `shapes`) is priced at its mean call. This is the limit the target is about: a
 suffix of 16 tokens after 600 cached ones evaluates at about 200 tokens/s where one of 500 runs at
-300, so a stage's mean call under-prices a stage of mixed calls.
+300, so neither a fresh prompt's rates nor the mean call's stand for a stage of mixed calls.
 
     python benchmarks/stage_limits.py [--results results] [--params params.yaml] [--out limits.json]
 

@@ -7,9 +7,10 @@ Time: `wall_s` splits into prompt evaluation, generation without and with a gram
 else (`time_s`), where the backend times its calls (the embedded one; a server's calls overlap and
 are not split).
 Shapes (`shapes`, where the backend says what it evaluated): the calls' prompt evaluations binned by
-tokens evaluated (powers of two) and tokens re-used before them (256-token bins), and the positions of
-the decoded tokens summed: what socsim.llm.limits needs to price every call at its own shape (a prompt
-evaluation's cost per token depends on both, steeply for short suffixes after long prefixes)."""
+tokens evaluated (powers of two) and tokens re-used before them (256-token bins), the tokens decoded
+one at a time after the prompt and their context positions summed: what socsim.llm.limits needs to
+price every call at its own shape (a prompt evaluation's cost per token depends on both, steeply for
+short suffixes after long prefixes)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ class Accounting:
     timed: int = 0  # calls whose backend timed prompt evaluation and generation
     # (tokens evaluated bin, tokens re-used bin) -> [calls, tokens evaluated, tokens re-used], see shape_bin
     prompt_shapes: dict[tuple[int, int], list[int]] = field(default_factory=dict)
-    decode_positions: int = 0  # sum over the completion tokens of those calls of their context position
+    decodes: int = 0  # tokens those calls decoded one at a time after the prompt
+    decode_positions: int = 0  # and the sum of their context positions
     endpoint_calls: dict[str, int] = field(default_factory=dict)  # calls answered per endpoint
     endpoints: dict[str, dict[str, int | bool]] = field(
         default_factory=dict
@@ -75,8 +77,13 @@ class Accounting:
             b[0] += 1
             b[1] += c.prompt_tokens_evaluated
             b[2] += reused
-            n = c.completion_tokens  # decoded at positions prompt_tokens, ..., prompt_tokens + n - 1
-            self.decode_positions += n * c.prompt_tokens + n * (n - 1) // 2
+            if c.decodes is not None and c.decode_positions is not None:
+                self.decodes += c.decodes
+                self.decode_positions += c.decode_positions
+            else:  # every completion token taken as decoded, at positions prompt_tokens, prompt_tokens + 1, ...
+                n = c.completion_tokens
+                self.decodes += n
+                self.decode_positions += n * c.prompt_tokens + n * (n - 1) // 2
         if c.prompt_eval_s is not None and c.generation_s is not None:
             self.timed += 1
             self.prompt_eval_s += c.prompt_eval_s
@@ -111,6 +118,7 @@ class Accounting:
             return None
         return {
             "prompt": [[e, r, *v] for (e, r), v in sorted(self.prompt_shapes.items())],
+            "decodes": self.decodes,
             "decode_positions": self.decode_positions,
         }
 

@@ -68,9 +68,16 @@ def _prefix_state_llama_class() -> type[Llama]:
         socsim_counts: dict[str, float]
 
         def begin(self) -> None:
-            self.socsim_counts = {"prompt_tokens": 0, "prompt_s": 0.0, "generation_s": 0.0, "evals": 0}
+            self.socsim_counts = {
+                "prompt_tokens": 0,
+                "prompt_s": 0.0,
+                "generation_s": 0.0,
+                "evals": 0,
+                "decode_positions": 0,
+            }
 
         def eval(self, tokens: Sequence[int]) -> None:
+            position = self.n_tokens
             t0 = time.perf_counter()
             super().eval(tokens)
             c = self.socsim_counts
@@ -79,6 +86,7 @@ def _prefix_state_llama_class() -> type[Llama]:
                 c["prompt_s"] += time.perf_counter() - t0
             else:
                 c["generation_s"] += time.perf_counter() - t0
+                c["decode_positions"] += position
             c["evals"] += 1
 
         def sample(self, *args: Any, **kwargs: Any) -> Any:
@@ -280,6 +288,8 @@ class EmbeddedBackend:
             prompt_tokens_evaluated=int(counts["prompt_tokens"]),
             prompt_eval_s=counts["prompt_s"],
             generation_s=counts["generation_s"],
+            decodes=max(0, int(counts["evals"]) - 1),
+            decode_positions=int(counts["decode_positions"]),
         )
 
     def _chat(self, request: Request) -> dict[str, Any]:

@@ -173,6 +173,14 @@ def _tokens(llm: Any, n: int) -> list[int]:
     return ids[:n]
 
 
+def _decode_s(llm: Any, n: int) -> float:
+    """Seconds to sample and decode `n` tokens one at a time after what the model holds."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        llm.eval([llm.sample(temp=0.7, top_p=0.95)])
+    return time.perf_counter() - t0
+
+
 def measure_rates(backend: Any, prompt_len: int = 256, decode_tokens: int = 48, repeats: int = 3) -> Rates:
     """Raw llama.cpp rates of an embedded backend's model on this machine: a fresh prompt of
     `prompt_len` tokens evaluated in one batch, then `decode_tokens` sampled and decoded one at a
@@ -199,9 +207,7 @@ def measure_shape(backend: Any, reused: int, evaluated: int, decode_tokens: int 
         t0 = time.perf_counter()
         llm.eval(ids[reused:])
         t1 = time.perf_counter()
-        for _ in range(decode_tokens):
-            llm.eval([llm.sample(temp=0.7, top_p=0.95)])
-        return evaluated / (t1 - t0), decode_tokens / (time.perf_counter() - t1)
+        return evaluated / (t1 - t0), decode_tokens / _decode_s(llm, decode_tokens)
 
     backend.on_model_thread(once)  # warm-up
     runs = [backend.on_model_thread(once) for _ in range(repeats)]
@@ -221,7 +227,8 @@ class CostGrid:
     best of a few), and decoding's seconds per token, linear in the context position.
 
     A short suffix costs far more per token than a long one (a batch of a few rows runs the vector
-    kernels, and each row reads the whole context), so a stage's mean call under-prices its calls."""
+    kernels, and each row reads the whole context): each call is priced at its own shape, not at the
+    stage's mean call."""
 
     reused: tuple[int, ...]
     evaluated: tuple[int, ...]
@@ -259,36 +266,44 @@ class CostGrid:
 
 def calls_limit(shapes: dict[str, Any], completion_tokens: int, costs: CostGrid) -> tuple[float, float]:
     """(prompt, decode) seconds a stage's calls need at `costs`, each bin of calls (Accounting.shapes)
-    priced at its mean call."""
+    priced at its mean call; the tokens decoded as the backend counted them (`completion_tokens` where
+    the shapes predate that count)."""
     prompt = sum(
         calls * costs.prompt_s(reused / calls, evaluated / calls)
         for _e, _r, calls, evaluated, reused in shapes["prompt"]
         if calls
     )
-    return prompt, costs.decode_s(completion_tokens, int(shapes["decode_positions"]))
+    decodes = int(shapes.get("decodes", completion_tokens))
+    return prompt, costs.decode_s(decodes, int(shapes["decode_positions"]))
 
 
 def measure_costs(backend: Any, repeats: int = 3) -> CostGrid:
     """Time this machine's prompt evaluation on the grid (GRID_REUSED x GRID_EVALUATED, the best of
-    `repeats`; points past the context are left out) and decoding at DECODE_DEPTHS (a line through
-    seconds per token against position)."""
+    `repeats`) and decoding at DECODE_DEPTHS (the best of `repeats` at each; a line through seconds per
+    token against position). A small context keeps the points that fit, and at least two rows of
+    re-used tokens (the last one as deep as the context allows)."""
     import numpy as np
 
     n_ctx = backend.llm.n_ctx()
-    reused = tuple(r for r in GRID_REUSED if r + GRID_EVALUATED[-1] <= n_ctx)
-    depths = [d for d in DECODE_DEPTHS if d + 32 <= n_ctx]
+    if n_ctx < 128:
+        raise ValueError(f"a context of {n_ctx} tokens is too small to measure costs on")
+    evaluated = tuple(e for e in GRID_EVALUATED if e <= n_ctx // 2)
+    reused = tuple(r for r in GRID_REUSED if r + evaluated[-1] <= n_ctx)
+    if len(reused) < 2:
+        reused = (0, n_ctx - evaluated[-1])
+    depths = [d for d in DECODE_DEPTHS if d + 32 <= n_ctx] or [n_ctx // 2]
 
     def run() -> tuple[list[list[float]], list[tuple[float, float]]]:
         llm = backend.llm
         rows = []
         for r in reused:
-            ids = _tokens(llm, r + GRID_EVALUATED[-1])
+            ids = _tokens(llm, r + evaluated[-1])
             llm.reset()
             llm.begin()
             if r:
                 llm.eval(ids[:r])
             row = []
-            for e in GRID_EVALUATED:
+            for e in evaluated:
                 best = float("inf")
                 for _ in range(repeats):
                     llm.n_tokens = r  # the next eval drops everything after the prefix from the KV cache
@@ -299,12 +314,14 @@ def measure_costs(backend: Any, repeats: int = 3) -> CostGrid:
             rows.append(row)
         decode = []
         for d in depths:
+            ids = _tokens(llm, d)
             llm.reset()
-            llm.eval(_tokens(llm, d))
-            t0 = time.perf_counter()
-            for _ in range(32):
-                llm.eval([llm.sample(temp=0.7, top_p=0.95)])
-            decode.append((d + 15.5, (time.perf_counter() - t0) / 32))
+            llm.eval(ids)
+            best = float("inf")
+            for _ in range(repeats):
+                llm.n_tokens = d  # decode again from the same prompt
+                best = min(best, _decode_s(llm, 32) / 32)
+            decode.append((d + 15.5, best))
         return rows, decode
 
     def warm_up() -> None:
@@ -314,11 +331,10 @@ def measure_costs(backend: Any, repeats: int = 3) -> CostGrid:
 
     backend.on_model_thread(warm_up)
     rows, decode = backend.on_model_thread(run)
-    if len(decode) > 1:
-        slope, base = np.polyfit([p for p, _ in decode], [t for _, t in decode], 1)
-    else:
-        slope, base = 0.0, decode[0][1]
-    return CostGrid(reused, GRID_EVALUATED, tuple(tuple(r) for r in rows), float(base), max(0.0, float(slope)))
+    slope, base = np.polyfit([p for p, _ in decode], [t for _, t in decode], 1) if len(decode) > 1 else (0.0, 0.0)
+    if slope <= 0:  # no measurable growth with the context: the fastest token's time throughout
+        slope, base = 0.0, min(t for _, t in decode)
+    return CostGrid(reused, evaluated, tuple(tuple(r) for r in rows), float(base), float(slope))
 
 
 @dataclass(frozen=True)

@@ -132,12 +132,15 @@ def test_prefix_reuse_and_time_split_are_counted(tmp_path):
     t = m["time_s"]
     assert t["prompt_eval"] > 0 and t["generation"] > 0 and t["generation_grammar"] > 0 and t["other"] >= 0
     assert abs(sum(t.values()) - m["wall_s"]) < 0.01
-    # The calls' shapes: every call in one bin, the decoded tokens' positions summed (checked per call here).
+    # The calls' shapes: every call in one bin. Decoding: a call that ends on its end-of-turn token decoded
+    # each of its tokens, one cut off at max_tokens all but the last; the first at the prompt's length.
     bins = m["shapes"]["prompt"]
     assert sum(b[2] for b in bins) == 3 and sum(b[3] for b in bins) == m["prompt_tokens_evaluated"]
     assert sum(b[4] for b in bins) == m["prompt_tokens_reused"]
-    n_p = [(r.completion_tokens, r.prompt_tokens) for r in out]
-    assert m["shapes"]["decode_positions"] == sum(sum(p + k for k in range(n)) for n, p in n_p) > 0
+    decoded = [(r.completion_tokens - (r.finish_reason == "length"), r.prompt_tokens) for r in out]
+    assert any(r.finish_reason == "length" for r in out)
+    assert m["shapes"]["decodes"] == sum(d for d, _ in decoded)
+    assert m["shapes"]["decode_positions"] == sum(sum(p + k for k in range(d)) for d, p in decoded) > 0
     # Without the prefix cache every prompt token is evaluated.
     params = config.validate(
         {
@@ -162,10 +165,12 @@ def test_limit_rates_are_measured_on_the_model(tmp_path):
     assert backend.on_model_thread(lambda: backend.llm.n_tokens) == 228  # the prefix was in place, 8 decoded after it
     with pytest.raises(ValueError, match="do not fit"):
         measure_shape(backend, reused=900, evaluated=100)
-    # The cost grid leaves out what does not fit the context of 1024: 600 cached + 500, and decoding at 1500.
+    # The cost grid leaves out what does not fit the context of 1024 (600 cached + 500, decoding at 1500)
+    # and keeps a second row of re-used tokens, as deep as the context allows.
     costs = measure_costs(backend, repeats=1)
-    assert costs.reused == (0,) and len(costs.seconds) == 1 and len(costs.seconds[0]) == len(costs.evaluated)
-    assert all(t > 0 for t in costs.seconds[0]) and costs.decode_base_s > 0 and costs.decode_position_s >= 0
+    assert costs.reused == (0, 524) and len(costs.seconds) == 2 and len(costs.seconds[0]) == len(costs.evaluated)
+    assert all(t > 0 for row in costs.seconds for t in row) and costs.decode_base_s > 0
+    assert costs.decode_position_s >= 0
     assert costs.prompt_s(0, costs.evaluated[-1]) == pytest.approx(costs.seconds[0][-1])
 
 

@@ -117,7 +117,7 @@ def test_calls_limit_prices_every_call_at_its_own_shape(tmp_path):
     prompt, decode = calls_limit(m["shapes"], m["completion_tokens"], costs)
     assert prompt == pytest.approx(sum(e * (0.002 + 1e-6 * r) for r, e, _ in calls))
     assert decode == pytest.approx(sum(0.01 + 2e-6 * (r + e + k) for r, e, n in calls for k in range(n)))
-    # The mean call alone prices the same calls lower: short suffixes after long prefixes cost more.
+    # The fresh-prompt rates price the same calls lower: short suffixes after long prefixes cost more.
     metrics(tmp_path / "s/metrics/judge.json", a=dict(m, wall_s=2 * (prompt + decode)))
     [u] = stage_uses(tmp_path)
     row = limit_row(u, Rates(prompt_eval=1 / 0.002, decode=100.0, prompt_len=100), costs=costs)
@@ -130,3 +130,17 @@ def test_calls_limit_prices_every_call_at_its_own_shape(tmp_path):
     metrics(tmp_path / "t/metrics/judge.json", a=dict(m, wall_s=1.0))
     [_, server] = stage_uses(tmp_path)
     assert "ratio_calls" not in limit_row(server, Rates(500.0, 100.0, 100), costs=costs)
+
+
+def test_decodes_the_backend_counted_are_priced_as_counted():
+    # A backend that counts its decodes (the embedded one): a call cut off at max_tokens decoded 3 of its 4
+    # tokens, at positions 10, 11, 12. A backend that does not: all 4, at 20..23.
+    acc = Accounting()
+    acc.call_finished(Completion("a", 10, 4, prompt_tokens_evaluated=10, decodes=3, decode_positions=33))
+    m = acc.as_metrics()["shapes"]
+    assert (m["decodes"], m["decode_positions"]) == (3, 33)
+    acc.call_finished(Completion("b", 20, 4, prompt_tokens_evaluated=5))
+    m = acc.as_metrics()["shapes"]
+    assert (m["decodes"], m["decode_positions"]) == (7, 33 + 20 + 21 + 22 + 23)
+    costs = bilinear(base=0.01, per_position=0.001)
+    assert calls_limit(m, 8, costs)[1] == pytest.approx(7 * 0.01 + (33 + 86) * 0.001)
