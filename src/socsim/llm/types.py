@@ -71,8 +71,10 @@ class Completion:
     prompt_tokens_evaluated: int | None = None
     prompt_eval_s: float | None = None
     generation_s: float | None = None
-    # Where the backend counts them: the tokens it decoded one at a time after the prompt, and the sum of
-    # their context positions (a call cut off by max_tokens or a stop string never decodes its last token).
+    # Where the backend counts them (the embedded one, one request at a time; not the batched engine nor a
+    # server, whose every completion token Accounting takes as decoded): the tokens decoded one at a time
+    # after the prompt, and the sum of their context positions (a call cut off by max_tokens or a stop
+    # string never decodes its last token). socsim.llm.limits prices them at one sequence's costs.
     decodes: int | None = None
     decode_positions: int | None = None
 
