@@ -136,18 +136,20 @@ def limit_row(
             limit_shape_s=round(limit_shape, 2),
             ratio_shape=round(limit_shape / use.wall_s, 3) if use.wall_s > 0 else None,
         )
+    ref_prompt_s, ref_decode_s = prompt_s, decode_s  # the limit the excess is counted against
     if costs is not None and use.shapes is not None:
-        prompt_s, decode_s = calls_limit(use.shapes, use.completion_tokens, costs)
+        ref_prompt_s, ref_decode_s = calls_limit(use.shapes, use.completion_tokens, costs)
+        calls = ref_prompt_s + ref_decode_s
         row.update(
-            limit_calls_prompt_s=round(prompt_s, 2),
-            limit_calls_decode_s=round(decode_s, 2),
-            limit_calls_s=round(prompt_s + decode_s, 2),
-            ratio_calls=round((prompt_s + decode_s) / use.wall_s, 3) if use.wall_s > 0 else None,
+            limit_calls_prompt_s=round(ref_prompt_s, 2),
+            limit_calls_decode_s=round(ref_decode_s, 2),
+            limit_calls_s=round(calls, 2),
+            ratio_calls=round(calls / use.wall_s, 3) if use.wall_s > 0 else None,
         )
     if use.time_s:  # the backend's own split: where the time above the limit went
         spent = {
-            "prompt evaluation": use.time_s["prompt_eval"] - prompt_s,
-            "generation": use.time_s["generation"] + use.time_s["generation_grammar"] - decode_s,
+            "prompt evaluation": use.time_s["prompt_eval"] - ref_prompt_s,
+            "generation": use.time_s["generation"] + use.time_s["generation_grammar"] - ref_decode_s,
             "everything else": use.time_s["other"],
         }
         row["biggest_excess"] = max(spent, key=lambda k: spent[k])
