@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from socsim.debate.schemas import SETTING
@@ -44,6 +45,17 @@ def clean(text: str) -> str:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
         text = text[1:-1].strip()
     return text
+
+
+def final_opinion_schema(labels: Iterable[str]) -> JsonSchema:
+    """The final-opinion answer: one of the stance labels and a justification."""
+    return JsonSchema.of(
+        {
+            "type": "object",
+            "required": ["opinion", "justification"],
+            "properties": {"opinion": {"enum": list(labels)}, "justification": {"type": "string"}},
+        }
+    )
 
 
 def options(prompts: dict[str, Any]) -> str:
@@ -234,14 +246,7 @@ class Session:
             self.row(r, "utterance", dyad, k, t["speaker_id"], self.partner[(r, t["speaker_id"])], t["text"], raw=raw)
 
     async def final_opinion(self, worker: str) -> None:
-        labels = list(self.p["labels"])
-        schema = JsonSchema.of(
-            {
-                "type": "object",
-                "required": ["opinion", "justification"],
-                "properties": {"opinion": {"enum": labels}, "justification": {"type": "string"}},
-            }
-        )
+        schema = final_opinion_schema(self.p["labels"])
         msgs = self.memory(worker, 4, None) + [
             {
                 "role": "user",

@@ -2,15 +2,21 @@
 
 Each constraint knows how to express itself in every backend's dialect (a llama.cpp GBNF
 grammar in process; as `response_format`: TGI's `json`, OpenAI's `json_schema` (vLLM, SGLang,
-llama.cpp's llama-server) or `json_object` with a `schema` (llama-cpp-python's server)) and how to validate an answer on
-return. Validation never raises: it returns (value, ok, error) and the caller keeps the raw
-text, so an answer that does not parse is counted, not fatal.
+llama.cpp's llama-server, the hosted API) or `json_object` with a `schema` (llama-cpp-python's server)) and
+how to validate an answer on return. Validation never raises: it returns (value, ok, error) and the caller
+keeps the raw text, so an answer that does not parse is counted, not fatal.
+
+The OpenAI shape is one that every engine and the hosted API's strict mode accept (`strict_schema`): an
+object at the root (a Choice or IntRange answer, or any schema whose root is not an object, is wrapped as
+the one required property `answer`, and unwrapped on parse), `additionalProperties: false` on every
+object, every property required, every enum typed.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +26,54 @@ import jsonschema.exceptions
 
 def _gbnf_literal(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
+
+
+WRAP = "answer"  # the one property that holds an answer whose schema has no object at its root (openai)
+WRAP_TOKENS = 8  # what `{"answer": }` costs in common vocabularies (4-6 tokens), with room for a space or two
+STRICT_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # the hosted API's rule for a json_schema's name
+
+
+def _is_object(schema: dict[str, Any]) -> bool:
+    return schema.get("type") == "object"
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema as the hosted API's strict mode takes it (and vLLM, SGLang, llama-server alike): an object
+    root (a non-object schema becomes the one required property `answer`), `additionalProperties: false`
+    on every object, every property required (an optional property becomes required: strict mode has no
+    optional ones), every enum typed (a type from its values where the schema names none)."""
+    root = schema if _is_object(schema) else {"type": "object", "properties": {WRAP: schema}}
+    return _strict(root)
+
+
+def _strict(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strict(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: (v if k in ("enum", "const") else _strict(v)) for k, v in node.items()}
+    if "properties" in out:
+        out["properties"] = {k: _strict(v) for k, v in node["properties"].items()}
+    if _is_object(out):
+        out["additionalProperties"] = False
+        named = [k for k in node.get("required") or [] if k in (out.get("properties") or {})]
+        out["required"] = named + [k for k in out.get("properties") or {} if k not in named]
+    if "enum" in out and "type" not in out:
+        kinds = {_json_type(v) for v in out["enum"]}
+        out["type"] = kinds.pop() if len(kinds) == 1 else sorted(kinds)
+    return out
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if value is None:
+        return "null"
+    return "string" if isinstance(value, str) else type(value).__name__
 
 
 class Constraint:
@@ -35,12 +89,23 @@ class Constraint:
         """A llama.cpp grammar, or None to derive one from json_schema()."""
         return None
 
+    @property
+    def format_name(self) -> str:
+        """The json_schema's name in the OpenAI shape."""
+        return self.kind
+
+    def wire_overhead(self, dialect: str) -> int:
+        """Tokens the dialect's shape adds to an answer, which the request's max_tokens (the answer's budget)
+        does not hold: the OpenAI wrapper `{"answer": ...}` of a schema without an object root."""
+        return WRAP_TOKENS if dialect == "openai" and not _is_object(self.json_schema()) else 0
+
     def response_format(self, dialect: str) -> dict[str, Any]:
         schema = self.json_schema()
         if dialect == "tgi":
             return {"type": "json", "value": schema}
         if dialect == "openai":
-            return {"type": "json_schema", "json_schema": {"name": self.kind, "schema": schema, "strict": True}}
+            wire = {"name": self.format_name, "schema": strict_schema(schema), "strict": True}
+            return {"type": "json_schema", "json_schema": wire}
         if dialect == "llama_cpp":
             return {"type": "json_object", "schema": schema}
         raise ValueError(f"unknown structured-output dialect {dialect!r}")
@@ -49,13 +114,26 @@ class Constraint:
         if text is None or not text.strip():
             return None, False, "empty answer"
         try:
-            return self._parse(text.strip()), True, None
+            return self._parse(self._unwrap(text.strip())), True, None
         except (ValueError, jsonschema.ValidationError) as exc:
             msg = exc.message if isinstance(exc, jsonschema.ValidationError) else str(exc)
             return None, False, msg[:300]
 
     def _parse(self, text: str) -> Any:
         raise NotImplementedError
+
+    def _unwrap(self, text: str) -> str:
+        """An answer in the OpenAI shape ({"answer": value}) as the bare value, for a schema without an
+        object root (which that shape wraps); any other text as it is."""
+        if not text.startswith("{") or _is_object(self.json_schema()):
+            return text
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            return text
+        if not isinstance(value, dict) or list(value) != [WRAP]:
+            return text
+        return json.dumps(value[WRAP], ensure_ascii=False)
 
 
 def _unquote(text: str) -> str:
@@ -158,11 +236,9 @@ class JsonSchema(Constraint):
         schema: dict[str, Any] = json.loads(self.schema_text)
         return schema
 
-    def response_format(self, dialect: str) -> dict[str, Any]:
-        fmt = super().response_format(dialect)
-        if dialect == "openai":
-            fmt["json_schema"]["name"] = self.name
-        return fmt
+    @property
+    def format_name(self) -> str:
+        return self.name
 
     def _parse(self, text: str) -> Any:
         try:

@@ -1,7 +1,10 @@
-"""Server backends: TGI and any OpenAI-compatible server, through huggingface_hub's
-AsyncInferenceClient, over a pool of base URLs.
+"""Server backends: TGI and any OpenAI-compatible server, over a pool of base URLs.
 
-The two differ only in their structured-output dialect (and in how they report the model).
+Every request is one POST of `/v1/chat/completions` (TGI's Messages API is the same route) whose body is
+exactly what `request_body` builds: no client library in between rewrites it. (huggingface_hub's
+`chat_completion` turned a `json_schema` response_format into `json_object`, which vLLM and SGLang read as
+"any JSON object": every constrained answer came back `{}`.) The dialects differ only in their
+structured-output shape (socsim.llm.constraints) and in what TGI needs of its sampling fields.
 
 The pool: each request goes to the least-busy live endpoint, with a bounded number in flight per
 endpoint. Connection errors, timeouts, 429 and 5xx are retried with exponential backoff and jitter,
@@ -28,8 +31,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx2
-from huggingface_hub import AsyncInferenceClient
-from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError
 
 from socsim.llm.errors import EndpointUnavailableError, LLMConfigError, LLMError, ModelIdentityError
 from socsim.llm.types import Completion, Request
@@ -39,15 +40,50 @@ NO_KEY = "EMPTY"  # the Bearer token sent to servers that need no key (OpenAI cl
 AUTH_STATUS = {401, 403}
 
 
-def _evaluated(usage: Any, prompt_tokens: int) -> int | None:
+def _evaluated(usage: dict[str, Any], prompt_tokens: int) -> int | None:
     """The prompt tokens a server evaluated: its prompt tokens less those it served from its prefix
     cache, where its usage says (OpenAI-compatible `prompt_tokens_details.cached_tokens`; vLLM with
-    --enable-prompt-tokens-details); None where it does not."""
-    details = getattr(usage, "prompt_tokens_details", None)
-    if details is None:
-        return None
-    cached = details.get("cached_tokens") if isinstance(details, dict) else getattr(details, "cached_tokens", None)
+    --enable-prompt-tokens-details, SGLang with --enable-cache-report); None where it does not."""
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
     return None if cached is None else prompt_tokens - int(cached)
+
+
+def api_url(base: str, path: str) -> str:
+    """`path` (e.g. "/chat/completions") under the server's OpenAI-compatible API: a base URL that ends
+    in /v1 (https://api.openai.com/v1) is the API root, any other gets /v1 added (http://host:8000)."""
+    base = base.rstrip("/")
+    return base + path if base.endswith("/v1") else base + "/v1" + path
+
+
+def request_body(request: Request, dialect: str, model: str | None, strict_roles: bool = False) -> dict[str, Any]:
+    """The JSON body of one chat completion, as it goes on the wire: the messages, the sampling, the seed,
+    the model, the output constraint in the dialect's shape. An answer wrapped by that shape gets the
+    wrapper's tokens on top of its max_tokens (socsim.llm.constraints.Constraint.wire_overhead).
+
+    TGI (its sources): temperature 0 is greedy only while top_p is not sent (a top_p < 1 turns sampling
+    back on, at temperature 1), and top_p = 1.0 is refused (HTTP 422); so a greedy request goes without
+    top_p, and a top_p >= 1 (no nucleus cut) is left out, which every engine reads the same way."""
+    s = request.sampling
+    extra = request.constraint.wire_overhead(dialect) if request.constraint is not None else 0
+    body: dict[str, Any] = {"messages": request.message_dicts(strict_roles), "max_tokens": s.max_tokens + extra}
+    body["temperature"] = s.temperature
+    if s.top_p < 1.0 and not (dialect == "tgi" and s.temperature == 0):
+        body["top_p"] = s.top_p
+    body["seed"] = request.seed
+    if model:
+        body["model"] = model
+    if request.constraint is not None:
+        body["response_format"] = request.constraint.response_format(dialect)
+    return body
+
+
+class HTTPStatusError(LLMError):
+    """A server answered with an error status (kept with the first line of its body)."""
+
+    def __init__(self, status: int, text: str):
+        super().__init__(f"HTTP {status}: {text.strip().splitlines()[0][:200] if text.strip() else ''}")
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -105,31 +141,31 @@ class _Endpoint:
         self.last_error: str | None = None
         self.api_key = api_key
         self.recheck: asyncio.Task[None] | None = None  # health checks while it backs off
-        # Without a key of ours, huggingface_hub would send the user's Hugging Face token (HF_TOKEN, the
-        # login) to this server: a placeholder goes instead, which servers without keys ignore.
-        self.client = AsyncInferenceClient(base_url=self.url, timeout=timeout, api_key=api_key or NO_KEY)
+        # A placeholder goes where there is no key of ours (servers without keys ignore it); never the
+        # user's Hugging Face token.
+        self.client = httpx2.AsyncClient(
+            timeout=timeout,
+            headers={"Authorization": f"Bearer {api_key or NO_KEY}"},
+            limits=httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+        )
 
     def stats(self) -> dict[str, int | bool]:
         return {"calls": self.calls, "failures": self.failures, "retries": self.retries, "removed": self.removed}
 
 
 def _retryable(exc: BaseException) -> bool:
-    if isinstance(exc, (InferenceTimeoutError, httpx2.TransportError, asyncio.TimeoutError)):
+    if isinstance(exc, (httpx2.TransportError, asyncio.TimeoutError)):
         return True
-    if isinstance(exc, HfHubHTTPError) and exc.response is not None:
-        return exc.response.status_code in RETRYABLE_STATUS
-    return False
+    return isinstance(exc, HTTPStatusError) and exc.status in RETRYABLE_STATUS
 
 
 def _status(exc: BaseException) -> int | None:
-    if isinstance(exc, HfHubHTTPError) and exc.response is not None:
-        return exc.response.status_code
-    return None
+    return exc.status if isinstance(exc, HTTPStatusError) else None
 
 
 def _describe(exc: BaseException) -> str:
-    if _status(exc) is not None:
-        return f"HTTP {_status(exc)}: {str(exc).splitlines()[0][:200]}"
+    if isinstance(exc, HTTPStatusError):
+        return str(exc)
     return f"{type(exc).__name__}: {exc}"[:300]
 
 
@@ -185,7 +221,7 @@ class ServerBackend:
         last: str | None = None
         for path in paths:
             try:
-                resp = await client.get(url + path, headers=headers)
+                resp = await client.get(url + path if path == "/info" else api_url(url, "/models"), headers=headers)
             except httpx2.HTTPError as exc:
                 raise EndpointUnavailableError(
                     f"LLM endpoint {url} is unreachable ({type(exc).__name__}: {exc}); start the server or fix "
@@ -256,6 +292,9 @@ class ServerBackend:
             "model_sha": info["model_sha"],
             "runtime": info["server"],
             **({"strict_roles": True} if self.strict_roles else {}),
+            # The shape its constraints go out in (socsim.llm.constraints.strict_schema), part of every cache key:
+            # answers cached under the earlier shape (rewritten on the wire to "any JSON object") are not reused.
+            **({"structured_output": "strict, object root"} if self.dialect == "openai" else {}),
         }
         before = {ep.url: ep for ep in self._endpoints or []}
         self._changed = None  # a future of an earlier event loop (asyncio.run) must not be awaited here
@@ -358,26 +397,22 @@ class ServerBackend:
             self._wake()
 
     async def _call(self, ep: _Endpoint, request: Request) -> Completion:
-        kwargs: dict[str, Any] = dict(
-            messages=request.message_dicts(self.strict_roles),
-            max_tokens=request.sampling.max_tokens,
-            temperature=request.sampling.temperature,
-            top_p=request.sampling.top_p,
-            seed=request.seed,
-        )
-        if self.model:
-            kwargs["model"] = self.model
-        if request.constraint is not None:
-            kwargs["response_format"] = request.constraint.response_format(self.dialect)
-        out = await ep.client.chat_completion(**kwargs)
-        choice = out.choices[0]
-        usage = out.usage
-        prompt_tokens = getattr(usage, "prompt_tokens", 0) or 0
+        body = request_body(request, self.dialect, self.model, self.strict_roles)
+        resp = await ep.client.post(api_url(ep.url, "/chat/completions"), json=body)
+        if resp.status_code != 200:
+            raise HTTPStatusError(resp.status_code, resp.text)
+        try:
+            out = resp.json()
+            choice = out["choices"][0]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise LLMError(f"LLM endpoint {ep.url} answered without a choice: {resp.text[:200]!r}") from None
+        usage = out.get("usage") or {}
+        prompt_tokens = int(usage.get("prompt_tokens") or 0)
         return Completion(
-            text=choice.message.content or "",
+            text=(choice.get("message") or {}).get("content") or "",
             prompt_tokens=prompt_tokens,
-            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-            finish_reason=choice.finish_reason,
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            finish_reason=choice.get("finish_reason"),
             endpoint=ep.url,
             prompt_tokens_evaluated=_evaluated(usage, prompt_tokens),
         )
@@ -421,4 +456,4 @@ class ServerBackend:
         for ep in self._endpoints or []:
             if ep.recheck is not None:
                 ep.recheck.cancel()
-            await ep.client.close()  # type: ignore[no-untyped-call]  # huggingface_hub leaves it unannotated
+            await ep.client.aclose()

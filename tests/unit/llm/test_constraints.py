@@ -86,7 +86,7 @@ def test_dialects():
     c = JsonSchema.of(SCHEMA, name="person")
     assert c.response_format("tgi") == {"type": "json", "value": SCHEMA}
     oa = c.response_format("openai")
-    assert oa["type"] == "json_schema" and oa["json_schema"]["schema"] == SCHEMA
+    assert oa["type"] == "json_schema" and oa["json_schema"]["schema"] == {**SCHEMA, "additionalProperties": False}
     assert oa["json_schema"]["name"] == "person"
     assert IntRange(1, 5).response_format("tgi")["value"] == {
         "type": "integer",
@@ -121,3 +121,26 @@ def test_seed_derivation():
     assert len(others) == 1000  # no collisions among sibling ids
     assert derive_seed(8, "facilitation", "personas", 3) != s
     assert derive_seed(7, "facilitation", "personas3") != derive_seed(7, "facilitation", "personas", 3)
+
+
+@pytest.mark.parametrize(
+    "constraint,text,expected",
+    [
+        (Choice(("Yes", "No")), '{"answer": "yes"}', "Yes"),
+        (IntRange(1, 5), '{"answer": 4}', 4),
+        (IntRange(1, 5), '{ "answer" : "2" }', 2),
+        (JsonSchema.of({"type": "array", "items": {"type": "integer"}}), '{"answer": [1, 2]}', [1, 2]),
+    ],
+)
+def test_the_openai_wrapper_is_unwrapped(constraint, text, expected):
+    assert constraint.parse(text) == (expected, True, None)
+
+
+def test_an_object_root_is_never_unwrapped():
+    c = JsonSchema.of({"type": "object", "required": ["answer"], "properties": {"answer": {"type": "integer"}}})
+    assert c.parse('{"answer": 3}') == ({"answer": 3}, True, None)
+    assert c.wire_overhead("openai") == 0 and Choice(("a", "b")).wire_overhead("openai") == 8
+    assert Choice(("a", "b")).wire_overhead("tgi") == 0
+    value, ok, err = Choice(("Yes", "No")).parse('{"answer": "Maybe"}')
+    assert not ok and "Maybe" in err  # a wrapped answer outside the options still fails
+    assert Choice(("Yes", "No")).parse('{"answer": "Yes", "x": 1}')[1] is False  # not the wrapper: kept as is

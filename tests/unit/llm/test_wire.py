@@ -1,0 +1,347 @@
+"""What goes over the wire: the exact JSON body a loopback HTTP server receives from socsim's server
+backend, per structured-output dialect (openai, tgi, llama_cpp), and the OpenAI shape held against the
+hosted API's documented strict-mode rules for every schema socsim can send."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import re
+import threading
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from socsim import config
+from socsim.llm import Choice, IntRange, JsonSchema, LLMClient, LLMError, Request, Sampling
+from socsim.llm.constraints import Constraint
+
+MODEL = "org/served-model"
+
+
+class Recorder:
+    """A loopback OpenAI-compatible (and TGI /info) server that keeps every request body and answers
+    with the next of its scripted replies (content, status)."""
+
+    def __init__(self, replies: list[tuple[str, int]] | None = None, cached_tokens: int | None = 3):
+        self.bodies: list[dict] = []
+        self.paths: list[str] = []
+        self.headers: list[dict] = []
+        self.replies = list(replies or [])
+        rec = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                rec.paths.append(self.path)
+                if self.path == "/info":
+                    self._send(200, {"model_id": MODEL, "model_sha": "abc", "version": "3.3.7"})
+                else:
+                    self._send(200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+
+            def do_POST(self):
+                rec.paths.append(self.path)
+                rec.headers.append(dict(self.headers))
+                rec.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                content, status = rec.replies.pop(0) if rec.replies else ("ok", 200)
+                if status != 200:
+                    self._send(status, {"error": {"message": "scripted failure"}})
+                    return
+                usage = {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}
+                if cached_tokens is not None:
+                    usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+                message = {"role": "assistant", "content": content}
+                self._send(
+                    200, {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}], "usage": usage}
+                )
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def recorder():
+    rec = Recorder()
+    yield rec
+    rec.close()
+
+
+def client(tmp_path, url: str, dialect: str, backend: str = "openai", **llm) -> LLMClient:
+    entry = {"backend": backend, "model_id": MODEL, "endpoints": [url], "dialect": dialect}
+    llm = {"cache_path": str(tmp_path / "cache.sqlite"), "retries": {"max_tries": 2, "backoff_base": 0.01}, **llm}
+    params = config.validate({"llm": llm, "models": {"m": entry}})
+    return LLMClient.from_params(params, "m")
+
+
+def ask(constraint=None, sampling=None, seed=1234) -> Request:
+    msgs = [{"role": "system", "content": "You rate."}, {"role": "user", "content": "Is fire hot?"}]
+    return Request.chat(msgs, seed, sampling or Sampling(0.7, 0.95, 16), constraint)
+
+
+MESSAGES = [{"role": "system", "content": "You rate."}, {"role": "user", "content": "Is fire hot?"}]
+YES_NO_OPENAI = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "choice",
+        "schema": {
+            "type": "object",
+            "properties": {"answer": {"type": "string", "enum": ["Yes", "No"]}},
+            "additionalProperties": False,
+            "required": ["answer"],
+        },
+        "strict": True,
+    },
+}
+
+
+def test_openai_body_is_exactly_what_socsim_built(tmp_path, recorder):
+    recorder.replies = [('{"answer": "Yes"}', 200)]
+    c = client(tmp_path, recorder.url, "openai")
+    [r] = c.run([ask(Choice(("Yes", "No")))])
+    assert recorder.paths[-1] == "/v1/chat/completions"
+    assert recorder.bodies[-1] == {
+        "messages": MESSAGES,
+        "max_tokens": 16 + 8,  # the answer's budget and the wrapper's {"answer": ...}
+        "temperature": 0.7,
+        "top_p": 0.95,
+        "seed": 1234,
+        "model": MODEL,
+        "response_format": YES_NO_OPENAI,
+    }
+    assert (r.value, r.parse_ok) == ("Yes", True)  # the wrapped answer, unwrapped on parse
+    assert recorder.headers[-1]["Authorization"] == "Bearer EMPTY"  # never the user's Hugging Face token
+
+
+def test_openai_int_range_and_object_schema_on_the_wire(tmp_path, recorder):
+    schema = JsonSchema.of(
+        {"type": "object", "required": ["a"], "properties": {"a": {"type": "integer"}, "b": {"enum": ["x", "y"]}}},
+        name="rating",
+    )
+    recorder.replies = [('{"answer": 4}', 200), ('{"a": 2, "b": "x"}', 200), ('{"answer": 9}', 200)]
+    c = client(tmp_path, recorder.url, "openai", concurrency=1)
+    out = c.run([ask(IntRange(1, 5)), ask(schema, seed=2), ask(IntRange(1, 5), seed=3)])
+    assert [b["max_tokens"] for b in recorder.bodies] == [24, 16, 24]  # an object root is not wrapped
+    int_fmt = recorder.bodies[0]["response_format"]["json_schema"]
+    assert int_fmt["name"] == "int_range" and int_fmt["strict"] is True
+    assert int_fmt["schema"] == {
+        "type": "object",
+        "properties": {"answer": {"type": "integer", "minimum": 1, "maximum": 5, "enum": [1, 2, 3, 4, 5]}},
+        "additionalProperties": False,
+        "required": ["answer"],
+    }
+    obj = recorder.bodies[1]["response_format"]["json_schema"]
+    assert obj["name"] == "rating"
+    assert obj["schema"] == {  # object root kept; every property required, typed enum, no extra properties
+        "type": "object",
+        "required": ["a", "b"],
+        "properties": {"a": {"type": "integer"}, "b": {"enum": ["x", "y"], "type": "string"}},
+        "additionalProperties": False,
+    }
+    assert [(r.value, r.parse_ok) for r in out[:2]] == [(4, True), ({"a": 2, "b": "x"}, True)]
+    assert out[2].parse_ok is False and "outside" in out[2].parse_error
+
+
+def test_tgi_body(tmp_path, recorder):
+    c = client(tmp_path, recorder.url, "tgi", backend="tgi")
+    c.run([ask(Choice(("Yes", "No")))])
+    assert recorder.paths[:2] == ["/info", "/v1/chat/completions"]  # TGI's identity, then its Messages API
+    assert recorder.bodies[-1] == {
+        "messages": MESSAGES,
+        "max_tokens": 16,
+        "temperature": 0.7,
+        "top_p": 0.95,
+        "seed": 1234,
+        "model": MODEL,
+        "response_format": {"type": "json", "value": {"type": "string", "enum": ["Yes", "No"]}},
+    }
+
+
+def test_tgi_greedy_sends_no_top_p_and_top_p_one_is_left_out(tmp_path, recorder):
+    c = client(tmp_path, recorder.url, "tgi", backend="tgi", concurrency=1)
+    c.run([ask(sampling=Sampling(0.0, 0.95, 8)), ask(sampling=Sampling(0.5, 1.0, 8), seed=2)])
+    greedy, full = recorder.bodies
+    assert greedy["temperature"] == 0.0 and "top_p" not in greedy  # top_p < 1 would sample at temperature 1
+    assert full["temperature"] == 0.5 and "top_p" not in full  # TGI refuses top_p = 1.0 (HTTP 422)
+    assert "response_format" not in greedy
+
+
+def test_openai_greedy_keeps_top_p(tmp_path, recorder):
+    c = client(tmp_path, recorder.url, "openai")
+    c.run([ask(sampling=Sampling(0.0, 0.95, 8))])
+    assert recorder.bodies[-1]["top_p"] == 0.95 and recorder.bodies[-1]["temperature"] == 0.0
+
+
+def test_llama_cpp_body(tmp_path, recorder):
+    recorder.replies = [("3", 200)]
+    c = client(tmp_path, recorder.url, "llama_cpp")
+    [r] = c.run([ask(IntRange(1, 5))])
+    schema = {"type": "integer", "minimum": 1, "maximum": 5, "enum": [1, 2, 3, 4, 5]}
+    assert recorder.bodies[-1] == {
+        "messages": MESSAGES,
+        "max_tokens": 16,
+        "temperature": 0.7,
+        "top_p": 0.95,
+        "seed": 1234,
+        "model": MODEL,
+        "response_format": {"type": "json_object", "schema": schema},
+    }
+    assert (r.value, r.parse_ok) == (3, True)
+
+
+def test_usage_cached_tokens_and_errors(tmp_path):
+    rec = Recorder(replies=[("x", 400)], cached_tokens=8)
+    try:
+        c = client(tmp_path, rec.url, "openai")
+        with pytest.raises(LLMError, match="HTTP 400"):  # not retryable: stops with the server's status
+            c.run([ask()])
+        rec.replies = [("fine", 503), ("fine", 200)]  # retried, then answered
+        c2 = client(tmp_path / "b", rec.url, "openai")
+        [r] = c2.run([ask(seed=7)])
+        assert r.text == "fine" and c2.accounting.retries == 1
+        m = c2.accounting.as_metrics()
+        assert m["prompt_tokens"] == 11 and m["prompt_tokens_evaluated"] == 3  # 11 less 8 from the prefix cache
+    finally:
+        rec.close()
+
+
+def test_api_root_with_v1(tmp_path, recorder):
+    c = client(tmp_path, recorder.url + "/v1", "openai")  # a base URL such as https://api.openai.com/v1
+    c.run([ask()])
+    assert recorder.paths == ["/v1/models", "/v1/chat/completions"]
+
+
+def test_openai_identity_marks_the_shape(tmp_path, recorder):
+    """The cache-key change: openai-dialect identities name the strict shape; other dialects are as before."""
+    a = client(tmp_path, recorder.url, "openai")
+    b = client(tmp_path / "t", recorder.url, "llama_cpp")
+    a.run([ask()])
+    b.run([ask()])
+    assert a.identity()["structured_output"] == "strict, object root"
+    assert "structured_output" not in b.identity()
+
+
+# -- the hosted API's strict mode --------------------------------------------------------------------
+
+# The keywords its documentation lists as supported in strict structured outputs.
+STRICT_KEYWORDS = {
+    "type", "properties", "required", "additionalProperties", "enum", "const", "items", "anyOf", "$defs", "$ref",
+    "description", "title", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "minLength", "maxLength", "pattern", "format", "minItems", "maxItems",
+}  # fmt: skip
+
+
+def strict_violations(fmt: dict) -> list[str]:
+    """The hosted API's documented strict-mode rules, checked independently of socsim's own code."""
+    problems = []
+    if fmt.get("type") != "json_schema":
+        return [f"type {fmt.get('type')!r} is not json_schema"]
+    spec = fmt["json_schema"]
+    if not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", spec.get("name", "")):
+        problems.append(f"name {spec.get('name')!r}")
+    if spec.get("strict") is not True:
+        problems.append("strict is not true")
+    root = spec["schema"]
+    if root.get("type") != "object":
+        problems.append("root is not an object")
+
+    def walk(node, where):
+        if not isinstance(node, dict):
+            return
+        for key in set(node) - STRICT_KEYWORDS:
+            problems.append(f"{where}: keyword {key!r}")
+        if node.get("type") == "object" or "properties" in node:
+            if node.get("additionalProperties") is not False:
+                problems.append(f"{where}: additionalProperties is not false")
+            if sorted(node.get("required", [])) != sorted(node.get("properties", {})):
+                problems.append(f"{where}: not every property is required")
+        if "enum" in node and "type" not in node:
+            problems.append(f"{where}: untyped enum")
+        for k, v in (node.get("properties") or {}).items():
+            walk(v, f"{where}.{k}")
+        for k in ("items",):
+            walk(node.get(k), f"{where}[]")
+        for i, v in enumerate(node.get("anyOf") or []):
+            walk(v, f"{where}|{i}")
+        for k, v in (node.get("$defs") or {}).items():
+            walk(v, f"{where}#{k}")
+
+    walk(root, "$")
+    return problems
+
+
+def every_constraint() -> dict[str, Constraint]:
+    """Every constraint socsim sends: the ones its modules name, and the ones built from data."""
+    from socsim.coherence import agents, dialogue
+    from socsim.debate import annotate as debate_annotate
+    from socsim.debate import simulate as debate_simulate
+    from socsim.facilitation import annotate, materials
+    from socsim.opinion_dynamics import classify, outside_info
+
+    prompts = yaml.safe_load((ROOT / "data" / "debate" / "prompts.yaml").read_text())
+    return {
+        "facilitation annotation": annotate.ANSWER,
+        "facilitation persona": JsonSchema.of(materials.PERSONA_SCHEMA, name="persona"),
+        "facilitation seed opinion": JsonSchema.of(materials.TOPIC_SCHEMA, name="seed_opinion"),
+        "coherence yes/no": agents.YES_NO,
+        "coherence preference": agents.PREFERENCE,
+        "coherence judge": dialogue.JUDGE_SCORE,
+        "debate validity": debate_annotate.VALIDITY,
+        "debate stance": debate_annotate.stance_choice(prompts),
+        "debate final opinion": debate_simulate.final_opinion_schema(prompts["labels"]),
+        "opinion dynamics classifier": classify.ANSWER,
+        "opinion dynamics outside info": outside_info.ANSWER,
+    }
+
+
+@pytest.mark.parametrize("name", list(every_constraint()))
+def test_every_schema_socsim_sends_passes_strict_mode(name):
+    fmt = every_constraint()[name].response_format("openai")
+    assert strict_violations(fmt) == []
+
+
+def test_the_strict_checker_catches_what_the_old_shape_broke():
+    old = {"type": "json_schema", "json_schema": {"name": "choice", "schema": {"enum": ["Yes", "No"]}, "strict": True}}
+    problems = strict_violations(old)
+    assert "root is not an object" in problems and "$: untyped enum" in problems
+    loose = {"type": "object", "required": ["a"], "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}
+    wire = {"type": "json_schema", "json_schema": {"name": "x y", "schema": loose, "strict": True}}
+    assert strict_violations(wire) == [
+        "name 'x y'",
+        "$: additionalProperties is not false",
+        "$: not every property is required",
+    ]
+    assert strict_violations({"type": "json_object", "value": loose}) == ["type 'json_object' is not json_schema"]
+
+
+def test_every_constraint_of_the_source_is_covered():
+    """A new module-level constraint must join every_constraint() (this test reads the source)."""
+    sources = set()
+    for path in (ROOT / "src" / "socsim").rglob("*.py"):
+        if path.parent.name != "llm" and re.search(r"(JsonSchema\.of|\bChoice|\bIntRange)\(", path.read_text()):
+            sources.add(str(path.relative_to(ROOT)))
+    assert sources == {
+        "src/socsim/facilitation/annotate.py",
+        "src/socsim/facilitation/materials.py",
+        "src/socsim/coherence/dialogue.py",
+        "src/socsim/coherence/agents.py",
+        "src/socsim/debate/annotate.py",
+        "src/socsim/debate/simulate.py",
+        "src/socsim/opinion_dynamics/classify.py",
+        "src/socsim/opinion_dynamics/outside_info.py",
+    }
