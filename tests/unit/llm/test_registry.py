@@ -146,8 +146,9 @@ def test_tgi_identity_is_compared_with_the_registry():
     assert "models.qwen" in text and tgi.url in text and "serves 'meta-llama/Llama-3.1-8B-Instruct'" in text
 
 
-def test_preflight_lists_every_server_a_run_needs_in_seconds(monkeypatch):
+def test_preflight_lists_every_server_a_run_needs_in_seconds(monkeypatch, tmp_path):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)  # no .engines/vllm here: the engine is asked of socsim's interpreter, without it
     p = config.load(PAPER)
     start = time.monotonic()
     with pytest.raises(LLMError) as info:
@@ -158,7 +159,8 @@ def test_preflight_lists_every_server_a_run_needs_in_seconds(monkeypatch):
     assert f"needs {len(specs)} model server(s) and {len(specs)} cannot be used" in text
     for name, spec in specs.items():  # the served ones: their engine is not installed here
         assert f"{name}: {spec.where()}: " in text
-    assert text.count("the vllm engine is not installed here: pip install vllm") == len(specs) - 1  # not gpt-4o-mini
+    assert text.count("the vllm engine is not installed here") == len(specs) - 1  # not gpt-4o-mini
+    assert "make setup-gpu" in text
     assert "OPENAI_API_KEY" in text  # the hosted model: its key variable, before any connection
     # Only the stages that will run count: the opinion-dynamics analysis needs no server.
     workflow.preflight(p, ["opinion_dynamics_analyse", "facilitation_setups"])
