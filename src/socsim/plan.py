@@ -271,7 +271,8 @@ def _plan_client(
     if spec.name not in counters:
         counters[spec.name] = TokenCounter(spec)
     tally = tallies.setdefault((spec.name, shard), Tally())
-    return LLMClient(PlanBackend(spec, counters[spec.name], tally), None, sampling(params, spec))
+    # made-up answers: never stopped by llm.parse_fail_fast
+    return LLMClient(PlanBackend(spec, counters[spec.name], tally), None, sampling(params, spec), None, spec.name)
 
 
 def _plan_study(study: Study, params: dict[str, Any], counters: dict[str, TokenCounter]) -> list[StagePlan]:

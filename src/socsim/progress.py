@@ -24,6 +24,11 @@ def quiet() -> Iterator[None]:
         _QUIET[0] = False
 
 
+def is_quiet() -> bool:
+    """Whether progress output is off (inside `quiet()`: a plan)."""
+    return _QUIET[0]
+
+
 def progress_bar(total: int, desc: str, unit: str = "it") -> tqdm:
     """On stderr; redrawn often on a terminal, every 10 s in a log (Snakemake, a cluster job)."""
     return tqdm(

@@ -12,6 +12,7 @@ sharded (shard ids computed from params, so Snakemake and DVC know them when the
 from __future__ import annotations
 
 import shlex
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -380,6 +381,7 @@ class StageContext:
             spec = models.resolve(self._params, name, where)
             if self._make_client is not None:
                 client = self._make_client(spec)
+                client.name = client.name or name
                 self._clients[name] = client
                 return client
             if spec.serve:  # the run's own server: started (or joined) now, its URL and key from the lease
@@ -391,6 +393,8 @@ class StageContext:
                 self._leases[name] = lease
                 spec = replace(spec, endpoints=(lease.url,), api_key_env=lease.api_key_env)
             client = models.client(self._params, spec, cache_path="")
+            client.name = name  # the registry name, for messages
+            client.parse_fail_fast = self._params["llm"].get("parse_fail_fast", 20)
             path = self._cache_path()
             shared = next((c.cache for c in self._clients.values() if c.cache is not None), None)
             client.cache = shared if shared is not None else (CallCache(path) if path else None)
@@ -424,7 +428,16 @@ class StageContext:
             for name, c in self._clients.items()
             if c.answered
         }
-        keys = ("requests", "calls", "cache_hits", "parse_failures", "retries", "prompt_tokens", "completion_tokens")
+        keys = (
+            "requests",
+            "calls",
+            "cache_hits",
+            "constrained",
+            "parse_failures",
+            "retries",
+            "prompt_tokens",
+            "completion_tokens",
+        )
         known = [m["prompt_tokens_evaluated"] for m in per.values() if m["prompt_tokens_evaluated"] is not None]
         return {
             **{k: sum(m[k] for m in per.values()) for k in keys},
@@ -435,9 +448,31 @@ class StageContext:
     def write_metrics(self, **extra: Any) -> None:
         """The stage's metrics JSON (DVC metrics): `extra`, and for LLM stages the call accounting."""
         from socsim.io.parquet import write_json
+        from socsim.progress import is_quiet
 
         metrics = {**self.llm_metrics(), **extra} if self.stage.uses_llm else dict(extra)
         write_json(self.path("metrics"), metrics)
+        if self.stage.uses_llm and not is_quiet():  # not in a plan
+            for line in self.parse_summary():
+                print(line, file=sys.stderr, flush=True)
+
+    def parse_summary(self) -> list[str]:
+        """One line per model that answered: how many of its constrained answers did not parse."""
+        where = self.label + (f" shard {self.shard}" if self.stage.shards else "")
+        lines = []
+        for name, c in self._clients.items():
+            if not c.answered:
+                continue
+            acc = c.accounting
+            if acc.constrained:
+                said = (
+                    f"{acc.parse_failures} of {acc.constrained} constrained answers did not parse "
+                    f"({100 * acc.parse_failures / acc.constrained:.1f} %)"
+                )
+            else:
+                said = "no constrained answers"
+            lines.append(f"socsim: {where}: model {name}: {said}")
+        return lines
 
     def servers(self) -> dict[str, dict[str, Any]]:
         """Registry name -> how the run's own server of it was started (engine, version, command, URL),

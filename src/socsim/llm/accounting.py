@@ -1,5 +1,7 @@
 """Per-stage accounting of model calls, written as DVC metrics JSON.
 
+Answers: `parse_failures` of the `constrained` ones (requests with an output constraint, cache hits
+included; free text always parses) and their ratio `parse_failure_rate` (None: no constrained answer).
 Tokens: `prompt_tokens` is what the stage submitted; `prompt_tokens_evaluated` what the backend
 actually evaluated after re-using a cached prefix (the embedded backend counts it; a server where its
 usage reports `prompt_tokens_details.cached_tokens`), over the calls where that is known.
@@ -32,7 +34,8 @@ class Accounting:
     requests: int = 0
     calls: int = 0  # requests that reached a model (requests - cache_hits)
     cache_hits: int = 0
-    parse_failures: int = 0
+    constrained: int = 0  # answers to requests under an output constraint, cache hits included
+    parse_failures: int = 0  # of those, the answers that did not parse (free text always does)
     retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -55,6 +58,24 @@ class Accounting:
     _start: float = field(default_factory=time.perf_counter, repr=False)
     _gen_first: float | None = field(default=None, repr=False)
     _gen_last: float | None = field(default=None, repr=False)
+
+    def constrained_answer(self, ok: bool) -> None:
+        """One answer under an output constraint (a model call's or a cache hit's): parsed or not."""
+        self.constrained += 1
+        if not ok:
+            self.parse_failures += 1
+
+    def none_parsed(self, first: int | None) -> bool:
+        """Whether at least `first` constrained answers came back and not one of them parsed (the rule of
+        llm.parse_fail_fast; `first` 0 or None: never)."""
+        if not first:
+            return False
+        return self.constrained >= first and self.parse_failures == self.constrained
+
+    @property
+    def parse_failure_rate(self) -> float | None:
+        """Parse failures per constrained answer (None: no constrained answer)."""
+        return round(self.parse_failures / self.constrained, 4) if self.constrained else None
 
     def call_started(self) -> None:
         if self._gen_first is None:
@@ -142,8 +163,9 @@ class Accounting:
             "requests": self.requests,
             "calls": self.calls,
             "cache_hits": self.cache_hits,
+            "constrained": self.constrained,
             "parse_failures": self.parse_failures,
-            "parse_failure_rate": round(self.parse_failures / self.requests, 4) if self.requests else 0.0,
+            "parse_failure_rate": self.parse_failure_rate,
             "retries": self.retries,
             "prompt_tokens": self.prompt_tokens,
             **self.tokens(),

@@ -3,19 +3,39 @@
 cache lookup -> backend call (retries, pool, concurrency) -> cache store -> validation ->
 accounting. A request's answer depends only on (model identity, request), so re-runs cost
 no calls and a crashed stage resumes from the calls that finished.
+
+An answer that does not parse is kept and counted, except where it shows that the constraint is not
+applied at all: when the first `parse_fail_fast` constrained answers of a client (its model), cache hits
+included, all fail to parse, generate() raises UnparsedAnswersError (naming the model, the constraint,
+the engine and what came back), so a run stops within minutes instead of recording days of answers
+that never parse. Once one constrained answer has parsed, the rule no longer applies to the client.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from socsim.llm.accounting import Accounting
 from socsim.llm.cache import CallCache, request_key
+from socsim.llm.constraints import Constraint
+from socsim.llm.errors import UnparsedAnswersError
 from socsim.llm.types import Completion, Request, Response, Sampling
 from socsim.progress import gather_with_progress
+
+SAMPLES = 3  # unparsed answers (and constraints) quoted when the first parse_fail_fast all failed
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _short(spec: dict[str, Any]) -> str:
+    """A constraint's spec in one short line."""
+    return _clip(json.dumps(spec, ensure_ascii=False, separators=(",", ":")), 160)
 
 
 class Backend(Protocol):
@@ -35,13 +55,30 @@ class Backend(Protocol):
 class LLMClient:
     """Use as `async with client:` (or call `aclose()`) to probe and then release the backend;
     `run()` does so for a synchronous stage. `close()` closes the call cache (a stage's context
-    closes the caches it opened)."""
+    closes the caches it opened).
 
-    def __init__(self, backend: Backend, cache: CallCache | None, default_sampling: Sampling | None = None):
+    `parse_fail_fast` (llm.parse_fail_fast; 0 or None: off): stop when this many constrained answers
+    came back and none parsed. `name`: the model's registry name, for messages."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        cache: CallCache | None,
+        default_sampling: Sampling | None = None,
+        parse_fail_fast: int | None = 20,
+        name: str | None = None,
+    ):
         self.backend = backend
         self.cache = cache
         self.default_sampling = default_sampling or Sampling()
+        self.parse_fail_fast = parse_fail_fast
+        self.name = name
         self.accounting = Accounting()
+        # while no constrained answer has parsed: the first few that did not (text, error, from the call
+        # cache), the constraints they were under, and how many of them came from the call cache
+        self._unparsed: list[tuple[str, str | None, bool]] = []
+        self._unparsed_constraints: dict[str, None] = {}
+        self._unparsed_cached = 0
         self._probed = False
         self.verified: dict[str, Any] | None = None  # the identity the backend reported when it was probed
 
@@ -59,7 +96,11 @@ class LLMClient:
 
         name = model if model is not None else next(iter(params["models"]))
         built = models.client(params, models.resolve(params, name), cache_path)
-        return built if cls is LLMClient else cls(built.backend, built.cache, built.default_sampling)
+        fail_fast = params["llm"].get("parse_fail_fast", 20)
+        if cls is not LLMClient:
+            return cls(built.backend, built.cache, built.default_sampling, fail_fast, name)
+        built.parse_fail_fast, built.name = fail_fast, name
+        return built
 
     async def probe(self) -> dict[str, Any]:
         """Health-check the backend (load the model / probe every endpoint) and return its identity."""
@@ -99,10 +140,11 @@ class LLMClient:
                 self.cache.put(key, completion, self.identity())
         if request.constraint is not None:
             value, ok, err = request.constraint.parse(completion.text)
+            acc.constrained_answer(ok)
+            if not ok:
+                self._unparsed_answer(request.constraint, completion.text, err, cached)
         else:
             value, ok, err = completion.text, True, None
-        if not ok:
-            acc.parse_failures += 1
         return Response(
             text=completion.text,
             value=value,
@@ -112,6 +154,49 @@ class LLMClient:
             completion_tokens=completion.completion_tokens,
             finish_reason=completion.finish_reason,
             cached=cached,
+        )
+
+    def _unparsed_answer(self, constraint: Constraint, text: str, error: str | None, cached: bool) -> None:
+        """Note a constrained answer that did not parse; raise when the first parse_fail_fast all did not."""
+        acc = self.accounting
+        if acc.parse_failures != acc.constrained:  # one has parsed: the rule no longer applies
+            return
+        if len(self._unparsed) < SAMPLES:
+            self._unparsed.append((text, error, cached))
+        if len(self._unparsed_constraints) < SAMPLES:
+            self._unparsed_constraints[_short(constraint.spec())] = None
+        self._unparsed_cached += cached
+        if acc.none_parsed(self.parse_fail_fast):
+            raise UnparsedAnswersError(self._unparsed_message())
+
+    def _unparsed_message(self) -> str:
+        identity = self.identity()
+        registry = self.name or getattr(self.backend, "name", None)  # the registry name, where known
+        name = f"{registry!r} (models.{registry})" if registry else repr(identity.get("model_id", "?"))
+        engine = ", ".join(
+            f"{k} {identity[k]}" for k in ("backend", "dialect", "runtime", "model_id") if identity.get(k) is not None
+        )
+        n = self.accounting.constrained
+        answers = "\n".join(
+            f"    {i}. {_clip(text, 160)!r} ({'call cache' if from_cache else 'model'}): {_clip(error or '?', 200)}"
+            for i, (text, error, from_cache) in enumerate(self._unparsed, 1)
+        )
+        cache_note = (
+            f"\n{self._unparsed_cached} of these answers came from the call cache (llm.cache_path), which gives them "
+            "again on every re-run: after fixing the cause, delete that cache file (or point llm.cache_path "
+            "elsewhere) so that the model is asked again."
+            if self._unparsed_cached
+            else ""
+        )
+        return (
+            f"model {name}: the first {n} constrained answers all failed to parse, so the stage "
+            f"stops here rather than record answers that never parse (llm.parse_fail_fast: {self.parse_fail_fast}).\n"
+            f"  engine: {engine}\n"
+            f"  constraint: {'; '.join(self._unparsed_constraints)}\n"
+            f"  what came back (the first {len(self._unparsed)}):\n{answers}\n"
+            "Check that the server applies the output constraint (the structured-output dialect of the models "
+            "entry must be the engine's), that the model serves chat requests, and that max_tokens leaves room "
+            "for a whole answer; llm.parse_fail_fast: 0 turns this check off." + cache_note
         )
 
     async def generate_all(self, requests: Sequence[Request], desc: str = "LLM calls") -> list[Response]:

@@ -19,3 +19,8 @@ class CacheFileError(LLMError):
 
 class ModelIdentityError(LLMError):
     """A server does not serve the model id the registry names for it."""
+
+
+class UnparsedAnswersError(LLMError):
+    """A model's first llm.parse_fail_fast constrained answers all failed to parse: its output constraint
+    is not applied (or cannot be met), and a run would only record answers that never parse."""
