@@ -101,7 +101,9 @@ def embedded(st: Stage, params: Mapping[str, Any]) -> bool:
 
 def preflight(params: Mapping[str, Any], rule_names: Iterable[str], local: bool = True) -> None:
     """Before any job starts: every external server model the jobs to run will call must answer and serve
-    its model id; the engine of every model the run serves must be installed where its server will run."""
+    its model id; the engine of every model the run serves must be installed where its server will run;
+    every hf:// GGUF those jobs load (embedded models, llama_cpp servers the run starts) must be in the
+    local Hub cache or fetched into it now. One error lists all that cannot be used (models.preflight)."""
     from socsim import models
 
     by_rule = {st.rule_name: st for _, st in studies.all_stages()}
