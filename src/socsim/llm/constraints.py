@@ -43,7 +43,8 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
     on every object, every property required (an optional property becomes required: strict mode has no
     optional ones), every enum typed (a type from its values where the schema names none)."""
     root = schema if _is_object(schema) else {"type": "object", "properties": {WRAP: schema}}
-    return _strict(root)
+    strict: dict[str, Any] = _strict(root)
+    return strict
 
 
 def _strict(node: Any) -> Any:
