@@ -44,6 +44,7 @@ class ModelSpec:
     n_ctx: int = 4096
     serve: dict[str, Any] | None = None  # the run starts its server (socsim.serving); None: an external server
     strict_roles: bool = False  # no system message; user/assistant turns alternate (socsim.llm.types.alternating)
+    concurrency: int | None = None  # requests in flight per endpoint (servers); None: llm.concurrency
 
     @property
     def served(self) -> bool:
@@ -114,6 +115,7 @@ def resolve(params: Mapping[str, Any], name: str, where: str = "a stage") -> Mod
         n_ctx=entry["n_ctx"],
         serve=dict(entry["serve"]) if entry.get("serve") else None,
         strict_roles=bool(entry.get("strict_roles", False)),
+        concurrency=entry.get("concurrency"),
     )
 
 
@@ -144,7 +146,7 @@ def client(params: Mapping[str, Any], spec: ModelSpec, cache_path: str | Path | 
             list(spec.endpoints),
             dialect=spec.dialect,
             model=spec.model_id,
-            concurrency=llm["concurrency"],
+            concurrency=spec.concurrency or llm["concurrency"],
             timeout=llm["timeout"],
             retry=RetryPolicy(**llm["retries"]),
             api_key_env=spec.api_key_env,

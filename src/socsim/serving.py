@@ -990,6 +990,9 @@ def supervise(d: Path) -> int:
         while True:
             code = proc.poll()
             if code is not None:
+                # What it started is left in its group (vLLM's EngineCore and workers), holding the log's pipe.
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
                 copier.join(timeout=5)  # its last lines into the log before the tail is read
                 what = "failed" if state["status"] == "starting" else "died"
                 publish(status=what, reason=f"the engine exited with status {code}; its log:\n{tail(d / 'server.log')}")

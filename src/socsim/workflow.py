@@ -86,9 +86,13 @@ def rerun_values(st: Stage, params: Mapping[str, Any]) -> dict[str, Any]:
 SERVE_OPERATIONAL = ("port", "host", "ready_timeout", "linger", "slurm_args")
 
 
+MODEL_OPERATIONAL = ("concurrency",)  # requests in flight: how fast, not what
+
+
 def _science(entry: Mapping[str, Any]) -> dict[str, Any]:
+    entry = {k: v for k, v in entry.items() if k not in MODEL_OPERATIONAL}
     if "serve" not in entry:
-        return dict(entry)
+        return entry
     serve = {k: v for k, v in entry["serve"].items() if k not in SERVE_OPERATIONAL}
     return {**entry, "serve": serve}
 

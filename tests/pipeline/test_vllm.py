@@ -143,11 +143,25 @@ def prepare(dest: Path) -> Path:
     params = {"llm": {"retries": {"max_tries": 2, "backoff_base": 0.2, "backoff_max": 1.0}}}
     params["models"] = {"smollm2-135m": {**vllm_entry(), "gguf": None}}
     (project / "serve.yaml").write_text(yaml.safe_dump(params))
+    (project / "longer.yaml").write_text(yaml.safe_dump(LONGER))
     return project
 
 
-def run_cmd(*extra: str) -> list[str]:
-    return ["snakemake", *extra, "--cores", "2", "--configfile", TINY, "serve.yaml"]
+# Longer discussions than the tiny config's (6 calls in 3 s on vLLM): a window to kill the server in.
+LONGER = {"facilitation": {"user_turns": 8, "comment_max_tokens": 32}}
+
+
+def run_cmd(*extra: str, served: bool = True) -> list[str]:
+    return [
+        "snakemake",
+        *extra,
+        "--cores",
+        "2",
+        "--configfile",
+        TINY,
+        "longer.yaml",
+        *(["serve.yaml"] if served else []),
+    ]
 
 
 def engine_tree(state: dict) -> list[int]:
@@ -187,7 +201,7 @@ def constrained(project: Path) -> int:
     return sum(json.loads(p.read_text()).get("constrained", 0) for p in project.glob("results/*/metrics/**/*.json"))
 
 
-SIM_CACHE = ".socsim-cache/facilitation/simulate/smollm2-135m.sqlite"
+SIM_CACHE = ".socsim-cache/facilitation/simulate/main.smollm2-135m.sqlite"
 
 
 def test_a_tiny_run_on_vllm_starts_checks_and_stops_its_server(tmp_path):
@@ -224,7 +238,7 @@ def test_a_tiny_run_on_vllm_starts_checks_and_stops_its_server(tmp_path):
     t0 = time.monotonic()
     sh(run_cmd(), project, env=env, timeout=2400)
     took = time.monotonic() - t0
-    m = read_metrics(project / "results/facilitation/metrics/simulate/smollm2-135m.json")
+    m = read_metrics(project / "results/facilitation/metrics/simulate/main.smollm2-135m.json")
     assert m["cache_hits"] >= done_when_killed and m["calls"] > 0
     state = json.loads((project / serving.STATE / "smollm2-135m" / "server.json").read_text())
     assert state["status"] == "stopped" and state["url"] != killed["url"], state
@@ -235,10 +249,13 @@ def test_a_tiny_run_on_vllm_starts_checks_and_stops_its_server(tmp_path):
 
     # 3. The same run embedded (the shipped GGUF of the same model, in process): vLLM fails to parse no more
     #    often, stage by stage.
-    embedded = copy_project(tmp_path / "e")
-    sh(["snakemake", "--cores", "2", "--configfile", TINY], embedded, timeout=2400)
+    embedded = prepare(tmp_path / "e")
+    t0 = time.monotonic()
+    sh(run_cmd(served=False), embedded, timeout=2400)
+    took_embedded = time.monotonic() - t0
     base = parse_failures(embedded)
-    print(f"\ntiny run of every study on vLLM: {took:.0f} s; parse failures on vLLM {failures}, embedded {base}")
+    print(f"\ntiny run of every study: vLLM {took:.0f} s (its start included), embedded {took_embedded:.0f} s")
+    print(f"parse failures per stage: vLLM {failures}, embedded {base}")
     assert set(failures) == set(base)
     worse = {k: (failures[k], base[k]) for k in failures if failures[k] > base[k]}
     assert not worse, f"stages with more parse failures on vLLM than embedded (vLLM, embedded): {worse}"

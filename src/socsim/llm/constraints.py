@@ -29,7 +29,6 @@ def _gbnf_literal(text: str) -> str:
 
 
 WRAP = "answer"  # the one property that holds an answer whose schema has no object at its root (openai)
-WRAP_TOKENS = 8  # what `{"answer": }` costs in common vocabularies (4-6 tokens), with room for a space or two
 STRICT_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # the hosted API's rule for a json_schema's name
 
 
@@ -96,9 +95,17 @@ class Constraint:
         return self.kind
 
     def wire_overhead(self, dialect: str) -> int:
-        """Tokens the dialect's shape adds to an answer, which the request's max_tokens (the answer's budget)
-        does not hold: the OpenAI wrapper `{"answer": ...}` of a schema without an object root."""
-        return WRAP_TOKENS if dialect == "openai" and not _is_object(self.json_schema()) else 0
+        """Tokens to add to the request's max_tokens (the answer's budget) in the dialect's shape: for the
+        OpenAI wrapper of a schema without an object root, the characters of the whole compact wrapped answer
+        (its longest value inside `{"answer":...}`), a bound at any tokenization (a token holds at least one
+        character; under a grammar, vLLM's SmolLM2 spent 12 tokens on `{"answer":"No"}`)."""
+        if dialect != "openai" or _is_object(self.json_schema()):
+            return 0
+        return len(json.dumps({WRAP: self._longest()}, ensure_ascii=False, separators=(",", ":")))
+
+    def _longest(self) -> Any:
+        """The longest answer the constraint allows, as a JSON value (for wire_overhead); unbounded: ""."""
+        return ""
 
     def response_format(self, dialect: str) -> dict[str, Any]:
         schema = self.json_schema()
@@ -169,6 +176,9 @@ class Choice(Constraint):
     def gbnf(self) -> str:
         return "root ::= " + " | ".join(_gbnf_literal(o) for o in self.options)
 
+    def _longest(self) -> str:
+        return max(self.options, key=lambda o: len(json.dumps(o, ensure_ascii=False)))
+
     def _parse(self, text: str) -> str:
         answer = _unquote(text)
         for option in self.options:
@@ -198,6 +208,9 @@ class IntRange(Constraint):
             # Grammar compilers (llama.cpp, outlines) enforce an enum but not always a range.
             schema["enum"] = list(range(self.low, self.high + 1))
         return schema
+
+    def _longest(self) -> int:
+        return max(self.low, self.high, key=lambda v: len(str(v)))
 
     def gbnf(self) -> str | None:
         if self.high - self.low > 2000:

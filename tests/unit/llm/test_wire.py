@@ -117,7 +117,7 @@ def test_openai_body_is_exactly_what_socsim_built(tmp_path, recorder):
     assert recorder.paths[-1] == "/v1/chat/completions"
     assert recorder.bodies[-1] == {
         "messages": MESSAGES,
-        "max_tokens": 16 + 8,  # the answer's budget and the wrapper's {"answer": ...}
+        "max_tokens": 16 + len('{"answer":"Yes"}'),  # the answer's budget and the wrapped answer's characters
         "temperature": 0.7,
         "top_p": 0.95,
         "seed": 1234,
@@ -136,7 +136,7 @@ def test_openai_int_range_and_object_schema_on_the_wire(tmp_path, recorder):
     recorder.replies = [('{"answer": 4}', 200), ('{"a": 2, "b": "x"}', 200), ('{"answer": 9}', 200)]
     c = client(tmp_path, recorder.url, "openai", concurrency=1)
     out = c.run([ask(IntRange(1, 5)), ask(schema, seed=2), ask(IntRange(1, 5), seed=3)])
-    assert [b["max_tokens"] for b in recorder.bodies] == [24, 16, 24]  # an object root is not wrapped
+    assert [b["max_tokens"] for b in recorder.bodies] == [28, 16, 28]  # 16 + len('{"answer":1}'); objects: 16
     int_fmt = recorder.bodies[0]["response_format"]["json_schema"]
     assert int_fmt["name"] == "int_range" and int_fmt["strict"] is True
     assert int_fmt["schema"] == {
