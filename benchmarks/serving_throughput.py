@@ -122,7 +122,7 @@ def main() -> None:
     ap.add_argument("--engine", default="llama_cpp", choices=sorted(serving.ENGINES))
     ap.add_argument("--model", default=None, help="what the engine loads (default: the shipped GGUF for llama_cpp)")
     ap.add_argument("--model-id", default="socsim/bench", help="the id it is served under")
-    ap.add_argument("--python", default=None, help="the engine's interpreter (serve.python; default .engines/<engine>)")
+    ap.add_argument("--python", default=None, help="the engine's interpreter (serve.python; default as a run finds it)")
     ap.add_argument("--gpus", type=int, default=0)
     ap.add_argument("--discussions", type=int, default=4)
     ap.add_argument("--users", type=int, default=4)
@@ -135,11 +135,10 @@ def main() -> None:
     ap.add_argument("--embedded", action="store_true", help="also the same discussions on the embedded model")
     args = ap.parse_args()
     os.environ.setdefault("SOCSIM_SERVE_LAUNCHER", "local")
-    python = str(Path(args.python).resolve()) if args.python else None
-    if python is None and (ROOT / ".engines" / args.engine / "bin" / "python").exists():
-        python = str(ROOT / ".engines" / args.engine / "bin" / "python")
+    # The engine's interpreter as a run in this folder finds it (standalone serves from a scratch folder).
+    python = serving.interpreter(args.engine, {"python": args.python})
     model = str(Path(args.model).resolve()) if args.model and Path(args.model).exists() else args.model
-    serve = {"engine": args.engine, "model": model, "gpus": args.gpus, **({"python": python} if python else {})}
+    serve = {"engine": args.engine, "model": model, "gpus": args.gpus, "python": python}
     entry = {"backend": "openai", "model_id": args.model_id, "n_ctx": args.n_ctx, "serve": serve}
     if args.engine == "llama_cpp":
         entry["dialect"] = "llama_cpp"

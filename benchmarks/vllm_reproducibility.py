@@ -1,6 +1,6 @@
 """Is a vLLM answer the same whatever else the server is doing? Measured through socsim's own client.
 
-Starts the test model on vLLM (socsim.serving: `make setup-vllm-cpu` made .engines/vllm and the model),
+Starts the test model on vLLM (socsim.serving: `make setup-vllm-cpu` made .engines/vllm-cpu and the model),
 then asks one discussion-shaped request (a shared system prompt, a persona's turn, a fixed seed):
 
 - alone, with the prefix cache cold for it;
@@ -26,7 +26,7 @@ from socsim import config, models, serving
 from socsim.llm import LLMClient, Request, Sampling
 
 ROOT = Path(__file__).resolve().parents[1]
-PYTHON = ROOT / ".engines" / "vllm" / "bin" / "python"
+PYTHON = ROOT / ".engines" / "vllm-cpu" / "bin" / "python"
 MODEL = ROOT / ".engines" / "models" / "smollm2-135m-instruct"
 MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 SYSTEM = (

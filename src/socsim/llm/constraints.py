@@ -33,7 +33,7 @@ STRICT_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # the hosted API's rule for 
 
 
 def _is_object(schema: dict[str, Any]) -> bool:
-    return schema.get("type") == "object"
+    return schema.get("type") == "object" or ("type" not in schema and "properties" in schema)
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -55,6 +55,7 @@ def _strict(node: Any) -> Any:
     if "properties" in out:
         out["properties"] = {k: _strict(v) for k, v in node["properties"].items()}
     if _is_object(out):
+        out["type"] = "object"
         out["additionalProperties"] = False
         named = [k for k in node.get("required") or [] if k in (out.get("properties") or {})]
         out["required"] = named + [k for k in out.get("properties") or {} if k not in named]
@@ -96,12 +97,12 @@ class Constraint:
 
     def wire_overhead(self, dialect: str) -> int:
         """Tokens to add to the request's max_tokens (the answer's budget) in the dialect's shape: for the
-        OpenAI wrapper of a schema without an object root, the characters of the whole compact wrapped answer
+        OpenAI wrapper of a schema without an object root, the UTF-8 bytes of the whole compact wrapped answer
         (its longest value inside `{"answer":...}`), a bound at any tokenization (a token holds at least one
-        character; under a grammar, vLLM's SmolLM2 spent 12 tokens on `{"answer":"No"}`)."""
+        byte; under a grammar, vLLM's SmolLM2 spent 12 tokens on `{"answer":"No"}`)."""
         if dialect != "openai" or _is_object(self.json_schema()):
             return 0
-        return len(json.dumps({WRAP: self._longest()}, ensure_ascii=False, separators=(",", ":")))
+        return len(json.dumps({WRAP: self._longest()}, ensure_ascii=False, separators=(",", ":")).encode())
 
     def _longest(self) -> Any:
         """The longest answer the constraint allows, as a JSON value (for wire_overhead); unbounded: ""."""

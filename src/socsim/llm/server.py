@@ -62,13 +62,14 @@ def request_body(request: Request, dialect: str, model: str | None, strict_roles
     wrapper's tokens on top of its max_tokens (socsim.llm.constraints.Constraint.wire_overhead).
 
     TGI (its sources): temperature 0 is greedy only while top_p is not sent (a top_p < 1 turns sampling
-    back on, at temperature 1), and top_p = 1.0 is refused (HTTP 422); so a greedy request goes without
-    top_p, and a top_p >= 1 (no nucleus cut) is left out, which every engine reads the same way."""
+    back on, at temperature 1), and top_p = 1.0 is refused (HTTP 422); so to TGI a greedy request goes
+    without top_p, and a top_p >= 1 (no nucleus cut) is left out. Other servers always get top_p: a
+    llama.cpp server left without one applies its own default (0.95)."""
     s = request.sampling
     extra = request.constraint.wire_overhead(dialect) if request.constraint is not None else 0
     body: dict[str, Any] = {"messages": request.message_dicts(strict_roles), "max_tokens": s.max_tokens + extra}
     body["temperature"] = s.temperature
-    if s.top_p < 1.0 and not (dialect == "tgi" and s.temperature == 0):
+    if dialect != "tgi" or (s.top_p < 1.0 and s.temperature != 0):
         body["top_p"] = s.top_p
     body["seed"] = request.seed
     if model:
@@ -295,6 +296,8 @@ class ServerBackend:
             # The shape its constraints go out in (socsim.llm.constraints.strict_schema), part of every cache key:
             # answers cached under the earlier shape (rewritten on the wire to "any JSON object") are not reused.
             **({"structured_output": "strict, object root"} if self.dialect == "openai" else {}),
+            # TGI's greedy requests go without top_p (with it TGI sampled at temperature 1): not the old answers.
+            **({"greedy": "without top_p"} if self.dialect == "tgi" else {}),
         }
         before = {ep.url: ep for ep in self._endpoints or []}
         self._changed = None  # a future of an earlier event loop (asyncio.run) must not be awaited here

@@ -144,6 +144,11 @@ def test_an_object_root_is_never_unwrapped():
     assert Choice(("Yes", "No")).wire_overhead("openai") == len('{"answer":"Yes"}')
     assert IntRange(-20, 5).wire_overhead("openai") == len('{"answer":-20}')
     assert JsonSchema.of({"type": "string"}).wire_overhead("openai") == len('{"answer":""}')
+    assert Choice(("Ja", "Nein, danke schön")).wire_overhead("openai") == len('{"answer":"Nein, danke schön"}') + 1
+    # A schema with properties but no type is an object: never wrapped, never unwrapped.
+    untyped = JsonSchema.of({"properties": {"answer": {"type": "integer"}}, "required": ["answer"]})
+    assert untyped.wire_overhead("openai") == 0 and untyped.parse('{"answer": 3}')[0] == {"answer": 3}
+    assert untyped.response_format("openai")["json_schema"]["schema"]["type"] == "object"
     value, ok, err = Choice(("Yes", "No")).parse('{"answer": "Maybe"}')
     assert not ok and "Maybe" in err  # a wrapped answer outside the options still fails
     assert Choice(("Yes", "No")).parse('{"answer": "Yes", "x": 1}')[1] is False  # not the wrapper: kept as is

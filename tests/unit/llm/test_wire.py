@@ -181,10 +181,12 @@ def test_tgi_greedy_sends_no_top_p_and_top_p_one_is_left_out(tmp_path, recorder)
     assert "response_format" not in greedy
 
 
-def test_openai_greedy_keeps_top_p(tmp_path, recorder):
-    c = client(tmp_path, recorder.url, "openai")
-    c.run([ask(sampling=Sampling(0.0, 0.95, 8))])
-    assert recorder.bodies[-1]["top_p"] == 0.95 and recorder.bodies[-1]["temperature"] == 0.0
+@pytest.mark.parametrize("dialect", ["openai", "llama_cpp"])
+def test_other_servers_always_get_top_p(tmp_path, recorder, dialect):
+    """Greedy keeps its top_p, and top_p = 1 is sent: a llama.cpp server left without one applies 0.95."""
+    c = client(tmp_path, recorder.url, dialect, concurrency=1)
+    c.run([ask(sampling=Sampling(0.0, 0.95, 8)), ask(sampling=Sampling(0.7, 1.0, 8), seed=2)])
+    assert [(b["temperature"], b["top_p"]) for b in recorder.bodies] == [(0.0, 0.95), (0.7, 1.0)]
 
 
 def test_llama_cpp_body(tmp_path, recorder):
@@ -233,7 +235,10 @@ def test_openai_identity_marks_the_shape(tmp_path, recorder):
     a.run([ask()])
     b.run([ask()])
     assert a.identity()["structured_output"] == "strict, object root"
-    assert "structured_output" not in b.identity()
+    assert "structured_output" not in b.identity() and "greedy" not in b.identity()
+    t = client(tmp_path / "tgi", recorder.url, "tgi", backend="tgi")
+    t.run([ask()])
+    assert t.identity()["greedy"] == "without top_p" and "structured_output" not in t.identity()
 
 
 # -- the hosted API's strict mode --------------------------------------------------------------------
