@@ -25,9 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +35,6 @@ from socsim.facilitation import materials, setups, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "facilitation"
-PREFIX_METRICS = {  # engine -> (hits counter, queries counter) in its Prometheus /metrics
-    "vllm": ("vllm:prefix_cache_hits", "vllm:prefix_cache_queries"),
-    "sglang": ("sglang:cached_tokens", "sglang:prompt_tokens"),
-}
 
 
 def discussion_setups(n: int, users: int, turns: int, seed: int = 7) -> list[dict[str, Any]]:
@@ -63,34 +57,13 @@ def discussion_setups(n: int, users: int, turns: int, seed: int = 7) -> list[dic
     )
 
 
-def prefix_counters(url: str, engine: str) -> tuple[float, float] | None:
-    """(hit tokens, queried tokens) so far, from the engine's /metrics; None where it reports none."""
-    if engine not in PREFIX_METRICS:
-        return None
-    key = os.environ.get(serving.KEY_ENV)
-    req = urllib.request.Request(url + "/metrics", headers={"Authorization": f"Bearer {key}"} if key else {})
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            text = resp.read().decode()
-    except OSError:
-        return None
-    sums = []
-    for name in PREFIX_METRICS[engine]:
-        pattern = re.compile(rf"^{re.escape(name)}(?:_total)?(?:{{[^}}]*}})? ([0-9.eE+-]+)$", re.M)
-        values = [float(v) for v in pattern.findall(text)]
-        if not values:
-            return None
-        sums.append(sum(values))
-    return sums[0], sums[1]
-
-
 def run(params: dict, spec: models.ModelSpec, engine: str, rows: list[dict], concurrency: int, max_tokens: int) -> dict:
     """The discussions through socsim's client with at most `concurrency` requests in flight (1: one at a
     time); each discussion's turns stay in order, so requests in flight = min(discussions, concurrency)."""
     p = {**params, "llm": {**params["llm"], "concurrency": concurrency}}
     client = models.client(p, spec, cache_path="")
     url = spec.urls()[0] if spec.served else ""
-    before = prefix_counters(url, engine) if url else None
+    before = serving.prefix_counters(url, engine) if url else None
 
     async def go() -> float:
         async with client:
@@ -104,7 +77,7 @@ def run(params: dict, spec: models.ModelSpec, engine: str, rows: list[dict], con
 
     wall = asyncio.run(go())
     m = client.accounting.as_metrics()
-    after = prefix_counters(url, engine) if url else None
+    after = serving.prefix_counters(url, engine) if url else None
     hit = None
     if before and after and after[1] > before[1]:
         hit = (after[0] - before[0]) / (after[1] - before[1])

@@ -276,6 +276,38 @@ VLLM_NO_CHUNKS = "--no-enable-chunked-prefill"
 VLLM_STRUCTURED = '{"backend": "xgrammar", "disable_any_whitespace": true}'
 
 
+PREFIX_METRICS = {  # engine -> (hit tokens counter, queried tokens counter) in its Prometheus /metrics
+    "vllm": ("vllm:prefix_cache_hits", "vllm:prefix_cache_queries"),
+    "sglang": ("sglang:cached_tokens", "sglang:prompt_tokens"),
+}
+
+
+def prefix_counters(url: str, engine: str) -> tuple[float, float] | None:
+    """(hit tokens, queried tokens) of the server's prefix cache so far, from its /metrics (summed over
+    labels); None where the engine reports none or the server does not answer. A hit rate is the ratio of
+    two readings' differences."""
+    import re
+    import urllib.request
+
+    if engine not in PREFIX_METRICS:
+        return None
+    key = os.environ.get(KEY_ENV)
+    req = urllib.request.Request(url + "/metrics", headers={"Authorization": f"Bearer {key}"} if key else {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            text = resp.read().decode()
+    except OSError:
+        return None
+    sums = []
+    for name in PREFIX_METRICS[engine]:
+        pattern = re.compile(rf"^{re.escape(name)}(?:_total)?(?:{{[^}}]*}})? ([0-9.eE+-]+)$", re.M)
+        values = [float(v) for v in pattern.findall(text)]
+        if not values:
+            return None
+        sums.append(sum(values))
+    return sums[0], sums[1]
+
+
 def needs_key(host: str) -> bool:
     return host not in LOOPBACK
 

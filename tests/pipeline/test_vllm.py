@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -105,28 +104,22 @@ def test_a_wrong_model_id_is_refused(vllm, tmp_path):
         c.run([ask("Hi", 1)])
 
 
-def prefix_counters(url: str) -> tuple[float, float]:
-    text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
-    values = {}
-    for line in text.splitlines():
-        for name in ("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"):
-            if line.startswith(name + "{") or line.startswith(name + " "):
-                values[name] = values.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
-    return values["vllm:prefix_cache_hits_total"], values["vllm:prefix_cache_queries_total"]
-
-
 def test_cached_tokens_and_prefix_cache_hit_rate(vllm, tmp_path):
     lease, _ = vllm
     shared = "You take part in an online discussion about taxes. " * 40  # ~440 tokens: 3 blocks of 128 (CPU)
     c = client(tmp_path, lease.url, concurrency=1)
-    hits0, queries0 = prefix_counters(lease.url)
+    before = serving.prefix_counters(lease.url, "vllm")
+    assert before is not None, "vLLM's /metrics reports no prefix-cache counters"
+    hits0, queries0 = before
     reqs = [
         Request.chat([{"role": "system", "content": shared}, {"role": "user", "content": f"Turn {i}."}], i)
         for i in range(3)
     ]
     c.run(reqs)
     m = c.accounting.as_metrics()
-    hits, queries = prefix_counters(lease.url)
+    after = serving.prefix_counters(lease.url, "vllm")
+    assert after is not None
+    hits, queries = after
     assert m["prompt_tokens"] > 3 * 400
     # The second and third prompts re-use the first one's full blocks: each evaluates >= 256 tokens fewer.
     cached = m["prompt_tokens"] - m["prompt_tokens_evaluated"]

@@ -350,3 +350,39 @@ def test_servers_side_by_side_get_gpus_no_other_live_server_holds(monkeypatch, t
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     with pytest.raises(serving.ServeError, match="0 of this machine's 0"):
         serving.assign_gpus(base, "other", 1)
+
+
+def test_prefix_counters_sum_an_engines_labelled_counters():
+    """vLLM's /metrics as it reads (counters with labels, _total names): hits and queries summed."""
+    import http.server
+    import threading
+
+    text = (
+        "# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of cached tokens.\n"
+        '# TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total{engine="0",model_name="m"} 640.0\n'
+        'vllm:prefix_cache_hits_total{engine="1",model_name="m"} 128.0\n'
+        'vllm:prefix_cache_queries_total{engine="0",model_name="m"} 1000.0\nvllm:num_requests_running 3.0\n'
+    )
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            body = text.encode()
+            self.send_response(200 if self.path == "/metrics" else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        assert serving.prefix_counters(url, "vllm") == (768.0, 1000.0)
+        assert serving.prefix_counters(url, "sglang") is None  # its counters are not there
+        assert serving.prefix_counters(url, "tgi") is None  # reports none
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert serving.prefix_counters(url, "vllm") is None  # no server: no reading
