@@ -327,6 +327,14 @@ def _unless_given(args: Sequence[str], flag: str, value: str) -> list[str]:
     return [] if _given(args, flag) is not None else [flag, value]
 
 
+def _sampling_defaults(args: Sequence[str], flag: str, neutral: str, engine_name: str) -> str:
+    """What the server applies to sampling fields socsim does not send, for provenance."""
+    given = _given(args, flag)
+    if given is None:
+        return f"none ({flag} {neutral}: {engine_name}'s neutral defaults, not the model's generation_config.json)"
+    return f"{flag} {given} (serve.args)"
+
+
 def _gpu_majors() -> list[int]:
     """The CUDA compute capability (major) of each GPU nvidia-smi lists here ([]: none, or not known)."""
     if not shutil.which("nvidia-smi"):
@@ -421,12 +429,7 @@ def command(spec: ModelSpec, host: str, port: int) -> tuple[list[str], dict[str,
         # "vllm": vLLM's own neutral defaults; "auto" (its default) would apply the model's
         # generation_config.json (top_k, min_p, repetition_penalty, ...), which socsim neither sends nor records.
         argv += _unless_given(extra, "--generation-config", "vllm")
-        given = _given(extra, "--generation-config")
-        flags["sampling_defaults"] = (
-            "none (--generation-config vllm: vLLM's neutral defaults, not the model's generation_config.json)"
-            if given is None
-            else f"--generation-config {given} (serve.args)"
-        )
+        flags["sampling_defaults"] = _sampling_defaults(extra, "--generation-config", "vllm", "vLLM")
         found = ENGINES["vllm"].distribution(python)
         if (
             found is not None
@@ -462,12 +465,7 @@ def command(spec: ModelSpec, host: str, port: int) -> tuple[list[str], dict[str,
         argv += _unless_given(extra, "--context-length", str(spec.n_ctx))
         # "openai": SGLang's neutral defaults; "model" (its default) would apply generation_config.json.
         argv += _unless_given(extra, "--sampling-defaults", "openai")
-        given = _given(extra, "--sampling-defaults")
-        flags["sampling_defaults"] = (
-            "none (--sampling-defaults openai: SGLang's neutral defaults, not the model's generation_config.json)"
-            if given is None
-            else f"--sampling-defaults {given} (serve.args)"
-        )
+        flags["sampling_defaults"] = _sampling_defaults(extra, "--sampling-defaults", "openai", "SGLang")
         flags["prefix_caching"] = _sglang_prefix_caching(flags["prefix_caching"], deterministic, extra)
         argv += ["--api-key", key] if key else []
     elif name == "tgi":
