@@ -140,6 +140,13 @@ def run_stage(args: argparse.Namespace) -> None:
     study: stages.Study = args._study
     st: stages.Stage = args._stage
     params = config.load(args.params or [stages.PARAMS_FILE], args.set)
+    if not st.active(params):
+        assert st.when is not None  # a stage without `when` is always active
+        key, value = st.when
+        raise ValueError(
+            f"{study.name} {st.name} is not part of a run on these params: it runs when {key} is {value!r}, "
+            f"and it is {config.get_dotted(params, key)!r}"
+        )
     shard = stages.ALL
     if st.shards and args.shard is not None:
         shard = args.shard

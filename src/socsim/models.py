@@ -170,7 +170,7 @@ def references(params: Mapping[str, Any]) -> dict[str, list[str]]:
     from socsim.stages import ParamsView
 
     out: dict[str, list[str]] = {}
-    for study, st in studies.all_stages():
+    for study, st in studies.all_stages(params):
         if st.models is None:
             continue
         view = ParamsView(params, st.declared, st.rule_name)

@@ -200,13 +200,14 @@ class StagePlan:
         return t
 
 
-def _needed(study: Study) -> list[Stage]:
-    """The LLM stages of a study and every stage they depend on, in pipeline order."""
+def _needed(study: Study, params: Mapping[str, Any]) -> list[Stage]:
+    """The LLM stages of a study's run on `params` and every stage they depend on, in pipeline order."""
+    stages = study.active(params)
     keep: set[str] = set()
-    for st in reversed(study.stages):
-        if st.uses_llm or any(a in s.inputs for s in study.stages if s.name in keep for a in st.outputs):
+    for st in reversed(stages):
+        if st.uses_llm or any(a in s.inputs for s in stages if s.name in keep for a in st.outputs):
             keep.add(st.name)
-    return [st for st in study.stages if st.name in keep]
+    return [st for st in stages if st.name in keep]
 
 
 def _answer_dependent(study: Study, st: Stage, params: Mapping[str, Any]) -> bool:
@@ -216,7 +217,7 @@ def _answer_dependent(study: Study, st: Stage, params: Mapping[str, Any]) -> boo
     todo = list(st.inputs)
     while todo:
         name = todo.pop()
-        producer = study.producer(name)
+        producer = study.producer(name, params)
         if producer is None or producer.name in seen:
             continue
         seen.add(producer.name)
@@ -277,7 +278,7 @@ def _plan_client(
 
 def _plan_study(study: Study, params: dict[str, Any], counters: dict[str, TokenCounter]) -> list[StagePlan]:
     out: list[StagePlan] = []
-    for st in _needed(study):
+    for st in _needed(study, params):
         tallies: dict[tuple[str, str], Tally] = {}
         for shard in st.shard_ids(params) if st.shards else [ALL]:
             paths = study.paths(st, params, shard)

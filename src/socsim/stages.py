@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pyarrow as pa
 
-from socsim.config import ParamsError, subset
+from socsim.config import ParamsError, get_dotted, subset
 
 if TYPE_CHECKING:
     from socsim.llm import LLMClient
@@ -81,6 +81,10 @@ class Stage:
     models: ModelsFn | None = None  # LLM stages: the registry names it may call (socsim.models)
     length_depends_on_answers: bool = False  # episodes end on what is said ("Goodbye."): `socsim plan` bounds calls
     resources: Mapping[str, int] | None = None  # cluster resources (None: LLM_RESOURCES for LLM stages)
+    # (params key, value): the stage is part of a run only when the key has that value (where a study's
+    # data come from: made by the run, or imported); None: always. Stages that write the same artifact
+    # switch on the same key. The key is read to build the DAG, not by the stage (declare it to read it).
+    when: tuple[str, Any] | None = None
     study: str = ""  # set by Study
 
     @property
@@ -112,6 +116,10 @@ class Stage:
 
     def shard_ids(self, params: Mapping[str, Any]) -> list[str]:
         return sorted(self.shard_table(params))
+
+    def active(self, params: Mapping[str, Any]) -> bool:
+        """Whether the stage is part of a run on these params (Stage.when)."""
+        return self.when is None or get_dotted(params, self.when[0]) == self.when[1]
 
     def model_names(self, params: Mapping[str, Any]) -> dict[str, str]:
         """The registry names this stage may call on these params -> the params key that names each."""
@@ -147,17 +155,23 @@ class Study:
             for a in (*st.inputs, *st.outputs):
                 if a not in self.artifacts:
                     raise ValueError(f"stage {name}.{st.name} names an undeclared artifact {a!r}")
-            for a in st.outputs:
-                if self.artifacts[a].sharded and not st.shards:
-                    raise ValueError(f"stage {name}.{st.name} writes sharded {a!r} but declares no shards")
+        for a in self.artifacts:  # several writers of one artifact: never in the same run
+            writers = [st for st in self.stages if a in st.outputs]
+            for i, s1 in enumerate(writers):
+                for s2 in writers[i + 1 :]:
+                    if not _exclusive(s1, s2):
+                        raise ValueError(
+                            f"stages {name}.{s1.name} and {name}.{s2.name} both write {a!r}: give them "
+                            "`when` values of one params key"
+                        )
         for st in self.stages:  # a sharded stage reads a sharded input shard by shard: same shards
             for a in st.inputs:
-                producer = self.producer(a)
                 if not self.artifacts[a].sharded:
                     continue
-                if producer is None:
+                producers = [p for p in self.stages if a in p.outputs and not _exclusive(p, st)]
+                if not producers:
                     raise ValueError(f"stage {name}.{st.name} reads sharded {a!r}, which no stage writes")
-                if st.shards and producer.shards is not st.shards:
+                if st.shards and any(p.shards is not st.shards for p in producers):
                     raise ValueError(f"stage {name}.{st.name} reads {a!r} shard by shard but is sharded differently")
 
     def _metrics_path(self, st: Stage) -> str:
@@ -171,8 +185,15 @@ class Study:
                 return st
         raise KeyError(f"no stage {self.name} {name}")
 
-    def producer(self, artifact: str) -> Stage | None:
-        return next((st for st in self.stages if artifact in st.outputs), None)
+    def active(self, params: Mapping[str, Any]) -> list[Stage]:
+        """The stages of a run on these params (Stage.when), in pipeline order."""
+        return [st for st in self.stages if st.active(params)]
+
+    def producer(self, artifact: str, params: Mapping[str, Any] | None = None) -> Stage | None:
+        """The stage that writes `artifact` (on `params`: the one active there; several may write it)."""
+        return next(
+            (st for st in self.stages if artifact in st.outputs and (params is None or st.active(params))), None
+        )
 
     def artifact(self, st: Stage, name: str) -> Artifact:
         return Artifact(self._metrics_path(st)) if name == "metrics" else self.artifacts[name]
@@ -183,7 +204,8 @@ class Study:
     def paths(self, st: Stage, params: Mapping[str, Any] | None, shard: str = SHARD) -> dict[str, str | list[str]]:
         """Every input and output of a stage, resolved: a sharded artifact of this stage's own
         shard is one path (`shard`, or the "{shard}" wildcard), a sharded input of an unsharded
-        stage is the sorted list of its producer's shard files (needs params)."""
+        stage is the sorted list of its producer's shard files (needs params), a sharded output of
+        an unsharded stage its one shard `all` (e.g. data imported whole)."""
         out: dict[str, str | list[str]] = {}
         for name in (*st.inputs, *self.output_names(st)):
             art = self.artifact(st, name)
@@ -191,11 +213,12 @@ class Study:
                 out[name] = art.path
             elif st.shards:
                 out[name] = art.at(shard)
+            elif name in st.outputs:  # an unsharded stage writes a sharded artifact whole: its one shard
+                out[name] = art.at(ALL)
             else:
-                producer = self.producer(name)
-                # a sharded artifact of an unsharded stage is an input (Study.__init__ refuses sharded outputs
-                # there), and every sharded input has a producer (checked there too)
-                assert producer is not None
+                producer = self.producer(name, params)
+                if producer is None:  # its writers are not part of a run on these params
+                    raise ParamsError(f"{self.name} {st.name} reads {name!r}, which no stage writes on these params")
                 out[name] = [art.at(s) for s in producer.shard_ids(params)] if params is not None else art.path
         return out
 
@@ -219,11 +242,16 @@ class Study:
     def targets(self, params: Mapping[str, Any]) -> list[str]:
         """Every output of every stage (all shards): what `snakemake` builds for this study."""
         out: list[str] = []
-        for st in self.stages:
+        for st in self.active(params):
             for name in self.output_names(st):
                 art = self.artifact(st, name)
                 out += [art.at(s) for s in st.shard_ids(params)] if art.sharded else [art.path]
         return out
+
+
+def _exclusive(a: Stage, b: Stage) -> bool:
+    """Whether two stages are never in the same run: `when` on one key with different values."""
+    return a.when is not None and b.when is not None and a.when[0] == b.when[0] and a.when[1] != b.when[1]
 
 
 def _quote(part: str) -> str:

@@ -8,6 +8,8 @@ one line below.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
+from typing import Any
 
 from socsim.stages import Stage, Study
 
@@ -30,5 +32,6 @@ def study(name: str) -> Study:
     raise KeyError(f"no study {name!r} (studies: {', '.join(s.name for s in all_studies())})")
 
 
-def all_stages() -> list[tuple[Study, Stage]]:
-    return [(s, st) for s in all_studies() for st in s.stages]
+def all_stages(params: Mapping[str, Any] | None = None) -> list[tuple[Study, Stage]]:
+    """Every registered stage; with `params`, those of a run on them (Stage.when)."""
+    return [(s, st) for s in all_studies() for st in (s.stages if params is None else s.active(params))]

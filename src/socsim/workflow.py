@@ -39,7 +39,7 @@ def rules(
 ) -> list[dict[str, Any]]:
     """One plain description per Snakemake rule (sharded stages: one rule with a {shard} wildcard)."""
     out: list[dict[str, Any]] = []
-    for study, st in studies.all_stages():
+    for study, st in studies.all_stages(params):
         paths = study.paths(st, params)
         outputs: dict[str, dict[str, Any]] = {}
         for name in study.output_names(st):
@@ -191,7 +191,7 @@ def dvc_stages(params: Mapping[str, Any]) -> dict[str, Any]:
     """dvc.yaml's stages: the same commands, dependencies, params and outputs; a sharded stage is a
     `foreach` over its shard ids (computed from params.yaml when exported)."""
     out: dict[str, Any] = {}
-    for study, st in studies.all_stages():
+    for study, st in studies.all_stages(params):
         paths = study.paths(st, params)
         entry: dict[str, Any] = {"desc": st.summary, "cmd": _foreach_item(study.command(st, paths))}
         deps = [d for n in st.inputs for d in _foreach_items(paths[n])] + list(st.code)

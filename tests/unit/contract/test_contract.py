@@ -176,3 +176,43 @@ def test_a_stale_shard_list_stops_the_consumer(capsys, monkeypatch):
     assert rc == 2 and "missing: results/coherence/judgments/smollm2-135m.parquet" in err
     assert "not a shard: results/coherence/judgments/smollm2-135m.taxes.parquet" in err
     assert "socsim dvc export" in err
+
+
+def test_the_data_source_switches_the_stages_that_write_the_data(params, capsys):
+    """Stage.when: the stages that make the facilitation data, or the one that imports the paper's own,
+    never both; the rules, dvc.yaml's stages, targets and the analysis' inputs follow."""
+    from socsim import workflow
+    from socsim.stages import Artifact, Stage, Study
+
+    fac = studies.study("facilitation")
+    release = config.validate(config.deep_merge(params, {"facilitation": {"data": {"source": "syndisco_release"}}}))
+    made = ["personas", "topics", "setups", "simulate", "annotate"]
+    assert [st.name for st in fac.active(params)] == [*made, "analyse", "figures"]
+    assert [st.name for st in fac.active(release)] == ["import", "analyse", "figures"]
+    assert fac.producer("comments", params).name == "simulate" and fac.producer("comments", release).name == "import"
+    # an unsharded stage writes a sharded artifact as its one shard; the analysis reads that shard
+    assert fac.paths(fac.stage("import"), release)["comments"] == "results/facilitation/comments/all.parquet"
+    assert fac.paths(fac.stage("analyse"), release)["annotations"] == ["results/facilitation/annotations/all.parquet"]
+    rules = {r["name"] for r in workflow.rules(release)}
+    assert "facilitation_import" in rules and not rules & {f"facilitation_{s}" for s in made}
+    assert "facilitation_import" not in {r["name"] for r in workflow.rules(params)}
+    assert "facilitation_import" in workflow.dvc_stages(release) and "facilitation_simulate" not in workflow.dvc_stages(
+        release
+    )
+    targets = workflow.study_targets(release)["facilitation"]
+    assert "results/facilitation/comments/all.parquet" in targets and not any("personas" in t for t in targets)
+    # the CLI refuses a stage that is not part of a run on these params, saying why
+    with pytest.raises(ValueError, match="runs when facilitation.data.source is 'generated', and it is 'syndisco_rel"):
+        cli.run_stage(
+            cli.build_parser().parse_args(
+                ["facilitation", "simulate", "--set", "facilitation.data.source=syndisco_release"]
+            )
+        )
+    # two writers of one artifact must switch on one key
+    art = {"x": Artifact("x.parquet")}
+    a, b = Stage("a", "", lambda c: None, outputs=("x",)), Stage("b", "", lambda c: None, outputs=("x",))
+    with pytest.raises(ValueError, match="both write 'x'"):
+        Study("s", art, [a, b])
+    with pytest.raises(ValueError, match="both write 'x'"):
+        Study("s", art, [replace(a, when=("k", 1)), replace(b, when=("j", 2))])
+    Study("s", art, [replace(a, when=("k", 1)), replace(b, when=("k", 2))])
