@@ -33,18 +33,9 @@ MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 
 
 def copy_project(dest: Path) -> Path:
-    """The project's tracked and untracked-but-not-ignored files in a fresh folder."""
-    files = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split("\0")
-    for rel in filter(None, files):
-        if (ROOT / rel).is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / rel, dest / rel)
+    """The committed project (git HEAD) in a fresh folder: work in progress in the checkout is not timed."""
+    archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     return dest
 
 
