@@ -80,6 +80,7 @@ def run(label: str, override: dict | None) -> tuple[float, dict[str, dict[str, f
         cmd += ["--configfile", "params.yaml", "serve.yaml"]
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2")}
     env["HF_HUB_OFFLINE"] = "1"
+    env["PYTHONPATH"] = str(project / "src")  # the copy's package, not the checkout's (installed editable)
     print(f"[{label}] {' '.join(cmd)} in {project}", flush=True)
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True)
