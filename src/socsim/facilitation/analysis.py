@@ -5,10 +5,11 @@ without simulating.
 - diversity per discussion = 1 - mean ROUGE-L F1 over all pairs of its comments;
 - OLS toxicity ~ C(strategy, Treatment("No Moderator")) * time over user comments (one row per
   annotator rating, as the paper), plain and cluster-robust (by discussion) errors (Table 2);
-- one-way ANOVA across strategies and pairwise Student t-tests (raw and Holm p) at two levels:
-  "comment" (each comment's mean rating is a unit, as the paper's Fig. 3 and ANOVA) and
-  "discussion" (each discussion's mean toxicity is a unit; comments of one discussion are not
-  independent, so this is the honest test of a strategy effect);
+- one-way ANOVA across strategies and pairwise Student t-tests (raw and Holm p) at three levels,
+  each naming its unit (UNITS): "rating" (every rating row a unit: the paper's ANOVA and Fig. 3,
+  pseudo-replicated, since a comment's ratings and a discussion's comments are not independent),
+  "comment" (each comment's mean over its annotators) and "discussion" (each discussion's mean
+  toxicity: the honest test of a strategy effect, the only level that carries a verdict);
 - facilitator interventions per discussion; non-troll toxicity with and without trolls (Fig. 6:
   the basic-prompt ablation beside the main cell of the same model and strategy);
 - Krippendorff's alpha (ordinal) between annotators; parse-failure rates;
@@ -22,6 +23,10 @@ Time (facilitation.analysis.time):
   generated user comment has time 2. Facilitator turns and silent turns do not advance it.
 - "position": the comment's index among all non-silent comments, facilitator comments included
   (the seed is 0), so moderated discussions' clocks run about twice as fast.
+
+Ratings of the seed opinion (a comment with is_seed) are excluded by rule (rated_and_seeds): the seed
+opens the discussion and is not generated, socsim's annotate stage never rates it, and the paper's
+analysis drops it; a release that rates it (SynDisco's does) would otherwise shift Table 2 and the tests.
 """
 
 from __future__ import annotations
@@ -44,11 +49,25 @@ from socsim.stats.text import diversity
 
 MAIN = "main"
 TIME_RULES = ("user_index", "position")
-LEVELS = ("comment", "discussion")
+LEVELS = ("rating", "comment", "discussion")
+# The unit of each level's test (anova.json's "unit", the pairwise table, vs_paper and Fig. 3 name it).
+UNITS = {"rating": "rating rows", "comment": "comments", "discussion": "discussions"}
+UNIT_WORDS = {
+    "rating": "rating rows as units, one per comment and annotator: the paper's test, pseudo-replicated",
+    "comment": "comments as units, each its mean over its annotators",
+    "discussion": "discussions as units, each its mean toxicity",
+}
 TOXICITY_SCOPE = "facilitation toxicity ratings"
 BASIC = "basic_instructions"
 # A comment-level test's p treats the comments of one discussion as independent: no verdict rests on it.
 NESTED = "no verdict: comments of one discussion are not independent (see the discussion level)"
+# A rating-level test's p treats the ratings of one comment, and the comments of one discussion, as
+# independent observations (pseudo-replication): no verdict rests on it either.
+PSEUDO = (
+    "no verdict: the ratings of one comment and the comments of one discussion are not independent "
+    "(pseudo-replication; see the discussion level)"
+)
+NO_VERDICT = {"rating": PSEUDO, "comment": NESTED, "discussion": ""}
 MIN_DISCUSSIONS = 3  # per strategy (or group) before a discussion-level or clustered test gives a verdict
 
 
@@ -87,11 +106,27 @@ def user_index(comments: pd.DataFrame) -> pd.Series:
     return idx.reindex(comments.index).astype("float64")
 
 
+def seed_note(n: int) -> str:
+    """What the report says about the seed ratings it excluded (rated_and_seeds)."""
+    return (
+        f"{n} ratings of seed opinions excluded by rule: the seed opens the discussion and is not a generated "
+        "comment (socsim never rates it; the paper's analysis drops it)"
+    )
+
+
 def rated_comments(
     comments: pd.DataFrame, annotations: pd.DataFrame, setups: pd.DataFrame, time: str = "user_index"
 ) -> pd.DataFrame:
+    """rated_and_seeds without the count of excluded seed ratings."""
+    return rated_and_seeds(comments, annotations, setups, time)[0]
+
+
+def rated_and_seeds(
+    comments: pd.DataFrame, annotations: pd.DataFrame, setups: pd.DataFrame, time: str = "user_index"
+) -> tuple[pd.DataFrame, int]:
     """Annotation rows joined to their comment and discussion on ids (never on text), with
-    `time` by the chosen rule (module docstring)."""
+    `time` by the chosen rule (module docstring), and how many usable ratings of seed opinions were
+    excluded (the one place of that rule)."""
     if time not in TIME_RULES:
         raise ValueError(f"facilitation.analysis.time must be one of {TIME_RULES}, got {time!r}")
     ann = annotations[annotations["parse_ok"]]
@@ -105,16 +140,19 @@ def rated_comments(
         "role",
         "is_facilitator",
         "is_silent",
+        "is_seed",
         "strategy",
         "model",
         "condition",
     ]
     out = ann.merge(comments[cols], on=["discussion_id", "turn"], how="inner", validate="many_to_one")
+    seed = out["is_seed"].astype(bool)
+    out = out[~seed].drop(columns="is_seed").reset_index(drop=True)
     out = out.merge(
         setups[["discussion_id", "instructions", "with_roles"]], on="discussion_id", how="left", validate="many_to_one"
     )
     out["time"] = out[time]
-    return out
+    return out, int(seed.sum())
 
 
 def comment_means(rated: pd.DataFrame) -> pd.DataFrame:
@@ -209,9 +247,10 @@ def _num(x: float, fmt: str = ".3f") -> str:
     return "n/a" if x is None or not np.isfinite(x) else format(x, fmt)
 
 
-def ols_tables(res: OLSResult, time: str = "user_index") -> tuple[pd.DataFrame, str, str]:
+def ols_tables(res: OLSResult, time: str = "user_index", notes: Sequence[str] = ()) -> tuple[pd.DataFrame, str, str]:
     """Table 2 as a data frame (CSV), Markdown and LaTeX. Unavailable: every cell n/a with the
-    reason; degenerate inputs: coefficients without stars and the flag in place of the stars."""
+    reason; degenerate inputs: coefficients without stars and the flag in place of the stars.
+    `notes`: further sentences below the table (e.g. the seed ratings excluded)."""
     t = res.table.reset_index()
     t.insert(0, "variable", [_term_label(x) for x in t["term"]])
     withheld = f"n/a: {res.unavailable}" if res.unavailable else dg.verdict(res.flags, "")
@@ -244,17 +283,19 @@ def ols_tables(res: OLSResult, time: str = "user_index") -> tuple[pd.DataFrame, 
         f"Adj. R² = {_num(res.adj_r2)}; N = {res.nobs} ratings; {res.n_clusters} discussions; {time_words}."
         + legend
         + (f" Note: {res.note}." if res.note else "")
+        + "".join(f" {n}." for n in notes)
     )
     md += ["", *head, note]
     tex += [r"\hline", r"\end{tabular}", *("% " + h for h in head), "% " + note]
     return t, "\n".join(md) + "\n", "\n".join(tex) + "\n"
 
 
-def unit_values(means: pd.DataFrame, level: str) -> pd.DataFrame:
-    """The units of a test: main-study user comments (comment level, each comment's mean over its
-    annotators) or discussions (discussion level, the mean of its comments' toxicity)."""
-    users = _main_users(means).dropna(subset=["toxicity"])
-    if level == "comment":
+def unit_values(frame: pd.DataFrame, level: str) -> pd.DataFrame:
+    """The units of a test over the main study's user comments: rating rows (rating level; `frame`:
+    rated_comments), comments (comment level; `frame`: comment_means, each comment's mean over its
+    annotators) or discussions (discussion level; `frame`: comment_means, one mean per discussion)."""
+    users = _main_users(frame).dropna(subset=["toxicity"])
+    if level in ("rating", "comment"):
         return users[["discussion_id", "strategy", "toxicity"]].reset_index(drop=True)
     if level == "discussion":
         return users.groupby(["discussion_id", "strategy"], as_index=False)["toxicity"].mean()
@@ -282,13 +323,15 @@ def group_tests(
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """ANOVA and pairwise Student t-tests (raw and Holm p) of toxicity across strategies, one unit
     per row of `units`. `verdict` is "" for a usable test; else "degenerate input: <why>",
-    "inconclusive (...)" (too few units), or NESTED at the comment level (no verdict rests on it)."""
-    unit = "comments" if level == "comment" else "discussions"
+    "inconclusive (...)" (too few units), or NO_VERDICT[level] at the rating and comment levels (no
+    verdict rests on them)."""
+    unit = UNITS[level]
     groups = {s: g["toxicity"].to_numpy(dtype=float) for s, g in units.groupby("strategy")}
     missing = missing_strategies(expected_strategies, groups)
     anova: dict[str, Any] = {
         "level": level,
         "unit": unit,
+        "unit_description": UNIT_WORDS[level],
         "strategies": sorted(groups),
         "n": {s: int(len(v)) for s, v in sorted(groups.items())},
         "no_ratings": missing,
@@ -313,7 +356,7 @@ def group_tests(
         else:
             f, p = sps.f_oneway(*usable.values())
             anova.update(F=float(f), p=float(p))
-    anova["verdict"] = dg.verdict(anova_flags, few or "")
+    anova["verdict"] = dg.verdict(anova_flags, few or NO_VERDICT[level])
     anova["flags"] = dg.as_json(anova_flags)
     rows = []
     for a, b in itertools.combinations(sorted(groups), 2):
@@ -343,7 +386,7 @@ def group_tests(
                 "diff": float(np.mean(va) - np.mean(vb)),
                 "t": float(t),
                 "p": float(p),
-                "verdict": dg.verdict(pair_flags, pair_few or (NESTED if level == "comment" else "")),
+                "verdict": dg.verdict(pair_flags, pair_few or NO_VERDICT[level]),
             }
         )
     pairwise = pd.DataFrame(rows, columns=[c for c in PAIRWISE_COLUMNS if c != "p_holm"])
@@ -354,14 +397,22 @@ def group_tests(
 
 
 def anova_and_pairwise(
-    means: pd.DataFrame, flags: Sequence[dg.Flag] = (), expected_strategies: list[str] | None = None
+    means: pd.DataFrame,
+    flags: Sequence[dg.Flag] = (),
+    expected_strategies: list[str] | None = None,
+    rated: pd.DataFrame | None = None,
 ) -> tuple[dict[str, dict[str, Any]], pd.DataFrame]:
-    """Both levels: {"comment": anova, "discussion": anova} and one pairwise table with a `level`
-    column (Holm within each level)."""
+    """Every level: {"rating": anova, "comment": anova, "discussion": anova} and one pairwise table
+    with a `level` column (Holm within each level). `means`: comment_means; `rated`: the rating rows
+    (rated_comments), without which the rating level is left out."""
+    frames = {"rating": rated, "comment": means, "discussion": means}
     anovas: dict[str, dict[str, Any]] = {}
     tables: list[pd.DataFrame] = []
     for level in LEVELS:
-        anovas[level], table = group_tests(unit_values(means, level), level, flags, expected_strategies)
+        frame = frames[level]
+        if frame is None:
+            continue
+        anovas[level], table = group_tests(unit_values(frame, level), level, flags, expected_strategies)
         tables.append(table)
     return anovas, pd.concat(tables, ignore_index=True)
 
@@ -440,15 +491,30 @@ def troll_groups(tt: pd.DataFrame) -> pd.DataFrame:
 
 def observed_reply_rate(comments: pd.DataFrame, setups: pd.DataFrame) -> dict[str, Any]:
     """P(speaker_t = speaker_t-2) over the user turns of discussions with `respond` turn taking
-    (the paper's 40 %), and the number of turns it is measured on."""
+    (the paper's 40 %), the number of turns it is measured on, and what a uniform pick among the
+    other users would give over the same turns (`uniform_rate`: 1 / (users - 1) per discussion;
+    `users`: the counts of users per discussion: its setup's participants, or where the setups do
+    not list them, the distinct user speakers of its comments)."""
     respond = setups.loc[setups["turn_taking"].isin(["respond", "respond_uniform"]), "discussion_id"]
     users = comments[~comments["is_facilitator"] & comments["discussion_id"].isin(respond)]
+    listed = setups.set_index("discussion_id")["participants"].map(len) if "participants" in setups else None
     hits = trials = 0
-    for _, g in users.sort_values(["discussion_id", "turn"]).groupby("discussion_id"):
+    uniform = 0.0
+    counts: set[int] = set()
+    for did, g in users.sort_values(["discussion_id", "turn"]).groupby("discussion_id"):
         s = g["speaker_id"].to_list()
+        n = max(0, len(s) - 2)
         hits += sum(s[t] == s[t - 2] for t in range(2, len(s)))
-        trials += max(0, len(s) - 2)
-    return {"rate": hits / trials if trials else None, "turns": trials}
+        trials += n
+        k = int(listed[did]) if listed is not None and did in listed.index else len(set(s))
+        counts.add(k)
+        uniform += n / (k - 1) if k > 1 else n  # one user only: always the same speaker
+    return {
+        "rate": hits / trials if trials else None,
+        "turns": trials,
+        "uniform_rate": uniform / trials if trials else None,
+        "users": sorted(counts),
+    }
 
 
 def parse_failures(annotations: pd.DataFrame) -> dict[str, Any]:

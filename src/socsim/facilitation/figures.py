@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from socsim.facilitation.analysis import LEVELS, MAIN, MIN_DISCUSSIONS  # noqa: E402
+from socsim.facilitation.analysis import LEVELS, MAIN, MIN_DISCUSSIONS, UNITS  # noqa: E402
 from socsim.io.figures import n_range, no_data, note, save  # noqa: E402
 from socsim.io.report import read  # noqa: E402
 from socsim.stats.regression import stars  # noqa: E402
@@ -23,9 +23,10 @@ sns.set_theme(style="whitegrid", context="paper")
 
 
 STAR_P = "p_holm"  # the stars of Fig. 3 show Holm-adjusted p (within each level)
-LEVEL_TITLES = {
-    "comment": "(a) comment level (the paper's test: each comment a unit)",
-    "discussion": "(b) discussion level (each discussion's mean a unit)",
+LEVEL_TITLES = {  # one panel per test level, each naming its unit
+    "rating": "rating rows (the paper's test, pseudo-replicated)",
+    "comment": "comments (each comment's mean over its annotators)",
+    "discussion": "discussions (each discussion's mean toxicity)",
 }
 
 
@@ -51,14 +52,15 @@ def all_figures(analysis: Path, out_dir: Path) -> list[Path]:
 
 def fig3_pairwise(pairwise: pd.DataFrame, out_dir: Path, flags: dict[str, list[str]] | None = None) -> list[Path]:
     """Difference of mean toxicity, row strategy minus column strategy, one panel per test level
-    (comments as units, as the paper; discussions as units). Stars: Student t-tests, Holm-adjusted
-    p within the panel; a degenerate input shows no stars, and each panel notes its flags and n."""
+    (rating rows as units, as the paper; comments; discussions). Stars: Student t-tests, Holm-adjusted
+    p within the panel, only where the level carries a verdict (discussions); a degenerate input shows
+    no stars, and each panel notes its flags and n."""
     pairwise = pairwise.assign(verdict=pairwise["verdict"].fillna(""))
     levels = [lv for lv in LEVEL_TITLES if lv in set(pairwise["level"])] or ["comment"]
     names = sorted(set(pairwise["strategy_a"]) | set(pairwise["strategy_b"]))
     n = max(len(names), 1)
     fig, axes = plt.subplots(1, len(levels), figsize=(len(levels) * (1.2 * n + 2.5), 1.0 * n + 2.8), squeeze=False)
-    for ax, level in zip(axes[0], levels):
+    for k, (ax, level) in enumerate(zip(axes[0], levels)):
         pw = pairwise[pairwise["level"] == level]
         diff = pd.DataFrame(np.nan, index=names, columns=names)
         annot = pd.DataFrame("", index=names, columns=names)
@@ -83,8 +85,8 @@ def fig3_pairwise(pairwise: pd.DataFrame, out_dir: Path, flags: dict[str, list[s
                 cbar_kws={"label": "toxicity difference (row - column)"},
             )
         ax.grid(False)
-        ax.set_title(LEVEL_TITLES[level], fontsize=9)
-        units = "comments" if level == "comment" else "discussions"
+        ax.set_title(f"({'abc'[k]}) {LEVEL_TITLES[level]}", fontsize=9)
+        units = UNITS[level]
         counts = {**dict(zip(pw["strategy_a"], pw["n_a"])), **dict(zip(pw["strategy_b"], pw["n_b"]))}
         verdicts = sorted({v for v in pw["verdict"] if v})
         lines = [n_range(list(counts.values()), f"{units} per strategy") if counts else ""]
@@ -93,6 +95,7 @@ def fig3_pairwise(pairwise: pd.DataFrame, out_dir: Path, flags: dict[str, list[s
         )
         lines += [f for f in (flags or {}).get(level, []) if not any(f in v for v in verdicts)]
         note(ax, lines, where="below")
+    fig.subplots_adjust(wspace=0.6)  # room for the strategy names between a panel and the last one's colour bar
     fig.suptitle(
         "Fig. 3: pairwise differences in toxicity between strategies\n"
         "stars: two-sample Student t-test, Holm-adjusted p within each panel "

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from socsim.facilitation import materials, schemas
@@ -116,13 +118,56 @@ def run_annotate(ctx: StageContext) -> None:
     )
 
 
+# -- paper 000's own data ------------------------------------------------------------------------
+
+SOURCE = "facilitation.data.source"
+GENERATED = (SOURCE, "generated")  # Stage.when of the stages that make the data
+RELEASE = (SOURCE, "syndisco_release")
+
+
+def run_import(ctx: StageContext) -> None:
+    from socsim.config import ParamsError
+    from socsim.facilitation import release
+
+    d = ctx.params["facilitation"]["data"]
+    if not d["path"]:
+        raise ParamsError(
+            "facilitation.data.path: give the folder of a clone of "
+            f"https://github.com/{release.REPOSITORY} (at commit {d['revision']})"
+        )
+    source = {"source": "syndisco_release", "path": str(d["path"]), **release.revision(d["path"], d["revision"])}
+    data = release.read(d["path"])
+    ctx.write("setups", data.setups, data_source=source)
+    ctx.write("comments", data.comments, data_source=source)
+    ctx.write(
+        "annotations",
+        data.annotations,
+        data_source=source,
+        annotators=data.annotators,
+        annotator_models=data.annotator_models,
+    )
+    ctx.write_metrics(**data.counts, data_source=source)
+    c = data.counts
+    print(
+        f"socsim: imported {sum(c['discussions'].values())} discussions ({c['comments']} turns, "
+        f"{c['silent_turns']} silent) and {c['ratings']} ratings of {c['annotators']} annotators "
+        f"from {c['annotation_files']} files; commit {source['commit'] or 'not a git checkout: unverified'}",
+        file=sys.stderr,
+    )
+    for what, n in data.left_out.items():
+        print(f"socsim: left out {n} files of {what}: the study has no place for them", file=sys.stderr)
+
+
 def run_analyse(ctx: StageContext) -> None:
     from socsim.facilitation import analysis, paper
     from socsim.io import report
-    from socsim.io.parquet import write_json
+    from socsim.io.parquet import read_provenance, write_json
 
     fa = ctx.params["facilitation"]["analysis"]
     annotations = ctx.read("annotations").to_pandas()
+    # Where the data come from, as the files say (the import records the paper's own release there).
+    setups_file = ctx.paths["setups"]
+    source = read_provenance(setups_file).get("data_source", {}) if isinstance(setups_file, Path) else {}
     out = ctx.path("analysis")
     # Parse-failure rates first: written even when no rating is usable (the error says so).
     agreement = analysis.agreement(annotations)
@@ -136,19 +181,23 @@ def run_analyse(ctx: StageContext) -> None:
         fa["time"],
         analysis.read_human_reference(fa["human_reference"]),
         agreement,
+        source=source.get("source", "generated"),
     )
     report.write(rep, out)
-    write_json(out / "provenance.json", ctx.provenance())
+    write_json(out / "provenance.json", ctx.provenance(**({"data_source": source} if source else {})))
     s, anova = rep.summary, rep.documents["anova.json"]
     ctx.write_metrics(
         ols_adj_r2=s["ols"]["adj_r2"],
         ols_nobs=s["ols"]["nobs"],
-        anova_p=anova["comment"]["p"],
+        anova_p=anova["rating"]["p"],  # the paper's test: rating rows (pseudo-replicated, no verdict)
+        anova_p_comment=anova["comment"]["p"],
         anova_p_discussion=anova["discussion"]["p"],
         degeneracy_flags=len(rep.flags),
         parse_failure_rate=agreement["parse_failure_rate"],
         krippendorff_alpha_toxicity=agreement["krippendorff_alpha_toxicity"],
     )
+    for note in s["notes"]:
+        print(note)
     for f in rep.all_flags:
         print(f.message)
 
@@ -231,6 +280,7 @@ STUDY = Study(
             params=("seed", "facilitation.personas", "facilitation.models"),
             uses_llm=True,
             models=_generator("personas"),
+            when=GENERATED,
         ),
         Stage(
             "topics",
@@ -241,6 +291,7 @@ STUDY = Study(
             params=("seed", "facilitation.topics", "facilitation.models"),
             uses_llm=True,
             models=_generator("topics"),
+            when=GENERATED,
         ),
         Stage(
             "setups",
@@ -250,6 +301,7 @@ STUDY = Study(
             inputs=("personas", "topics", "instructions_file", "strategies_file"),
             outputs=("setups",),
             params=DESIGN_KEYS,
+            when=GENERATED,
         ),
         Stage(
             "simulate",
@@ -262,6 +314,7 @@ STUDY = Study(
             uses_llm=True,
             models=lambda p: dict.fromkeys(p["facilitation"]["models"], "facilitation.models"),
             shards=shards,
+            when=GENERATED,
         ),
         Stage(
             "annotate",
@@ -274,6 +327,16 @@ STUDY = Study(
             uses_llm=True,
             models=lambda p: {model_of(p["facilitation"], "annotation"): "facilitation.annotation.model"},
             shards=shards,
+            when=GENERATED,
+        ),
+        Stage(
+            "import",
+            "Paper 000's own data (facilitation.data.source: syndisco_release): the released discussions and "
+            "ratings as setups, comments and annotations, joined on position with their texts checked; no LLM.",
+            run_import,
+            outputs=("setups", "comments", "annotations"),
+            params=("facilitation.data",),
+            when=RELEASE,
         ),
         Stage(
             "analyse",

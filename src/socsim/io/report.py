@@ -81,6 +81,9 @@ class Report:
     flags: list[Flagged] = field(default_factory=list)
     vs_paper: list[vs_paper.Row] = field(default_factory=list)
     design: list[str] = field(default_factory=list)  # the run's design differences from the paper
+    # The data are the paper's own (its released data): `design` then says how they differ from the
+    # paper's text, and vs_paper calls its rows comparable (socsim.io.vs_paper).
+    own_data: bool = False
     summary: dict[str, Any] = field(default_factory=dict)
     documents: dict[str, Any] = field(default_factory=dict)  # further JSON files: name -> value
 
@@ -114,7 +117,7 @@ def write(report: Report, out_dir: str | Path) -> None:
     if report.findings:
         tables.write(findings_table(report.findings), out, "findings", f"{report.title}: findings")
     if report.vs_paper:
-        vs_paper.write(out, report.vs_paper, report.title, report.design)
+        vs_paper.write(out, report.vs_paper, report.title, report.design, own_data=report.own_data)
     summary = {
         **report.summary,
         "findings": [f.as_dict() for f in report.findings],

@@ -10,7 +10,10 @@ every study). Per row:
 - `comparable`: "yes", or "no: <what differs in design>" (model, steps, encoder, data source,
   fixture data; the notes below the table say how) or "no: ours is an input of the run". A row that
   is not comparable gives no verdict of agreement: its `finding_holds` is about our run only, and its
-  difference is not a gap to close.
+  difference is not a gap to close. On the paper's own data (`own_data`: its released data
+  re-analysed) the design differences are the data's from the paper's text, not a run's: rows say
+  "yes: the paper's own data (they differ from its text: <what>)" and the notes "The paper's data
+  differ from its text: ...".
 - `flags`: the degeneracy flags of this row's own inputs (never the first flag of the run).
 """
 
@@ -92,12 +95,22 @@ def _holds(r: Row) -> str:
     return "n/a" if r.holds is None else "yes" if r.holds else "no"
 
 
-def table(rows: list[Row], design: Sequence[str] = ()) -> pd.DataFrame:
+def _comparable(r: Row, design: Sequence[str], own_data: bool) -> str:
+    diff = ", ".join(d.split(":")[0] for d in (design if r.design is None else r.design))
+    if r.is_input:
+        return "no: ours is an input of the run"
+    if own_data:
+        return "yes: the paper's own data" + (f" (they differ from its text: {diff})" if diff else "")
+    return f"no: {diff}" if diff else "yes"
+
+
+def table(rows: list[Row], design: Sequence[str] = (), own_data: bool = False) -> pd.DataFrame:
+    """The rows as a table. `own_data`: the data are the paper's own, so `design` lists how they
+    differ from its text and the rows are comparable (module docstring)."""
     out = []
     for r in rows:
         ours, paper = _num(r.ours), _num(r.paper)
-        diff = [d.split(":")[0] for d in (design if r.design is None else r.design)]
-        comparable = "no: ours is an input of the run" if r.is_input else ("no: " + ", ".join(diff) if diff else "yes")
+        comparable = _comparable(r, design, own_data)
         out.append(
             {
                 "quantity": r.quantity,
@@ -114,15 +127,19 @@ def table(rows: list[Row], design: Sequence[str] = ()) -> pd.DataFrame:
     return pd.DataFrame(out, columns=COLUMNS).astype({c: "float64" for c in ("ours", "paper", "difference")})
 
 
-def write(out_dir: str | Path, rows: list[Row], title: str, design: Sequence[str] = ()) -> pd.DataFrame:
+def write(
+    out_dir: str | Path, rows: list[Row], title: str, design: Sequence[str] = (), own_data: bool = False
+) -> pd.DataFrame:
     """Write `vs_paper.*` into `out_dir` (socsim.io.tables); returns the table. `design`: the run's
-    design differences from the paper, for rows that do not state their own."""
-    df = table(rows, design)
+    design differences from the paper, for rows that do not state their own; `own_data`: the data
+    are the paper's own, and `design` says how they differ from its text."""
+    df = table(rows, design, own_data)
     shown = df.astype(object).copy()
     for c in ("ours", "paper", "difference"):
         shown[c] = [tables.cell(v, ".3f") for v in df[c]]
     shown.columns = SHOWN
     own = [d for r in rows for d in (r.design or []) if d not in design]
-    notes = [f"Design differs from the paper: {d}" for d in [*design, *dict.fromkeys(own)]]
+    lead = "The paper's data differ from its text" if own_data else "Design differs from the paper"
+    notes = [f"{lead}: {d}" for d in [*design, *dict.fromkeys(own)]]
     tables.write(df, out_dir, "vs_paper", title, notes, shown)
     return df

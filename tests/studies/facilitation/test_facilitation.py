@@ -577,7 +577,7 @@ def test_analyse_on_informative_ratings_compares_with_the_paper(tmp_path):
     assert ours.loc["Table 2: Moderation Game×time", "difference"] == pytest.approx(
         table.loc["Moderation Game×time", "coef"] + 0.011, rel=1e-3
     )
-    assert set(pd.read_csv(out / "pairwise_ttests.csv")["level"]) == {"comment", "discussion"}
+    assert set(pd.read_csv(out / "pairwise_ttests.csv")["level"]) == {"rating", "comment", "discussion"}
     # Finding 2 holds only for significant negative x time terms (the sign alone is no finding).
     elaborate = ["Regulation Room×time", "Constructive Communications×time", "Moderation Game×time"]
     # This data has one elaborate strategy of three: Finding 2 cannot be judged (the rule is tested

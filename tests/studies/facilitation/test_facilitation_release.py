@@ -1,0 +1,206 @@
+"""Paper 000's own data: `socsim facilitation import` on a synthetic fixture in the release's format
+(tests/data/syndisco_release: no real rows), analysed, against an independent computation of Table 2
+the authors' way (syndisco_reference.py: pandas and statsmodels on the JSON, no socsim)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import ROOT, copy_project, read_metrics, run_socsim, sh, tool_env
+from socsim.facilitation import release, schemas
+from socsim.io.parquet import read_provenance, read_table
+
+FIXTURE = ROOT / "tests" / "data" / "syndisco_release"
+_spec = importlib.util.spec_from_file_location("syndisco_reference", Path(__file__).with_name("syndisco_reference.py"))
+assert _spec is not None and _spec.loader is not None
+reference = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(reference)
+MISMATCH_TARGET = "data/annotation_output/main/25-02-20-16-35.json"
+
+
+def import_cmd(tmp: Path, path: Path, *extra: str) -> subprocess.CompletedProcess:
+    return run_socsim(
+        "facilitation",
+        "import",
+        "--params",
+        "params.yaml",
+        "--params",
+        "params.syndisco.yaml",
+        "--set",
+        f"facilitation.data.path={path}",
+        *extra,
+        "--setups",
+        str(tmp / "setups.parquet"),
+        "--comments",
+        str(tmp / "comments" / "all.parquet"),
+        "--annotations",
+        str(tmp / "annotations" / "all.parquet"),
+        "--metrics",
+        str(tmp / "import.json"),
+    )
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("imported")
+    proc = import_cmd(tmp, FIXTURE)
+    assert proc.returncode == 0, proc.stderr
+    return tmp, proc.stderr
+
+
+def fixture_copy(tmp_path: Path) -> Path:
+    dest = tmp_path / "release"
+    shutil.copytree(FIXTURE / "data", dest / "data")
+    return dest
+
+
+def test_the_import_maps_every_discussion_rating_and_seed(imported):
+    tmp, stderr = imported
+    m = read_metrics(tmp / "import.json")
+    expected = {"main": 36, "tt_random": 2, "tt_round_robin": 2, "basic_instructions": 2, "no_roles": 2, "no_sdb": 2}
+    assert m["discussions"] == expected
+    setups = read_table(tmp / "setups.parquet", schemas.SETUPS).to_pandas()
+    comments = read_table(tmp / "comments" / "all.parquet", schemas.COMMENTS).to_pandas()
+    ann = read_table(tmp / "annotations" / "all.parquet", schemas.ANNOTATIONS).to_pandas()
+    # every JSON entry is a row: 29 per moderated main discussion, 15 without a facilitator, one cut short
+    raw = reference.load_messages(FIXTURE / "data")
+    assert (comments["condition"] == "main").sum() == len(raw)
+    main = setups[setups["condition"] == "main"]
+    assert main.groupby("strategy").size().to_dict() == dict.fromkeys(reference.PAPER_ORDER[1:6] + ["No Moderator"], 6)
+    assert set(main["model"]) == {"llama-3.1-70b", "mistral-nemo-12b", "qwen2.5-32b"}
+    assert (setups["seed"] == release.UNSEEDED).all()
+    # the seed: turn 0, a user's name, flagged; empty facilitator texts are silent turns with no position
+    seeds = comments[comments["turn"] == 0]
+    assert seeds["is_seed"].all() and not seeds["is_facilitator"].any() and comments["is_seed"].sum() == 46
+    empty = comments["text"].str.strip() == ""
+    assert (comments["is_silent"] == empty).all() and comments.loc[empty, "position"].isna().all()
+    assert comments.loc[empty, "is_facilitator"].all() and empty.sum() >= 36
+    cut = comments.groupby("discussion_id").size()
+    assert sorted(cut.unique()) == [14, 15, 29]
+    # ratings: every entry of every rated discussion, seeds too, joined on position with the same text
+    assert m["seed_ratings"] == 114 and m["annotators"] == 3 and len(ann) == m["ratings"]
+    joined = ann.merge(comments, on=["discussion_id", "turn"], validate="many_to_one")
+    assert len(joined) == len(ann) and joined["is_seed"].sum() == 114
+    # roles as the authors read them: trolls and community veterans kept
+    roles = pd.Series([p["role"] for ps in main["participants"] for p in ps])
+    assert set(roles) == {"normal_user", "troll", "community_veteran"}
+    # what has no place is counted and said; the source and revision are in provenance
+    assert sum(m["left_out_files"].values()) == 18 and "vanilla_no_sdb" in stderr and "left out 18 files" in stderr
+    prov = read_provenance(tmp / "annotations" / "all.parquet")
+    assert prov["data_source"]["source"] == "syndisco_release" and prov["data_source"]["verified"] is False
+    assert prov["data_source"]["expected"] == "fde36171" and len(prov["annotators"]) == 3
+
+
+def test_table2_of_the_imported_data_equals_the_authors_way(imported, tmp_path):
+    """Table 2 from the import + analysis equals the authors' computation on the JSON (joined on position;
+    on text too: the user rows do not change), seeds and facilitator rows dropped; seeds kept would change it."""
+    tmp, _ = imported
+    out = tmp_path / "analysis"
+    proc = run_socsim(
+        "facilitation",
+        "analyse",
+        "--params",
+        "params.yaml",
+        "--params",
+        "params.syndisco.yaml",
+        "--setups",
+        str(tmp / "setups.parquet"),
+        "--comments",
+        str(tmp / "comments" / "all.parquet"),
+        "--annotations",
+        str(tmp / "annotations" / "all.parquet"),
+        "--analysis",
+        str(out),
+        "--metrics",
+        str(tmp_path / "analyse.json"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    ours = pd.read_parquet(out / "table2_ols.parquet").set_index("variable")
+    ref = reference.table2(FIXTURE / "data")
+    assert ref["params"] == pytest.approx(reference.table2(FIXTURE / "data", join="text")["params"], abs=1e-12)
+    assert read_metrics(tmp_path / "analyse.json")["ols_nobs"] == ref["n"]
+    for term in reference.PAPER_ORDER:
+        assert ours.loc[term, "coef"] == pytest.approx(ref["params"][term], abs=1e-9), term
+    with_seeds = reference.table2(FIXTURE / "data", keep_seed=True)["params"]
+    assert abs(with_seeds["Intercept"] - ref["params"]["Intercept"]) > 0.3  # the seeds would have moved it
+    # the generator's truth is recovered within sampling error (the fixture is small)
+    truth = json.loads((FIXTURE / "truth.json").read_text())
+    for term, value in truth["generator"].items():
+        if term in ours.index:
+            assert abs(ours.loc[term, "coef"] - value) < 4 * ours.loc[term, "se"] + 0.05, term
+
+
+def test_an_annotation_file_that_disagrees_with_its_discussion_stops_the_import(tmp_path):
+    rel = fixture_copy(tmp_path)
+    shutil.copy(FIXTURE / "mismatch.json", rel / MISMATCH_TARGET)
+    proc = import_cmd(tmp_path, rel)
+    assert proc.returncode != 0
+    assert MISMATCH_TARGET.split("/")[-1] in proc.stderr and "logs[5] text differs" in proc.stderr
+    assert not (tmp_path / "setups.parquet").exists()
+
+
+@pytest.mark.parametrize(
+    "edit,said",
+    [
+        (lambda d: d["logs"][3].update(model="gpt-5"), "logs[].model"),
+        (lambda d: d.pop("ctx_length"), "missing field(s) ctx_length"),
+        (lambda d: d["logs"][2].update(name="stranger"), "logs[2].name 'stranger'"),
+    ],
+)
+def test_what_cannot_be_mapped_stops_the_import_naming_file_and_field(tmp_path, edit, said):
+    rel = fixture_copy(tmp_path)
+    target = sorted((rel / "data/discussions_output/main/vanilla").glob("*.json"))[0]
+    data = json.loads(target.read_text())
+    edit(data)
+    target.write_text(json.dumps(data))
+    with pytest.raises(release.ReleaseError, match="vanilla") as err:
+        release.read(rel)
+    assert target.name in str(err.value) and said in str(err.value)
+    unknown = rel / "data/discussions_output/main/socratic"
+    unknown.mkdir()
+    with pytest.raises(release.ReleaseError, match="socratic: unknown strategy folder"):
+        release.read(rel)
+
+
+def test_the_revision_of_a_clone_is_checked(tmp_path):
+    rel = fixture_copy(tmp_path)
+    sh(["git", "init", "-q"], rel)
+    sh(["git", "add", "-A"], rel)
+    sh(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "release"], rel)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=rel, capture_output=True, text=True).stdout.strip()
+    assert release.revision(rel, head[:8]) == {
+        "repository": release.REPOSITORY,
+        "expected": head[:8],
+        "commit": head,
+        "verified": True,
+    }
+    with pytest.raises(release.ReleaseError, match=f"at commit {head[:12]}, not facilitation.data.revision fde36171"):
+        release.revision(rel, "fde36171")
+    with pytest.raises(release.ReleaseError, match="not a SynDisco release"):
+        release.data_folder(tmp_path)
+
+
+@pytest.mark.slow
+def test_snakemake_imports_analyses_and_draws_the_release_with_no_llm_stage(tmp_path):
+    """`snakemake --configfile params.syndisco.yaml facilitation` on the fixture: import -> analyse -> figures,
+    no model loaded, vs_paper on the paper's own data."""
+    project = copy_project(tmp_path / "project")
+    override = project / "release.yaml"
+    override.write_text(f"facilitation:\n  data:\n    path: {FIXTURE}\n")
+    cmd = ["snakemake", "--cores", "2", "--configfile", "params.syndisco.yaml", "release.yaml", "--", "facilitation"]
+    proc = subprocess.run(cmd, cwd=project, env=tool_env(), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = project / "results" / "facilitation"
+    ran = {p.stem for p in (results / "metrics").glob("*.json")}
+    assert ran == {"import", "analyse", "figures"}, ran
+    assert not (results / "personas.parquet").exists() and not (results / "logs" / "simulate").exists()
+    assert (results / "figures" / "fig3_pairwise_toxicity.png").is_file()
+    vs = pd.read_parquet(results / "analysis" / "vs_paper.parquet")
+    assert len(vs) and vs["comparable"].str.contains("paper's own data").all(), vs["comparable"].unique()
