@@ -17,7 +17,13 @@ from socsim import config, dvc, studies, workflow
 from socsim.stages import LLM_RESOURCES
 
 # Every params file the repository ships: the default, the override files beside it, the test configs.
-SHIPPED = ["params.yaml", "params.paper.yaml", "params.laptop.yaml", "tests/params.tiny.yaml"]
+SHIPPED = [
+    "params.yaml",
+    "params.paper.yaml",
+    "params.laptop.yaml",
+    "params.syndisco.yaml",
+    "tests/params.tiny.yaml",
+]
 
 
 def flatten(d: dict, prefix: str = "") -> dict[str, object]:
@@ -121,8 +127,8 @@ def test_rules_are_generated_from_the_declarations():
     assert "rule all:" in (ROOT / "Snakefile").read_text() and "\nrule " not in smk
     params = config.load([ROOT / "params.yaml"])
     specs = {r["name"]: r for r in workflow.rules(params)}
-    assert set(specs) == {st.rule_name for _, st in studies.all_stages()}
-    for study, st in studies.all_stages():
+    assert set(specs) == {st.rule_name for _, st in studies.all_stages(params)}
+    for study, st in studies.all_stages(params):
         r = specs[st.rule_name]
         assert r["llm_clients"] == int(st.uses_llm) and r["log"].endswith(".log") and r["benchmark"].endswith(".tsv")
         assert r["message"].startswith(f"{study.name} {st.name}: ") and st.summary.replace("{", "{{") in r["message"]

@@ -135,7 +135,7 @@ def test_tiny_run_snakemake_then_dvc(project):
     check_prefix_reuse(project)
     for path in workflow.targets(params):
         assert (project / path).exists(), path
-    for study, st in studies.all_stages():
+    for study, st in studies.all_stages(params):
         for shard in st.shard_ids(params) if st.shards else [None]:
             where = f"{st.name}/{shard}" if shard else st.name
             assert (project / f"results/{study.name}/logs/{where}.log").is_file(), (study.name, where)
@@ -229,7 +229,7 @@ def test_tiny_run_snakemake_then_dvc(project):
     assert (project / "results/coherence/judgments/all.parquet").is_file()
     assert (project / "results/opinion_dynamics/ratings/all.parquet").is_file()
     assert (project / "results/debate/simulated/all.parquet").is_file()
-    for study, st in studies.all_stages():
+    for study, st in studies.all_stages(params):
         if st.uses_llm and st.shards:
             metrics = yaml.safe_load((project / f"results/{study.name}/metrics/{st.name}/all.json").read_text())
             assert metrics["calls"] == 0 and metrics["cache_hits"] > 0, st.rule_name
