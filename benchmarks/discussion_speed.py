@@ -16,10 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from socsim import config
+from socsim import config, models
 from socsim.config import read_yaml
 from socsim.facilitation import materials, setups, simulate
-from socsim.llm import LLMClient
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "facilitation"
 SYNDISCO_WORDS_PER_S = 11.4
@@ -56,7 +55,7 @@ def main() -> None:
         params = config.validate(
             {"llm": {"cache_path": str(Path(tmp) / "c.sqlite"), "prefix_cache": not args.no_prefix_cache}}
         )
-        client = LLMClient.from_params(params)
+        client = models.named_client(params)
         asyncio.run(client.probe())  # load the model outside the timing
         words = turns = 0
         start = time.perf_counter()

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from socsim import config
+from socsim import config, models
 from socsim.llm import LLMClient, Request, Sampling, derive_seed
 
 PROMPTS = [
@@ -80,7 +80,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         params = config.validate({"llm": {"cache_path": str(Path(tmp) / "cache.sqlite")}})
-        client = LLMClient.from_params(params)
+        client = models.named_client(params)
         asyncio.run(client.probe())  # loads the model once; the raw loop uses the same instance
         llm = client.backend.llm
         raw, ours = [], []

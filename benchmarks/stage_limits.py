@@ -29,8 +29,7 @@ import argparse
 import json
 from pathlib import Path
 
-from socsim import config
-from socsim.llm import LLMClient
+from socsim import config, models
 from socsim.llm.limits import (
     best_limit,
     biggest_gap,
@@ -88,7 +87,7 @@ def main() -> None:
         mine = [u for u in uses if u.model == model]
         calls = sum(u.calls for u in mine)
         mean_len = sum(u.evaluated for u in mine) // calls if calls else 256
-        client = LLMClient.from_params(params, model)
+        client = models.named_client(params, model)
         rates = measure_rates(client.backend, prompt_len=max(32, min(mean_len, spec["n_ctx"] - 64)))
         costs = measure_costs(client.backend)
         rates_out[model] = {**vars(rates), "costs": vars(costs)}

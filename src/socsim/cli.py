@@ -268,10 +268,8 @@ def run_args(args: argparse.Namespace) -> int:
         if args.study == "params":
             import yaml
 
-            from socsim import models
-
             params = config.load(args.files)
-            models.check(params)  # every model a stage names resolves
+            studies.check_models(params)  # every model a stage names resolves
             print(yaml.safe_dump(params, sort_keys=False), end="")
         elif args.study == "plan":
             from socsim import plan

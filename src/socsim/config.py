@@ -18,6 +18,9 @@ from typing import Any
 import jsonschema
 import yaml
 
+from socsim.canonical import canonical_json
+from socsim.legacy import legacy_hint
+
 SCHEMA_RELPATH = Path("workflow") / "schemas" / "params.schema.yaml"
 
 
@@ -109,8 +112,6 @@ def validate(params: dict[str, Any] | None, schema: Mapping[str, Any] | None = N
     params = copy.deepcopy(params) if params is not None else {}
     if not isinstance(params, dict):
         raise ParamsError(f"params must be a mapping of keys to values, got {type(params).__name__}")
-    from socsim.models import legacy_hint
-
     hint = legacy_hint(params)
     if hint:
         raise ParamsError(hint)
@@ -201,7 +202,3 @@ def subset(params: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
 
 def params_hash(values: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(values).encode()).hexdigest()
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -7,18 +7,17 @@ sampling defaults and its context length. The name is what artifacts carry in th
 the identity the backend reports once it has answered (file sha, served model id) is what cache keys,
 provenance and metrics record, so no artifact carries a model that did not answer.
 
-A params file of the shape before the registry (model keys in `llm`, `{name: ..., model: ...}` entries
-in the studies) stops with a message that shows the registry entries it would need (`legacy_hint`).
+A params file of the shape before the registry stops with a message that shows the registry entries it
+would need (socsim.legacy). Which stages use which model: socsim.studies; checking the models a run needs
+before its first job: socsim.preflight.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import yaml
 
 from socsim.config import ParamsError
 
@@ -164,220 +163,20 @@ def sampling(params: Mapping[str, Any], spec: ModelSpec) -> Sampling:
     return Sampling(**{**params["llm"]["sampling"], **spec.sampling})
 
 
-def references(params: Mapping[str, Any]) -> dict[str, list[str]]:
-    """Every model name the registered stages would use on these params -> the stages that use it."""
-    from socsim import studies
-    from socsim.stages import ParamsView
+def named_client(
+    params: Mapping[str, Any],
+    name: str | None = None,
+    cache_path: str | Path | None = None,
+    cls: type[LLMClient] | None = None,
+) -> LLMClient:
+    """The client of one registry entry of validated params (default: the first one), by name: its call
+    cache (`cache_path`, else llm.cache_path), llm.parse_fail_fast; `cls`: a subclass of LLMClient to build."""
+    from socsim.llm.client import LLMClient
 
-    out: dict[str, list[str]] = {}
-    for study, st in studies.all_stages(params):
-        if st.models is None:
-            continue
-        view = ParamsView(params, st.declared, st.rule_name)
-        for name, where in st.models(view).items():
-            out.setdefault(name, []).append(f"{study.name}.{st.name} ({where})")
-    return out
-
-
-def check(params: Mapping[str, Any]) -> dict[str, ModelSpec]:
-    """Resolve every model the stages use (unknown names, incomplete entries: one error listing them all)."""
-    problems, specs = [], {}
-    for name, users in sorted(references(params).items()):
-        try:
-            specs[name] = resolve(params, name, users[0].split(" (")[1].rstrip(")"))
-        except ParamsError as exc:
-            problems.append(f"{exc} [used by {', '.join(users)}]")
-    if problems:
-        raise ParamsError("the models registry does not resolve:\n  " + "\n  ".join(problems))
-    return specs
-
-
-def hub_files(specs: Iterable[ModelSpec]) -> list[tuple[ModelSpec, str, str]]:
-    """The Hugging Face Hub files these models load: (spec, hf:// path, what loads it). An embedded
-    model's `gguf`, and the GGUF a llama_cpp server the run starts loads (`serve.model`)."""
-    from socsim.llm import hub
-
-    out = []
-    for spec in specs:
-        if spec.backend == "embedded" and hub.is_hub_path(spec.gguf):
-            out.append((spec, spec.gguf, "embedded GGUF"))
-        model = (spec.serve or {}).get("model")
-        if spec.serve and spec.serve.get("engine") == "llama_cpp" and hub.is_hub_path(model):
-            out.append((spec, model, "GGUF of its llama_cpp server"))
-    return out
-
-
-def preflight(params: Mapping[str, Any], names: Iterable[str], local: bool = True) -> None:
-    """Check every model among `names` at once and stop with one list of all that cannot be used, and why.
-
-    Servers: every external server is reachable, its key present, serving its model_id; a served model's
-    engine is installed here when its server will run here (`local`). Hub files: every hf:// GGUF an
-    embedded model or a llama_cpp server the run starts loads is in the local Hub cache, or is fetched
-    into it now (once per file; only the cache counts under HF_HUB_OFFLINE; the Hub is asked once whether
-    it answers, without retries). Nothing is downloaded when the run stops anyway. Embedded models are
-    not loaded here."""
-    import asyncio
-
-    from socsim import serving
-    from socsim.llm import hub
-    from socsim.llm.errors import LLMError
-
-    specs = [resolve(params, n) for n in sorted(set(names))]
-    servers = [s for s in specs if s.served and not s.serve]
-    served = [s for s in specs if s.serve]
-    missing = []
-    for spec in served if local else []:
-        try:
-            serving.engine(spec.serve["engine"], spec.serve)  # type: ignore[index]
-        except LLMError as exc:
-            missing.append(f"{spec.name}: {spec.where()}: {exc}")
-
-    async def one(spec: ModelSpec) -> str | None:
-        backend = client(params, spec, cache_path="").backend
-        try:
-            await backend.probe()
-        except LLMError as exc:
-            return f"{spec.name}: {spec.where()}: {exc}"
-        finally:
-            await backend.aclose()
-        return None
-
-    async def all_of() -> list[str | None]:
-        return await asyncio.gather(*(one(s) for s in servers))
-
-    problems = missing + ([p for p in asyncio.run(all_of()) if p] if servers else [])
-    files = hub_files(specs)
-    unavailable = hub.prefetch([path for _, path, _ in files], download=not problems) if files else {}
-    hub_problems = [f"{s.name}: {what} {path}: {unavailable[path]}" for s, path, what in files if path in unavailable]
-    if not problems and not hub_problems:
-        return
-    parts = []
-    if problems:
-        parts.append(
-            f"this run needs {len(servers) + len(served)} model server(s) and {len(problems)} cannot be used:\n  - "
-            + "\n  - ".join(problems)
-        )
-    if hub_problems:
-        needed = len({path for _, path, _ in files})
-        parts.append(
-            f"this run needs {needed} model file(s) from the Hugging Face Hub and {len(unavailable)} cannot be had:"
-            "\n  - " + "\n  - ".join(hub_problems)
-        )
-    hints = []
-    if problems:
-        hints.append(
-            "Install the engines of the models the run serves; start the external servers, or point each "
-            "models.<name>.endpoints at its server (README, 'Models and servers'); `socsim plan` lists what each "
-            "study needs."
-        )
-    if hub_problems:
-        hints.append(
-            "Fetch each file once where the Hub can be reached (without HF_HUB_OFFLINE; e.g. `hf download "
-            "<owner>/<repo> <file> --revision <revision>`) into the Hub cache the run reads (HF_HUB_CACHE / HF_HOME), "
-            "set HF_TOKEN for a gated or private repository, or point models.<name>.gguf at a local GGUF file."
-        )
-    raise LLMError("\n".join(parts + hints))
-
-
-# -- the shape before the registry --------------------------------------------------------------
-
-OLD_LLM_KEYS = ("backend", "model_path", "model", "endpoints", "api_key_env", "dialect", "n_ctx")
-# Where the studies named models as {name, llm overrides} entries: dotted key -> list | one | map.
-OLD_REFERENCES = {
-    "facilitation.models": "list",
-    "coherence.agent_models": "list",
-    "coherence.judge_model": "one",
-    "coherence.judge_models": "map",
-    "opinion_dynamics.agent_models": "list",
-    "opinion_dynamics.classifier.model": "one",
-    "opinion_dynamics.validation.against": "one",
-    "debate.agent_models": "list",
-    "debate.annotator.model": "one",
-}
-_OLD_TO_NEW = {"backend": "backend", "model_path": "gguf", "model": "model_id", "endpoints": "endpoints"}
-_OLD_TO_NEW |= {"api_key_env": "api_key_env", "dialect": "dialect", "n_ctx": "n_ctx", "sampling": "sampling"}
-
-
-def _get(params: Mapping[str, Any], dotted: str) -> Any:
-    node: Any = params
-    for part in dotted.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def _old_entries(value: Any, kind: str) -> Iterable[Mapping[str, Any]]:
-    if kind == "map":
-        items = list(value.values()) if isinstance(value, Mapping) else []
-    else:
-        items = value if kind == "list" and isinstance(value, list) else [value]
-    return [e for e in items if isinstance(e, Mapping) and "name" in e]
-
-
-def _new_entry(
-    llm: Mapping[str, Any], overrides: Mapping[str, Any], converted: list[str] | None = None
-) -> dict[str, Any]:
-    merged = {**{k: v for k, v in llm.items() if k in OLD_LLM_KEYS}, **overrides}
-    entry = {_OLD_TO_NEW[k]: v for k, v in merged.items() if k in _OLD_TO_NEW and v is not None}
-    backend = entry.setdefault("backend", "embedded")
-    if backend == "embedded":
-        for k in ("endpoints", "api_key_env", "dialect"):
-            entry.pop(k, None)
-        if entry.get("model_id") and not entry.get("gguf"):
-            # The old embedded backend ignored `model`: it ran SmolLM2-135M under this name. What was meant
-            # is a server serving that model.
-            entry = {"backend": "openai", "model_id": entry["model_id"], "endpoints": ["http://127.0.0.1:8000"]}
-            if converted is not None:
-                converted.append(entry["model_id"])
-    return entry
-
-
-def legacy_hint(params: Mapping[str, Any]) -> str | None:
-    """For params of the shape before the registry: the message that shows the new shape; else None."""
-    llm = params.get("llm") if isinstance(params.get("llm"), Mapping) else {}
-    assert isinstance(llm, Mapping)
-    old_llm = sorted(k for k in OLD_LLM_KEYS if k in llm)
-    old_refs = [k for k, kind in OLD_REFERENCES.items() if _old_entries(_get(params, k), kind)]
-    if not old_llm and not old_refs:
-        return None
-    registry: dict[str, Any] = {}
-    studies: dict[str, Any] = {}
-    converted: list[str] = []
-    for key, kind in OLD_REFERENCES.items():
-        value = _get(params, key)
-        if not _old_entries(value, kind):
-            continue
-        for e in _old_entries(value, kind):
-            entry = _new_entry(llm, {k: v for k, v in e.items() if k != "name"}, converted)
-            if registry.setdefault(e["name"], entry) != entry:
-                registry[f"{e['name']}-2"] = entry
-        names: Any = (
-            [e["name"] if isinstance(e, Mapping) else e for e in value]
-            if kind == "list"
-            else {k: v["name"] for k, v in value.items()}
-            if kind == "map"
-            else value["name"]
-        )
-        node = studies
-        parts = key.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = names
-    if not registry:  # only the llm section is old: the studies' default model ran on it
-        registry["smollm2-135m"] = _new_entry(llm, {})
-    shared = {k: v for k, v in llm.items() if k not in OLD_LLM_KEYS}
-    new = {"models": registry, **({"llm": shared} if shared else {}), **studies}
-    found = [f"llm.{k}" for k in old_llm] + old_refs
-    return (
-        "params use the shape before the model registry (" + ", ".join(found) + "). Models are now named "
-        "entries of a top-level `models:` section, and studies refer to them by name only; `llm:` keeps what "
-        "every model shares (sampling defaults, timeouts, retries, cache, concurrency). For these params:\n\n"
-        + str(yaml.safe_dump(new, sort_keys=False, default_flow_style=None, width=110))
-        + (
-            f"\nThe embedded backend ignored `model` ({', '.join(converted)}): it ran SmolLM2-135M under those "
-            "names. They are shown as server models (point endpoints at your server), or give `gguf: hf://...`."
-            if converted
-            else ""
-        )
-    )
+    name = name if name is not None else next(iter(params["models"]))
+    built = client(params, resolve(params, name), cache_path)
+    fail_fast = params["llm"].get("parse_fail_fast", 20)
+    if cls is not None and cls is not LLMClient:
+        return cls(built.backend, built.cache, built.default_sampling, fail_fast, name)
+    built.parse_fail_fast, built.name = fail_fast, name
+    return built

@@ -525,10 +525,8 @@ def parse_rates(items: Sequence[str]) -> dict[str, tuple[float, float]]:
 
 def plan_params(files: Sequence[str], overrides: Sequence[str] = ()) -> dict[str, Any]:
     """The params a run of these files sees (Snakemake's --configfile merge), every model resolved."""
-    from socsim import models
-
     params = config.load(list(files), overrides)
-    models.check(params)
+    studies.check_models(params)
     return params
 
 

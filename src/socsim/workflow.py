@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from socsim import config, studies
+from socsim.canonical import canonical_json
 from socsim.stages import PARAMS_FILE, SHARD, Stage, Study
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +59,7 @@ def rules(
                 "message": message(study, st),
                 "input": {**{n: paths[n] for n in st.inputs}, "code": code_files(st)},
                 "output": outputs,
-                "params": config.canonical_json(rerun_values(st, params)),
+                "params": canonical_json(rerun_values(st, params)),
                 "log": _where(study, st, "logs", "log"),
                 "benchmark": _where(study, st, "benchmarks", "tsv"),
                 "threads": llm_threads if embedded(st, params) else 1,
@@ -107,12 +108,12 @@ def preflight(params: Mapping[str, Any], rule_names: Iterable[str], local: bool 
     """Before any job starts: every external server model the jobs to run will call must answer and serve
     its model id; the engine of every model the run serves must be installed where its server will run;
     every hf:// GGUF those jobs load (embedded models, llama_cpp servers the run starts) must be in the
-    local Hub cache or fetched into it now. One error lists all that cannot be used (models.preflight)."""
-    from socsim import models
+    local Hub cache or fetched into it now. One error lists all that cannot be used (socsim.preflight)."""
+    from socsim import preflight as models_preflight
 
     by_rule = {st.rule_name: st for _, st in studies.all_stages()}
     names = [n for r in set(rule_names) if r in by_rule for n in by_rule[r].model_names(params)]
-    models.preflight(params, names, local=local)
+    models_preflight.check(params, names, local=local)
 
 
 def serve(params: Mapping[str, Any], jobs: Iterable[tuple[str, Iterable[str]]], executor: str = "local") -> bool:

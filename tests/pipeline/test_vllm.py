@@ -65,7 +65,7 @@ def vllm():
 def client(tmp_path, url: str, model_id: str = MODEL_ID, **llm) -> LLMClient:
     entry = {"backend": "openai", "model_id": model_id, "endpoints": [url], "n_ctx": 4096}
     llm = {"cache_path": str(tmp_path / "cache.sqlite"), **llm}
-    return LLMClient.from_params(config.validate({"llm": llm, "models": {"vllm": entry}}), "vllm")
+    return models.named_client(config.validate({"llm": llm, "models": {"vllm": entry}}), "vllm")
 
 
 def ask(text: str, seed: int, constraint=None, max_tokens: int = 24, temperature: float = 0.7) -> Request:

@@ -6,14 +6,13 @@ import sys
 from snakemake.exceptions import WorkflowError
 
 from socsim import config as socsim_config
-from socsim import models as socsim_models
 from socsim import workflow as socsim_smk
 from socsim import studies as socsim_studies
 from socsim import serving as socsim_serving
 
 try:
     _validated = socsim_config.validate(config, socsim_config.load_schema(workflow.basedir + "/params.yaml"))
-    socsim_models.check(_validated)  # every model a stage names resolves in the registry
+    socsim_studies.check_models(_validated)  # every model a stage names resolves in the registry
 except (socsim_config.ParamsError, ValueError) as exc:
     raise WorkflowError(f"params.yaml is invalid:\n{exc}")
 config.clear()

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from socsim.config import canonical_json
+from socsim.canonical import canonical_json
 from socsim.llm.errors import CacheFileError
 from socsim.llm.types import Completion, Request
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
 from socsim.llm.accounting import Accounting
@@ -86,21 +85,6 @@ class LLMClient:
     def answered(self) -> bool:
         """Whether the model was reached (probed: loaded, or its server checked) under this client."""
         return self.verified is not None
-
-    @classmethod
-    def from_params(
-        cls, params: dict[str, Any], model: str | None = None, cache_path: str | Path | None = None
-    ) -> LLMClient:
-        """The client of one models-registry entry of validated params (default: the first one)."""
-        from socsim import models
-
-        name = model if model is not None else next(iter(params["models"]))
-        built = models.client(params, models.resolve(params, name), cache_path)
-        fail_fast = params["llm"].get("parse_fail_fast", 20)
-        if cls is not LLMClient:
-            return cls(built.backend, built.cache, built.default_sampling, fail_fast, name)
-        built.parse_fail_fast, built.name = fail_fast, name
-        return built
 
     async def probe(self) -> dict[str, Any]:
         """Health-check the backend (load the model / probe every endpoint) and return its identity."""

@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from socsim import config
-from socsim.llm import Choice, IntRange, JsonSchema, LLMClient, Request, Sampling, derive_seed
+from socsim import config, models
+from socsim.llm import Choice, IntRange, JsonSchema, Request, Sampling, derive_seed
 
 pytestmark = pytest.mark.slow
 
@@ -15,7 +15,7 @@ def client(tmp_path, name="cache"):
     params = config.validate(
         {"llm": {"cache_path": str(tmp_path / name / "llm.sqlite")}, "models": {"smollm2-135m": {"n_ctx": 1024}}}
     )
-    return LLMClient.from_params(params)
+    return models.named_client(params)
 
 
 def ask(text, seed, constraint=None, max_tokens=8, temperature=0.8):
@@ -104,7 +104,7 @@ def test_missing_model_path_is_a_clear_error(tmp_path):
 
     params = config.validate({"models": {"smollm2-135m": {"gguf": str(tmp_path / "nope.gguf")}}})
     with pytest.raises(LLMConfigError, match="gguf: GGUF file not found"):
-        LLMClient.from_params(params, cache_path=tmp_path / "c.sqlite")
+        models.named_client(params, cache_path=tmp_path / "c.sqlite")
 
 
 def test_prefix_reuse_and_time_split_are_counted(tmp_path):
@@ -148,7 +148,7 @@ def test_prefix_reuse_and_time_split_are_counted(tmp_path):
             "models": {"smollm2-135m": {"n_ctx": 1024}},
         }
     )
-    off = LLMClient.from_params(params)
+    off = models.named_client(params)
     off.run(reqs)
     m = off.accounting.as_metrics()
     assert m["prompt_tokens_evaluated"] == m["prompt_tokens"] and m["prefix_reuse"] == 0.0

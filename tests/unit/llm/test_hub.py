@@ -49,12 +49,12 @@ def hub_cache(root: Path) -> Path:
 
 LOAD = """
 import asyncio, json, sys
-from socsim import config
-from socsim.llm import LLMClient, Request
+from socsim import config, models
+from socsim.llm import Request
 params = config.validate(
     {"models": {"hubbed": {"gguf": sys.argv[1], "n_ctx": 512}}, "llm": {"cache_path": sys.argv[2]}}
 )
-client = LLMClient.from_params(params, "hubbed")
+client = models.named_client(params, "hubbed")
 resp = asyncio.run(client.generate(Request.chat([{"role": "user", "content": "Say hi."}], 1,
                                                 client.sampling(max_tokens=4))))
 print(json.dumps({"identity": client.identity(), "path": str(client.backend.model_path),

@@ -18,7 +18,7 @@ import huggingface_hub.constants
 import pytest
 from huggingface_hub import try_to_load_from_cache
 
-from socsim import config, models, studies, workflow
+from socsim import config, preflight, studies, workflow
 from socsim.llm import LLMError, hub
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -89,7 +89,7 @@ def test_an_offline_run_stops_before_its_first_job_naming_the_uncached_hub_model
     p = params_with(alpha=embedded(url))
     start = time.monotonic()
     with pytest.raises(LLMError) as info:
-        models.preflight(p, ["alpha"])
+        preflight.check(p, ["alpha"])
     assert time.monotonic() - start < 5
     text = str(info.value)
     assert "this run needs 1 model file(s) from the Hugging Face Hub and 1 cannot be had" in text
@@ -112,7 +112,7 @@ def test_every_hub_file_that_cannot_be_had_is_listed_in_one_error(offline):
         plain=embedded(str(ROOT / "no-such.gguf")),  # a local path: not the preflight's (the job says)
     )
     with pytest.raises(LLMError) as info:
-        models.preflight(p, ["have", "one", "one_again", "two", "server", "plain"], local=False)
+        preflight.check(p, ["have", "one", "one_again", "two", "server", "plain"], local=False)
     text = str(info.value)
     assert "this run needs 4 model file(s) from the Hugging Face Hub and 3 cannot be had" in text
     lines = [line for line in text.splitlines() if line.startswith("  - ")]
@@ -133,7 +133,7 @@ def test_a_file_in_the_hub_cache_passes_offline_by_commit_and_by_branch(offline)
         main=embedded("hf://org/cached-GGUF/dir/cached.gguf"),
         server=served_llama("hf://org/cached-GGUF@main/dir/cached.gguf"),
     )
-    models.preflight(p, ["pinned", "main", "server"])
+    preflight.check(p, ["pinned", "main", "server"])
     # ... and the job finds it where the preflight did.
     path, record = hub.resolve(f"hf://org/cached-GGUF@{SHA}/dir/cached.gguf", local_only=True)
     assert path == snap and record["commit"] == SHA
@@ -149,7 +149,7 @@ def test_models_without_hub_files_do_not_touch_the_hub(cache, monkeypatch):
     default = config.load(ROOT / "params.yaml")  # the shipped SmolLM2 GGUF (gguf: null)
     workflow.preflight(default, [st.rule_name for _, st in studies.all_stages()])
     p = params_with(local=embedded(str(ROOT / "model.gguf")), default=embedded(None))
-    models.preflight(p, ["local", "default"])
+    preflight.check(p, ["local", "default"])
     assert not cache.exists()
 
 
@@ -186,7 +186,7 @@ def test_servers_and_hub_files_are_listed_in_one_error(offline, monkeypatch):
     hosted = {"backend": "openai", "model_id": "gpt-x", "endpoints": ["http://127.0.0.1:9"]}
     p = params_with(gone=embedded(url), hosted={**hosted, "api_key_env": "SOCSIM_TEST_NO_SUCH_KEY"})
     with pytest.raises(LLMError) as info:
-        models.preflight(p, ["gone", "hosted"])
+        preflight.check(p, ["gone", "hosted"])
     text = str(info.value)
     assert "this run needs 1 model server(s) and 1 cannot be used:\n  - hosted: openai server" in text
     assert "SOCSIM_TEST_NO_SUCH_KEY" in text
@@ -213,7 +213,7 @@ def test_an_unreachable_hub_is_said_at_once_without_retries(cache, monkeypatch):
     )
     start = time.monotonic()
     with pytest.raises(LLMError) as info:
-        models.preflight(p, ["a", "b", "have"])
+        preflight.check(p, ["a", "b", "have"])
     assert time.monotonic() - start < 5  # not huggingface_hub's retries of each file
     text = str(info.value)
     why = f"not in the local Hub cache ({cache}) and the Hub (http://127.0.0.1:{port}) cannot be reached: ConnectError"
@@ -299,7 +299,7 @@ def test_what_the_hub_says_of_each_file_is_listed_and_nothing_is_downloaded(fake
     }
     p = params_with(**{name: embedded(url) for name, url in urls.items()})
     with pytest.raises(LLMError) as info:
-        models.preflight(p, list(urls))
+        preflight.check(p, list(urls))
     text = str(info.value)
     assert "this run needs 5 model file(s) from the Hugging Face Hub and 4 cannot be had" in text
     assert f"missing: embedded GGUF {urls['missing']}: repository org/missing-GGUF not found on the Hub; if it" in text
@@ -320,7 +320,7 @@ def test_the_files_a_run_needs_are_downloaded_once_before_it_starts(fake_hub, ca
         ok_again={**embedded("hf://org/ok-GGUF/ok.gguf"), "n_ctx": 1024},
         server=served_llama(f"hf://org/ok-GGUF@{SHA}/also.gguf"),
     )
-    models.preflight(p, ["ok", "ok_again", "server"], local=False)
+    preflight.check(p, ["ok", "ok_again", "server"], local=False)
     gets = sorted(r[1] for r in fake_hub.requests if r[0] == "GET")
     assert gets == sorted(["/org/ok-GGUF/resolve/main/ok.gguf", f"/org/ok-GGUF/resolve/{SHA}/also.gguf"])
     assert try_to_load_from_cache("org/ok-GGUF", "ok.gguf") == str(
@@ -330,7 +330,7 @@ def test_the_files_a_run_needs_are_downloaded_once_before_it_starts(fake_hub, ca
     # A second preflight (or the job) finds them in the cache, offline too.
     fake_hub.requests.clear()
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-    models.preflight(p, ["ok", "ok_again", "server"], local=False)
+    preflight.check(p, ["ok", "ok_again", "server"], local=False)
     assert fake_hub.requests == []
     # When the run stops anyway (a server it needs is missing), the preflight downloads nothing.
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
@@ -339,6 +339,6 @@ def test_the_files_a_run_needs_are_downloaded_once_before_it_starts(fake_hub, ca
     q = params_with(new=embedded("hf://org/ok-GGUF/ok.gguf"), hosted=hosted)
     shutil.rmtree(cache)
     with pytest.raises(LLMError, match="SOCSIM_TEST_NO_SUCH_KEY") as info:
-        models.preflight(q, ["new", "hosted"])
+        preflight.check(q, ["new", "hosted"])
     assert "Hugging Face Hub" not in str(info.value)  # the file is there: it is simply not fetched yet
     assert not [r for r in fake_hub.requests if r[0] == "GET"]

@@ -17,7 +17,7 @@ import yaml
 from conftest import ROOT, SERVED_MODEL_ID, LlamaServer, copy_project, run_socsim, served, sh, write_params
 from socsim import config, models, studies, workflow
 from socsim.config import ParamsError
-from socsim.llm import LLMClient, LLMError
+from socsim.llm import LLMError
 from socsim.llm.errors import ModelIdentityError
 
 PAPER = [ROOT / "params.yaml", ROOT / "params.paper.yaml"]
@@ -50,7 +50,7 @@ def test_incomplete_entries_say_how_to_run_the_model():
 def test_every_stage_name_is_checked_against_the_registry():
     p = config.validate({"coherence": {"judge_model": "missing-judge"}, "debate": {"agent_models": ["x"]}})
     with pytest.raises(ParamsError) as info:
-        models.check(p)
+        studies.check_models(p)
     text = str(info.value)
     assert "'missing-judge' is not in the models registry" in text and "coherence.judge" in text
     assert "'x' is not in the models registry" in text and "debate.simulate" in text
@@ -80,7 +80,7 @@ def test_old_shape_stops_with_the_new_shape_for_its_own_models():
 
 def test_shipped_configs_name_the_papers_models_on_servers():
     p = config.load(PAPER)
-    specs = models.check(p)
+    specs = studies.check_models(p)
     assert all(s.served and s.model_id for s in specs.values())  # nothing silently falls back to SmolLM2
     # The open models are served by the run (vLLM with its science flags), gpt-4o-mini is OpenAI's.
     assert {n for n, s in specs.items() if s.serve} == set(specs) - {"gpt-4o-mini"}
@@ -94,7 +94,7 @@ def test_shipped_configs_name_the_papers_models_on_servers():
     assert fac["annotation"]["model"] == "llama-3.1-70b"  # the paper's annotator model
     assert od["classifier"]["model"] not in od["agent_models"]  # an independent classifier, as in the paper
     assert specs["gpt-4o-mini"].api_key_env == "OPENAI_API_KEY"
-    laptop = models.check(config.load([ROOT / "params.yaml", ROOT / "params.laptop.yaml"]))
+    laptop = studies.check_models(config.load([ROOT / "params.yaml", ROOT / "params.laptop.yaml"]))
     assert set(laptop) == {"qwen2.5-1.5b"} and laptop["qwen2.5-1.5b"].gguf.startswith("hf://")
 
 
@@ -131,7 +131,7 @@ class InfoServer:
 
 
 def probe(params: dict, name: str) -> dict:
-    client = LLMClient.from_params(params, name, cache_path="")
+    client = models.named_client(params, name, cache_path="")
     return asyncio.run(client.probe())
 
 
@@ -155,7 +155,7 @@ def test_preflight_lists_every_server_a_run_needs_in_seconds(monkeypatch, tmp_pa
         workflow.preflight(p, [st.rule_name for _, st in studies.all_stages()])
     assert time.monotonic() - start < 30
     text = str(info.value)
-    specs = models.check(p)  # every model the paper params run: all on servers (test above)
+    specs = studies.check_models(p)  # every model the paper params run: all on servers (test above)
     assert f"needs {len(specs)} model server(s) and {len(specs)} cannot be used" in text
     for name, spec in specs.items():  # the served ones: their engine is not installed here
         assert f"{name}: {spec.where()}: " in text
@@ -228,6 +228,6 @@ def test_a_paper_run_without_servers_stops_before_its_first_job(tmp_path):
             os.environ["OPENAI_API_KEY"] = env_key
     assert proc.returncode != 0 and took < 60
     text = proc.stdout + proc.stderr
-    needs = f"needs {len(models.check(config.load(PAPER)))} model server(s)"
+    needs = f"needs {len(studies.check_models(config.load(PAPER)))} model server(s)"
     assert needs in text and "vllm engine is not installed" in text and "OPENAI_API_KEY" in text
     assert not (project / "results").exists()  # no job ran

@@ -26,8 +26,8 @@ from conftest import (
     socsim_cmd,
     write_params,
 )
-from socsim import config
-from socsim.llm import Choice, EndpointUnavailableError, IntRange, LLMClient, LLMError, Request, Sampling, derive_seed
+from socsim import config, models
+from socsim.llm import Choice, EndpointUnavailableError, IntRange, LLMError, Request, Sampling, derive_seed
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow
 def server_client(tmp_path, endpoints, model_id=SERVED_MODEL_ID, **llm):
     llm = {"cache_path": str(tmp_path / "cache.sqlite"), "retries": {"max_tries": 3, "backoff_base": 0.05}, **llm}
     params = config.validate({"llm": llm, "models": {"served": served(endpoints, model_id)}})
-    return LLMClient.from_params(params, "served")
+    return models.named_client(params, "served")
 
 
 def ask(text, seed, constraint=None, max_tokens=6):
@@ -163,7 +163,7 @@ def test_strict_roles_send_alternating_turns_without_a_system_message(tmp_path, 
                 "models": {"served": {**served([proxy.url]), "strict_roles": True}},
             }
         )
-        c = LLMClient.from_params(params, "served")
+        c = models.named_client(params, "served")
         c.run([opener])
     assert proxy.bodies[-1]["messages"] == [
         {"role": "user", "content": "You are Ann."},

@@ -19,7 +19,7 @@ import urllib.request
 
 import pytest
 
-from socsim import config, models, serving, studies, workflow
+from socsim import config, models, preflight, serving, studies, workflow
 from socsim.config import ParamsError
 from socsim.llm import LLMError
 
@@ -266,8 +266,8 @@ def test_an_engine_that_is_not_installed_says_what_to_install(monkeypatch, tmp_p
     # Before a local run's first job (Snakemake's onstart), with the entry's name.
     p = config.validate({"models": {"m": {"backend": "openai", "model_id": "x", "serve": {"engine": "vllm"}}}})
     with pytest.raises(LLMError, match="m: vllm server of .x., started by the run: the vllm engine is not installed"):
-        models.preflight(p, ["m"])
-    models.preflight(p, ["m"], local=False)  # on a cluster the engine is on the GPU node, not here
+        preflight.check(p, ["m"])
+    preflight.check(p, ["m"], local=False)  # on a cluster the engine is on the GPU node, not here
 
 
 # -- real llama-cpp-python servers ------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from socsim import config
+from socsim import config, models
 from socsim.llm import Choice, IntRange, JsonSchema, LLMClient, LLMError, Request, Sampling
 from socsim.llm.constraints import Constraint
 
@@ -86,7 +86,7 @@ def client(tmp_path, url: str, dialect: str, backend: str = "openai", **llm) -> 
     entry = {"backend": backend, "model_id": MODEL, "endpoints": [url], "dialect": dialect}
     llm = {"cache_path": str(tmp_path / "cache.sqlite"), "retries": {"max_tries": 2, "backoff_base": 0.01}, **llm}
     params = config.validate({"llm": llm, "models": {"m": entry}})
-    return LLMClient.from_params(params, "m")
+    return models.named_client(params, "m")
 
 
 def ask(constraint=None, sampling=None, seed=1234) -> Request:

@@ -10,6 +10,7 @@ from collections import Counter
 import pytest
 
 from conftest import Scripted
+from socsim import models
 from socsim.llm import IntRange, LLMClient, Request, Response, Sampling
 from socsim.seeds import derive_seed
 from socsim.sim import judge, policies, runner, stop, views
@@ -375,10 +376,11 @@ class Tracked(LLMClient):
 def _real_client(tmp_path, name) -> Tracked:
     from socsim import config
 
-    return Tracked.from_params(
+    return models.named_client(
         config.validate(
             {"llm": {"cache_path": str(tmp_path / name / "llm.sqlite")}, "models": {"smollm2-135m": {"n_ctx": 1024}}}
-        )
+        ),
+        cls=Tracked,
     )
 
 
