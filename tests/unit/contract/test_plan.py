@@ -8,8 +8,8 @@ import pytest
 
 from conftest import ROOT
 from socsim import cli, config, plan, studies
+from socsim.llm import counting
 from socsim.llm.constraints import Choice, IntRange, JsonSchema
-from socsim.models import ModelSpec
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,8 @@ def test_a_prompt_longer_than_its_context_is_an_error_naming_it():
 
 
 def test_expected_time_from_given_rates_and_from_earlier_metrics(tmp_path):
-    sp = plan.StagePlan("s", "st", "m", {"all": plan.Tally(calls=10, prompt_tokens=1000, completion_tokens=200)}, True)
+    tally = counting.Tally(calls=10, prompt_tokens=1000, completion_tokens=200)
+    sp = plan.StagePlan("s", "st", "m", {"all": tally}, True)
     assert plan.expected_seconds(sp, {}, {"m": (500.0, 50.0)}) == (1000 / 500 + 200 / 50, "given rates")
     metrics = tmp_path / "s" / "metrics" / "st" / "a.json"
     metrics.parent.mkdir(parents=True)
@@ -84,16 +85,16 @@ def test_expected_time_from_given_rates_and_from_earlier_metrics(tmp_path):
 
 
 def test_planning_answers_are_valid_and_bounded():
-    assert plan.answer(Choice(("Yes", "No")), 1, 8)[0] in {"Yes", "No"}
-    assert 1 <= int(plan.answer(IntRange(1, 5), 2, 8)[0]) <= 5
+    assert counting.answer(Choice(("Yes", "No")), 1, 8)[0] in {"Yes", "No"}
+    assert 1 <= int(counting.answer(IntRange(1, 5), 2, 8)[0]) <= 5
     schema = JsonSchema.of(
         {"type": "object", "properties": {"label": {"enum": ["a", "b"]}, "why": {"type": "string"}}, "required": []}
     )
-    text, free = plan.answer(schema, 3, 64)
+    text, free = counting.answer(schema, 3, 64)
     assert schema.parse(text)[1] and not free
-    assert plan.answer(None, 4, 12) == (plan.FILLER * 12, True)  # free text: its full max_tokens
-    est = plan.TokenCounter(ModelSpec("srv", "openai", model_id="x", endpoints=("http://h:1",)))
-    assert not est.exact and est.prompt([{"role": "user", "content": "x" * 400}]) == 100 + plan.MESSAGE_OVERHEAD
+    assert counting.answer(None, 4, 12) == (counting.FILLER * 12, True)  # free text: its full max_tokens
+    est = counting.TokenCounter()  # a served model: no GGUF to read, the estimate
+    assert not est.exact and est.prompt([{"role": "user", "content": "x" * 400}]) == 100 + counting.MESSAGE_OVERHEAD
 
 
 @pytest.mark.parametrize(
