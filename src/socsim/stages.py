@@ -35,8 +35,19 @@ ALL = "all"  # the shard id of a stage's single shard when it is not split
 # as a whole: DVC and Snakemake track params by static keys, and registry names may hold dots).
 LLM_KEYS = ("models", "llm.sampling.temperature", "llm.sampling.top_p")
 # The package code every stage runs (relative to src/socsim), and what LLM stages run besides.
-CORE_CODE = ("__init__.py", "stages.py", "config.py", "cli.py", "seeds.py", "progress.py", "io", "stats")
-LLM_CODE = ("llm", "sim", "models.py", "serving.py")  # the LLM layer, the registry, the servers a run starts
+CORE_CODE = (
+    "__init__.py",
+    "stages.py",
+    "config.py",
+    "canonical.py",
+    "legacy.py",
+    "cli.py",
+    "seeds.py",
+    "progress.py",
+    "io",
+    "stats",
+)
+LLM_CODE = ("llm", "sim", "models.py", "serving")  # the LLM layer, the registry, the servers a run starts
 SRC = "src/socsim"
 # Cluster resources of a job (Snakemake `resources:`, read by the SLURM executor). A stage that calls a
 # model runs longer, and on the embedded backend uses two cores; other stages take the profile's

@@ -135,7 +135,7 @@ def test_sglang_prefix_caching_is_recorded_as_the_engine_runs_it(monkeypatch, tm
     monkeypatch.chdir(tmp_path)
 
     def recorded(gpus: list[int], args: list[str] | None = None, **serve) -> object:
-        monkeypatch.setattr(serving, "_gpu_majors", lambda: gpus)
+        monkeypatch.setattr(serving.engines, "_gpu_majors", lambda: gpus)
         argv, _, flags = serving.command(spec("sglang", args=args or [], **serve), "127.0.0.1", 9)
         assert "--disable-radix-cache" not in argv  # socsim asks for it; SGLang decides
         return flags["prefix_caching"]
@@ -174,7 +174,7 @@ def test_an_engine_is_asked_through_the_interpreter_of_its_own_environment(monke
     serving._probe.cache_clear()
     asked: list[tuple[str, ...]] = []
     ask = serving._ask
-    monkeypatch.setattr(serving, "_ask", lambda *a: asked.append(tuple(json.loads(a[2]).values())) or ask(*a))
+    monkeypatch.setattr(serving.engines, "_ask", lambda *a: asked.append(tuple(json.loads(a[2]).values())) or ask(*a))
     vllm = serving.ENGINES["vllm"]
     assert serving.interpreter("vllm") == python and vllm.python() == python
     assert vllm.installed() and serving.engine("vllm") is vllm
@@ -333,7 +333,7 @@ def test_servers_side_by_side_get_gpus_no_other_live_server_holds(monkeypatch, t
 
     def supervised(name: str, pid: int) -> None:
         (base / name).mkdir(parents=True, exist_ok=True)
-        (base / name / "server.json").write_text(json.dumps({"supervisor": f"{serving.socket.gethostname()}.{pid}"}))
+        (base / name / "server.json").write_text(json.dumps({"supervisor": f"{serving.state.socket.gethostname()}.{pid}"}))
 
     supervised("big", os.getpid())  # alive (this process)
     assert serving.assign_gpus(base, "big", 2) == ["0", "1"]

