@@ -8,6 +8,7 @@ each --parallel. "same" compares with each request answered on an empty KV cache
 attention: the text batching must reproduce.
 
     python benchmarks/batched_engine.py [--requests 16] [--parallel 4 8] [--threads 2] [--gguf PATH]
+    python benchmarks/batched_engine.py --requests 2 --parallel 2 --kinds decode --max-tokens 8 --threads 1  # tiny
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from socsim.seeds import derive_seed
 FILLER = "The council weighed buses, bicycle lanes, parking fees and the shops on the main street. "
 
 
-def workload(kind: str, n: int) -> list[Request]:
+def workload(kind: str, n: int, cap: int | None = None) -> list[Request]:
     if kind == "decode":  # ~40 prompt tokens, up to 160 answer tokens
         system, ask, max_tokens = "You are persona {i}, a thoughtful citizen.", "Write a long essay, number {i}.", 160
     else:  # ~700 prompt tokens (600 shared), up to 16 answer tokens
@@ -32,7 +33,7 @@ def workload(kind: str, n: int) -> list[Request]:
         Request.chat(
             [("system", system.format(i=i)), ("user", ask.format(i=i))],
             derive_seed(3, i),
-            Sampling(temperature=0.7, max_tokens=max_tokens),
+            Sampling(temperature=0.7, max_tokens=max_tokens if cap is None else cap),
         )
         for i in range(n)
     ]
@@ -57,11 +58,12 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=16)
     ap.add_argument("--parallel", type=int, nargs="+", default=[4, 8])
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--kinds", nargs="+", default=["decode", "prompt"])
+    ap.add_argument("--kinds", nargs="+", default=["decode", "prompt"], choices=["decode", "prompt"])
+    ap.add_argument("--max-tokens", type=int, default=None, help="answer tokens (default: 160 decode, 16 prompt)")
     ap.add_argument("--gguf", default=None, help="a GGUF file (default: the shipped SmolLM2-135M)")
     a = ap.parse_args()
     for kind in a.kinds:
-        reqs = workload(kind, a.requests)
+        reqs = workload(kind, a.requests, a.max_tokens)
         _, ref = asyncio.run(timed(reqs, a.gguf, a.threads, flash_attn=False, prefix_cache=False))
         sides = {"one at a time, flash attention (default)": {"flash_attn": True, "prefix_cache": True}}
         sides["one at a time, no flash attention"] = {"flash_attn": False, "prefix_cache": True}

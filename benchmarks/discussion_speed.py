@@ -6,6 +6,9 @@ second (user and facilitator comments). Reference: SynDisco 1.0.2 ran such a dis
 SmolLM2-135M-Instruct (HF transformers, the same 2 cores) at 11.4 words/s; target >= 5x that.
 
     python benchmarks/discussion_speed.py [--repeats 1] [--no-prefix-cache]
+    python benchmarks/discussion_speed.py --users 2 --turns 2 --max-tokens 8 --threads 1   # a tiny run
+
+--users, --turns and --max-tokens change the discussion's shape: the SynDisco reference is for the default.
 """
 
 from __future__ import annotations
@@ -24,14 +27,14 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "facilitation"
 SYNDISCO_WORDS_PER_S = 11.4
 
 
-def discussion_setup(seed: int) -> dict:
+def discussion_setup(seed: int, users: int = 7, turns: int = 14) -> dict:
     fp = config.validate(
         {
             "facilitation": {
                 "strategies": ["No Instructions"],
-                "user_turns": 14,
+                "user_turns": turns,
                 "context_h": 3,
-                "users_per_discussion": 7,
+                "users_per_discussion": users,
                 "ablations": {"discussions": 0},
             }
         }
@@ -50,18 +53,28 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=1, help="discussions (different seeds), timed one after another")
     ap.add_argument("--no-prefix-cache", action="store_true")
+    ap.add_argument("--users", type=int, default=7, help="users per discussion (the paper's shape: 7)")
+    ap.add_argument("--turns", type=int, default=14, help="user turns per discussion (the paper's shape: 14)")
+    ap.add_argument("--max-tokens", type=int, default=64, help="new tokens per comment (the paper's shape: 64)")
+    ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (llm.n_threads; default: all cores)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         params = config.validate(
-            {"llm": {"cache_path": str(Path(tmp) / "c.sqlite"), "prefix_cache": not args.no_prefix_cache}}
+            {
+                "llm": {
+                    "cache_path": str(Path(tmp) / "c.sqlite"),
+                    "prefix_cache": not args.no_prefix_cache,
+                    "n_threads": args.threads,
+                }
+            }
         )
         client = models.named_client(params)
         asyncio.run(client.probe())  # load the model outside the timing
         words = turns = 0
         start = time.perf_counter()
         for r in range(args.repeats):
-            setup = discussion_setup(seed=1000 + r)
-            rows = asyncio.run(simulate.run_discussion(setup, client, client.sampling(max_tokens=64)))
+            setup = discussion_setup(1000 + r, args.users, args.turns)
+            rows = asyncio.run(simulate.run_discussion(setup, client, client.sampling(max_tokens=args.max_tokens)))
             generated = [row for row in rows if not row["is_seed"]]
             words += sum(len(row["text"].split()) for row in generated)
             turns += len(generated)

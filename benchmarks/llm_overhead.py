@@ -5,7 +5,8 @@ LLMClient (cache lookup/store, seeds, validation, asyncio, accounting) on the sa
 requests and the same loaded model driven from the same thread, their ratio (target >= 0.95), and the model calls
 a cached re-run makes (target 0). Rounds alternate raw/socsim to spread machine noise.
 
-    python benchmarks/llm_overhead.py [--requests 8] [--max-tokens 64] [--rounds 3]
+    python benchmarks/llm_overhead.py [--requests 8] [--max-tokens 64] [--rounds 3] [--threads N]
+    python benchmarks/llm_overhead.py --requests 2 --max-tokens 8 --rounds 1 --threads 1   # a tiny run
 """
 
 from __future__ import annotations
@@ -76,10 +77,11 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=8)
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (llm.n_threads; default: all cores)")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        params = config.validate({"llm": {"cache_path": str(Path(tmp) / "cache.sqlite")}})
+        params = config.validate({"llm": {"cache_path": str(Path(tmp) / "cache.sqlite"), "n_threads": args.threads}})
         client = models.named_client(params)
         asyncio.run(client.probe())  # loads the model once; the raw loop uses the same instance
         llm = client.backend.llm

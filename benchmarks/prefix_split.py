@@ -5,7 +5,8 @@ Then the mechanism: the largest difference in the last prompt token's logits whe
 is read whole or as a prefix and a last piece of k tokens. (docs/reproducibility.md and
 socsim.llm.batched cite it.)
 
-    python benchmarks/prefix_split.py [--requests 40] [--threads 2] [--gguf PATH]
+    python benchmarks/prefix_split.py [--requests 40] [--threads 2] [--gguf PATH] [--pieces 1 2 3 8 32 64]
+    python benchmarks/prefix_split.py --requests 2 --max-tokens 8 --pieces 1 2 --threads 1   # a tiny run
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from socsim.seeds import derive_seed
 ROLES = ("teacher", "farmer", "nurse", "student")
 
 
-def workload(n: int) -> list[Request]:
-    """Five personas, 0-3 earlier turns, greedy and sampled, free and constrained answers."""
+def workload(n: int, cap: int | None = None) -> list[Request]:
+    """Five personas, 0-3 earlier turns, greedy and sampled, free and constrained answers (at most `cap`
+    new tokens each where given)."""
     out = []
     for i in range(n):
         history = [("user", f"Topic {i % 3}: should cities ban cars downtown? Reply briefly.")]
@@ -31,7 +33,8 @@ def workload(n: int) -> list[Request]:
             history += [("assistant", said), ("user", f"Turn {t}: respond.")]
         constraint = Choice(("agree", "disagree", "neutral")) if i % 5 == 3 else IntRange(1, 7) if i % 7 == 4 else None
         persona = f"You are persona {i % 5}, a {ROLES[i % 4]} who thinks about politics and writes short posts."
-        sampling = Sampling(temperature=(0.7, 0.0, 1.0)[i % 3], top_p=0.95, max_tokens=(48, 5, 90)[i % 3])
+        max_tokens = (48, 5, 90)[i % 3] if cap is None else min(cap, (48, 5, 90)[i % 3])
+        sampling = Sampling(temperature=(0.7, 0.0, 1.0)[i % 3], top_p=0.95, max_tokens=max_tokens)
         out.append(Request.chat([("system", persona), *history], derive_seed(9, i), sampling, constraint))
     return out
 
@@ -46,7 +49,9 @@ async def answers(
         await backend.aclose()
 
 
-def piece_differences(gguf: str | None, flash_attn: bool, threads: int) -> dict[int, float]:
+def piece_differences(
+    gguf: str | None, flash_attn: bool, threads: int, pieces: tuple[int, ...] = (1, 2, 3, 8, 32, 64)
+) -> dict[int, float]:
     """Max |logit difference| of the last prompt token, read whole against prefix + last k tokens."""
     import ctypes
 
@@ -57,7 +62,9 @@ def piece_differences(gguf: str | None, flash_attn: bool, threads: int) -> dict[
     from socsim.llm.embedded import default_model_path
 
     path = gguf or str(default_model_path())
-    llm = Llama(model_path=path, n_ctx=1024, n_threads=threads, verbose=False, flash_attn=flash_attn)
+    llm = Llama(
+        model_path=path, n_ctx=1024, n_threads=threads, n_threads_batch=threads, verbose=False, flash_attn=flash_attn
+    )
     text = (
         "<|im_start|>system\nYou are persona 3, a nurse who thinks about politics.<|im_end|>\n<|im_start|>user\n"
         + "Discussion: should cities ban cars downtown? " * 12
@@ -74,7 +81,7 @@ def piece_differences(gguf: str | None, flash_attn: bool, threads: int) -> dict[
         return np.ctypeslib.as_array(ctypes.cast(row, ctypes.POINTER(ctypes.c_float)), shape=(llm.n_vocab(),)).copy()
 
     whole = last_logits(0)
-    out = {k: float(np.max(np.abs(last_logits(k) - whole))) for k in (1, 2, 3, 8, 32, 64)}
+    out = {k: float(np.max(np.abs(last_logits(k) - whole))) for k in pieces}
     llm.close()
     return out
 
@@ -84,8 +91,12 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=40)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--gguf", default=None, help="a GGUF file (default: the shipped SmolLM2-135M)")
+    ap.add_argument("--max-tokens", type=int, default=None, help="cap every answer's new tokens (default: 48/5/90)")
+    ap.add_argument(
+        "--pieces", type=int, nargs="+", default=[1, 2, 3, 8, 32, 64], help="last-piece sizes k (below 124 tokens)"
+    )
     a = ap.parse_args()
-    reqs = workload(a.requests)
+    reqs = workload(a.requests, a.max_tokens)
     for fa in (True, False):
         on = asyncio.run(answers(reqs, True, fa, a.threads, a.gguf))
         off = asyncio.run(answers(reqs, False, fa, a.threads, a.gguf))
@@ -95,7 +106,7 @@ def main() -> None:
             f"flash attention {'on ' if fa else 'off'}: {differ} of {len(reqs)} answers differ with the prefix cache "
             f"(it re-used {reused:.0%} of the prompt tokens)"
         )
-        diffs = piece_differences(a.gguf, fa, a.threads)
+        diffs = piece_differences(a.gguf, fa, a.threads, tuple(a.pieces))
         print(
             "  max |logit diff|, last piece of k tokens against the whole prompt: "
             + ", ".join(f"k={k}: {d:.3g}" for k, d in diffs.items())

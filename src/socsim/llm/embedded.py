@@ -67,6 +67,12 @@ def _prefix_state_llama_class() -> type[Llama]:
         # later eval decodes one sampled token; sampling includes the grammar).
         socsim_counts: dict[str, float]
 
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            # Counters from the start, so that a direct call (create_chat_completion without begin(), as a
+            # benchmark's raw loop makes) works; socsim's own calls reset them with begin() first.
+            self.begin()
+            super().__init__(*args, **kwargs)
+
         def begin(self) -> None:
             self.socsim_counts = {
                 "prompt_tokens": 0,
