@@ -1,6 +1,6 @@
 """Batched decoding on this machine: tokens/s decoding 1, 2, 4 and 8 sequences in one batch, side by
 side in one run, and whether a sequence decodes to the same greedy tokens and logits as alone
-(socsim.llm.limits.batched_decode; the embedded model unless --gguf).
+(socsim.limits.batched_decode; the embedded model unless --gguf).
 
     python benchmarks/batched_decode.py [--gguf PATH] [--steps 48] [--threads 2] [--sequences 2 4 8]
     python benchmarks/batched_decode.py --steps 4 --sequences 2 --threads 1   # a tiny run (a smoke test)
@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from socsim.limits import batched_decode
 from socsim.llm.embedded import default_model_path
-from socsim.llm.limits import batched_decode
 
 
 def main() -> None:

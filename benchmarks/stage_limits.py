@@ -1,7 +1,7 @@
 """Every LLM stage of a finished run beside this machine's limit for its token counts.
 
 Measures, in this run, the raw prompt-evaluation and decoding rates of each embedded model the run
-used (socsim.llm.limits.measure_rates: at the run's mean evaluated prompt length per call), then
+used (socsim.limits.measure_rates: at the run's mean evaluated prompt length per call), then
 prints per stage: calls, prompt tokens submitted and evaluated (the share re-used from the prefix
 cache), completion tokens, the actual time and its split, the limit time at the measured rates and
 the ratio limit / actual (target >= 0.8), and names the stage with the biggest gap. Beside it, per
@@ -12,7 +12,7 @@ prompt, and decoding slows likewise), the ratio at them (ratio_shape), and
 the share of its limit that is decoding (decode_share: where batched decoding would pay). Last, the
 limit with every call priced at its own shape (limit_calls_s, ratio_calls): the machine's time for one
 prompt evaluation is measured on a grid of (tokens in the KV cache, tokens evaluated) and decoding's
-time per token against its position (socsim.llm.limits.measure_costs), and each bin of the stage's
+time per token against its position (socsim.limits.measure_costs), and each bin of the stage's
 calls (its metrics' `shapes`) is priced at its mean call. This is the limit the target is about: a
 suffix of 16 tokens after 600 cached ones evaluates at about 200 tokens/s where one of 500 runs at
 300, so neither a fresh prompt's rates nor the mean call's stand for a stage of mixed calls.
@@ -30,7 +30,7 @@ import json
 from pathlib import Path
 
 from socsim import config, models
-from socsim.llm.limits import (
+from socsim.limits import (
     best_limit,
     biggest_gap,
     limit_row,

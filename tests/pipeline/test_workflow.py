@@ -22,8 +22,8 @@ from conftest import ROOT, copy_project, served, sh
 from socsim import config, studies, workflow
 from socsim.config import deep_merge
 from socsim.io.parquet import read_provenance, read_table
+from socsim.limits import stage_uses
 from socsim.llm.cache import CallCache
-from socsim.llm.limits import stage_uses
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ else (`time_s`), where the backend times its calls (the embedded one; a server's
 are not split).
 Shapes (`shapes`, where the backend says what it evaluated): the calls' prompt evaluations binned by
 tokens evaluated (powers of two) and tokens re-used before them (256-token bins), the tokens decoded
-one at a time after the prompt and their context positions summed: what socsim.llm.limits needs to
+one at a time after the prompt and their context positions summed: what socsim.limits needs to
 price every call at its own shape (a prompt evaluation's cost per token depends on both, steeply for
 short suffixes after long prefixes)."""
 

@@ -74,7 +74,7 @@ class Completion:
     # Where the backend counts them (the embedded one, one request at a time; not the batched engine nor a
     # server, whose every completion token Accounting takes as decoded): the tokens decoded one at a time
     # after the prompt, and the sum of their context positions (a call cut off by max_tokens or a stop
-    # string never decodes its last token). socsim.llm.limits prices them at one sequence's costs.
+    # string never decodes its last token). socsim.limits prices them at one sequence's costs.
     decodes: int | None = None
     decode_positions: int | None = None
 

@@ -23,7 +23,7 @@ FLOORS: list[set[str]] = [
     {"preflight", "stages"},
     {"facilitation", "coherence", "opinion_dynamics", "debate"},
     {"studies"},
-    {"workflow", "plan"},
+    {"workflow", "plan", "limits"},
     {"dvc"},
     {"cli"},
 ]

@@ -155,7 +155,7 @@ def test_prefix_reuse_and_time_split_are_counted(tmp_path):
 
 
 def test_limit_rates_are_measured_on_the_model(tmp_path):
-    from socsim.llm.limits import measure_costs, measure_rates, measure_shape
+    from socsim.limits import measure_costs, measure_rates, measure_shape
 
     backend = client(tmp_path).backend
     rates = measure_rates(backend, prompt_len=64, decode_tokens=8, repeats=1)
@@ -177,8 +177,8 @@ def test_limit_rates_are_measured_on_the_model(tmp_path):
 def test_batched_decoding_gives_a_sequence_the_logits_it_gets_alone():
     """The ground batched decoding in the embedded backend would stand on: llama.cpp decodes a
     sequence in one batch with others to the same greedy tokens and logits as alone."""
+    from socsim.limits import batched_decode
     from socsim.llm.embedded import default_model_path
-    from socsim.llm.limits import batched_decode
 
     [two, three] = batched_decode(default_model_path(), sequences=(2, 3), steps=12)
     for r in (two, three):

@@ -333,7 +333,9 @@ def test_servers_side_by_side_get_gpus_no_other_live_server_holds(monkeypatch, t
 
     def supervised(name: str, pid: int) -> None:
         (base / name).mkdir(parents=True, exist_ok=True)
-        (base / name / "server.json").write_text(json.dumps({"supervisor": f"{serving.state.socket.gethostname()}.{pid}"}))
+        (base / name / "server.json").write_text(
+            json.dumps({"supervisor": f"{serving.state.socket.gethostname()}.{pid}"})
+        )
 
     supervised("big", os.getpid())  # alive (this process)
     assert serving.assign_gpus(base, "big", 2) == ["0", "1"]

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from socsim.limits import CostGrid, Rates, biggest_gap, calls_limit, limit_row, shape, stage_uses
 from socsim.llm.accounting import Accounting, shape_bin
-from socsim.llm.limits import CostGrid, Rates, biggest_gap, calls_limit, limit_row, shape, stage_uses
 from socsim.llm.types import Completion
 
 
