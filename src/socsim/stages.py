@@ -25,7 +25,6 @@ from socsim.config import ParamsError, get_dotted, subset
 if TYPE_CHECKING:
     from socsim.llm import LLMClient
     from socsim.models import ModelSpec
-    from socsim.serving import Lease
 
 PARAMS_FILE = "params.yaml"
 SHARD = "{shard}"  # placeholder in a sharded artifact's path (a Snakemake wildcard, a DVC foreach item)
@@ -47,7 +46,7 @@ CORE_CODE = (
     "io",
     "stats",
 )
-LLM_CODE = ("llm", "sim", "models.py", "serving")  # the LLM layer, the registry, the servers a run starts
+LLM_CODE = ("llm", "sim", "models.py", "runtime.py", "serving")  # the LLM layer, the registry, the servers a run starts
 SRC = "src/socsim"
 # Cluster resources of a job (Snakemake `resources:`, read by the SLURM executor). A stage that calls a
 # model runs longer, and on the embedded backend uses two cores; other stages take the profile's
@@ -323,7 +322,6 @@ class StageContext:
         clients: Callable[[ModelSpec], LLMClient] | None = None,
     ) -> None:
         self.study, self.stage, self.shard = study, stage, shard
-        self._make_client = clients  # how a model becomes a client (None: its backend; socsim plan: counting)
         self._params = params
         self.params = ParamsView(params, stage.declared, f"{study.name}.{stage.name}")
         self.paths = paths
@@ -332,8 +330,12 @@ class StageContext:
         self.shard_values: dict[str, Any] = (
             stage.shard_table(params).get(shard, {}) if shard == ALL else stage.shard_table(params)[shard]
         )
-        self._clients: dict[str, LLMClient] = {}  # registry name -> LLMClient
-        self._leases: dict[str, Lease] = {}  # registry name -> the lease on the run's own server of it
+        from socsim.runtime import ModelRuntime
+
+        # the model half: clients, their call cache, leases on the run's own servers, what answered
+        self.models = ModelRuntime(
+            params, self.label, lambda: stage.model_names(params), self._cache_path, factory=clients
+        )
 
     @property
     def label(self) -> str:
@@ -400,49 +402,15 @@ class StageContext:
     ) -> dict[str, LLMClient]:
         """One client per registry name (socsim.models), each with this shard's call cache; with
         `present`, only the models that rows of it name (a shard's own models)."""
-        if present is not None:
-            used = {r["model"] for r in present}
-            names = [n for n in names if n in used]
-        return {n: self.model_client(n, where) for n in dict.fromkeys(names)}
+        return self.models.clients(names, where, present)
 
     def model_client(self, name: str, where: str) -> LLMClient:
         """The client of one registry name (one per context; the stage's clients share its call cache)."""
-        if name not in self._clients:
-            from socsim import models
-            from socsim.llm.cache import CallCache
-
-            declared = self.stage.model_names(self._params)
-            if name not in declared:
-                raise ParamsError(
-                    f"stage {self.label} called model {name!r}, which its declaration does not name "
-                    f"(declared: {', '.join(declared) or 'none'}); add it to the stage's models"
-                )
-            spec = models.resolve(self._params, name, where)
-            if self._make_client is not None:
-                client = self._make_client(spec)
-                client.name = client.name or name
-                self._clients[name] = client
-                return client
-            if spec.serve:  # the run's own server: started (or joined) now, its URL and key from the lease
-                from dataclasses import replace
-
-                from socsim import serving
-
-                lease = serving.acquire(spec)
-                self._leases[name] = lease
-                spec = replace(spec, endpoints=(lease.url,), api_key_env=lease.api_key_env)
-            client = models.client(self._params, spec, cache_path="")
-            client.name = name  # the registry name, for messages
-            client.parse_fail_fast = self._params["llm"].get("parse_fail_fast", 20)
-            path = self._cache_path()
-            shared = next((c.cache for c in self._clients.values() if c.cache is not None), None)
-            client.cache = shared if shared is not None else (CallCache(path) if path else None)
-            self._clients[name] = client
-        return self._clients[name]
+        return self.models.client(name, where)
 
     def model_identity(self) -> dict[str, Any] | None:
         """Registry name -> the identity of the model that answered under it (None: no model was called)."""
-        return {n: c.identity() for n, c in self._clients.items() if c.answered} or None
+        return self.models.identity()
 
     def provenance(self, **extra: Any) -> dict[str, Any]:
         from socsim.io.provenance import provenance
@@ -457,32 +425,7 @@ class StageContext:
 
     def llm_metrics(self) -> dict[str, Any]:
         """Accounting of the stage's clients: totals, and each named model's own."""
-        servers = self.servers()
-        per = {  # the models that answered, under their registry names (a client never probed is not one)
-            name: {
-                **c.accounting.as_metrics(),
-                "identity": c.identity(),
-                **({"server": servers[name]} if name in servers else {}),
-            }
-            for name, c in self._clients.items()
-            if c.answered
-        }
-        keys = (
-            "requests",
-            "calls",
-            "cache_hits",
-            "constrained",
-            "parse_failures",
-            "retries",
-            "prompt_tokens",
-            "completion_tokens",
-        )
-        known = [m["prompt_tokens_evaluated"] for m in per.values() if m["prompt_tokens_evaluated"] is not None]
-        return {
-            **{k: sum(m[k] for m in per.values()) for k in keys},
-            "prompt_tokens_evaluated": sum(known) if known else None,  # where the backends say
-            "models": per,
-        }
+        return self.models.metrics()
 
     def write_metrics(self, **extra: Any) -> None:
         """The stage's metrics JSON (DVC metrics): `extra`, and for LLM stages the call accounting."""
@@ -497,34 +440,16 @@ class StageContext:
 
     def parse_summary(self) -> list[str]:
         """One line per model that answered: how many of its constrained answers did not parse."""
-        where = self.label + (f" shard {self.shard}" if self.stage.shards else "")
-        lines = []
-        for name, c in self._clients.items():
-            if not c.answered:
-                continue
-            acc = c.accounting
-            if acc.constrained:
-                said = (
-                    f"{acc.parse_failures} of {acc.constrained} constrained answers did not parse "
-                    f"({100 * acc.parse_failures / acc.constrained:.1f} %)"
-                )
-            else:
-                said = "no constrained answers"
-            lines.append(f"socsim: {where}: model {name}: {said}")
-        return lines
+        return self.models.parse_summary(self.label + (f" shard {self.shard}" if self.stage.shards else ""))
 
     def servers(self) -> dict[str, dict[str, Any]]:
         """Registry name -> how the run's own server of it was started (engine, version, command, URL),
         for the served models that answered."""
-        return {n: lease.record for n, lease in self._leases.items() if self._clients[n].answered}
+        return self.models.servers()
 
     def server_failures(self) -> str:
         """What happened to the run's own servers this stage called, where one failed or died ("": none)."""
-        return "\n".join(f"models.{n}: {f}" for n, lease in self._leases.items() if (f := lease.failure()))
+        return self.models.failures()
 
     def close(self) -> None:
-        for lease in self._leases.values():
-            lease.release()
-        caches = {id(c.cache): c.cache for c in self._clients.values() if c.cache is not None}
-        for cache in caches.values():
-            cache.close()
+        self.models.close()

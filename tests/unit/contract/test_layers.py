@@ -20,6 +20,7 @@ FLOORS: list[set[str]] = [
     {"io", "llm"},
     {"models", "sim"},
     {"serving"},
+    {"runtime"},
     {"preflight", "stages"},
     {"facilitation", "coherence", "opinion_dynamics", "debate"},
     {"studies"},

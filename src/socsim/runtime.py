@@ -1,0 +1,150 @@
+"""The model half of a stage's context: which registry names its declaration lets it call, one client per
+name (its backend, or a factory's: `socsim plan` counts), one call cache shared by them, the leases on the
+run's own servers (started or joined when a served model is first called, released on close), and what
+answered (identities, accounting, server records)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from socsim import models
+from socsim.config import ParamsError
+
+if TYPE_CHECKING:
+    from socsim.llm import LLMClient
+    from socsim.models import ModelSpec
+    from socsim.serving import Lease
+
+# The accounting every stage's metrics sum over its models.
+SUMMED = (
+    "requests",
+    "calls",
+    "cache_hits",
+    "constrained",
+    "parse_failures",
+    "retries",
+    "prompt_tokens",
+    "completion_tokens",
+)
+
+
+class ModelRuntime:
+    """The clients of one stage's job. `declared`: the registry names its declaration allows (name -> the
+    params key naming it); `cache_path`: where its call cache is (asked when the first client is made);
+    `factory`: how a model becomes a client (None: its backend through the registry)."""
+
+    def __init__(
+        self,
+        params: Mapping[str, Any],
+        label: str,
+        declared: Callable[[], Mapping[str, str]],
+        cache_path: Callable[[], str | None],
+        factory: Callable[[ModelSpec], LLMClient] | None = None,
+    ) -> None:
+        self._params, self.label = params, label
+        self._declared, self._cache_path, self._factory = declared, cache_path, factory
+        self._clients: dict[str, LLMClient] = {}  # registry name -> LLMClient
+        self._leases: dict[str, Lease] = {}  # registry name -> the lease on the run's own server of it
+
+    def clients(
+        self, names: Sequence[str], where: str, present: Iterable[Mapping[str, Any]] | None = None
+    ) -> dict[str, LLMClient]:
+        """One client per registry name; with `present`, only the models that rows of it name."""
+        if present is not None:
+            used = {r["model"] for r in present}
+            names = [n for n in names if n in used]
+        return {n: self.client(n, where) for n in dict.fromkeys(names)}
+
+    def client(self, name: str, where: str) -> LLMClient:
+        """The client of one registry name (one per job; the job's clients share its call cache)."""
+        if name not in self._clients:
+            declared = self._declared()
+            if name not in declared:
+                raise ParamsError(
+                    f"stage {self.label} called model {name!r}, which its declaration does not name "
+                    f"(declared: {', '.join(declared) or 'none'}); add it to the stage's models"
+                )
+            spec = models.resolve(self._params, name, where)
+            self._clients[name] = self._made(spec) if self._factory is not None else self._built(spec)
+        return self._clients[name]
+
+    def _made(self, spec: ModelSpec) -> LLMClient:
+        assert self._factory is not None
+        client = self._factory(spec)
+        client.name = client.name or spec.name
+        return client
+
+    def _built(self, spec: ModelSpec) -> LLMClient:
+        from socsim.llm.cache import CallCache
+
+        name = spec.name
+        if spec.serve:  # the run's own server: started (or joined) now, its URL and key from the lease
+            from socsim import serving
+
+            lease = serving.acquire(spec)
+            self._leases[name] = lease
+            spec = replace(spec, endpoints=(lease.url,), api_key_env=lease.api_key_env)
+        client = models.client(self._params, spec, cache_path="")
+        client.name = name  # the registry name, for messages
+        client.parse_fail_fast = self._params["llm"].get("parse_fail_fast", 20)
+        path = self._cache_path()
+        shared = next((c.cache for c in self._clients.values() if c.cache is not None), None)
+        client.cache = shared if shared is not None else (CallCache(path) if path else None)
+        return client
+
+    def identity(self) -> dict[str, Any] | None:
+        """Registry name -> the identity of the model that answered under it (None: no model was called)."""
+        return {n: c.identity() for n, c in self._clients.items() if c.answered} or None
+
+    def metrics(self) -> dict[str, Any]:
+        """Accounting of the clients: totals, and each model's own (the models that answered)."""
+        servers = self.servers()
+        per = {
+            name: {
+                **c.accounting.as_metrics(),
+                "identity": c.identity(),
+                **({"server": servers[name]} if name in servers else {}),
+            }
+            for name, c in self._clients.items()
+            if c.answered
+        }
+        known = [m["prompt_tokens_evaluated"] for m in per.values() if m["prompt_tokens_evaluated"] is not None]
+        return {
+            **{k: sum(m[k] for m in per.values()) for k in SUMMED},
+            "prompt_tokens_evaluated": sum(known) if known else None,  # where the backends say
+            "models": per,
+        }
+
+    def parse_summary(self, where: str) -> list[str]:
+        """One line per model that answered: how many of its constrained answers did not parse."""
+        lines = []
+        for name, c in self._clients.items():
+            if not c.answered:
+                continue
+            acc = c.accounting
+            if acc.constrained:
+                said = (
+                    f"{acc.parse_failures} of {acc.constrained} constrained answers did not parse "
+                    f"({100 * acc.parse_failures / acc.constrained:.1f} %)"
+                )
+            else:
+                said = "no constrained answers"
+            lines.append(f"socsim: {where}: model {name}: {said}")
+        return lines
+
+    def servers(self) -> dict[str, dict[str, Any]]:
+        """Registry name -> how the run's own server of it was started, for the served models that answered."""
+        return {n: lease.record for n, lease in self._leases.items() if self._clients[n].answered}
+
+    def failures(self) -> str:
+        """What happened to the run's own servers these clients called, where one failed or died ("": none)."""
+        return "\n".join(f"models.{n}: {f}" for n, lease in self._leases.items() if (f := lease.failure()))
+
+    def close(self) -> None:
+        for lease in self._leases.values():
+            lease.release()
+        caches = {id(c.cache): c.cache for c in self._clients.values() if c.cache is not None}
+        for cache in caches.values():
+            cache.close()
