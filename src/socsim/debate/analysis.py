@@ -27,19 +27,34 @@ ingest wrote into its outputs: the synthetic fixture or the DEBATE data), and pe
 model, the annotator and the sentence encoder when it depends on them. A row with a design
 difference gives no verdict of agreement with the paper.
 
-Findings (unit = debates or groups, where the utterances and members nest): Mode 1 > Mode 2 >
-Mode 3 in S_sem (paired over debates, each consecutive pair), LLM utterances longer than the
-humans' (one-sample t of the per-debate signed length difference), and each Fig. 2 test the paper
-reports: an effect where the paper's p < .05 (in its direction), else "no change", which holds only
-with power >= 0.8 to find d_z = NO_EFFECT_D. Fig. 2 compares effect sizes d_z = t / sqrt(G)
-(the paper's t with its G = 31 groups), not t, which grows with G.
+Findings, each judged at the unit of its claim (issue 34):
+
+- the debates (Tables 3, 9, the ablation) and Sect. 6's groups nest in the topics of their set (the 7
+  Depth topics): a claim about the set is judged by a sign-flip test over the topic means of the
+  per-debate or per-group values (socsim.stats.signflip), with at least MIN_TOPICS topics, the test
+  over debates or groups beside it: Mode 1 > Mode 2 > Mode 3 in S_sem (each consecutive pair), LLM
+  utterances longer than the humans', the Sect. 5 ablation, Sect. 6's drift and convergence, Fig. 3's
+  partner influence;
+- a change of the twins is measured between two points the model wrote: their round-2 and round-3
+  tweets (stats.MODEL_WRITTEN_TESTS). The twins' round-1 tweet and initial opinion are the humans', so the
+  paper's twin tests (round 3 vs 1, final vs initial opinion) compare a model-written end with a
+  human-written start: a model that only writes more moderately than the humans "converges" and
+  "drifts". They are shown as the paper's comparison (PAPERS_COMPARISON), without a verdict; so are the
+  opinion parts of convergence and public vs private, which have no model-written start;
+- Fig. 3's partner influence is the partner coefficient of a regression of the end value on own and
+  partner start (twins minus humans), not the r of the change score with "partner minus own", which
+  shares -own start with the change; the paper's r comparison is shown without a verdict;
+- the humans' "no change" (Fig. 2, both points theirs) holds only by an exact equivalence test that
+  |d_z| < NO_CHANGE_DZ (the paper's smallest significant change, d_z 0.40) at EQUIVALENCE_ALPHA; a
+  paired t that finds a change says "no". Fig. 2 compares effect sizes d_z = t / sqrt(G) (the paper's t
+  with its G = 31 groups), not t, which grows with G.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -50,6 +65,7 @@ from socsim.debate.metrics import PAPER_ENCODER
 from socsim.io import vs_paper
 from socsim.io.report import Finding, Report, Table
 from socsim.stats import degeneracy as dg
+from socsim.stats import signflip
 from socsim.stats import verdict as vd
 
 KEYS = ["session_id", "round", "kind", "dyad", "k", "speaker"]
@@ -66,7 +82,6 @@ DATA_SOURCES = {"fixture": "fixture (synthetic)", "hub": PAPER_DATA, "local": PA
 MIN_SESSIONS = 3  # debates a per-debate test needs before it gives a verdict
 MIN_GROUPS = 3  # groups a paired t over groups (Fig. 2) needs
 MIN_BOOT_GROUPS = 10  # groups a cluster bootstrap over groups (Fig. 3 correlations) needs
-NO_EFFECT_D = 0.5  # the d_z a "no change" claim must have had the power (0.8) to find
 
 # What each quantity is made of besides the data: "agent" (the twins' texts or opinions),
 # "annotator" (stance or on-topic labels), "on_topic" (the on-topic prompt: every utterance metric, whose
@@ -350,54 +365,132 @@ def members(tables: Mapping[str, Any], model: str) -> pd.DataFrame:
     )
 
 
+def session_topics(sessions: pd.DataFrame) -> dict[Any, Any]:
+    """session_id -> topic (`topic_dir`): the debates and groups of a topic set nest in its topics."""
+    if "topic_dir" not in sessions.columns:
+        raise ValueError("sessions: no topic_dir column; the findings' unit is the topic (ingest writes it)")
+    return dict(zip(sessions["session_id"], sessions["topic_dir"]))
+
+
 # ---------------------------------------------------------------------------------------------------
-# Findings
+# Findings: each judged at the unit of its claim
+
+MIN_TOPICS = signflip.min_clusters(vd.ALPHA)  # an exact two-sided sign-flip test rejects at .05 from 6 topics
+NO_CHANGE_DZ = 0.4  # "no change": the paper's smallest significant Fig. 2 change (d_z 0.40-0.48) is excluded
+EQUIVALENCE_ALPHA = vd.ALPHA / 2  # a "no change" says yes at most this often when the change is NO_CHANGE_DZ
+PAPERS_COMPARISON = (
+    "the paper's comparison, no verdict: the twins' end is model-written, their start (the round-1 tweet, the "
+    "initial opinion) the humans', so a model that only writes more moderately than the humans shows a change"
+)
+
+
+@dataclass(frozen=True)
+class Nested:
+    """A per-unit effect (debates or groups) whose units nest in topics, judged at the topic level."""
+
+    verdict: vd.Verdict
+    mean: float | None  # the mean over the units
+    p_units: float | None  # the one-sample t over the units: reported beside, no verdict of its own
+    n_units: int
+    topic_mean: float | None  # the mean of the topic values
+    p_topics: float | None  # the sign-flip test over the topic values: the verdict's test
+    n_topics: int
+
+
+def _at_topics(
+    base: vd.Verdict, why: str | None, n: int, unit: str, sf: signflip.SignFlip, direction: int, beside: str
+) -> vd.Verdict:
+    """The verdict of a claim whose `unit`s nest in topics: `base` (the verdict over units, which says
+    why when the data are too few, degenerate or without variance) unless it has a result, then the
+    sign-flip test over the topics (`sf`), with at least MIN_TOPICS topics; `beside` (the test over
+    units) is added to the reason."""
+    if base.degenerate or base.reason.startswith("n = ") or base.reason.startswith("the test could not"):
+        return undefined_why(base, why, n, unit)
+    if sf.n < MIN_TOPICS:
+        return vd.Verdict(
+            None,
+            f"n = {sf.n} topics, needs {MIN_TOPICS}: the {unit} nest in topics, and a sign-flip test over "
+            f"fewer cannot reject at {vd.ALPHA:g}{beside}",
+        )
+    v = vd.effect(sf.p, sf.mean, sf.n, MIN_TOPICS, "topics", direction)
+    return replace(v, reason=f"sign-flip over topics: {v.reason}{beside}")  # keeps what it was judged on
+
+
+def topic_effect(
+    values: pd.Series,
+    topics: Mapping[Any, Any],
+    direction: int,
+    flags: Sequence[dg.Flag],
+    unit: str,
+    need: int,
+) -> Nested:
+    """A claim that the per-unit `values` (index: session; debates or groups) are > 0 (`direction` +1)
+    or < 0 (-1) over a topic set whose topics the units nest in (`topics`: session -> topic). The claim
+    is about the topics, so its test is the sign-flip test over the topic means of the values
+    (socsim.stats.signflip; topic-specific effects that average zero do not pass it); the one-sample t
+    over units is reported beside it. Fewer than `need` units, a degenerate input or no variance:
+    inconclusive with the reason, as for a test over units."""
+    x = values.astype(float)
+    x = x[np.isfinite(x.to_numpy())]
+    mean, p, n, why = stats.one_sample_t(x.to_numpy())
+    sf = signflip.sign_flip(signflip.cluster_means(x, topics).to_numpy() if n else [])
+    beside = "" if p is None else f"; per {unit[:-1]}: t-test p = {p:.3g}, n = {n} {unit}"
+    base = vd.effect(p, mean, n, need, unit, direction, flags)
+    return Nested(_at_topics(base, why, n, unit, sf, direction, beside), mean, p, n, sf.mean, sf.p, sf.n)
+
+
+TOPIC_TEST = "sign-flip test over topics (exact over the 2^k sign assignments) of the topic means of"
 
 
 def mode_order(
-    by_session: pd.DataFrame, flags: list[dg.Flag], label: str = "", modes: Iterable[int] | None = None
+    by_session: pd.DataFrame,
+    topics: Mapping[Any, Any],
+    flags: list[dg.Flag],
+    label: str = "",
+    modes: Iterable[int] | None = None,
 ) -> Finding | None:
     """The claim "Mode 1 > Mode 2 > Mode 3 in semantic similarity" for one model and topic set: each pair of
-    consecutive modes, the per-debate S_sem difference by a one-sample t (paired over debates); holds
-    when every pair holds. `by_session`: session_id, mode, s_sem (original memory). None with fewer
-    than 2 modes. `modes`: the modes that ran (default: those of `by_session`)."""
+    consecutive modes, the per-debate S_sem difference (paired over debates), judged over the topics the
+    debates nest in (topic_effect; `topics`: session -> topic); holds when every pair holds.
+    `by_session`: session_id, mode, s_sem (original memory). None with fewer than 2 modes. `modes`: the
+    modes that ran (default: those of `by_session`)."""
     wide = by_session.pivot_table(index="session_id", columns="mode", values="s_sem", dropna=False)
     modes = sorted(set(wide.columns) if modes is None else set(modes))
     wide = wide.reindex(columns=modes)
     if len(modes) < 2:
         return None
-    parts, ns = [], []
-    for a, b in zip(modes, modes[1:]):
-        mean, p, n, why = stats.one_sample_t((wide[a] - wide[b]).to_numpy(dtype=float))
-        parts.append(undefined_why(vd.effect(p, mean, n, MIN_SESSIONS, "debates", +1, flags), why, n, "debates"))
-        ns.append(n)
+    parts = [
+        topic_effect(wide[a] - wide[b], topics, +1, flags, "debates", MIN_SESSIONS) for a, b in zip(modes, modes[1:])
+    ]
     first_last = (wide[modes[0]] - wide[modes[-1]]).to_numpy(dtype=float)
     first_last = first_last[np.isfinite(first_last)]
     return Finding(
         claim=" > ".join(f"Mode {m}" for m in modes) + " in semantic similarity" + (f" ({label})" if label else ""),
         statistic=f"mean per-debate S_sem of Mode {modes[0]} minus Mode {modes[-1]}",
         value=float(first_last.mean()) if first_last.size else None,
-        test="one-sample t of the per-debate S_sem difference of each pair of consecutive modes (paired over "
-        "debates), two-sided; every pair must hold",
-        unit="debates",
-        n=min(ns),
-        verdict=vd.all_of(parts),
+        test=f"{TOPIC_TEST} the per-debate S_sem difference of each pair of consecutive modes (paired over "
+        "debates), two-sided; every pair must hold; the one-sample t over debates beside it",
+        unit="topics",
+        n=min(r.n_topics for r in parts),
+        verdict=vd.all_of(r.verdict for r in parts),
     )
 
 
-def llm_longer(by_session: pd.DataFrame, flags: list[dg.Flag], label: str = "") -> Finding:
+def llm_longer(by_session: pd.DataFrame, topics: Mapping[Any, Any], flags: list[dg.Flag], label: str = "") -> Finding:
     """The claim "LLM utterances are longer than the humans'" for one model and topic set: the
-    per-debate mean (over modes) of the signed length difference (human - LLM) < 0, one-sample t over debates."""
-    per = by_session.groupby("session_id").d_signed_len.mean().to_numpy(dtype=float)
-    mean, p, n, why = stats.one_sample_t(per)
+    per-debate mean (over modes) of the signed length difference (human - LLM) < 0, judged over the
+    topics the debates nest in (topic_effect)."""
+    per = by_session.groupby("session_id").d_signed_len.mean()
+    r = topic_effect(per, topics, -1, flags, "debates", MIN_SESSIONS)
     return Finding(
         claim="LLM utterances are longer than the humans' (signed difference < 0)" + (f" ({label})" if label else ""),
         statistic="mean per-debate signed length difference (human - LLM)",
-        value=mean,
-        test="one-sample t over debates (each debate's mean over modes), two-sided",
-        unit="debates",
-        n=n,
-        verdict=undefined_why(vd.effect(p, mean, n, MIN_SESSIONS, "debates", -1, flags), why, n, "debates"),
+        value=r.mean,
+        test=f"{TOPIC_TEST} the per-debate signed length difference (each debate's mean over modes), two-sided; "
+        "the one-sample t over debates beside it",
+        unit="topics",
+        n=r.n_topics,
+        verdict=r.verdict,
     )
 
 
@@ -409,169 +502,240 @@ def undefined_why(verdict: vd.Verdict, why: str | None, n: int, unit: str) -> vd
     return verdict
 
 
-def group_finding(row: Any, ref: Mapping[str, Any], flags: list[dg.Flag]) -> Finding:
-    """A Fig. 2 test as a finding: the paper's direction where its p < .05 (an effect, two-sided
-    paired t over groups in that direction), else "no change" (holds only when our test does not
-    reject with power >= 0.8 to find d_z = NO_EFFECT_D)."""
+def model_written(test: str) -> bool:
+    """Whether a Fig. 2 test of the paper's (round 3 vs 1, final vs initial) compares points written by
+    the same hand: only the humans' own change does (the twins' start is the humans')."""
+    return test == "human change"
+
+
+def no_change(p: float | None, t: float | None, n: int, flags: Sequence[dg.Flag], why: str | None) -> vd.Verdict:
+    """A claim of no change over groups: holds when the exact equivalence test (stats.equivalence_p)
+    shows |d_z| < NO_CHANGE_DZ at EQUIVALENCE_ALPHA; "no" when the paired t finds a change (p < ALPHA);
+    otherwise inconclusive, with both p."""
+    base = vd.effect(p, 0.0 if p is not None else None, n, MIN_GROUPS, "groups", 0, flags)
+    if base.degenerate or base.reason.startswith("n = ") or base.reason.startswith("the test could not"):
+        return undefined_why(base, why, n, "groups")
+    assert p is not None
+    if p < vd.ALPHA:
+        return vd.Verdict(False, f"a change was found, p = {p:.3g}, n = {n} groups")
+    p_eq = stats.equivalence_p(t, n, NO_CHANGE_DZ)
+    if p_eq is None:
+        return vd.Verdict(None, f"the equivalence test could not be computed (n = {n} groups)")
+    within = f"|d_z| < {NO_CHANGE_DZ:g}: equivalence p = {p_eq:.3g}"
+    if p_eq < EQUIVALENCE_ALPHA:
+        return vd.Verdict(True, f"{within} < {EQUIVALENCE_ALPHA:g} (t-test p = {p:.3g}), n = {n} groups")
+    return vd.Verdict(None, f"not shown: {within} >= {EQUIVALENCE_ALPHA:g} (t-test p = {p:.3g}), n = {n} groups")
+
+
+def group_finding(
+    row: Any,
+    ref: Mapping[str, Any],
+    flags: list[dg.Flag],
+    changes: pd.Series | None = None,
+    topics: Mapping[Any, Any] | None = None,
+) -> Finding | None:
+    """A Fig. 2 test of the humans' own change as a finding (None for the twins' tests of the paper's, which
+    compare a model-written end with the humans' start: PAPERS_COMPARISON). The paper's direction where its
+    p < .05: an effect over the topics the groups nest in (topic_effect on the groups' `changes`, with
+    `topics`; without them inconclusive); else "no change": an equivalence test over groups (no_change:
+    |d_z| < NO_CHANGE_DZ)."""
     quantity, test = row.quantity, row.test
+    if not model_written(test):
+        return None
     what = quantity.split()[0]
     direction = int(np.sign(ref["t"])) if float(ref["p"]) < vd.ALPHA else 0
     n = int(row.n_groups)
     p = None if pd.isna(row.p) else float(row.p)
     dz = None if pd.isna(row.d_z) else float(row.d_z)
-    if test == "llm change vs human change":
-        how = {1: "is larger than", -1: "is smaller than", 0: "does not differ from"}[direction]
-        claim = f"Fig. 2: the twins' change in group {quantity} ({STEP[what]}) {how} the humans'"
-    else:
-        who = "the twins'" if test == "llm change" else "the humans'"
-        how = {1: "rises", -1: "falls", 0: "does not change"}[direction]
-        claim = f"Fig. 2: {who} group {quantity} {how} ({STEP[what]})"
+    why = row.note if isinstance(row.note, str) else None
+    how = {1: "rises", -1: "falls", 0: "does not change"}[direction]
+    claim = f"Fig. 2: the humans' group {quantity} {how} ({STEP[what]})"
     if direction:
-        verdict = vd.effect(p, dz, n, MIN_GROUPS, "groups", direction, flags)
-        test_text = "paired t over groups, two-sided"
+        test_text = f"{TOPIC_TEST} the groups' changes, two-sided; the paired t over groups beside it"
+        if changes is None or topics is None:
+            verdict = vd.Verdict(None, "the groups' topics are not given: the claim's unit is the topic")
+            unit, n_out = "topics", 0
+        else:
+            r = topic_effect(changes, topics, direction, flags, "groups", MIN_GROUPS)
+            verdict, unit, n_out = r.verdict, "topics", r.n_topics
     else:
-        power = vd.power_t(NO_EFFECT_D, n) if n >= 2 else None
-        verdict = vd.no_difference(p, power, n, MIN_GROUPS, "groups", flags)
-        test_text = f"paired t over groups, two-sided; power to find d_z = {NO_EFFECT_D:g}"
-    verdict = undefined_why(verdict, row.note if isinstance(row.note, str) else None, n, "groups")
+        t = None if pd.isna(row.t) else float(row.t)
+        verdict = no_change(p, t, n, flags, why)
+        test_text = (
+            f"paired t over groups, two-sided (a change: no), and the exact equivalence t test of |d_z| < "
+            f"{NO_CHANGE_DZ:g} at {EQUIVALENCE_ALPHA:g} (Wellek; no change: yes)"
+        )
+        unit, n_out = "groups", n
     return Finding(
         claim=claim,
         statistic="d_z = mean change / SD of the changes over groups (t / sqrt(G))",
         value=dz,
         test=test_text,
-        unit="groups",
-        n=n,
+        unit=unit,
+        n=n_out,
         verdict=verdict,
     )
 
 
 def _named(part: str, v: vd.Verdict) -> vd.Verdict:
-    """A part's verdict with its name in the reason (a degenerate input keeps its own message)."""
-    return v if v.degenerate or not v.reason else vd.Verdict(v.holds, f"{part}: {v.reason}")
+    """A part's verdict with its name in the reason, keeping what it was judged on (a degenerate input
+    keeps its own message)."""
+    return v if v.degenerate or not v.reason else replace(v, reason=f"{part}: {v.reason}")
 
 
-def _group_part(
-    tests: pd.DataFrame, quantity: str, test: str, direction: int, flags: Mapping[tuple[str, str], list[dg.Flag]]
-) -> tuple[vd.Verdict, int]:
-    """One Fig. 2 test as a part of a Sect. 6 claim: an effect in `direction` (paired t over groups, d_z as
-    the estimate), or with direction 0 "no change" (power to find d_z = NO_EFFECT_D)."""
-    row = tests[(tests["quantity"] == quantity) & (tests["test"] == test)]
-    if row.empty:
-        return vd.Verdict(None, f"{quantity}, {test}: not computed"), 0
-    r = row.iloc[0]
-    n = int(r.n_groups)
-    p = None if pd.isna(r.p) else float(r.p)
-    dz = None if pd.isna(r.d_z) else float(r.d_z)
-    fl = list(flags.get((quantity, test), []))
-    if direction:
-        v = vd.effect(p, dz, n, MIN_GROUPS, "groups", direction, fl)
-    else:
-        v = vd.no_difference(p, vd.power_t(NO_EFFECT_D, n) if n >= 2 else None, n, MIN_GROUPS, "groups", fl)
-    return _named(f"{quantity}, {test}", undefined_why(v, r.note if isinstance(r.note, str) else None, n, "groups")), n
-
-
+MODEL_WRITTEN = "the twins' round-2 and round-3 tweets, both model-written"
+# Sect. 6's group-level claims on points the model wrote (stats.MODEL_WRITTEN_TESTS); the opinion parts of
+# the paper's claims have no model-written start (the twins' initial opinion is the humans')
 SECT6_GROUP_CLAIMS = {
     "convergence": (
-        "Sect. 6: the twins' groups converge more than the humans' (the group SD of tweet stance and of "
-        "opinion falls, and falls more than the humans')",
+        "Sect. 6: the twins' groups converge more than the humans' in their tweets (the group SD of tweet "
+        f"stance falls from round 2 to 3, and falls more than the humans'; {MODEL_WRITTEN})",
+        [("tweet SD, rounds 2-3", "llm change", -1), ("tweet SD, rounds 2-3", "llm change vs human change", -1)],
+    ),
+    "drift": (
+        "Sect. 6: the twins' public tweet stance drifts upwards (group mean, round 2 to 3), more than the "
+        f"humans' ({MODEL_WRITTEN})",
+        [("tweet mean, rounds 2-3", "llm change", +1), ("tweet mean, rounds 2-3", "llm change vs human change", +1)],
+    ),
+}
+# The paper's claims as it tests them (round 3 vs 1, final vs initial): shown, no verdict (PAPERS_COMPARISON)
+SECT6_PAPER_CLAIMS = {
+    "convergence": (
+        "Sect. 6 (the paper's comparison): the twins' groups converge more than the humans' (the group SD of "
+        "tweet stance and of opinion falls, and falls more than the humans')",
         [
-            ("tweet SD", "llm change", -1),
-            ("opinion SD", "llm change", -1),
-            ("tweet SD", "llm change vs human change", -1),
-            ("opinion SD", "llm change vs human change", -1),
+            ("tweet SD", "llm change"),
+            ("opinion SD", "llm change"),
+            ("tweet SD", "llm change vs human change"),
+            ("opinion SD", "llm change vs human change"),
         ],
     ),
     "drift": (
-        "Sect. 6: the twins' public tweet stance drifts upwards (group mean, round 3 vs 1), more than the humans'",
-        [("tweet mean", "llm change", +1), ("tweet mean", "llm change vs human change", +1)],
+        "Sect. 6 (the paper's comparison): the twins' public tweet stance drifts upwards (group mean, round 3 "
+        "vs 1), more than the humans'",
+        [("tweet mean", "llm change"), ("tweet mean", "llm change vs human change")],
+    ),
+    "public vs private": (
+        "Sect. 6 (the paper's comparison): the twins' public tweet stance rises more than their private "
+        "opinion, which does not change",
+        [("tweet mean", "llm change"), ("opinion mean", "llm change")],
     ),
 }
-# Fig. 3: the twins' correlation is stronger than the humans' in the predictor's direction
+# Fig. 3, as the paper tests it (r of the change score; r_llm - r_human): shown, no verdict
 SECT6_CORRELATIONS = [
     ("tweet", "own initial", -1),
     ("tweet", "partner minus own", +1),
     ("opinion", "own initial", -1),
     ("opinion", "partner minus own", +1),
 ]
+PART_COLUMNS = ["n_topics", "topic_mean", "p_topics", "verdict"]
 
 
-def group_claims(tests: pd.DataFrame, flags: Mapping[tuple[str, str], list[dg.Flag]]) -> list[Finding]:
-    """Sect. 6's group-level claims (convergence, drift), each the all_of of its Fig. 2 tests (paired t
-    over groups, in the paper's direction). `tests`: group_level's second frame; `flags`: (quantity,
-    test) -> the flags of that test's inputs."""
+def group_claims(
+    per_group: pd.DataFrame,
+    topics: Mapping[Any, Any],
+    flags: Mapping[tuple[str, str], list[dg.Flag]],
+) -> tuple[list[Finding], pd.DataFrame]:
+    """Sect. 6's group-level claims on model-written points (SECT6_GROUP_CLAIMS: convergence and drift of
+    the twins' tweets from round 2 to 3), each the all_of of its parts; a part is a change test of
+    stats.MODEL_WRITTEN_TESTS judged over the topics the groups nest in (topic_effect). `per_group`:
+    group_level's first frame; `topics`: session -> topic; `flags`: (quantity, test) -> the flags of
+    that test's inputs. Also returns the model-written tests (change_tests' columns) with the topic-level
+    columns PART_COLUMNS (verdict: the part's, empty for a test no claim uses)."""
+    tests = stats.change_tests(per_group, stats.MODEL_WRITTEN_TESTS)
+    changes = stats.group_changes(per_group, stats.MODEL_WRITTEN_TESTS)
+    judged: dict[tuple[str, str], Nested] = {}
+    for r in tests.itertuples(index=False):
+        claimed = [d for _, parts in SECT6_GROUP_CLAIMS.values() for q, t, d in parts if (q, t) == (r.quantity, r.test)]
+        fl = list(flags.get((r.quantity, r.test), []))
+        judged[(r.quantity, r.test)] = topic_effect(
+            changes[(r.quantity, r.test)], topics, claimed[0] if claimed else 0, fl, "groups", MIN_GROUPS
+        )
     out = []
     for claim, parts in SECT6_GROUP_CLAIMS.values():
-        verdicts, ns = zip(*(_group_part(tests, q, t, d, flags) for q, t, d in parts))
+        verdicts = [_named(f"{q}, {t}", judged[(q, t)].verdict) for q, t, _ in parts]
+        named = "; ".join(f"{q} {t} {'>' if d > 0 else '<'} 0" for q, t, d in parts)
         out.append(
             Finding(
                 claim=claim,
-                statistic="every part's d_z (group_tests)",
+                statistic="every part's d_z (sect6_model_written)",
                 value=None,
-                test="paired t over groups, two-sided, per part ("
-                + "; ".join(f"{q} {t} {'> 0' if d > 0 else '< 0'}" for q, t, d in parts)
-                + "); every part must hold",
-                unit="groups",
-                n=min(ns),
+                test=f"per part ({named}): {TOPIC_TEST} the groups' changes, two-sided; every part must hold; "
+                "the paired t over groups beside it",
+                unit="topics",
+                n=min(judged[(q, t)].n_topics for q, t, _ in parts),
                 verdict=vd.all_of(verdicts),
             )
         )
-    return out
-
-
-def public_private_claim(
-    per_group: pd.DataFrame,
-    tests: pd.DataFrame,
-    dissociation_flags: list[dg.Flag],
-    flags: Mapping[tuple[str, str], list[dg.Flag]],
-) -> Finding:
-    """Sect. 6: the twins' public tweet stance rises while their private opinion does not change. Parts:
-    the per-group change of the mean tweet stance minus the change of the mean opinion > 0 (one-sample t
-    over groups), and no change in the opinion mean (power to find d_z = NO_EFFECT_D)."""
-    mean, p, n, why = stats.dissociation(per_group, "llm")
-    direct = _named(
-        "tweet-mean change minus opinion-mean change",
-        undefined_why(vd.effect(p, mean, n, MIN_GROUPS, "groups", +1, dissociation_flags), why, n, "groups"),
+    claimed_parts = {(q, t) for _, parts in SECT6_GROUP_CLAIMS.values() for q, t, _ in parts}
+    tests = tests.assign(
+        n_topics=[judged[(r.quantity, r.test)].n_topics for r in tests.itertuples(index=False)],
+        topic_mean=[judged[(r.quantity, r.test)].topic_mean for r in tests.itertuples(index=False)],
+        p_topics=[judged[(r.quantity, r.test)].p_topics for r in tests.itertuples(index=False)],
+        verdict=[
+            judged[(r.quantity, r.test)].verdict.label if (r.quantity, r.test) in claimed_parts else ""
+            for r in tests.itertuples(index=False)
+        ],
     )
-    unchanged, n2 = _group_part(tests, "opinion mean", "llm change", 0, flags)
-    return Finding(
-        claim="Sect. 6: the twins' public tweet stance rises more than their private opinion, which does not change",
-        statistic="mean over groups of the twins' change in mean tweet stance minus change in mean opinion",
-        value=mean,
-        test="one-sample t over groups of that difference, two-sided; and the opinion-mean change: paired t "
-        f"over groups with power to find d_z = {NO_EFFECT_D:g}; both must hold",
-        unit="groups",
-        n=min(n, n2),
-        verdict=vd.all_of([direct, unchanged]),
-    )
+    return out, tests.astype({"topic_mean": "float64", "p_topics": "float64"})
 
 
-def correlation_claim(members: pd.DataFrame, flags: Mapping[str, list[dg.Flag]]) -> tuple[Finding, pd.DataFrame]:
-    """Sect. 6 / Fig. 3: the twins' correlations are stronger than the humans' (more negative with the
-    own initial value, more positive with the partner's difference), for tweets and opinions. Each part:
-    r_llm - r_human with a cluster bootstrap over groups (stats.correlation_difference), at least
+PARTNER_CLAIM = (
+    "Sect. 6 / Fig. 3: the twins follow their round-1 partner more than the humans do (the partner "
+    "coefficient of the end value on own and partner start, tweets and opinions)"
+)
+
+
+def partner_claim(
+    members: pd.DataFrame, topics: Mapping[Any, Any], flags: Mapping[str, list[dg.Flag]]
+) -> tuple[Finding, pd.DataFrame]:
+    """Fig. 3's partner influence, twins against humans: per outcome (tweet, opinion), the twins' partner
+    coefficient minus the humans' (stats.partner_difference: OLS end ~ 1 + own start + partner start; a
+    cluster bootstrap over groups beside it), judged over the topics the groups nest in: the sign-flip
+    test of the per-topic coefficient differences (stats.partner_difference_by_cluster), with at least
     MIN_BOOT_GROUPS groups. `flags`: outcome -> the flags of its variables. Also returns the parts."""
     rows, verdicts = [], []
-    for outcome, predictor, direction in SECT6_CORRELATIONS:
-        r = stats.correlation_difference(members, outcome, predictor)
-        v = vd.effect(r["p"], r["diff"], r["n_groups"], MIN_BOOT_GROUPS, "groups", direction, flags.get(outcome, []))
-        v = undefined_why(v, r["note"], r["n_groups"], "groups")
-        verdicts.append(_named(f"{outcome} ~ {predictor}", v))
-        rows.append({**r, "direction": direction, "verdict": verdicts[-1].label})
+    for outcome in stats.OUTCOMES:
+        r = stats.partner_difference(members, outcome)
+        by_topic = stats.partner_difference_by_cluster(members, outcome, topics)
+        sf = signflip.sign_flip(by_topic.to_numpy())
+        n = int(r["n_groups"])
+        base = vd.effect(r["p"], r["diff"], n, MIN_BOOT_GROUPS, "groups", +1, flags.get(outcome, []))
+        beside = "" if r["p"] is None else f"; bootstrap over groups: p = {r['p']:.3g}, n = {n} groups"
+        v = _named(outcome, _at_topics(base, r["note"], n, "groups", sf, +1, beside))
+        verdicts.append(v)
+        rows.append({**r, "n_topics": sf.n, "topic_mean": sf.mean, "p_topics": sf.p, "verdict": v.label})
     parts = pd.DataFrame(rows)
     return (
         Finding(
-            claim="Sect. 6 / Fig. 3: the twins' correlations are stronger than the humans' (regression to the mean "
-            "and partner influence, tweets and opinions)",
-            statistic="every part's r_llm - r_human (table fig3_llm_vs_human)",
+            claim=PARTNER_CLAIM,
+            statistic="every part's b_llm - b_human (table fig3_partner_coefficients)",
             value=None,
-            test=f"cluster bootstrap over groups ({stats.BOOTSTRAP_REPEATS} resamples) of r_llm - r_human, two-sided, "
-            "per part (own initial: < 0; partner minus own: > 0); every part must hold",
-            unit="groups",
-            n=int(parts.n_groups.min()) if len(parts) else 0,
+            test=f"per outcome: {TOPIC_TEST.replace('topic means of', 'per-topic')} partner-coefficient "
+            f"difference (twins minus humans, OLS end ~ own start + partner start), two-sided, > 0; both must hold; "
+            f"a cluster bootstrap over groups ({stats.BOOTSTRAP_REPEATS} resamples) beside it",
+            unit="topics",
+            n=int(parts.n_topics.min()) if len(parts) else 0,
             verdict=vd.all_of(verdicts),
         ),
         parts,
     )
+
+
+def correlation_parts(members: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 3 as the paper compares it: r_llm - r_human of the change score with the own start and with
+    "partner minus own" (stats.correlation_difference, cluster bootstrap over groups), each row with
+    PAPERS_COMPARISON instead of a verdict (the change score's "partner minus own" also shares -own
+    start with it)."""
+    rows = [
+        {
+            **stats.correlation_difference(members, outcome, predictor),
+            "direction": direction,
+            "verdict": PAPERS_COMPARISON,
+        }
+        for outcome, predictor, direction in SECT6_CORRELATIONS
+    ]
+    return pd.DataFrame(rows)
 
 
 def ablation_claim(
@@ -580,19 +744,21 @@ def ablation_claim(
     topic_set: str,
     ran: set[tuple[int, str]],
     flags: Mapping[tuple[int, str, str], list[dg.Flag]],
+    topics: Mapping[Any, Any],
 ) -> Finding:
     """Sect. 5 (Tables 4, 10): in Modes 2 and 3, removing the private profile lowers semantic similarity
     and raises the stance difference. Parts, per mode of 2 and 3 that ran with both `original` and
     `no_private_profile`: the per-debate difference (no_private_profile - original) of s_sem < 0 and of
-    d_stance > 0, one-sample t over debates (paired); every part must hold. `ran`: (mode, ablation)
-    pairs of `model` and `topic_set`; `flags`: (mode, ablation, metric) -> flags."""
+    d_stance > 0, judged over the topics the debates nest in (topic_effect); every part must hold.
+    `ran`: (mode, ablation) pairs of `model` and `topic_set`; `flags`: (mode, ablation, metric) -> flags;
+    `topics`: session -> topic."""
     claim = (
         "Sect. 5: in Modes 2 and 3 removing the private profile lowers S_sem and raises Delta_stance "
         f"({topic_set}, {model})"
     )
     test = (
-        "one-sample t over debates of the per-debate difference (no_private_profile - original), two-sided, "
-        "per mode and metric; every part must hold"
+        f"{TOPIC_TEST} the per-debate difference (no_private_profile - original), two-sided, per mode and "
+        "metric; every part must hold; the one-sample t over debates beside it"
     )
     modes = [m for m in (2, 3) if (m, "original") in ran and (m, "no_private_profile") in ran]
     if not modes:
@@ -601,7 +767,7 @@ def ablation_claim(
             "per-debate differences",
             None,
             test,
-            "debates",
+            "topics",
             0,
             vd.Verdict(None, "not run: needs ablations original and no_private_profile in mode 2 or 3"),
         )
@@ -613,22 +779,17 @@ def ablation_claim(
         )
         for metric, direction in (("s_sem", -1), ("d_stance", +1)):
             cols = [(metric, a) for a in ("no_private_profile", "original")]
-            d = (
-                (sm[cols[0]] - sm[cols[1]]).to_numpy(dtype=float)
-                if all(c in sm.columns for c in cols)
-                else np.array([])
-            )
-            mean, p, n, why = stats.one_sample_t(d)
+            d = sm[cols[0]] - sm[cols[1]] if all(c in sm.columns for c in cols) else pd.Series(dtype=float)
             fl = _union(flags.get((mode, a, metric), []) for a in ("original", "no_private_profile"))
-            v = undefined_why(vd.effect(p, mean, n, MIN_SESSIONS, "debates", direction, fl), why, n, "debates")
-            verdicts.append(_named(f"mode {mode} {metric}", v))
-            ns.append(n)
+            r = topic_effect(d, topics, direction, fl, "debates", MIN_SESSIONS)
+            verdicts.append(_named(f"mode {mode} {metric}", r.verdict))
+            ns.append(r.n_topics)
     return Finding(
         claim,
         "per-debate differences (no_private_profile - original)",
         None,
         test,
-        "debates",
+        "topics",
         min(ns),
         vd.all_of(verdicts),
     )
@@ -723,6 +884,7 @@ def analyse(
     sect6_flags(tables, models[0], flags)
     if by_session is None:
         by_session = pd.DataFrame(columns=[*SETTING, "session_id", *METRICS])
+    topics = session_topics(tables["sessions"])
     every = metrics[metrics.on_topic_filter == "none"]
     metrics = metrics[metrics.on_topic_filter == "annotated"]
     unit = "round-wise aggregation (eq. 2); length in " + str(dp["length_unit"])
@@ -781,7 +943,7 @@ def analyse(
             ]
             by_mode = g.set_index("mode").s_sem
             s_flags = _union(flags.metric("s_sem", s) for s in settings)
-            order = mode_order(sess, s_flags, f"{ts}, {model}", g["mode"])
+            order = mode_order(sess, topics, s_flags, f"{ts}, {model}", g["mode"])
             if order is not None:
                 rep.findings.append(order)
                 b.row(
@@ -793,11 +955,11 @@ def analyse(
                         verdict=order.verdict,
                         flags=s_flags,
                         design=run.differences(METRIC_USES["s_sem"], model),
-                        note=f"finding tested per debate: {order.test}" + _encoder_note(run, "s_sem"),
+                        note=f"finding tested over topics: {order.test}" + _encoder_note(run, "s_sem"),
                     )
                 )
             l_flags = _union(flags.metric("d_signed_len", s) for s in settings)
-            longer = llm_longer(sess, l_flags, f"{ts}, {model}")
+            longer = llm_longer(sess, topics, l_flags, f"{ts}, {model}")
             rep.findings.append(longer)
             b.row(
                 vs_paper.Row(
@@ -808,10 +970,10 @@ def analyse(
                     verdict=longer.verdict,
                     flags=l_flags,
                     design=run.differences(METRIC_USES["d_signed_len"], model),
-                    note=f"finding tested per debate: {longer.test}",
+                    note=f"finding tested over topics: {longer.test}",
                 )
             )
-        _ablation_report(b, m, by_session, flags, models[0], ts, paper)
+        _ablation_report(b, m, by_session, flags, models[0], ts, paper, topics)
 
     _human_on_topic_report(b, tables, paper)
     _sect6_report(b, tables, dp, paper, flags, models[0])
@@ -835,6 +997,32 @@ def analyse(
     return rep
 
 
+def _test_vars(quantity: str, test: str) -> list[tuple[str, str]]:
+    """The (source, variable) pairs a change test of group_level / the model-written tests reads."""
+    before, after, _ = {**stats.GROUP_TESTS, **stats.MODEL_WRITTEN_TESTS}[quantity]
+    sources = {"llm change": ["llm"], "human change": ["human"]}.get(test, ["llm", "human"])
+    return [(s, v) for s in sources for v in (before, after)]
+
+
+PAPER_KEY = {"llm change": "llm_change", "human change": "human_change", "llm change vs human change": "llm_vs_human"}
+
+
+def _paper_groups(paper: Mapping[str, Any]) -> int:
+    gl = paper.get("group_level") or {}
+    return int(gl["df"]) + 1 if gl.get("df") is not None else PAPER_GROUPS
+
+
+def _paper_test(paper: Mapping[str, Any], quantity: str, test: str) -> Mapping[str, Any]:
+    """The paper's Fig. 2 test (t, p) of `quantity` ("tweet mean", ...) and `test`, or {}."""
+    gl = paper.get("group_level") or {}
+    return (gl.get(quantity.replace(" ", "_").lower()) or {}).get(PAPER_KEY[test]) or {}
+
+
+def _paper_dz(paper: Mapping[str, Any], quantity: str, test: str) -> float | None:
+    t = _paper_test(paper, quantity, test).get("t")
+    return None if t is None else float(t) / math.sqrt(_paper_groups(paper))
+
+
 def _sect6_report(
     b: _Builder,
     tables: Mapping[str, Any],
@@ -843,9 +1031,14 @@ def _sect6_report(
     flags: InputFlags,
     model: str,
 ) -> None:
-    """Sect. 6 on the Depth groups of Mode 3: members, group level (Fig. 2), individual level (Fig. 3)."""
+    """Sect. 6 on the Depth groups of Mode 3: members, group level (Fig. 2), individual level (Fig. 3), and
+    the claims. The paper's twin tests compare the twins' model-written end with the humans' start: they are
+    shown as the paper's comparison, without a verdict; the claims are judged on model-written points (the
+    twins' round-2 and round-3 tweets) or on the end value (Fig. 3's partner coefficient), over the topics
+    the groups nest in, and the humans' own "no change" by an equivalence test."""
     rep, run = b.rep, b.run
     mem = members(tables, model)
+    topics = session_topics(tables["sessions"])
     sect6 = dg.collect(flags.stance_tweets_human, flags.stance_tweets_llm, flags.opinions_llm)
     b.table("members", mem, f"Sect. 6 members (Depth, Mode 3, {model}): tweet stances and opinions", [], sect6)
     per_group, group_tests = stats.group_level(mem, dp["group_sd_ddof"])
@@ -863,28 +1056,25 @@ def _sect6_report(
         sect6,
     )
 
-    def test_vars(quantity: str, test: str) -> list[tuple[str, str]]:
-        before, after, _ = stats.GROUP_TESTS[quantity]
-        sources = {"llm change": ["llm"], "human change": ["human"]}.get(test, ["llm", "human"])
-        return [(s, v) for s in sources for v in (before, after)]
-
-    gl = paper.get("group_level") or {}
-    g_paper = int(gl["df"]) + 1 if gl.get("df") is not None else PAPER_GROUPS
-    key = {"llm change": "llm_change", "human change": "human_change", "llm change vs human change": "llm_vs_human"}
+    g_paper = _paper_groups(paper)
+    human_changes = stats.group_changes(per_group, stats.GROUP_TESTS)
     cells, es_rows = [], []
-    part_flags: dict[tuple[str, str], list[dg.Flag]] = {}
     for r in group_tests.itertuples(index=False):
-        vars_ = test_vars(r.quantity, r.test)
+        vars_ = _test_vars(r.quantity, r.test)
         fl = b.flagged(_union(flags.variable(s, v) for s, v in vars_), f"group_tests.{r.quantity}.{r.test}")
-        part_flags[(r.quantity, r.test)] = fl
         cells.append(_messages(fl))
         design = run.differences(_union(variable_uses(s, v) for s, v in vars_), model)
-        ref = (gl.get(r.quantity.replace(" ", "_").lower()) or {}).get(key[r.test]) or {}
+        ref = _paper_test(paper, r.quantity, r.test)
         paper_t = ref.get("t")
-        paper_dz = None if paper_t is None else float(paper_t) / math.sqrt(g_paper)
-        finding = group_finding(r, ref, fl) if paper_t is not None and ref.get("p") is not None else None
+        paper_dz = _paper_dz(paper, r.quantity, r.test)
+        finding = (
+            group_finding(r, ref, fl, human_changes.get((r.quantity, r.test)), topics)
+            if paper_t is not None and ref.get("p") is not None
+            else None
+        )
         if finding is not None:
             rep.findings.append(finding)
+        theirs = not model_written(r.test)
         t_shown = "n/a" if pd.isna(r.t) else f"{r.t:.3g}"
         b.row(
             vs_paper.Row(
@@ -895,7 +1085,8 @@ def _sect6_report(
                 verdict=finding.verdict if finding else None,
                 flags=fl,
                 design=design,
-                note=f"ours: t = {t_shown}, {r.n_groups} groups"
+                note=(f"{PAPERS_COMPARISON}; " if theirs else "")
+                + f"ours: t = {t_shown}, {r.n_groups} groups"
                 + (f"; {r.missing}" if isinstance(r.missing, str) and r.missing else "")
                 + (f"; {r.note}" if isinstance(r.note, str) and r.note else "")
                 + (f"; paper: t({g_paper - 1}) = {paper_t:g}, {g_paper} groups" if paper_t is not None else ""),
@@ -911,7 +1102,7 @@ def _sect6_report(
                 "paper_d_z": paper_dz,
                 "paper_t": paper_t,
                 "paper_groups": g_paper if paper_t is not None else None,
-                "verdict": finding.verdict.label if finding else "",
+                "verdict": finding.verdict.label if finding else PAPERS_COMPARISON if theirs else "",
                 "missing": r.missing,
                 "flags": _messages(fl),
             }
@@ -920,7 +1111,7 @@ def _sect6_report(
         "group_tests",
         group_tests.assign(flags=cells),
         "Fig. 2: group-level changes (paired t over groups; d_z = t / sqrt(groups))",
-        [],
+        [f"the twins' tests (llm change, llm change vs human change) are {PAPERS_COMPARISON}"],
         sect6,
     )
     b.table(
@@ -929,7 +1120,10 @@ def _sect6_report(
             {"d_z": "float64", "t": "float64", "paper_d_z": "float64", "paper_t": "float64", "paper_groups": "Int64"}
         ),
         f"Fig. 2 effect sizes: d_z = t / sqrt(G), ours beside the paper's (G = {g_paper})",
-        ["the paper's t grows with its number of groups; d_z does not"],
+        [
+            "the paper's t grows with its number of groups; d_z does not",
+            f"the twins' tests are {PAPERS_COMPARISON}",
+        ],
         sect6,
     )
 
@@ -961,8 +1155,12 @@ def _sect6_report(
         [],
         sect6,
     )
-    rep.summary.update(groups_sect6=int(mem.session_id.nunique()), members_sect6=int(len(mem) // 2))
-    _sect6_claims(b, mem, per_group, group_tests, part_flags, flags, model, paper)
+    rep.summary.update(
+        groups_sect6=int(mem.session_id.nunique()),
+        members_sect6=int(len(mem) // 2),
+        topics_sect6=len({topics[s] for s in mem.session_id.unique()}),
+    )
+    _sect6_claims(b, mem, per_group, group_tests, flags, model, paper, topics)
 
 
 def _encoder_note(run: RunDesign, metric: str) -> str:
@@ -1166,6 +1364,7 @@ def _ablation_report(
     model: str,
     ts: str,
     paper: Mapping[str, Any],
+    topics: Mapping[Any, Any],
 ) -> None:
     """The Sect. 5 ablation claim for one topic set (the first model), as a finding and a vs_paper row."""
     mine = m[m.model == model]
@@ -1175,7 +1374,7 @@ def _ablation_report(
         for mode, abl in ran
         for metric in ("s_sem", "d_stance")
     }
-    finding = ablation_claim(by_session, model, ts, ran, fl)
+    finding = ablation_claim(by_session, model, ts, ran, fl, topics)
     b.rep.findings.append(finding)
     table = TABLES[ts][1]
     ref = paper.get(table) or {}
@@ -1194,7 +1393,7 @@ def _ablation_report(
             verdict=finding.verdict,
             flags=_union(fl.values()),
             design=run_design_union(b.run, [METRIC_USES["s_sem"], METRIC_USES["d_stance"]], model),
-            note=f"finding tested per debate: {finding.test}"
+            note=f"finding tested over topics: {finding.test}"
             + (f"; the paper's deltas: {', '.join(deltas)}" if deltas else "")
             + _encoder_note(b.run, "s_sem"),
         )
@@ -1215,88 +1414,172 @@ def _sect6_claims(
     mem: pd.DataFrame,
     per_group: pd.DataFrame,
     group_tests: pd.DataFrame,
-    part_flags: Mapping[tuple[str, str], list[dg.Flag]],
     flags: InputFlags,
     model: str,
     paper: Mapping[str, Any],
+    topics: Mapping[Any, Any],
 ) -> None:
-    """Sect. 6's claims (convergence, drift, public vs private, stronger correlations) as findings and
-    vs_paper rows, each naming its test and unit."""
+    """Sect. 6's claims: convergence and drift on the twins' model-written tweets (rounds 2 to 3) and Fig. 3's
+    partner influence as a regression coefficient, as findings and vs_paper rows judged over topics; the
+    paper's own comparisons (convergence with opinions, drift and public vs private from the humans' start,
+    Fig. 3's r of the change score) as vs_paper rows and tables without a verdict."""
     run = b.run
-    every = [(s, v) for s in ("llm", "human") for v in stats.QUANTITIES]
-    design = run.differences(_union(variable_uses(s, v) for s, v in every), model)
-    gl = paper.get("group_level") or {}
-    g_paper = int(gl["df"]) + 1 if gl.get("df") is not None else PAPER_GROUPS
-    key = {"llm change": "llm_change", "human change": "human_change", "llm change vs human change": "llm_vs_human"}
 
-    def part_note(parts: list[tuple[str, str, int]]) -> str:
+    def d_z_of(frame: pd.DataFrame, q: str, t: str) -> str:
+        row = frame[(frame["quantity"] == q) & (frame["test"] == t)]
+        ours = row.d_z.iloc[0] if len(row) else None
+        return "n/a" if ours is None or pd.isna(ours) else f"{ours:.2f}"
+
+    def paper_note(parts: Iterable[tuple[str, str]]) -> str:
         out = []
-        for q, t, _ in parts:
-            row = group_tests[(group_tests["quantity"] == q) & (group_tests["test"] == t)]
-            ours = row.d_z.iloc[0] if len(row) else None
-            ref = (gl.get(q.replace(" ", "_").lower()) or {}).get(key[t]) or {}
-            theirs = None if ref.get("t") is None else float(ref["t"]) / math.sqrt(g_paper)
-            shown = "n/a" if ours is None or pd.isna(ours) else f"{ours:.2f}"
-            out.append(f"{q} {t}: d_z {shown}" + ("" if theirs is None else f" (paper {theirs:.2f})"))
+        for q, t in parts:
+            theirs = _paper_dz(paper, q, t)
+            out.append(
+                f"{q} {t}: d_z {d_z_of(group_tests, q, t)}" + ("" if theirs is None else f" (paper {theirs:.2f})")
+            )
         return "; ".join(out)
 
-    findings = group_claims(group_tests, part_flags)
+    # the claims on model-written points
+    mw_tests = stats.change_tests(per_group, stats.MODEL_WRITTEN_TESTS)
+    mw_flags = {
+        (r.quantity, r.test): b.flagged(
+            _union(flags.variable(s, v) for s, v in _test_vars(r.quantity, r.test)),
+            f"sect6_model_written.{r.quantity}.{r.test}",
+        )
+        for r in mw_tests.itertuples(index=False)
+    }
+    findings, mw = group_claims(per_group, topics, mw_flags)
+    b.table(
+        "sect6_model_written",
+        mw.assign(flags=[_messages(mw_flags[(r.quantity, r.test)]) for r in mw.itertuples(index=False)]),
+        "Sect. 6 on model-written points: the group mean and SD of tweet stance from round 2 to 3 (both the "
+        "twins' own tweets), paired t over groups and the sign-flip test over topics",
+        [
+            "the paper's tests (round 3 vs 1) start from the humans' round-1 tweet: see group_tests",
+            f"verdict: the part's, judged over topics (at least {MIN_TOPICS}); empty for a test no claim uses",
+        ],
+        _union(mw_flags.values()),
+    )
     for f, (_, parts) in zip(findings, SECT6_GROUP_CLAIMS.values()):
         b.rep.findings.append(f)
-        fl = _union(part_flags.get((q, t), []) for q, t, _ in parts)
+        vars_ = _union(_test_vars(q, t) for q, t, _ in parts)
+        note = []
+        for q, t, _ in parts:
+            row = mw[(mw["quantity"] == q) & (mw["test"] == t)].iloc[0]
+            p_top = "n/a" if pd.isna(row.p_topics) else f"{row.p_topics:.3g}"
+            theirs = _paper_dz(paper, q.split(",")[0], t)
+            note.append(
+                f"{q} {t}: d_z {d_z_of(mw, q, t)}, {row.n_groups} groups, sign-flip p = {p_top} over "
+                f"{row.n_topics} topics"
+                + ("" if theirs is None else f" (the paper, round 3 vs 1 from the humans' start: d_z {theirs:.2f})")
+            )
         b.row(
             vs_paper.Row(
-                f.claim, None, None, finding=f.claim, verdict=f.verdict, flags=fl, design=design, note=part_note(parts)
+                f.claim,
+                None,
+                None,
+                finding=f.claim,
+                verdict=f.verdict,
+                flags=_union(mw_flags[(q, t)] for q, t, _ in parts),
+                design=run.differences(_union(variable_uses(s, v) for s, v in vars_), model),
+                note="; ".join(note),
             )
         )
 
-    llm_vars = _union(flags.variable("llm", v) for v in stats.QUANTITIES)
-    pp = public_private_claim(per_group, group_tests, llm_vars, part_flags)
-    b.rep.findings.append(pp)
-    b.row(
-        vs_paper.Row(
-            pp.claim,
-            pp.value,
-            None,
-            finding=pp.claim,
-            verdict=pp.verdict,
-            flags=llm_vars,
-            design=design,
-            note=f"{pp.n} groups; " + part_note([("tweet mean", "llm change", 1), ("opinion mean", "llm change", 0)]),
+    # the paper's claims as it tests them: no verdict
+    every = [(s, v) for s in ("llm", "human") for v in stats.QUANTITIES]
+    design = run.differences(_union(variable_uses(s, v) for s, v in every), model)
+    for name, (claim, tests_of) in SECT6_PAPER_CLAIMS.items():
+        value, extra = None, ""
+        if name == "public vs private":
+            value, p, n, _ = stats.dissociation(per_group, "llm")
+            shown = "n/a" if p is None else f"{p:.3g}"
+            extra = f"; tweet-mean change minus opinion-mean change: one-sample t p = {shown}, {n} groups"
+        b.row(
+            vs_paper.Row(
+                claim,
+                value,
+                None,
+                flags=_union(flags.variable(s, v) for q, t in tests_of for s, v in _test_vars(q, t)),
+                design=design,
+                note=f"{PAPERS_COMPARISON}; " + paper_note(tests_of) + extra,
+            )
         )
-    )
 
+    # Fig. 3: partner influence as the partner coefficient of the end value
     out_flags = {
         o: _union(flags.variable(s, v) for s in ("llm", "human") for v in stats.OUTCOMES[o]) for o in stats.OUTCOMES
     }
-    corr, parts = correlation_claim(mem, out_flags)
-    b.rep.findings.append(corr)
+    partner, pparts = partner_claim(mem, topics, out_flags)
+    b.rep.findings.append(partner)
+    b.table(
+        "fig3_partner_coefficients",
+        pparts.astype(
+            {
+                "b_llm": "float64",
+                "b_human": "float64",
+                "diff": "float64",
+                "p": "float64",
+                "topic_mean": "float64",
+                "p_topics": "float64",
+            }
+        ),
+        "Fig. 3's partner influence: the partner coefficient of OLS end ~ own start + round-1 partner's start, "
+        "twins minus humans (p: cluster bootstrap over groups; p_topics: sign-flip over the per-topic differences)",
+        [
+            "the end value, not the change score: 'partner minus own' shares -own start with the change",
+            f"claimed: twins minus humans > 0; judged over topics (at least {MIN_TOPICS}), at least "
+            f"{MIN_BOOT_GROUPS} groups",
+        ],
+        _union(out_flags.values()),
+    )
+    for r in pparts.itertuples(index=False):
+        b_shown = ", ".join(
+            f"{who} {'n/a' if v is None or pd.isna(v) else format(v, '.3f')}"
+            for who, v in (("b_llm", r.b_llm), ("b_human", r.b_human))
+        )
+        b.row(
+            vs_paper.Row(
+                f"Fig. 3 {r.outcome}: partner coefficient, twins minus humans (end ~ own start + partner start)",
+                r.diff,
+                None,
+                finding=partner.claim,
+                verdict=partner.verdict,
+                flags=out_flags[r.outcome],
+                design=design,
+                note=f"{b_shown}; {r.n_groups} groups, {r.n_topics} topics; this part: {r.verdict}; the paper "
+                "reports r of the change score, not this coefficient",
+            )
+        )
+
+    # Fig. 3 as the paper compares it: no verdict
     il = paper.get("individual_level") or {}
     paper_diff = {
         (o, pr): (il[o][pr.replace(" ", "_")]["llm"]["r"] - il[o][pr.replace(" ", "_")]["human"]["r"])
         for o, pr, _ in SECT6_CORRELATIONS
         if ((il.get(o) or {}).get(pr.replace(" ", "_")) or {}).get("llm")
     }
-    parts = parts.assign(paper_diff=[paper_diff.get((r.outcome, r.predictor)) for r in parts.itertuples(index=False)])
+    corr = correlation_parts(mem)
+    corr = corr.assign(paper_diff=[paper_diff.get((r.outcome, r.predictor)) for r in corr.itertuples(index=False)])
     b.table(
         "fig3_llm_vs_human",
-        parts.astype(
+        corr.astype(
             {"r_llm": "float64", "r_human": "float64", "diff": "float64", "p": "float64", "paper_diff": "float64"}
         ),
-        "Fig. 3: the twins' correlation minus the humans' (cluster bootstrap over groups)",
-        [f"claimed direction: own initial < 0, partner minus own > 0; at least {MIN_BOOT_GROUPS} groups"],
+        "Fig. 3 as the paper compares it: the twins' correlation minus the humans' (cluster bootstrap over "
+        "groups); no verdict",
+        [PAPERS_COMPARISON, "the partner influence is judged in fig3_partner_coefficients"],
         _union(out_flags.values()),
     )
-    for r in parts.itertuples(index=False):
+    for r in corr.itertuples(index=False):
+        shown = "n/a" if r.p is None or pd.isna(r.p) else f"{r.p:.3g}"
         b.row(
             vs_paper.Row(
                 f"Fig. 3 {r.outcome} change ~ {r.predictor}: r_llm - r_human",
                 r.diff,
                 paper_diff.get((r.outcome, r.predictor)),
-                finding=corr.claim,
-                verdict=corr.verdict,
                 flags=out_flags[r.outcome],
                 design=design,
-                note=f"{r.n_groups} groups; this part: {r.verdict}",
+                note=f"{PAPERS_COMPARISON}; {r.n_groups} groups, bootstrap p = {shown}",
             )
         )

@@ -105,7 +105,9 @@ def fig2(group: pd.DataFrame, flags: pd.DataFrame, out: Path) -> str:
 
 def fig2_effect_sizes(es: pd.DataFrame, flags: pd.DataFrame, out: Path) -> str:
     """Fig. 2's tests as effect sizes d_z = t / sqrt(G), ours beside the paper's: t grows with the
-    number of groups, d_z does not. A missing value has no bar and says n/a."""
+    number of groups, d_z does not. A missing value has no bar and says n/a. Each panel says that the
+    twins' bars start from the humans' round-1 tweet / initial opinion (the paper's comparison, which
+    carries no verdict; the claims are judged in analysis/sect6_model_written)."""
     fig, axes = plt.subplots(2, 2, figsize=(9, 6.5))
     quantities = list(dict.fromkeys(es.quantity)) or ["tweet mean", "tweet SD", "opinion mean", "opinion SD"]
     x = np.arange(len(TESTS))
@@ -134,7 +136,10 @@ def fig2_effect_sizes(es: pd.DataFrame, flags: pd.DataFrame, out: Path) -> str:
         ax.set_title(f"{q}: change", fontsize=8)
         n = pd.to_numeric(e["n_groups"], errors="coerce").max()
         g_paper = pd.to_numeric(e["paper_groups"], errors="coerce").max()
-        lines = [f"n = {0 if pd.isna(n) else int(n)} groups (paper: {'n/a' if pd.isna(g_paper) else int(g_paper)})"]
+        lines = [
+            f"n = {0 if pd.isna(n) else int(n)} groups (paper: {'n/a' if pd.isna(g_paper) else int(g_paper)})",
+            "twins: from the humans' start, the paper's comparison (no verdict)",
+        ]
         if not np.isfinite(e["d_z"].astype(float)).any():
             lines.append("no effect size of ours: fewer than 2 groups or no variance in the changes")
         if "missing" in e.columns:

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -101,6 +102,12 @@ GROUP_TESTS = {
     "opinion mean": ("o_init", "o_final", "mean"),
     "opinion SD": ("o_init", "o_final", "sd"),
 }
+# Both points model-written: the twins' round-2 and round-3 tweets (their round-1 tweet and initial opinion
+# are the humans', so the paper's twin changes above compare a model-written end with a human start)
+MODEL_WRITTEN_TESTS = {
+    "tweet mean, rounds 2-3": ("s2", "s3", "mean"),
+    "tweet SD, rounds 2-3": ("s2", "s3", "sd"),
+}
 
 
 GROUP_TEST_COLUMNS = ["quantity", "test", "t", "p", "n_groups", "mean_change", "d_z", "missing", "note"]
@@ -151,23 +158,169 @@ def _paired_t(
     return _num(res.statistic), _num(res.pvalue), n, mean, None
 
 
+Missing = dict[tuple[str, str], list[tuple[int, int]]]  # (source, quantity) -> per group (n_missing, n_members)
+
+
+def _missing_text(missing: Missing, sources: Iterable[str], quantities: Iterable[str]) -> str:
+    quantities = list(quantities)
+    parts = []
+    for source in sources:
+        for q in quantities:
+            rows = missing.get((source, q), [])
+            n_missing = sum(m for m, _ in rows)
+            if not n_missing:
+                continue
+            total = sum(t for _, t in rows)
+            groups = sum(m > 0 for m, _ in rows)
+            where = f" in {groups} of {len(rows)} groups" if len(rows) > 1 else ""
+            parts.append(f"{q} missing for {n_missing} of {total} {WHO.get(source, source)}{where}")
+    return "; ".join([*parts, PAIRED]) if parts else ""
+
+
+def _missing_of(per_group: pd.DataFrame) -> Missing:
+    out: Missing = {}
+    for source, q, n_missing, n_members in zip(
+        per_group["source"].tolist(),
+        per_group["quantity"].tolist(),
+        per_group["n_missing"].tolist(),
+        per_group["n_members"].tolist(),
+    ):
+        out.setdefault((str(source), str(q)), []).append((int(n_missing), int(n_members)))
+    return out
+
+
 def missing_summary(per_group: pd.DataFrame, sources: Iterable[str], quantities: Iterable[str]) -> str:
     """What the paired statistics of `quantities` for `sources` left out, summed over the groups of
     `per_group` (group_level's first frame): "o_final missing for 2 of 4 twins; paired: ...", or ""
     when every member has every value."""
-    parts = []
-    for source in sources:
-        s = per_group[per_group["source"] == source]
-        for q in quantities:
-            rows = s[s["quantity"] == q]
-            missing = int(rows["n_missing"].sum())
-            if not missing:
-                continue
-            total = int(rows["n_members"].sum())
-            groups = int((rows["n_missing"] > 0).sum())
-            where = f" in {groups} of {len(rows)} groups" if len(rows) > 1 else ""
-            parts.append(f"{q} missing for {missing} of {total} {WHO.get(source, source)}{where}")
-    return "; ".join([*parts, PAIRED]) if parts else ""
+    return _missing_text(_missing_of(per_group), sources, quantities)
+
+
+def _group_stats(members: pd.DataFrame, ddof: int) -> pd.DataFrame:
+    """group_level's first frame (see there)."""
+    values = members[list(QUANTITIES)].astype(float).to_numpy()
+    column = {q: k for k, q in enumerate(QUANTITIES)}
+    indices = members.groupby(["session_id", "source"], sort=True).indices
+    rows = []
+    for session, source in sorted(indices):
+        pos = indices[(session, source)]
+        who = WHO.get(str(source), str(source))
+        for steps in OUTCOME_STEPS.values():
+            v_all = values[pos][:, [column[q] for q in steps]]
+            present = np.isfinite(v_all)
+            used = v_all[present.all(axis=1)]
+            gaps = [
+                f"{q} missing for {int((~present[:, k]).sum())} of {len(pos)} {who}"
+                for k, q in enumerate(steps)
+                if not present[:, k].all()
+            ]
+            gap_note = "; ".join([*gaps, f"statistics over the {len(used)} with every step"]) if gaps else ""
+            for k, q in enumerate(steps):
+                v = used[:, k]
+                rows.append(
+                    {
+                        "session_id": session,
+                        "source": source,
+                        "quantity": q,
+                        "mean": float(v.mean()) if v.size else np.nan,
+                        "sd": float(v.std(ddof=ddof)) if v.size > ddof else np.nan,
+                        "n": int(v.size),
+                        "n_members": len(pos),
+                        "n_missing": int((~present[:, k]).sum()),
+                        "note": gap_note,
+                    }
+                )
+    return pd.DataFrame(rows, columns=GROUP_LEVEL_COLUMNS)
+
+
+Spec = Mapping[str, tuple[str, str, str]]  # test quantity -> (variable before, variable after, statistic)
+CHANGE_TESTS = ("llm change", "human change", "llm change vs human change")
+
+
+@dataclass(frozen=True)
+class _Change:
+    quantity: str
+    test: str
+    after: np.ndarray  # per session (sorted), NaN where missing
+    before: np.ndarray
+    missing: str
+
+
+def _changes(per_group: pd.DataFrame, spec: Spec) -> tuple[list[Any], list[_Change]]:
+    """The sessions (sorted) and, per quantity of `spec` and test, the paired values over them."""
+    sessions = sorted(per_group["session_id"].unique())
+    at = {s: i for i, s in enumerate(sessions)}
+    table: dict[tuple[str, str, str], np.ndarray] = {}
+    for stat in ("mean", "sd"):
+        for session, source, q, value in zip(
+            per_group["session_id"].tolist(),
+            per_group["source"].tolist(),
+            per_group["quantity"].tolist(),
+            per_group[stat].tolist(),
+        ):
+            key = (stat, str(source), str(q))
+            if key not in table:
+                table[key] = np.full(len(sessions), np.nan)
+            table[key][at[session]] = float(value)
+    missing = _missing_of(per_group)
+
+    def column(stat: str, source: str, q: str) -> np.ndarray:
+        return table.get((stat, source, q), np.full(len(sessions), np.nan))
+
+    out = []
+    for name, (before, after, stat) in spec.items():
+        steps = OUTCOME_STEPS[STEP_OUTCOME[before]]
+        deltas = {}
+        for source in ("llm", "human"):
+            a, b = column(stat, source, after), column(stat, source, before)
+            deltas[source] = a - b
+            out.append(_Change(name, f"{source} change", a, b, _missing_text(missing, [source], steps)))
+        out.append(
+            _Change(
+                name,
+                "llm change vs human change",
+                deltas["llm"],
+                deltas["human"],
+                _missing_text(missing, ["llm", "human"], steps),
+            )
+        )
+    return sessions, out
+
+
+def change_tests(per_group: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+    """group_level's second frame for the quantities of `spec` (name -> (before, after, statistic)),
+    from its first frame `per_group`: per quantity the tests "llm change", "human change" and "llm
+    change vs human change" (columns GROUP_TEST_COLUMNS; see group_level)."""
+    _, changes = _changes(per_group, spec)
+    tests = []
+    for c in changes:
+        t, p, n, mean, note = _paired_t(c.after, c.before)
+        tests.append(
+            {
+                "quantity": c.quantity,
+                "test": c.test,
+                "t": t,
+                "p": p,
+                "n_groups": n,
+                "mean_change": mean,
+                "d_z": d_z(t, n),
+                "missing": c.missing,
+                "note": note,
+            }
+        )
+    return pd.DataFrame(tests, columns=GROUP_TEST_COLUMNS)
+
+
+def group_changes(per_group: pd.DataFrame, spec: Spec) -> dict[tuple[str, str], pd.Series]:
+    """Per (quantity, test) of change_tests: each group's change (after - before; for "llm change vs
+    human change" the twins' change minus the humans'), indexed by session, the groups with both values
+    only: the values whose mean change_tests' paired t tests."""
+    sessions, changes = _changes(per_group, spec)
+    out = {}
+    for c in changes:
+        d = pd.Series(c.after - c.before, index=pd.Index(sessions, name="session_id"), dtype=float)
+        out[(c.quantity, c.test)] = d[np.isfinite(d.to_numpy())]
+    return out
 
 
 def group_level(members: pd.DataFrame, ddof: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -184,98 +337,24 @@ def group_level(members: pd.DataFrame, ddof: int = 1) -> tuple[pd.DataFrame, pd.
     First frame: per session x source x quantity (s1, s2, s3, o_init, o_final) the mean and the SD
     (`ddof`, default 1 as R's sd) over those members; columns session_id, source, quantity, mean, sd,
     n (members used), n_members (the group's members of that source), n_missing (of them, those
-    without this quantity), note ("o_final missing for 2 of 4 twins; ..." or empty). Second frame:
-    for tweet mean/SD (round 3 vs round 1) and opinion mean/SD (final vs initial): "llm change" and
-    "human change" = ttest_rel(after, before) over that source's groups, and "llm change vs human
-    change" = ttest_rel(change_LLM, change_human) over the groups that have both (sign: LLM minus
-    human). Columns quantity, test, t, p, n_groups, mean_change, d_z (the standardised mean change,
-    t / sqrt(n_groups): comparable across numbers of groups, unlike t), missing (the values left out
-    of the paired statistics, summed over groups, or empty), note (why t and p are missing, NaN in the
-    frame: fewer than 2 groups, or no variance in the changes).
+    without this quantity), note ("o_final missing for 2 of 4 twins; ..." or empty). Second frame
+    (change_tests with GROUP_TESTS, the paper's): for tweet mean/SD (round 3 vs round 1) and opinion
+    mean/SD (final vs initial): "llm change" and "human change" = ttest_rel(after, before) over that
+    source's groups, and "llm change vs human change" = ttest_rel(change_LLM, change_human) over the
+    groups that have both (sign: LLM minus human). Columns quantity, test, t, p, n_groups, mean_change,
+    d_z (the standardised mean change, t / sqrt(n_groups): comparable across numbers of groups, unlike
+    t), missing (the values left out of the paired statistics, summed over groups, or empty), note (why
+    t and p are missing, NaN in the frame: fewer than 2 groups, or no variance in the changes).
+
+    The twins' round-1 tweet and initial opinion are the humans': the paper's twin changes compare a
+    model-written end with a human-written start (MODEL_WRITTEN_TESTS: rounds 2 -> 3, both the twins').
     """
     need = ["session_id", "worker_id", "source", *QUANTITIES]
     missing = [c for c in need if c not in members.columns]
     if missing:
         raise ValueError(f"group_level: missing columns {missing}")
-    rows = []
-    for (session, source), g in members.groupby(["session_id", "source"], sort=True):
-        who = WHO.get(str(source), str(source))
-        for steps in OUTCOME_STEPS.values():
-            values = g[list(steps)].astype(float).to_numpy()
-            present = np.isfinite(values)
-            complete = present.all(axis=1)
-            used = values[complete]
-            gaps = [
-                f"{q} missing for {int((~present[:, k]).sum())} of {len(g)} {who}"
-                for k, q in enumerate(steps)
-                if not present[:, k].all()
-            ]
-            gap_note = "; ".join([*gaps, f"statistics over the {len(used)} with every step"]) if gaps else ""
-            for k, q in enumerate(steps):
-                v = used[:, k]
-                rows.append(
-                    {
-                        "session_id": session,
-                        "source": source,
-                        "quantity": q,
-                        "mean": float(v.mean()) if v.size else np.nan,
-                        "sd": float(v.std(ddof=ddof)) if v.size > ddof else np.nan,
-                        "n": int(v.size),
-                        "n_members": len(g),
-                        "n_missing": int((~present[:, k]).sum()),
-                        "note": gap_note,
-                    }
-                )
-    per_group = pd.DataFrame(rows, columns=GROUP_LEVEL_COLUMNS)
-
-    wide = per_group.pivot_table(
-        index="session_id", columns=["source", "quantity"], values=["mean", "sd"], dropna=False
-    )
-    sessions = sorted(per_group["session_id"].unique())
-
-    def column(stat: str, source: str, q: str) -> np.ndarray:
-        key = (stat, source, q)
-        if key not in wide.columns:
-            return np.full(len(sessions), np.nan)
-        values: np.ndarray = wide[key].reindex(sessions).astype(float).to_numpy()
-        return values
-
-    tests = []
-    for name, (before, after, stat) in GROUP_TESTS.items():
-        steps = OUTCOME_STEPS[STEP_OUTCOME[before]]
-        changes = {}
-        for source in ("llm", "human"):
-            a, b = column(stat, source, after), column(stat, source, before)
-            changes[source] = a - b
-            t, p, n, mean, note = _paired_t(a, b)
-            tests.append(
-                {
-                    "quantity": name,
-                    "test": f"{source} change",
-                    "t": t,
-                    "p": p,
-                    "n_groups": n,
-                    "mean_change": mean,
-                    "d_z": d_z(t, n),
-                    "missing": missing_summary(per_group, [source], steps),
-                    "note": note,
-                }
-            )
-        t, p, n, mean, note = _paired_t(changes["llm"], changes["human"])
-        tests.append(
-            {
-                "quantity": name,
-                "test": "llm change vs human change",
-                "t": t,
-                "p": p,
-                "n_groups": n,
-                "mean_change": mean,
-                "d_z": d_z(t, n),
-                "missing": missing_summary(per_group, ["llm", "human"], steps),
-                "note": note,
-            }
-        )
-    return per_group, pd.DataFrame(tests, columns=GROUP_TEST_COLUMNS)
+    per_group = _group_stats(members, ddof)
+    return per_group, change_tests(per_group, GROUP_TESTS)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -382,8 +461,9 @@ BOOTSTRAP_SEED = 20251029  # analyse reads no seed: a fixed one keeps the report
 
 
 def _partner_values(m: pd.DataFrame, col: str) -> np.ndarray:
-    lookup = {(s, w): v for s, w, v in zip(m["session_id"], m["worker_id"], m[col].astype(float))}
-    return np.array([lookup.get((s, p), np.nan) for s, p in zip(m["session_id"], m["partner1"])], dtype=float)
+    sessions = m["session_id"].tolist()
+    lookup = {(s, w): v for s, w, v in zip(sessions, m["worker_id"].tolist(), m[col].astype(float).tolist())}
+    return np.array([lookup.get((s, p), np.nan) for s, p in zip(sessions, m["partner1"].tolist())], dtype=float)
 
 
 def fig3_pairs(members: pd.DataFrame, source: str, outcome: str, predictor: str) -> pd.DataFrame:
@@ -460,3 +540,147 @@ def correlation_difference(
         return out
     out["p"] = float(min(1.0, 2 * min(np.mean(diff <= 0), np.mean(diff >= 0))))
     return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# "No change" as an equivalence test
+
+
+def equivalence_p(t: float | None, n: int, margin: float) -> float | None:
+    """p of the exact one-sample (paired) t test for equivalence, H0: |d_z| >= `margin` against
+    H1: |d_z| < `margin` (Wellek, Testing Statistical Hypotheses of Equivalence, 2010, Sect. 5.3): the
+    chance, at |d_z| = margin, of a t at most as far from 0 as the observed: P(|T| <= |t|) for T
+    noncentral t with n - 1 degrees of freedom and noncentrality margin * sqrt(n). Equivalence is shown
+    when p < alpha; under H0 that happens at most at rate alpha. None when t is undefined or n < 2."""
+    if t is None or not math.isfinite(t) or n < 2 or margin <= 0:
+        return None
+    nc = margin * math.sqrt(n)
+    a = abs(float(t))
+    return _num(float(stats.nct.cdf(a, n - 1, nc) - stats.nct.cdf(-a, n - 1, nc)))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Fig. 3's partner influence as a regression coefficient
+
+PARTNER_TERMS = ("intercept", "own start", "partner start")
+MIN_REGRESSION_MEMBERS = 4  # rows a 3-term regression needs for one residual degree of freedom
+SINGULAR = 1e-10  # det(X'X) / prod(diag(X'X)) below this: the design is (nearly) singular
+
+
+def regression_rows(members: pd.DataFrame, source: str, outcome: str) -> pd.DataFrame:
+    """Per member of `source` with every value: session_id, own (own start: s1 / o_init), partner (the
+    round-1 partner's start), end (s3 / o_final)."""
+    m = members[members["source"] == source]
+    start, end = OUTCOMES[outcome]
+    own = m[start].to_numpy(dtype=float)
+    partner = _partner_values(m, start)
+    y = m[end].to_numpy(dtype=float)
+    ok = np.isfinite(own) & np.isfinite(partner) & np.isfinite(y)
+    return pd.DataFrame(
+        {"session_id": m["session_id"].to_numpy()[ok], "own": own[ok], "partner": partner[ok], "end": y[ok]}
+    )
+
+
+def _cross_products(rows: pd.DataFrame, sessions: list[Any]) -> np.ndarray:
+    """Per session (in `sessions` order): X'X (3 x 3, X = [1, own, partner]) and X'y, flattened to 12."""
+    x = np.column_stack([np.ones(len(rows)), rows["own"].to_numpy(), rows["partner"].to_numpy()])
+    y = rows["end"].to_numpy()
+    per_row = np.concatenate([(x[:, :, None] * x[:, None, :]).reshape(len(rows), 9), x * y[:, None]], axis=1)
+    at = {s: i for i, s in enumerate(sessions)}
+    out = np.zeros((len(sessions), 12))
+    idx = np.array([at.get(s, -1) for s in rows["session_id"].tolist()], dtype=int)
+    keep = idx >= 0
+    np.add.at(out, idx[keep], per_row[keep])
+    return out
+
+
+def _coefficients(s: np.ndarray) -> np.ndarray:
+    """OLS coefficients from summed cross-products (last axis: X'X flattened, X'y); NaN where the
+    design is singular or has fewer than MIN_REGRESSION_MEMBERS rows."""
+    xtx = s[..., :9].reshape(*s.shape[:-1], 3, 3)
+    xty = s[..., 9:]
+    n = xtx[..., 0, 0]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        # X'X is positive semi-definite: det <= the product of its diagonal (Hadamard), with equality for
+        # orthogonal columns; a ratio near 0 is a (nearly) singular design
+        ratio = np.linalg.det(xtx) / np.prod(np.diagonal(xtx, axis1=-2, axis2=-1), axis=-1)
+        ok = (n >= MIN_REGRESSION_MEMBERS) & np.isfinite(ratio) & (ratio > SINGULAR)
+        safe = np.where(ok[..., None, None], xtx, np.eye(3))
+        b = np.linalg.solve(safe, xty[..., None])[..., 0]
+    return np.where(ok[..., None], b, np.nan)
+
+
+def partner_coefficient(rows: pd.DataFrame) -> float | None:
+    """The partner coefficient of OLS end ~ 1 + own + partner over `rows` (regression_rows)."""
+    sessions = sorted(set(rows["session_id"]))
+    b = _coefficients(_cross_products(rows, sessions).sum(axis=0))
+    return _num(b[2])
+
+
+def _partner_sums(members: pd.DataFrame, outcome: str) -> tuple[list[Any], np.ndarray, np.ndarray, int, int]:
+    """The groups with both sources' regression rows (sorted), each source's per-group cross-products,
+    and the members used (twins, humans)."""
+    llm, hum = regression_rows(members, "llm", outcome), regression_rows(members, "human", outcome)
+    sessions = sorted(set(llm.session_id) & set(hum.session_id))
+    s_llm, s_hum = _cross_products(llm, sessions), _cross_products(hum, sessions)
+    return sessions, s_llm, s_hum, int(s_llm[:, 0].sum()), int(s_hum[:, 0].sum())
+
+
+def partner_difference(
+    members: pd.DataFrame,
+    outcome: str,
+    repeats: int = BOOTSTRAP_REPEATS,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict[str, Any]:
+    """Fig. 3's partner influence, twins against humans, on the end value instead of the change score:
+    per source, OLS end ~ 1 + own start + round-1 partner's start over its members, and the twins'
+    partner coefficient minus the humans'. (The paper's r of the change with "partner minus own" shares
+    -own start with the change: twins who answer the same whatever they read show "partner influence".)
+    Cluster bootstrap over the groups that have both sources (each twin is paired with its human):
+    resample whole groups with replacement, refit both; two-sided p = 2 min(share <= 0, share >= 0),
+    capped at 1. Returns outcome, b_llm, b_human, diff, p, n_groups, n_llm, n_human (members), repeats,
+    note."""
+    sessions, s_llm, s_hum, n_llm, n_hum = _partner_sums(members, outcome)
+    b_llm = _num(_coefficients(s_llm.sum(axis=0))[2])
+    b_hum = _num(_coefficients(s_hum.sum(axis=0))[2])
+    out: dict[str, Any] = {
+        "outcome": outcome,
+        "b_llm": b_llm,
+        "b_human": b_hum,
+        "diff": None if b_llm is None or b_hum is None else b_llm - b_hum,
+        "p": None,
+        "n_groups": len(sessions),
+        "n_llm": n_llm,
+        "n_human": n_hum,
+        "repeats": repeats,
+        "note": None,
+    }
+    if len(sessions) < 2 or out["diff"] is None:
+        out["note"] = f"{len(sessions)} group(s) with both sources; a coefficient undefined or too few groups"
+        return out
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(sessions), size=(repeats, len(sessions)))
+    counts = np.zeros((repeats, len(sessions)))
+    np.add.at(counts, (np.arange(repeats)[:, None], idx), 1.0)
+    diff = _coefficients(counts @ s_llm)[:, 2] - _coefficients(counts @ s_hum)[:, 2]
+    diff = diff[np.isfinite(diff)]
+    if diff.size < repeats / 2:
+        out["note"] = f"a coefficient undefined in {repeats - diff.size} of {repeats} resamples"
+        return out
+    out["p"] = float(min(1.0, 2 * min(np.mean(diff <= 0), np.mean(diff >= 0))))
+    return out
+
+
+def partner_difference_by_cluster(members: pd.DataFrame, outcome: str, clusters: Mapping[Any, Any]) -> pd.Series:
+    """Per cluster (topic) of the groups (`clusters`: session -> cluster): the twins' partner coefficient
+    minus the humans' over the groups of that cluster that have both sources, sorted by cluster; clusters
+    where either coefficient is undefined are left out."""
+    sessions, s_llm, s_hum, _, _ = _partner_sums(members, outcome)
+    labels = [clusters[s] for s in sessions]
+    out = {}
+    for cluster in sorted(set(labels)):
+        mine = np.array([lab == cluster for lab in labels])
+        b = _coefficients(np.stack([s_llm[mine].sum(axis=0), s_hum[mine].sum(axis=0)]))[:, 2]
+        if np.isfinite(b).all():
+            out[cluster] = float(b[0] - b[1])
+    return pd.Series(out, dtype=float)

@@ -1,131 +1,171 @@
-"""Verdicts on the DEBATE claims of Sect. 6 (convergence, drift, public vs private, stronger LLM
-correlations) and Sect. 5 (the private-profile ablation), issue 21 item 5: on scripted data with a true
-effect they hold, on null data rarely (<= 10 % of replicates), on too few units they are inconclusive
-and say why; the statistics against independent computations; Appendix H's vs_paper rows on the
-paper's own tables."""
+"""Verdicts on the DEBATE claims of Sect. 6 (convergence and drift of the twins' model-written tweets,
+Fig. 3's partner influence) and Sect. 5 (the private-profile ablation), issues 21 and 34: on synthetic
+data with a true effect they hold, on the reverse they say no, on too few units they are inconclusive
+and say why; the statistics (sign-flip test, partner coefficients, their bootstrap, topic-level
+parts) against independent computations; Appendix H's vs_paper rows on the paper's own tables. The
+null calibration of every verdict is in test_debate_nulls.py."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
+import statsmodels.formula.api as smf
 import yaml
+from debate_synthetic import sect6
 from scipy import stats as sps
 
 from conftest import ROOT
 from socsim.debate import analysis, stats
 from socsim.io.report import Report
+from socsim.stats import signflip
 
 PAPER = yaml.safe_load((ROOT / "data/debate/paper.yaml").read_text())
 REPLICATES = 40
 
 
-def _members(
-    rng: np.random.Generator,
-    groups: int,
-    converge: float = 1.0,
-    drift: float = 0.0,
-    llm_pull: float = 0.0,
-) -> pd.DataFrame:
-    """Humans and twins of `groups` groups of 4. Humans: s3 = s1 + noise, o_final = o_init + noise. Twins:
-    the same, except that their round-3 tweet and final opinion shrink towards the group mean by
-    `converge` (1 = not at all), move up by `drift` (tweets only), and follow the own start (regression
-    to the mean) and the round-1 partner more by `llm_pull`."""
-    rows = []
-    for g in range(groups):
-        s1, o0 = rng.normal(0, 1, 4), rng.normal(0, 1, 4)
-        partner = [1, 0, 3, 2]
-        for source in ("human", "llm"):
-            pull = llm_pull if source == "llm" else 0.0
-            k = converge if source == "llm" else 1.0
-            s_change = -pull * s1 + pull * (s1[partner] - s1)
-            o_change = -pull * o0 + pull * (o0[partner] - o0)
-            s3 = s1.mean() + k * (s1 - s1.mean()) + s_change + rng.normal(0, 0.5, 4) + (drift if source == "llm" else 0)
-            of = o0.mean() + k * (o0 - o0.mean()) + o_change + rng.normal(0, 0.5, 4)
-            for i in range(4):
-                rows.append(
-                    {
-                        "session_id": f"G{g:03d}",
-                        "worker_id": f"G{g}w{i}",
-                        "source": source,
-                        "partner1": f"G{g}w{partner[i]}",
-                        "s1": s1[i],
-                        "s2": rng.normal(),
-                        "s3": s3[i],
-                        "o_init": o0[i],
-                        "o_final": of[i],
-                    }
-                )
-    return pd.DataFrame(rows)
+def _claims(members: pd.DataFrame, topics: dict[str, str]) -> dict[str, analysis.Finding]:
+    per_group, _ = stats.group_level(members)
+    (conv, drift), _ = analysis.group_claims(per_group, topics, {})
+    partner, _ = analysis.partner_claim(members, topics, {})
+    return {"convergence": conv, "drift": drift, "partner": partner}
 
 
-def _claims(members: pd.DataFrame) -> dict[str, analysis.Finding]:
-    per_group, tests = stats.group_level(members)
-    conv, drift = analysis.group_claims(tests, {})
-    pp = analysis.public_private_claim(per_group, tests, [], {})
-    corr, _ = analysis.correlation_claim(members, {})
-    return {"convergence": conv, "drift": drift, "public_private": pp, "correlations": corr}
-
-
-# --- true effect: holds; tiny: inconclusive with the reason ----------------------------------------
+# --- true effect: holds; reverse: no; tiny: inconclusive with the reason ---------------------------
 
 
 def test_sect6_claims_hold_on_a_true_effect():
     rng = np.random.default_rng(1)
-    c = _claims(_members(rng, 40, converge=0.3, drift=0.8))
-    c["correlations"] = _claims(_members(rng, 40, llm_pull=0.4))["correlations"]
-    for name in ("convergence", "drift", "correlations"):
+    c = _claims(*sect6(rng, 42, converge=0.3, drift=0.8))
+    c["partner"] = _claims(*sect6(rng, 84, human_partner=0.1, twin_partner=0.6))["partner"]
+    for name in ("convergence", "drift", "partner"):
         assert c[name].verdict.holds is True, (name, c[name].verdict.label)
-        assert c[name].unit == "groups" and c[name].n == 40
-    # public vs private needs the opinion mean to stay (power to find d_z 0.5 at 40 groups: 0.87)
-    assert c["public_private"].verdict.holds is True, c["public_private"].verdict.label
-    assert "convergence" in c["convergence"].claim or "converge" in c["convergence"].claim
-    assert "paired t over groups" in c["convergence"].test and "bootstrap" in c["correlations"].test
+        assert c[name].unit == "topics" and c[name].n == 7
+    assert "round 2 to 3" in c["convergence"].claim and "model-written" in c["drift"].claim
+    assert "sign-flip" in c["convergence"].test and "bootstrap" in c["partner"].test
+    assert "per group: t-test p" in c["drift"].verdict.reason  # the test over groups beside it
 
 
 def test_sect6_claims_fail_or_say_why_on_the_reverse():
     rng = np.random.default_rng(2)
-    c = _claims(_members(rng, 40, converge=1.8, drift=-0.8))
+    c = _claims(*sect6(rng, 42, converge=1.8, drift=-0.8, human_partner=0.6))
     assert c["convergence"].verdict.holds is False and "opposite direction" in c["convergence"].verdict.reason
     assert c["drift"].verdict.holds is False
-    assert c["public_private"].verdict.holds is False
+    assert c["partner"].verdict.holds is False  # the humans follow their partner, the twins do not
 
 
-def test_sect6_claims_on_too_few_groups_are_inconclusive():
+def test_sect6_claims_on_too_few_groups_or_topics_are_inconclusive():
     rng = np.random.default_rng(3)
-    c = _claims(_members(rng, 2, converge=0.2, drift=1.0, llm_pull=0.5))
-    for name in ("convergence", "drift", "public_private"):
+    c = _claims(*sect6(rng, 2, converge=0.2, drift=1.0, twin_partner=0.5))
+    for name in ("convergence", "drift"):
         assert c[name].verdict.holds is None
         assert "n = 2 groups, needs 3" in c[name].verdict.reason, c[name].verdict.label
-    c = _claims(_members(rng, 6, converge=0.2, drift=1.0, llm_pull=0.6))
-    assert c["correlations"].verdict.holds is None
-    assert f"n = 6 groups, needs {analysis.MIN_BOOT_GROUPS}" in c["correlations"].verdict.reason
-
-
-# --- null data: holds rarely ------------------------------------------------------------------------
-
-
-def test_sect6_claims_hold_rarely_on_null_data():
-    rng = np.random.default_rng(10)
-    runs = [_claims(_members(rng, 20)) for _ in range(REPLICATES)]
-    for claim in ("convergence", "drift", "public_private", "correlations"):
-        assert np.mean([c[claim].verdict.holds is True for c in runs]) <= 0.10, claim
-
-
-def test_public_private_needs_the_opinion_to_stay():
-    """Tweets drift, and the opinions drift as much: no dissociation, and "opinion unchanged" fails."""
-    rng = np.random.default_rng(4)
-    m = _members(rng, 40, drift=0.8)
-    m.loc[m.source == "llm", "o_final"] += 0.8
-    assert _claims(m)["public_private"].verdict.holds is not True
+    c = _claims(*sect6(rng, 6, converge=0.2, drift=1.0, twin_partner=0.6))
+    assert c["partner"].verdict.holds is None
+    assert f"n = 6 groups, needs {analysis.MIN_BOOT_GROUPS}" in c["partner"].verdict.reason
+    # 40 groups of 4 topics: a clear drift, but the groups nest in 4 topics, too few for a sign-flip test
+    c = _claims(*sect6(rng, 40, 4, drift=1.0, twin_partner=0.8))
+    for name in ("drift", "partner"):
+        assert c[name].verdict.holds is None and f"4 topics, needs {analysis.MIN_TOPICS}" in c[name].verdict.reason
 
 
 # --- the statistics against independent computations -----------------------------------------------
 
 
+def test_sign_flip_against_scipy_permutation_test():
+    rng = np.random.default_rng(11)
+    assert signflip.sign_flip([0.7]).p == 1.0  # one cluster: both signs as far from 0
+    for n in (2, 3, 6, 7, 10):
+        x = rng.normal(0.3, 1.0, n)
+        got = signflip.sign_flip(x)
+        ref = sps.permutation_test(
+            (x,), np.mean, permutation_type="samples", n_resamples=np.inf, alternative="two-sided"
+        )
+        assert got.exact and got.n == n and got.mean == pytest.approx(x.mean())
+        assert got.p == pytest.approx(ref.pvalue), n
+    # all of one sign: the smallest p, 2 / 2^n
+    assert signflip.sign_flip(np.arange(1.0, 8.0)).p == pytest.approx(2 / 2**7)
+    assert signflip.min_clusters(0.05) == 6 and signflip.sign_flip(np.arange(1.0, 6.0)).p > 0.05
+    assert signflip.sign_flip(np.arange(1.0, 7.0)).p < 0.05
+    # beyond EXACT_MAX clusters: Monte Carlo, close to the exact p
+    x = rng.normal(0.2, 1.0, 18)
+    mc = signflip.sign_flip(x)
+    exact = signflip.sign_flip(x, exact_max=18)
+    assert not mc.exact and exact.exact and mc.p == pytest.approx(exact.p, abs=0.01)
+    assert signflip.sign_flip([]).p is None and signflip.sign_flip([np.nan, 1.0]).n == 1
+
+
+def test_cluster_means_and_topic_effect_by_hand():
+    values = pd.Series({"a": 1.0, "b": 3.0, "c": -2.0, "d": np.nan, "e": 0.5})
+    topics = {"a": "T1", "b": "T1", "c": "T2", "d": "T2", "e": "T3"}
+    means = signflip.cluster_means(values, topics)
+    assert means.to_dict() == {"T1": 2.0, "T2": -2.0, "T3": 0.5}
+    with pytest.raises(KeyError):
+        signflip.cluster_means(values, {"a": "T1"})
+    rng = np.random.default_rng(12)
+    d = pd.Series(rng.normal(0.5, 1.0, 21), index=[f"G{g:03d}" for g in range(21)])
+    topics = {s: f"T{g % 7}" for g, s in enumerate(d.index)}
+    r = analysis.topic_effect(d, topics, +1, [], "groups", analysis.MIN_GROUPS)
+    by_topic = d.groupby([topics[s] for s in d.index]).mean()
+    ref = sps.permutation_test(
+        (by_topic.to_numpy(),), np.mean, permutation_type="samples", n_resamples=np.inf, alternative="two-sided"
+    )
+    assert (
+        r.n_topics == 7 and r.topic_mean == pytest.approx(by_topic.mean()) and r.p_topics == pytest.approx(ref.pvalue)
+    )
+    assert r.n_units == 21 and r.p_units == pytest.approx(sps.ttest_1samp(d, 0.0).pvalue)
+    assert r.verdict.holds is (r.p_topics < 0.05 and r.topic_mean > 0 or None)
+
+
+def test_partner_difference_against_statsmodels_and_a_naive_bootstrap():
+    rng = np.random.default_rng(13)
+    m, topics = sect6(rng, 14, human_partner=0.2, twin_partner=0.5)
+    m.loc[5, "s3"] = np.nan  # a member without a round-3 tweet is left out
+    out = stats.partner_difference(m, "tweet", repeats=100, seed=9)
+    coef = {}
+    for source in ("llm", "human"):
+        rows = stats.regression_rows(m, source, "tweet")
+        coef[source] = smf.ols("end ~ own + partner", data=rows).fit().params["partner"]
+    assert out["b_llm"] == pytest.approx(coef["llm"]) and out["b_human"] == pytest.approx(coef["human"])
+    assert out["diff"] == pytest.approx(coef["llm"] - coef["human"]) and out["n_groups"] == 14
+    assert out["n_llm"] == 14 * 4 - 1 and out["n_human"] == 14 * 4
+    # the same resamples, computed naively: concatenate the drawn groups, fit with numpy's lstsq
+    rows = {s: stats.regression_rows(m, s, "tweet") for s in ("llm", "human")}
+    sessions = sorted(set(rows["llm"].session_id) & set(rows["human"].session_id))
+    idx = np.random.default_rng(9).integers(0, len(sessions), size=(100, len(sessions)))
+    diffs = []
+    for row in idx:
+        b = {}
+        for s, df in rows.items():
+            d = pd.concat([df[df.session_id == sessions[i]] for i in row])
+            x = np.column_stack([np.ones(len(d)), d.own, d.partner])
+            b[s] = np.linalg.lstsq(x, d.end.to_numpy(), rcond=None)[0][2]
+        diffs.append(b["llm"] - b["human"])
+    diffs = np.array(diffs)
+    assert out["p"] == pytest.approx(min(1.0, 2 * min(np.mean(diffs <= 0), np.mean(diffs >= 0))))
+    # per topic: the same regression on each topic's groups
+    by_topic = stats.partner_difference_by_cluster(m, "opinion", topics)
+    for topic in ("T0", "T3"):
+        mine = {s for s, t in topics.items() if t == topic}
+        b = {
+            s: smf.ols("end ~ own + partner", data=r[r.session_id.isin(mine)]).fit().params["partner"]
+            for s, r in ((s, stats.regression_rows(m, s, "opinion")) for s in ("llm", "human"))
+        }
+        assert by_topic[topic] == pytest.approx(b["llm"] - b["human"])
+    assert list(by_topic.index) == sorted(set(topics.values()))
+
+
+def test_partner_coefficient_is_undefined_on_a_singular_design():
+    rng = np.random.default_rng(14)
+    m, _ = sect6(rng, 12)
+    m["o_init"] = 1.0  # every start the same: own and partner start are the intercept
+    out = stats.partner_difference(m, "opinion", repeats=50)
+    assert out["b_llm"] is None and out["p"] is None and "undefined" in out["note"]
+
+
 def test_dissociation_by_hand():
     rng = np.random.default_rng(5)
-    m = _members(rng, 7, drift=0.5)
+    m, _ = sect6(rng, 7, drift=0.5)
     per_group, _ = stats.group_level(m)
     mean, p, n, _ = stats.dissociation(per_group)
     llm = m[m.source == "llm"].groupby("session_id")[["s1", "s3", "o_init", "o_final"]].mean()
@@ -135,9 +175,28 @@ def test_dissociation_by_hand():
     assert p == pytest.approx(2 * sps.t.sf(abs(t), 6))
 
 
+def test_model_written_changes_by_hand():
+    rng = np.random.default_rng(15)
+    m, _ = sect6(rng, 9, drift=0.4)
+    per_group, _ = stats.group_level(m)
+    tests = stats.change_tests(per_group, stats.MODEL_WRITTEN_TESTS).set_index(["quantity", "test"])
+    changes = stats.group_changes(per_group, stats.MODEL_WRITTEN_TESTS)
+    g = {s: m[m.source == s].groupby("session_id") for s in ("llm", "human")}
+    delta = {s: g[s].s3.mean() - g[s].s2.mean() for s in g}
+    sd = {s: g[s].s3.std() - g[s].s2.std() for s in g}
+    for q, ref in (("tweet mean, rounds 2-3", delta), ("tweet SD, rounds 2-3", sd)):
+        for test, d in (
+            ("llm change", ref["llm"]),
+            ("human change", ref["human"]),
+            ("llm change vs human change", ref["llm"] - ref["human"]),
+        ):
+            assert changes[(q, test)].to_numpy() == pytest.approx(d.to_numpy()), (q, test)
+            assert tests.loc[(q, test), "p"] == pytest.approx(sps.ttest_1samp(d, 0.0).pvalue), (q, test)
+
+
 def test_correlation_difference_against_scipy_and_a_naive_bootstrap():
     rng = np.random.default_rng(6)
-    m = _members(rng, 12, llm_pull=0.3)
+    m, _ = sect6(rng, 12, twin_partner=0.3)
     m.loc[3, "s3"] = np.nan  # a member without a round-3 tweet is left out
     out = stats.correlation_difference(m, "tweet", "partner minus own", repeats=200, seed=9)
     ind = stats.individual_level(m).set_index(["source", "outcome", "predictor"]).r
@@ -159,6 +218,9 @@ def test_correlation_difference_against_scipy_and_a_naive_bootstrap():
 
 
 # --- the ablation claim (Sect. 5) -------------------------------------------------------------------
+
+
+TOPICS10 = {f"S{s}": f"T{s}" for s in range(10)}  # 10 topics: a 4-part claim can say "no" (2 / 2^10 < .05 / 4)
 
 
 def _ablation_sessions(rng: np.random.Generator, debates: int, worse: float = 0.0) -> pd.DataFrame:
@@ -187,20 +249,20 @@ RAN = {(m, a) for m in (1, 2, 3) for a in ("original", "no_private_profile")}
 
 def test_ablation_claim_true_null_tiny_and_not_run():
     rng = np.random.default_rng(7)
-    f = analysis.ablation_claim(_ablation_sessions(rng, 10, worse=0.5), "m", "depth", RAN, {})
-    assert f.verdict.holds is True and f.unit == "debates" and f.n == 10
+    f = analysis.ablation_claim(_ablation_sessions(rng, 10, worse=0.5), "m", "depth", RAN, {}, TOPICS10)
+    assert f.verdict.holds is True and f.unit == "topics" and f.n == 10
     null = [
-        analysis.ablation_claim(_ablation_sessions(rng, 10), "m", "depth", RAN, {}).verdict.holds is True
+        analysis.ablation_claim(_ablation_sessions(rng, 10), "m", "depth", RAN, {}, TOPICS10).verdict.holds is True
         for _ in range(REPLICATES)
     ]
     assert np.mean(null) <= 0.10
-    tiny = analysis.ablation_claim(_ablation_sessions(rng, 2, worse=0.5), "m", "depth", RAN, {})
+    tiny = analysis.ablation_claim(_ablation_sessions(rng, 2, worse=0.5), "m", "depth", RAN, {}, TOPICS10)
     assert tiny.verdict.holds is None and f"n = 2 debates, needs {analysis.MIN_SESSIONS}" in tiny.verdict.reason
     only_mode1 = {(1, "original"), (1, "no_private_profile"), (2, "original")}
-    none = analysis.ablation_claim(_ablation_sessions(rng, 10, worse=0.5), "m", "depth", only_mode1, {})
+    none = analysis.ablation_claim(_ablation_sessions(rng, 10, worse=0.5), "m", "depth", only_mode1, {}, TOPICS10)
     assert none.verdict.holds is None and none.verdict.reason.startswith("not run")
     # the part that fails is named
-    better = analysis.ablation_claim(_ablation_sessions(rng, 10, worse=-0.5), "m", "depth", RAN, {})
+    better = analysis.ablation_claim(_ablation_sessions(rng, 10, worse=-0.5), "m", "depth", RAN, {}, TOPICS10)
     assert better.verdict.holds is False and better.verdict.reason.startswith("mode 2 s_sem")
 
 
