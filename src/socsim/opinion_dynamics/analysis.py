@@ -25,17 +25,23 @@ ratings, trajectories, baseline).
   per category) of B and D, SE = sd(ddof 1) / sqrt(n topics); repetitions are averaged within a
   topic first (the topic stays the unit) and their spread reported separately (`rep_sd_*`).
 - The paper's tests (`tests`): one-sample t of B against 0 per cell; paired t of B, false vs true
-  framing, per (memory, bias), Bonferroni; one-way ANOVA of D by bias level per memory (units:
-  topics, a topic's D averaged over framings; 3 per level) with the planned contrasts (-2, 1, 1)
-  and (0, -1, 1) on the pooled error. Fewer units than a test needs: "inconclusive (n = 2 topics,
-  needs 3)" (the verdict rule's words); a degenerate input: its flag.
+  framing, per (memory, bias), Bonferroni over a fixed family (PAIRED_FAMILY: the paper's 6 paired
+  tests of a model, 3 bias levels x 2 memories, per model, topology and start, whatever else the run
+  has); one-way ANOVA of D by bias level per memory (units: topics, a topic's D averaged over
+  framings; 3 per level) with the paper's planned contrasts (-2, 1, 1) and (0, -1, 1) on the pooled
+  error (no verdict of their own: they do not test none < weak < strong). Fewer units than a test
+  needs: "inconclusive (n = 2 topics, needs 3)" (the verdict rule's words); a degenerate input: its
+  flag.
 - Findings (unit = topics: the simulations of a topic share its schedule and personas), per agent
-  model, topology and memory on the uniform start: "B < 0 under false framing" (each bias cell's
-  one-sample t, direction -), "B higher under true framing" (each bias cell's paired t,
-  Bonferroni, direction +), "D rises with confirmation bias" (planned contrasts of the per-topic D
-  over the bias levels that ran: on none < weak < strong the paper's (-2, 1, 1) and (0, -1, 1), on
-  two levels their difference; one score per topic, one-sample t, direction +; the claim names the
-  levels that ran); every part must hold.
+  model, topology and memory on the uniform start, each depending on its scope's data only: "B < 0
+  under false framing" judged together with the framing test (each bias cell's one-sample t,
+  direction -, and its paired t, direction +: B negative in both framings does not follow the
+  truth), "B higher under true framing" (each bias cell's paired t, Bonferroni over the fixed family,
+  direction +), "D rises with confirmation bias" (adjacent steps of the per-topic D over the bias
+  levels that ran: on three levels none < weak and weak < strong, on two their difference; one
+  difference per topic, one-sample t, direction +; the claim names the levels that ran); every part
+  must hold (socsim.stats.verdict.all_of: "yes" when every part holds, "no" when a part is reversed
+  at alpha / parts).
 - Flags travel with their numbers. The classifier's degeneracy (one value for >= 90 % of its
   answers) is judged per agent model on the ratings that feed each number: the main simulations'
   ratings for Tables 1 and 2, the tests, the findings and their vs_paper rows; each control's
@@ -66,11 +72,16 @@ from socsim.io.report import Finding, Report, Table
 from socsim.opinion_dynamics import materials
 from socsim.stats import degeneracy as dg
 from socsim.stats import verdict as vd
-from socsim.stats.multitest import bonferroni
 
 CELL = ["model", "topology", "init", "memory", "framing", "bias"]
 SCOPE = ["model", "topology", "init", "memory"]  # a finding's scope (framing and bias are its parts)
 BIAS_ORDER = {"none": 0, "weak": 1, "strong": 2}
+MEMORIES = ("cumulative", "reflective")
+# The paired t of B (true vs false framing) is Bonferroni-adjusted over a fixed family, the paper's: its
+# paired tests of one model (3 bias levels x 2 memories), here per model, topology and start. Fixed, so a
+# test's p_adj (and the verdicts made of it) never depends on what else a run has: other models,
+# topologies or starts, or fewer cells (then it is conservative). No run has more (params schema).
+PAIRED_FAMILY = len(BIAS_ORDER) * len(MEMORIES)
 MIN_TEST_UNITS = 3
 MAIN = "main"
 TITLE = "Opinion dynamics (paper 002): our run beside the paper's Tables 1 and 2 (seed) and v4"
@@ -401,6 +412,8 @@ TestRow = tuple[dict[str, Any], list[dg.Flag]]  # a tests-table row and its inpu
 
 def cells_flags(finals: ValueFlags | None, cells: pd.DataFrame) -> list[dg.Flag]:
     """The final-value flags of every Table 1 cell (CELL) that `cells` (per-simulation rows) covers."""
+    if not finals:
+        return []
     keys = cells[CELL].drop_duplicates().sort_values(CELL).to_dict("records") if len(cells) else []
     return dg.collect(*(_vf(finals, CELL, k) for k in keys))
 
@@ -447,13 +460,16 @@ def paper_tests(ps: pd.DataFrame, flags: Flags, alpha: float, finals: ValueFlags
             "mean": diff.mean() if n else None,
         }
         paired.append((row, fl, short))
-    adj: np.ndarray | list[float] = bonferroni([r["p"] for r, _, _ in paired if r["p"] is not None]) if paired else []
-    it = iter(adj)
     for r, fl, short in paired:
-        p_adj = next(it) if r["p"] is not None else None
+        p_adj = bonferroni_fixed(r["p"], PAIRED_FAMILY)
         out.append(({**r, "p_adj": p_adj, "result": _result(fl, short, p_adj, alpha)}, fl))
     out += anova_rows(main, flags, alpha, finals)
     return out
+
+
+def bonferroni_fixed(p: float | None, family: int) -> float | None:
+    """A p Bonferroni-adjusted over a fixed family of `family` tests: min(1, family x p); None stays None."""
+    return None if p is None or pd.isna(p) else min(1.0, float(p) * family)
 
 
 def tests(ps: pd.DataFrame, flags: Flags, alpha: float, finals: ValueFlags | None = None) -> pd.DataFrame:
@@ -505,15 +521,15 @@ def anova_rows(main: pd.DataFrame, flags: Flags, alpha: float, finals: ValueFlag
 def anova(groups: dict[str, np.ndarray]) -> dict[str, Any]:
     """F and p of a one-way ANOVA, and the planned contrasts of PLANNED_CONTRASTS on all three levels,
     (-2, 1, 1) none vs bias and (0, -1, 1) weak vs strong, as the paper computes them (v4 App. M: t on
-    the pooled within-group mean square, the levels' topics taken as independent groups). The verdict
-    on "D rises" (`d_rises`) uses the same weights, paired within topic."""
+    the pooled within-group mean square, the levels' topics taken as independent groups). The paper's
+    tests, without a verdict: "D rises" (`d_rises`) is judged by adjacent steps, paired within topic."""
     vals = list(groups.values())
     f, p = stats.f_oneway(*vals)
     out = {"F": float(f), "p": float(p)}
     if set(groups) == set(BIAS_ORDER):
         n = sum(len(v) for v in vals)
         mse = sum(((v - v.mean()) ** 2).sum() for v in vals) / (n - len(vals))
-        for name, (_, c) in zip(("1", "2"), PLANNED_CONTRASTS[("none", "weak", "strong")], strict=True):
+        for name, (_, c) in zip(("1", "2"), PLANNED_CONTRASTS, strict=True):
             est = sum(c[b] * groups[b].mean() for b in groups)
             se = math.sqrt(mse * sum(c[b] ** 2 / len(groups[b]) for b in groups))
             t = est / se if se > 0 else float("nan")
@@ -581,11 +597,13 @@ def findings(
     alpha: float,
     finals: ValueFlags | None = None,
 ) -> dict[tuple[Any, ...], dict[str, Finding]]:
-    """Per scope (model, topology, start, memory) of the main runs on the uniform start: the
-    findings `false_negative` and `true_higher` (the paper's "B follows the truth", in two parts)
-    and `d_rises` ("D rises with confirmation bias"), each by the one verdict rule over topics. The
-    B findings carry their tests' flags; `d_rises` the model's main-ratings flags and the
-    final-value flags of every cell of its scope (`finals`)."""
+    """Per scope (model, topology, start, memory) of the main runs on the uniform start: the paper's
+    "B follows the truth" as `false_negative` (B < 0 under false framing, judged together with the
+    framing test: negative in both framings is not following the truth) and `true_higher` (B higher
+    under true framing), and `d_rises` ("D rises with confirmation bias", by adjacent steps), each by
+    the one verdict rule over topics (`vd.all_of`: every part must hold). The B findings carry their
+    tests' flags; `d_rises` the model's main-ratings flags and the final-value flags of every cell of
+    its scope (`finals`). A verdict depends on its scope's data only."""
     claims = paper.get("findings", {})
     truth = str(claims.get("truth", "B follows the truth")).split(":")[0]
     main = ps[(ps.condition == MAIN) & (ps.init == "uniform")]
@@ -598,33 +616,46 @@ def findings(
         mine = [(r, f) for r, f in tests_ if all(r[c] == k[c] for c in SCOPE)]
         found: dict[str, Finding] = {}
         one = [(r, f) for r, f in mine if r["test"] == "one-sample t: B vs 0" and r["framing"] == "false"]
+        pair = [(r, f) for r, f in mine if r["test"] == "paired t: B true vs false"]
+        pair = pair if {"true", "false"} <= set(g.framing) else []
+        higher = [_paired_part(r, f, alpha) for r, f in pair]
         if one:
-            parts = [vd.effect(r["p"], r["mean"], r["n"], MIN_TEST_UNITS, "topics", -1, f, alpha) for r, f in one]
+            negative = [
+                _part(
+                    f"{r['bias']} bias, B(false) < 0",
+                    vd.effect(r["p"], r["mean"], r["n"], MIN_TEST_UNITS, "topics", -1, f, alpha),
+                    r["n"],
+                )
+                for r, f in one
+            ]
             found["false_negative"] = Finding(
-                claim=f"{truth}: B < 0 under false framing ({label})",
+                claim=f"{truth}: B < 0 under false framing, and below B under true framing ({label})",
                 statistic="mean B under false framing (mean over topics of each bias cell, then over cells)",
                 value=_float(
                     g[g.framing == "false"].groupby(["bias", "topic"]).B.mean().groupby(level=0).mean().mean()
                 ),
-                test="one-sample t of the per-topic B against 0 in each bias cell, two-sided; every cell must hold",
+                test="per bias cell: one-sample t of the per-topic B under false framing against 0 (direction -) "
+                "and the paired t of B(true) - B(false) over topics (direction +, Bonferroni over the fixed "
+                f"family of {PAIRED_FAMILY} paired tests), two-sided; every part must hold (B < 0 in both framings "
+                "does not follow the truth)",
                 unit="topics",
-                n=min(r["n"] for r, _ in one),
-                verdict=vd.all_of(parts),
+                n=min(r["n"] for r, _ in one + pair),
+                verdict=vd.all_of(negative + higher)
+                if pair
+                else vd.Verdict(None, "needs both framings: B < 0 under false framing alone does not follow the truth"),
             )
-        pair = [(r, f) for r, f in mine if r["test"] == "paired t: B true vs false"]
-        if pair and {"true", "false"} <= set(g.framing):
-            parts = [vd.effect(r["p_adj"], r["mean"], r["n"], MIN_TEST_UNITS, "topics", +1, f, alpha) for r, f in pair]
+        if pair:
+            means = [r["mean"] for r, _ in pair if r["mean"] is not None and not pd.isna(r["mean"])]
             found["true_higher"] = Finding(
                 claim=f"{truth}: B higher under true framing ({label})",
                 statistic="mean over bias cells of the mean per-topic B(true) - B(false)",
-                value=_float(np.mean([r["mean"] for r, _ in pair if r["mean"] is not None and not pd.isna(r["mean"])]))
-                if any(r["mean"] is not None and not pd.isna(r["mean"]) for r, _ in pair)
-                else None,
-                test="paired t of B over topics (true vs false framing) in each bias cell, two-sided, Bonferroni; "
-                "every cell must hold",
+                value=_float(np.mean(means)) if means else None,
+                test="paired t of B over topics (true vs false framing) in each bias cell, two-sided, Bonferroni "
+                f"over the fixed family of {PAIRED_FAMILY} paired tests (the paper's 3 bias levels x 2 memories per "
+                "model, topology and start); every cell must hold",
                 unit="topics",
                 n=min(r["n"] for r, _ in pair),
-                verdict=vd.all_of(parts),
+                verdict=vd.all_of(higher),
             )
         found["d_rises"] = d_rises(
             g, biases, fl, claims.get("bias_diversity", "D rises with confirmation bias"), label, alpha
@@ -633,26 +664,40 @@ def findings(
     return out
 
 
+def _part(name: str, v: vd.Verdict, n: int) -> vd.Verdict:
+    """A claim's part named in its reason; too few topics keep the rule's own words ("n = 2 topics, needs 3")."""
+    return vd.named(name, v) if n >= MIN_TEST_UNITS else v
+
+
+def _paired_part(r: Mapping[str, Any], f: list[dg.Flag], alpha: float) -> vd.Verdict:
+    """ "B(true) > B(false)" in one bias cell: the paired t's p_adj (Bonferroni over PAIRED_FAMILY)."""
+    v = vd.effect(r["p_adj"], r["mean"], r["n"], MIN_TEST_UNITS, "topics", +1, f, alpha, family=PAIRED_FAMILY)
+    return _part(f"{r['bias']} bias, B(true) > B(false)", v, r["n"])
+
+
 def _float(x: Any) -> float | None:
     return None if x is None or pd.isna(x) else float(x)
 
 
-# The planned contrasts of "D rises with confirmation bias" by the bias levels that ran (v4 App. M's
-# (-2, 1, 1) none vs bias and (0, -1, 1) weak vs strong on all three; one difference on two levels).
-PLANNED_CONTRASTS: dict[tuple[str, ...], tuple[tuple[str, dict[str, int]], ...]] = {
-    ("none", "weak", "strong"): (
-        ("none vs bias (-2, 1, 1)", {"none": -2, "weak": 1, "strong": 1}),
-        ("weak vs strong (0, -1, 1)", {"none": 0, "weak": -1, "strong": 1}),
-    ),
-    ("none", "weak"): (("weak - none (-1, 1)", {"none": -1, "weak": 1}),),
-    ("none", "strong"): (("strong - none (-1, 1)", {"none": -1, "strong": 1}),),
-    ("weak", "strong"): (("strong - weak (-1, 1)", {"weak": -1, "strong": 1}),),
-}
+# The paper's planned contrasts of D over the bias levels (v4 App. M): (-2, 1, 1) none vs bias and
+# (0, -1, 1) weak vs strong, on the ANOVA's pooled error (`anova`, the tests table). They do not test the
+# order none < weak < strong: (-2, 1, 1) is positive when D falls from none to weak and strong is high
+# enough. The finding `d_rises` is judged by adjacent steps instead (`steps`).
+PLANNED_CONTRASTS: tuple[tuple[str, dict[str, int]], ...] = (
+    ("none vs bias (-2, 1, 1)", {"none": -2, "weak": 1, "strong": 1}),
+    ("weak vs strong (0, -1, 1)", {"none": 0, "weak": -1, "strong": 1}),
+)
+
+
+def steps(biases: Sequence[str]) -> list[tuple[str, dict[str, int]]]:
+    """The adjacent steps of the bias levels that ran, as contrasts: none < weak < strong is (-1, 1, 0)
+    "weak - none" and (0, -1, 1) "strong - weak"; two levels, their difference."""
+    return [(f"{b} - {a}", {a: -1, b: 1}) for a, b in zip(biases, biases[1:])]
 
 
 def contrast_scores(per: pd.DataFrame, weights: Mapping[str, int]) -> np.ndarray:
-    """One planned-contrast score per topic: sum over bias levels of weight x the topic's D at that
-    level (`per`: topics x bias levels); topics without every level of the contrast are left out."""
+    """One contrast score per topic: sum over bias levels of weight x the topic's D at that level
+    (`per`: topics x bias levels); topics without every level of the contrast are left out."""
     cols = [b for b, w in weights.items() if w != 0]
     sub = per[cols].dropna()
     scores: np.ndarray = (sub * pd.Series({b: weights[b] for b in cols})).sum(axis=1).to_numpy(dtype=float)
@@ -662,25 +707,23 @@ def contrast_scores(per: pd.DataFrame, weights: Mapping[str, int]) -> np.ndarray
 def d_rises(
     g: pd.DataFrame, biases: list[str], flags: list[dg.Flag], claim: str, label: str, alpha: float = vd.ALPHA
 ) -> Finding:
-    """ "D rises with confirmation bias" in one scope, by planned contrasts over the bias levels that
-    ran, topics as the unit: a topic's D per level is averaged over framings and repetitions, each
-    contrast gives one score per topic (`contrast_scores`), tested by a one-sample t against 0 over
-    topics, two-sided, direction + (`PLANNED_CONTRASTS`: on none < weak < strong the paper's
-    (-2, 1, 1) and (0, -1, 1), both of which must hold; on two levels their difference). The claim
-    names the levels that ran ("(none < strong; ...)"), replacing the paper's list of levels."""
+    """ "D rises with confirmation bias" in one scope, by adjacent steps of the bias levels that ran
+    (`steps`: none < weak and weak < strong on three levels), topics as the unit: a topic's D per level
+    is averaged over framings and repetitions, each step gives one difference per topic
+    (`contrast_scores`), tested by a one-sample t against 0 over topics (a paired t), two-sided,
+    direction +; every step must hold (`vd.all_of`: an intersection-union test, so a "yes" says that
+    every step rises; a "no" needs one step falling at alpha / steps). The claim names the levels that
+    ran ("(none < strong; ...)"), replacing the paper's list of levels."""
     per = g.groupby(["topic", "bias"]).D.mean().unstack("bias")
     base = re.sub(r"\s*\([^()]*<[^()]*\)\s*$", "", claim)
-    contrasts = PLANNED_CONTRASTS.get(tuple(biases), ())
+    contrasts = steps(biases)
     parts, ns, shown = [], [], []
     for name, weights in contrasts:
         d = contrast_scores(per, weights)
         n = len(d)
-        fl = dg.collect(flags, dg.near_constant(d, f"D contrast {name} over topics") if n >= MIN_TEST_UNITS else None)
+        fl = dg.collect(flags, dg.near_constant(d, f"D step {name} over topics") if n >= MIN_TEST_UNITS else None)
         mean, p = vd.one_sample(d, 0.0)
-        v = vd.effect(p, mean, n, MIN_TEST_UNITS, "topics", +1, fl, alpha)
-        if n >= MIN_TEST_UNITS and not v.degenerate:  # too few topics: the rule's own words
-            v = vd.Verdict(v.holds, f"{name}: {v.reason}")
-        parts.append(v)
+        parts.append(_part(name, vd.effect(p, mean, n, MIN_TEST_UNITS, "topics", +1, fl, alpha), n))
         ns.append(n)
         shown.append(name)
     whole = (per[biases[-1]] - per[biases[0]]).dropna() if len(biases) > 1 else pd.Series(dtype=float)
@@ -689,8 +732,9 @@ def d_rises(
         statistic=f"mean per-topic D({biases[-1]}) - D({biases[0]})" if len(biases) > 1 else "n/a",
         value=_float(whole.mean()) if len(whole) else None,
         test=(
-            f"planned contrast(s) {'; '.join(shown)} of the per-topic D over the bias levels that ran, one "
-            "score per topic, one-sample t against 0 over topics, two-sided; every contrast must hold"
+            f"adjacent step(s) {'; '.join(shown)} of the per-topic D, one difference per topic, one-sample t "
+            "against 0 over topics (paired), two-sided; every step must hold (the paper's planned contrasts "
+            "(-2, 1, 1) and (0, -1, 1) are in the tests table: they do not test this order)"
         )
         if contrasts
         else "n/a",
@@ -808,9 +852,14 @@ def vs_paper_rows(
                     paper_b["false"],
                     finding=f["false_negative"].claim,
                     verdict=f["false_negative"].verdict,
-                    flags=dg.collect(fl(model), cells_flags(finals, g[g.framing == "false"])),
+                    flags=every,  # judged with the framing test: both framings' cells
                     design=dsg,
-                    note=note("holds: each false-framing bias cell's B < 0 by a one-sample t over topics", nm),
+                    note=note(
+                        "holds: each false-framing bias cell's B < 0 by a one-sample t over topics, and B higher "
+                        "under true framing in that cell (paired t over topics, Bonferroni over "
+                        f"{PAIRED_FAMILY} tests)",
+                        nm,
+                    ),
                 )
             )
         if "true_higher" in f:
@@ -825,7 +874,9 @@ def vs_paper_rows(
                     flags=every,
                     design=dsg,
                     note=note(
-                        "holds: B higher under true framing in every bias cell (paired t over topics, Bonferroni)", nm
+                        "holds: B higher under true framing in every bias cell (paired t over topics, Bonferroni over "
+                        f"{PAIRED_FAMILY} tests)",
+                        nm,
                     ),
                 )
             )
@@ -845,8 +896,8 @@ def vs_paper_rows(
                         "paper: arXiv v4 App. M, F(2) over 3 levels"
                         if three
                         else f"paper's F(2) needs all 3 bias levels; ran {len(biases)}",
-                        "holds: the planned contrasts of the per-topic D over the bias levels that ran are > 0 "
-                        "(one-sample t over topics; on 3 levels (-2, 1, 1) and (0, -1, 1))",
+                        "holds: D rises at every adjacent step of the bias levels that ran (per-topic "
+                        "differences, one-sample t over topics; on 3 levels none < weak and weak < strong)",
                         nm,
                     ),
                 )
@@ -1048,6 +1099,11 @@ def _analyse_one(
             f"alpha = {alpha}",
             f"each test needs {MIN_TEST_UNITS} topics (units; the ANOVA: per bias level, a topic's D averaged over "
             "framings and repetitions); fewer: inconclusive",
+            f"paired t: p_adj = min(1, {PAIRED_FAMILY} p), Bonferroni over a fixed family, the paper's "
+            f"{PAIRED_FAMILY} paired tests of a model (3 bias levels x 2 memories), here per model, topology and "
+            "start, whatever else the run has",
+            "ANOVA: the paper's planned contrasts (-2, 1, 1) and (0, -1, 1), without a verdict of their own; "
+            "the finding 'D rises' is judged by adjacent steps (findings)",
         ],
         flags=dg.collect(*(f for _, f in test_rows)),
     )

@@ -12,6 +12,18 @@ claimed direction. Otherwise:
   and its power to find the paper's effect at the observed n is at least POWER; low power is
   "inconclusive (power 0.31 at n = 5 ...)", never a pass.
 
+A claim made of k parts (`all_of`) is judged at the level its parts imply:
+
+- "yes" when every part holds at its own alpha. That is an intersection-union test (Berger 1982): the
+  claim is false when any one part is, and a "yes" then needs that part's own test to reject, so on any
+  null its rate is at most one part's (alpha / 2 for a two-sided test at alpha read in its direction),
+  with no correction for k;
+- "no" when a part says the reverse at alpha / k (Bonferroni over the claim's k parts): a "no" needs
+  only one part, a union of k tests, so without the correction a null would say "no" k times as
+  often. A part whose p is already Bonferroni-adjusted over a family of m tests (`family`) needs
+  alpha * min(m, k) / k: the same alpha / k on its raw p (or less, when m > k). A part reversed at
+  alpha but not at that level is "inconclusive", and says so.
+
 `Verdict.label` is what a table cell, a vs_paper row and a figure panel print.
 """
 
@@ -19,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +47,12 @@ POWER = 0.8
 class Verdict:
     holds: bool | None  # None: inconclusive (or a degenerate input)
     reason: str = ""
+    # What a test's verdict was judged on (`effect`, `no_difference`): its p, its alpha and the number of
+    # tests that p is already Bonferroni-adjusted over (1: a single test's p). None where no p was
+    # computed (too few units, a degenerate input, a verdict built by hand): `all_of` cannot re-judge it.
+    p: float | None = None
+    alpha: float | None = None
+    family: int = 1
 
     @property
     def degenerate(self) -> bool:
@@ -66,8 +84,10 @@ def effect(
     direction: int = 0,
     flags: Sequence[dg.Flag] = (),
     alpha: float = ALPHA,
+    family: int = 1,
 ) -> Verdict:
-    """A claim of an effect: `direction` +1 (estimate > 0 claimed), -1 (< 0) or 0 (any difference)."""
+    """A claim of an effect: `direction` +1 (estimate > 0 claimed), -1 (< 0) or 0 (any difference).
+    `family`: the number of tests `p` is already Bonferroni-adjusted over (1: a single test's p)."""
     if flags:
         return Verdict(None, flags[0].message)
     if n < need:
@@ -75,14 +95,19 @@ def effect(
     if not _finite(p) or not _finite(estimate):
         return Verdict(None, f"the test could not be computed: too few values or no variance (n = {n} {unit})")
     assert p is not None and estimate is not None
+    p = float(p)
+
+    def judged(holds: bool | None, reason: str) -> Verdict:
+        return Verdict(holds, reason, p, alpha, family)
+
     against = direction != 0 and estimate * direction <= 0
     if against:
         if p < alpha:
-            return Verdict(False, f"significant in the opposite direction, {_p(p)}, n = {n} {unit}")
-        return Verdict(None, f"estimate in the opposite direction, {_p(p)}, n = {n} {unit}")
+            return judged(False, f"significant in the opposite direction, {_p(p)}, n = {n} {unit}")
+        return judged(None, f"estimate in the opposite direction, {_p(p)}, n = {n} {unit}")
     if p < alpha:
-        return Verdict(True, f"{_p(p)} < {alpha:g}, n = {n} {unit}")
-    return Verdict(None, f"{_p(p)} >= {alpha:g}, n = {n} {unit}")
+        return judged(True, f"{_p(p)} < {alpha:g}, n = {n} {unit}")
+    return judged(None, f"{_p(p)} >= {alpha:g}, n = {n} {unit}")
 
 
 def no_difference(
@@ -94,9 +119,10 @@ def no_difference(
     flags: Sequence[dg.Flag] = (),
     alpha: float = ALPHA,
     min_power: float = POWER,
+    family: int = 1,
 ) -> Verdict:
     """A claim that two things do not differ: it holds only when the test does not reject and had
-    power >= `min_power` to find the effect it looks for at the observed n."""
+    power >= `min_power` to find the effect it looks for at the observed n. `family` as in `effect`."""
     if flags:
         return Verdict(None, flags[0].message)
     if n < need:
@@ -104,30 +130,73 @@ def no_difference(
     if not _finite(p):
         return Verdict(None, f"the test could not be computed (n = {n} {unit})")
     assert p is not None
+    p = float(p)
+
+    def judged(holds: bool | None, reason: str) -> Verdict:
+        return Verdict(holds, reason, p, alpha, family)
+
     if p < alpha:
-        return Verdict(False, f"a difference was found, {_p(p)}, n = {n} {unit}")
+        return judged(False, f"a difference was found, {_p(p)}, n = {n} {unit}")
     if not _finite(power) or power is None or power < min_power:
         shown = "unknown" if not _finite(power) or power is None else f"{power:.2f}"
-        return Verdict(None, f"{_p(p)} but power {shown} < {min_power:g} at n = {n} {unit}")
-    return Verdict(True, f"{_p(p)} with power {power:.2f} at n = {n} {unit}")
+        return judged(None, f"{_p(p)} but power {shown} < {min_power:g} at n = {n} {unit}")
+    return judged(True, f"{_p(p)} with power {power:.2f} at n = {n} {unit}")
+
+
+def named(part: str, v: Verdict) -> Verdict:
+    """A part's verdict with its name in front of the reason ("weak - none: p = ..."), keeping what it
+    was judged on (p, alpha, family) for `all_of`; a degenerate input keeps its own message."""
+    return v if v.degenerate or not v.reason else replace(v, reason=f"{part}: {v.reason}")
+
+
+def no_level(v: Verdict, k: int) -> float | None:
+    """The p below which part `v` of a claim of `k` parts says "no" for the whole claim (`all_of`):
+    alpha * min(family, k) / k, Bonferroni over the claim's parts on top of the family `v`'s p is
+    already adjusted over. None where `v` carries no p (it cannot be re-judged)."""
+    if v.p is None or v.alpha is None:
+        return None
+    return v.alpha * min(max(v.family, 1), k) / k
 
 
 def all_of(verdicts: Iterable[Verdict]) -> Verdict:
-    """A claim made of several: holds when every part holds; "no" when a part is "no"; else the
-    first part that is not a pass says why."""
+    """A claim made of k parts, at the level its parts imply (module docstring): "yes" when every part
+    holds (an intersection-union test: no correction); "no" when a part says the reverse at
+    `no_level` (alpha / k on its raw p, Bonferroni over the claim's parts; a part built without its p
+    keeps its "no"); else "inconclusive", the first part that is not a pass saying why (a part reversed
+    at its own alpha but not at the claim's level says both). A degenerate part comes first. The
+    result carries a p: for "yes" the largest part's (the intersection-union p), for "no" the
+    reversed part's Bonferroni-adjusted p, so a claim can be a part of another."""
     vs = list(verdicts)
     if not vs:
         return Verdict(None, "nothing to test")
     for v in vs:
         if v.degenerate:
             return v
+    k = len(vs)
+    judged: list[Verdict] = []
     for v in vs:
+        level = no_level(v, k) if v.holds is False else None
+        if level is not None and v.p is not None and v.p >= level:
+            v = replace(
+                v,
+                holds=None,
+                reason=f'{v.reason}; not at the claim\'s level ({k} parts, Bonferroni): a "no" needs p < {level:.3g}',
+            )
+        judged.append(v)
+    for v in judged:
         if v.holds is False:
-            return v
-    for v in vs:
+            level = no_level(v, k)
+            if level is None or v.p is None or v.alpha is None:
+                return v
+            return replace(v, p=min(1.0, v.p * v.alpha / level), family=1)
+    for v in judged:
         if v.holds is None:
             return v
-    return Verdict(True, "; ".join(v.reason for v in vs if v.reason))
+    ps = [v.p for v in vs if v.p is not None]
+    alphas = [v.alpha for v in vs if v.alpha is not None]
+    whole = len(ps) == k and len(alphas) == k  # every part's p known: the intersection-union p
+    reason = "; ".join(v.reason for v in vs if v.reason)
+    return Verdict(True, reason, max(ps) if whole else None, min(alphas) if whole else None)
 
 
 def power_t(d: float, n: int, two_sample_n2: int | None = None, alpha: float = ALPHA) -> float | None:

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from od_synthetic import per_sim_rows
 
 from conftest import ROOT
 from socsim import config
@@ -36,29 +37,8 @@ def _load(name: str) -> Any:
 def _ps(rng: np.random.Generator, topics: int, biases: list[str], b_false: float, d_step: float) -> pd.DataFrame:
     """Per-simulation rows at paper shape: B = b_false (false framing) or 0 (true framing) + topic
     noise; D rises by d_step per bias level + noise."""
-    rows = []
-    for f, (k, b), i in product(["false", "true"], enumerate(biases), range(topics)):
-        d = 1.0 + d_step * k + rng.normal(0, 0.3)
-        rows.append(
-            {
-                "sim_id": f"{f}.{b}.{i}",
-                "model": "m",
-                "topology": "complete",
-                "init": "uniform",
-                "memory": "cumulative",
-                "framing": f,
-                "bias": b,
-                "topic": f"t{i}",
-                "category": "science",
-                "condition": "main",
-                "rep": 0,
-                "n_agents": 10,
-                "B": (b_false if f == "false" else 0.0) + rng.normal(0, 0.5),
-                "D": d,
-                "D_pop": d,
-            }
-        )
-    return pd.DataFrame(rows)
+    d_of = {b: 1.0 + d_step * k for k, b in enumerate(biases)}
+    return per_sim_rows(rng, topics, d_of, {"false": b_false, "true": 0.0})
 
 
 def _findings(ps: pd.DataFrame, flags: dict | None = None) -> dict[str, Any]:
@@ -68,10 +48,10 @@ def _findings(ps: pd.DataFrame, flags: dict | None = None) -> dict[str, Any]:
 
 
 def test_null_data_findings_hold_at_about_the_nominal_rate():
-    """No effect at all: each finding (one test each here) holds in about alpha / 2 of the runs (its
-    claimed direction) and rejects either way in about alpha."""
+    """No effect at all: each finding holds in at most alpha / 2 of the runs (its claimed direction) and
+    rejects either way in at most about alpha."""
     rng = np.random.default_rng(20)
-    reps = 150
+    reps = 100  # the nulls of issue 34, with more replicates where they matter: test_od_verdicts
     holds = {"false_negative": 0, "true_higher": 0, "d_rises": 0}
     rejects = dict.fromkeys(holds, 0)
     for _ in range(reps):
@@ -85,7 +65,11 @@ def test_null_data_findings_hold_at_about_the_nominal_rate():
             rejects[k] += v.holds is not None
     for k in holds:
         assert holds[k] / reps <= 0.05, (k, holds[k])
-        assert 0.01 <= rejects[k] / reps <= 0.10, (k, rejects[k])
+        assert rejects[k] / reps <= 0.10, (k, rejects[k])
+    # one step, one test: it rejects either way at about alpha. The B findings are conservative: the paired
+    # t's p is Bonferroni-adjusted over the fixed family of 6 (issue 34), and "B < 0 under false framing"
+    # needs the paired t too (test_od_verdicts measures their rates)
+    assert 0.01 <= rejects["d_rises"] / reps, rejects
 
 
 def test_true_effects_hold():

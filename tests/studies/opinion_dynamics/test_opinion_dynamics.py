@@ -642,8 +642,10 @@ def test_vs_paper_verdicts_follow_the_tests():
     assert uniform.ours == pytest.approx(1.4907, abs=1e-4)
     flipped = ps.assign(B=-ps.B)  # B positive under false framing: the finding does not hold
     vs = vs_of(flipped, {})
-    assert row("mean B under false framing").finding_holds.startswith("no (significant in the opposite direction")
-    assert row("B(true) - B(false)").finding_holds.startswith("no (")
+    assert row("mean B under false framing").finding_holds.startswith(
+        "no (none bias, B(false) < 0: significant in the opposite direction"
+    )
+    assert row("B(true) - B(false)").finding_holds.startswith("no (none bias, B(true) > B(false): significant")
     flags = analysis.classifier_flags(
         pd.DataFrame({"model": ["m"] * 10, "condition": ["main"] * 10, "opinion": [1] * 10})
     )
