@@ -5,36 +5,45 @@ analysis as a socsim.io.report.Report (tables, findings, flags, vs_paper rows).
 
 Every verdict follows the one rule (socsim.stats.verdict, alpha = coherence.alpha, .01 by default):
 a test passes only when it rejects in the claimed direction with at least the minimum n (MIN_CORRELATION
-conversations for a correlation, MIN_GROUP per compared group); it fails only when it rejects in the
-opposite direction (or, for a "no difference" test, when it finds a difference); otherwise it is
+conversations and agents for a correlation, MIN_GROUP per compared group); it fails only when it rejects
+in the opposite direction (or, for a "no difference" test, when it finds a difference); otherwise it is
 "inconclusive (...)" with the n and what it needs. A test whose passing means "no difference found"
 (Tests 2 and 4) passes only when its power at the observed n is at least 0.8.
 
-The six tests of section 4.3 (the unit of each is the conversation: one final agreement score):
+The unit of each test is what its observations nest in (issue 34; socsim.coherence.units): the pairing
+reuses agents and nests conversations in topics, so Tests 1 and 5 are judged with the agent as unit and
+Test 4 with the topic as unit. The paper's p, with the conversation as unit, stays beside them
+(`p_paper`, `beside`) without a verdict of its own. The six tests of section 4.3:
 
-1. Pearson r between preference gap and final agreement (two-sided p): pass if r < 0 and p < alpha.
+1. Pearson r between preference gap and final agreement: pass if r < 0 and the permutation p of the
+   slope's dyadic-robust t, preferences permuted across the agents of each topic, is < alpha
+   (units.agent_permutation).
 2. Kolmogorov-Smirnov between the scores at gap 4 and the inverted (6 - s) scores at gap 0: the
-   agents are coherent if the two are the same distribution, so it passes if p >= alpha AND the KS
-   test had power >= 0.8 at the observed n to find the paper's suppression (`ks_power`, simulated:
+   agents are coherent if the two are the same distribution, so it passes only if p >= alpha AND the
+   KS test had power >= 0.8 at the observed n to find the paper's suppression (`ks_power`, simulated:
    gap 0 drawn from the paper's Table 3, gap 4 from the mixture of that and its inverse with the
-   paper's observed gap-4 mean 3.6). A t test's power (socsim.stats.verdict.power_t) would overstate
-   the KS test's on 5-point scores (0.99 against about 0.3 at n = 10 per gap), so it is not used.
+   paper's observed gap-4 mean 3.6) AND to find no gap effect (gap 4 drawn from the observed gap-0
+   distribution: on scores symmetric about 3 the two are the same, so such noise cannot pass) AND
+   the means are equivalent within TEST2_MARGIN (units.test2_conditions). A t test's power
+   (socsim.stats.verdict.power_t) would overstate the KS test's on 5-point scores (0.99 against about
+   0.3 at n = 10 per gap), so it is not used.
 3. (1-1) pairs against each mixed pair (2-5, 3-5, 4-5), one-sided Mann-Whitney U ((1-1) greater),
    Bonferroni over the three: pass if every corrected p < alpha.
-4. For every preference pair and every pair of contentiousness levels, two-sided Mann-Whitney U,
-   Bonferroni over all of them: contentiousness should not matter once preferences are fixed, so
-   it passes if no corrected p < alpha AND every comparison had power >= 0.8 (at its Bonferroni
-   alpha) to find a contentiousness effect of CONTENTIOUSNESS_D standard deviations (the paper
-   reports no effect size). The power is the U test's own, simulated (`u_power`) on the observed
-   scores of the preference pair (both compared levels pooled): one side is drawn from that
-   distribution, the other from it shifted on a latent normal scale (ordered probit) so far that
-   its mean moves by CONTENTIOUSNESS_D of its SD, up and down (the smaller power counts); a t
-   test's power would overstate the U test's on tied 5-point scores, as for Test 2.
-5. Pearson r between O1 + O2 and final agreement: pass if r > 0 and p < alpha.
+4. Contentiousness should not matter once preferences are fixed: the statistic is the smallest
+   Bonferroni-corrected two-sided Mann-Whitney U p over every preference pair and pair of
+   contentiousness levels, its p from permuting the contentiousness labels over the topics (every
+   assignment; units.topic_permutation). It fails if p < alpha; it passes if p >= alpha AND the
+   topic-level test had power >= 0.8 to find a contentiousness effect of CONTENTIOUSNESS_D SD
+   (simulated: each (pair, topic) cell from its own scores, the levels moved on a latent normal
+   scale); with too few topics to reach alpha it is inconclusive and says so.
+5. Pearson r between O1 + O2 and final agreement: pass if r > 0 and the permutation p (openness
+   permuted across the agents of each topic, as Test 1) is < alpha.
 6. Among (1-5) preference pairs, the lowest openness pairing (lowest O1 + O2, e.g. (0, 0)) should
-   agree less than the other openness pairings. `coherence.test6_rule`:
-   - `strict` (default, the paper's rule): one one-sided Mann-Whitney U (lowest smaller) against
-     each other pairing, Bonferroni over them; pass only if every corrected comparison is
+   agree less than the other openness pairings. The paper's text does not say whether every or any
+   Bonferroni-corrected comparison must be significant, so no rule is the paper's.
+   `coherence.test6_rule`:
+   - `strict` (default, our reading of the text): one one-sided Mann-Whitney U (lowest smaller)
+     against each other pairing, Bonferroni over them; pass only if every corrected comparison is
      significant. Section 4.3: "whether the agreement score distribution for the lowest Openness
      pairing ... is smaller than the agreement scores for other pairings ... we compute each
      comparison separately, then perform a Bonferroni correction on a Mann-Whitney U test", and
@@ -42,58 +51,74 @@ The six tests of section 4.3 (the unit of each is the conversation: one final ag
      with fewer than MIN_GROUP conversations are left out (counted in the detail). Coherent agents
      whose agreement rises smoothly with openness rarely pass it, because neighbouring pairings
      ((0, 0) against (0, 1)) barely differ.
-   - `pooled` (ours, not the paper's): one one-sided Mann-Whitney U of the lowest pairing's scores
-     against the scores of all other (1-5) pairings together: pass if p < alpha.
-   Either way the detail column counts the significant Bonferroni comparisons and the pairings
-   whose mean lies above the lowest one's (the paper: 6 of 28); the `rule` column of Test 6 and
-   vs_paper's Test 6 rows say which rule ran (a pooled row is a design difference from the paper).
+   - `pooled` (ours, not a reading of the text): one one-sided Mann-Whitney U of the lowest
+     pairing's scores against the scores of all other (1-5) pairings together: pass if p < alpha.
+   The reading "any Bonferroni-corrected comparison significant" stands beside either (`beside`),
+   without a verdict of its own. The detail column counts the significant Bonferroni comparisons and
+   the pairings whose mean lies above the lowest one's (the paper: 6 of 28); the `rule` column of
+   Test 6 and vs_paper's Test 6 rows say which rule ran, a design difference from the paper either way.
 
 For the one-sided U tests (3, 6) a comparison whose estimate (U / (n1 n2) - 1/2) lies against the
 claim is judged on the one-sided p in that direction, so "fail" means significant the other way.
-Tests 3, 4 and 6 also report `significant` of `comparisons` (Bonferroni-corrected p < alpha).
+Tests 3, 4 and 6 also report `significant` of `comparisons` (Bonferroni-corrected p < alpha; for Test
+4 the paper's conversation-level comparisons).
 
 Disagreement suppression (Table 3, section 4.1, "observed mean above the expected one at every gap
 1-4"): per gap, observed minus expected mean, where the expected mean is a linear function of the
-gap-0 mean (6 w + (1 - 2 w) mean_0 for shift weight w), tested one-sided by a Welch t over the
-conversations at that gap and at gap 0 (so the expected mean's own uncertainty counts); the claim
-holds when it holds at every gap 1-4 (socsim.stats.verdict.all_of).
+gap-0 mean (6 w + (1 - 2 w) mean_0 for shift weight w), tested one-sided by a t over the
+conversations at that gap and at gap 0 (so the expected mean's own uncertainty counts) whose p is
+simulated under no suppression (`suppression_null_p`), with at least MIN_SUPPRESSION conversations a
+side; the claim holds when it holds at every gap 1-4 (socsim.stats.verdict.all_of). Finding 3's
+directional claim, (1-1) pairs agree less than (5-5) pairs, is a one-sided Mann-Whitney U
+(`finding3_verdict`, on socsim.coherence.descriptive.anchors).
 
 A test says "degenerate input: <why>" (socsim.stats.degeneracy) instead of a verdict when its
 inputs carry no information (this comes first, even when no conversation is left): one preference
 value for >= 90% of a model's parsed preferences (Tests 1-4, 6, Table 3), one openness value for
->= 90% (Tests 5, 6), one final judge score for >= 90% of the conversations or a judge that
-misjudges its own calibration examples (every test, Table 3), or constant gaps, openness sums or
-scores. Too few conversations is not degeneracy: it is "inconclusive (n = ..., needs ...)". A model
-without a single usable conversation has every test "n/a" with the reason (no judged conversation,
-all removed by the Self-BLEU filter), and so has a test whose groups are absent by design (one
-topic: no second contentiousness level).
+>= 90% (Tests 5, 6), one final judge score for >= 90% of the conversations, a judge that misjudges
+its held-out calibration examples, or final judgments that did not parse for >= UNPARSED_SHARE of
+the judged conversations (every test, Table 3), or constant gaps, openness sums or scores. Fewer
+unparsed final judgments are counted (`final_judgments`) and noted under the tables. Too few
+conversations is not degeneracy: it is "inconclusive (n = ..., needs ...)". A model without a single
+usable conversation has every test "n/a" with the reason (no judged conversation, all removed by the
+Self-BLEU filter), and so has a test whose groups are absent by design (one topic: no second
+contentiousness level).
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
-from scipy.optimize import brentq
 
+from socsim.coherence import descriptive, units
+from socsim.coherence.units import CONTENTIOUSNESS_D, TEST2_MARGIN
+from socsim.coherence.units import ks_power as ks_power  # re-exported: Test 2's power
 from socsim.io.report import Finding, Report, Table
 from socsim.stats import degeneracy as dg
 from socsim.stats import verdict as vd
 from socsim.stats.bootstrap import bootstrap_means, grouped, interval
 from socsim.stats.multitest import bonferroni
+from socsim.stats.permutation import permutation_p
 from socsim.stats.text import self_bleu
 from socsim.stats.verdict import Verdict
 
+FloatArray = npt.NDArray[np.float64]
+
 SCORES = np.arange(1, 6)
-MIN_CORRELATION = 10  # conversations a Pearson test (1, 5) needs
+MIN_CORRELATION = 10  # conversations a Pearson test (1, 5) needs, and agents its permutation needs
 MIN_GROUP = 5  # values per compared group a Mann-Whitney U or KS comparison needs
+MIN_SUPPRESSION = 30  # conversations a side (the gap and gap 0) the per-gap suppression test needs
+SUPPRESSION_NULL_REPEATS = 4999  # data sets simulated under "no suppression" per gap
+UNPARSED_SHARE = 0.1  # final judgments that did not parse: from this share on, a flag
+MIN_TOPICS = 2  # topics the topic-level Test 4 needs (it also needs a smallest attainable p < alpha)
 TEST_NAMES = {
     1: "Increasing preference gap decreases agreement",
     2: "Agreement amplifies, disagreement dampens",
@@ -118,13 +143,20 @@ TEST_COLUMNS = [
     "power",
     "reason",
     "flags",
+    "p_paper",
+    "beside",
 ]
 # What each test's statistic is, the test that carries it and its unit (for findings).
 TEST_SPECS = {
-    1: ("Pearson r, preference gap vs final agreement", "Pearson r, two-sided p, r < 0 claimed"),
+    1: (
+        "Pearson r, preference gap vs final agreement",
+        "Pearson r; two-sided permutation p, preferences permuted across the agents of each topic "
+        "(agents as unit); r < 0 claimed",
+    ),
     2: (
         "KS D, gap-4 scores vs inverted gap-0 scores",
-        "two-sample KS; no difference claimed (power at the paper's effect)",
+        "two-sample KS; no difference claimed (power at the paper's suppression and at no gap effect, "
+        f"means equivalent within {TEST2_MARGIN:g})",
     ),
     3: (
         "largest Bonferroni p, (1-1) vs 2-5, 3-5, 4-5",
@@ -132,29 +164,34 @@ TEST_SPECS = {
     ),
     4: (
         "smallest Bonferroni p over preference pair x contentiousness comparisons",
-        "two-sided Mann-Whitney U, Bonferroni; no difference claimed (simulated U power at CONTENTIOUSNESS_D)",
+        "permutation of the contentiousness labels over the topics (topics as unit), statistic the smallest "
+        "Bonferroni two-sided Mann-Whitney U p; no contentiousness effect claimed (simulated power at "
+        "CONTENTIOUSNESS_D)",
     ),
-    5: ("Pearson r, O1 + O2 vs final agreement", "Pearson r, two-sided p, r > 0 claimed"),
+    5: (
+        "Pearson r, O1 + O2 vs final agreement",
+        "Pearson r; two-sided permutation p, openness permuted across the agents of each topic "
+        "(agents as unit); r > 0 claimed",
+    ),
     6: (
         "largest Bonferroni p, lowest openness pairing vs each other (1-5) pairing",
-        "one-sided Mann-Whitney U per other openness pairing, Bonferroni, all needed (the paper's rule)",
+        "one-sided Mann-Whitney U per other openness pairing, Bonferroni, all needed (strict: our reading "
+        "of the paper's text)",
     ),
 }
 # Test 6 under the pooled rule (coherence.test6_rule: pooled), ours.
 TEST6_POOLED_SPEC = (
     "p, lowest openness pairing vs all other (1-5) pairs pooled",
-    "one-sided Mann-Whitney U against the other pairings pooled (pooled rule: ours, not the paper's)",
+    "one-sided Mann-Whitney U against the other pairings pooled (pooled rule: ours, not a reading of the paper's text)",
 )
-CONTENTIOUSNESS_D = 0.5  # Test 4: the contentiousness effect (Cohen's d) it must be able to find
-KS_POWER_REPEATS = 500  # simulated samples for Test 2's power
-KS_POWER_CAP = 200  # group sizes above this are simulated at this size (power is ~1 there)
-U_POWER_REPEATS = 400  # simulated samples per direction for Test 4's power
-U_POWER_CAP = 500  # group sizes above this are simulated at this size (conservative)
-TEST6_RULES = ("strict", "pooled")  # the paper's rule first (the default)
+TEST6_RULES = ("strict", "pooled")  # the default first
 TEST6_RULE_LABELS = {
-    "strict": "strict, the paper's: every Bonferroni-corrected comparison with another pairing significant",
-    "pooled": "pooled, ours (not the paper's): the lowest pairing against all other (1-5) pairs together",
+    "strict": "strict, our reading of the paper's text: every Bonferroni-corrected comparison with another "
+    "pairing significant",
+    "pooled": "pooled, ours (not a reading of the paper's text): the lowest pairing against all other (1-5) "
+    "pairs together",
 }
+TEST6_ANY_LABEL = "any, another reading of the paper's text: any Bonferroni-corrected comparison significant"
 
 
 def spec_of_test(test: int, test6_rule: str = "strict") -> tuple[str, str]:
@@ -261,7 +298,7 @@ SUPPRESSION_COLUMNS = (
     ]
     + [f"expected_p{k}" for k in SCORES]
     + [f"observed_p{k}" for k in SCORES]
-    + ["note", "n_gap0", "se", "df", "p_greater", "p_less"]
+    + ["note", "n_gap0", "se", "df", "p_greater", "p_less", "p_null_greater", "p_null_less"]
 )
 # Added by `analyse`: the row's verdict on "suppressed at this gap" and its inputs' flags.
 SUPPRESSION_EXTRA = ["verdict", "holds", "flags"]
@@ -284,6 +321,40 @@ def suppression_test(obs: npt.NDArray[np.float64], gap0: npt.NDArray[np.float64]
     diff = obs.mean() - (6 * weight + (1 - 2 * weight) * gap0.mean())
     t = diff / se
     return {"se": se, "df": float(df), "p_greater": float(sps.t.sf(t, df)), "p_less": float(sps.t.cdf(t, df))}
+
+
+def suppression_t(counts: npt.ArrayLike, counts0: npt.ArrayLike, weight: float) -> FloatArray:
+    """`suppression_test`'s t from score counts (last axis 1-5) at the gap and at gap 0, vectorised
+    over leading axes; NaN where a side has fewer than two conversations or there is no variance."""
+    c, c0 = np.asarray(counts, float), np.asarray(counts0, float)
+    s = SCORES.astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n, n0 = c.sum(axis=-1), c0.sum(axis=-1)
+        m, m0 = (c * s).sum(axis=-1) / n, (c0 * s).sum(axis=-1) / n0
+        v = ((c * s**2).sum(axis=-1) - n * m**2) / (n - 1)
+        v0 = ((c0 * s**2).sum(axis=-1) - n0 * m0**2) / (n0 - 1)
+        se = np.sqrt(np.maximum(v, 0) / n + (1 - 2 * weight) ** 2 * np.maximum(v0, 0) / n0)
+        t = (m - (6 * weight + (1 - 2 * weight) * m0)) / se
+    return np.where((n >= 2) & (n0 >= 2) & (se > 1e-12), t, np.nan)
+
+
+def suppression_null_p(
+    obs: FloatArray, gap0: FloatArray, weight: float, rng: np.random.Generator, repeats: int = SUPPRESSION_NULL_REPEATS
+) -> dict[str, float]:
+    """One-sided p both ways of `suppression_t`, simulated under "no suppression": gap 0 drawn from
+    its observed distribution, the gap from the expected distribution that implies ((1 - w) p0 + w
+    times p0 inverted), so the t's skew on 5-point scores counts (the t distribution's p rejects
+    coherent data at gap 1 about twice as often as its level at 30 conversations a side)."""
+    c = np.array([(obs == k).sum() for k in SCORES], float)
+    c0 = np.array([(gap0 == k).sum() for k in SCORES], float)
+    t = float(suppression_t(c, c0, weight))
+    if not np.isfinite(t):
+        return {"p_null_greater": np.nan, "p_null_less": np.nan}
+    p0 = c0 / c0.sum()
+    sim0 = rng.multinomial(int(c0.sum()), p0, size=repeats)
+    sim = rng.multinomial(int(c.sum()), (1 - weight) * p0 + weight * p0[::-1], size=repeats)
+    null = suppression_t(sim, sim0, weight)
+    return {"p_null_greater": permutation_p(t, null, "greater"), "p_null_less": permutation_p(t, null, "less")}
 
 
 def suppression(
@@ -318,7 +389,10 @@ def suppression(
         o_draws = bootstrap_means(obs, boot["draw"], boot["repeats"], rng)
         o_mean = float(obs.mean()) if obs.size else float("nan")
         (elo, ehi), (olo, ohi) = interval(e_draws, boot["level"]), interval(o_draws, boot["level"])
-        test = suppression_test(obs, gap0, shift_weight(g, shift, steepness)) if g > 0 else {}
+        w = shift_weight(g, shift, steepness)
+        test = {} if g == 0 else suppression_test(obs, gap0, w)
+        if g > 0:
+            test |= suppression_null_p(obs, gap0, w, np.random.default_rng([seed, g, 34]))
         rows.append(
             {
                 "gap": g,
@@ -343,18 +417,25 @@ def suppression(
 
 
 def suppression_verdict(row: pd.Series, alpha: float, flags: Sequence[dg.Flag] = ()) -> Verdict:
-    """ "Disagreement suppressed at this gap" (observed above expected), by the one rule: one-sided
-    Welch t over the conversations at the gap and at gap 0, each side at least MIN_GROUP."""
+    """ "Disagreement suppressed at this gap" (observed above expected), by the one rule: the
+    one-sided Welch-type t over the conversations at the gap and at gap 0 (`suppression_t`), its p
+    simulated under "no suppression" (`suppression_null_p`), each side at least MIN_SUPPRESSION."""
     n, n0 = int(row["n"]), int(row["n_gap0"]) if pd.notna(row["n_gap0"]) else 0
     if flags:
         return Verdict(None, flags[0].message)
-    if n0 < MIN_GROUP:
-        return vd.effect(None, None, n0, MIN_GROUP, "conversations at gap 0", alpha=alpha)
+    if n0 < MIN_SUPPRESSION:
+        return vd.effect(None, None, n0, MIN_SUPPRESSION, "conversations at gap 0", alpha=alpha)
     diff = row["difference"]
-    p = row["p_greater"] if pd.notna(diff) and diff > 0 else row["p_less"]
+    p = row["p_null_greater"] if pd.notna(diff) and diff > 0 else row["p_null_less"]
     unit = f"conversations at gap {int(row['gap'])} ({n0} at gap 0)"
     return vd.effect(
-        None if pd.isna(p) else float(p), None if pd.isna(diff) else float(diff), n, MIN_GROUP, unit, +1, alpha=alpha
+        None if pd.isna(p) else float(p),
+        None if pd.isna(diff) else float(diff),
+        n,
+        MIN_SUPPRESSION,
+        unit,
+        +1,
+        alpha=alpha,
     )
 
 
@@ -411,91 +492,14 @@ def paper_suppression(paper: dict[str, Any]) -> tuple[npt.NDArray[np.float64], n
     return p0, (1 - lam) * p0[::-1] + lam * p0
 
 
-def ks_power(
-    alternative: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
-    n0: int,
-    n4: int,
-    alpha: float,
-    repeats: int = KS_POWER_REPEATS,
-) -> float | None:
-    """Simulated power of Test 2's KS test (gap-4 scores against inverted gap-0 scores) at n0, n4
-    conversations to find the given (gap-0, gap-4) distributions' difference (seeded by n0, n4)."""
-    if n0 < 2 or n4 < 2:
-        return None
-    n0, n4 = min(n0, KS_POWER_CAP), min(n4, KS_POWER_CAP)
-    rng = np.random.default_rng([20, n0, n4])
-    p0, p4 = alternative
-    hits = 0
-    with warnings.catch_warnings():  # ties: scipy's exact method falls back to the asymptotic one
-        warnings.simplefilter("ignore", RuntimeWarning)
-        for _ in range(repeats):
-            g0, g4 = rng.choice(SCORES, n0, p=p0), rng.choice(SCORES, n4, p=p4)
-            hits += float(sps.ks_2samp(g4, 6 - g0).pvalue) < alpha
-    return hits / repeats
-
-
 def shifted(p: npt.ArrayLike, d: float) -> npt.NDArray[np.float64] | None:
     """The 5-point distribution `p` moved on a latent normal scale (ordered probit: its cumulative
     probabilities are the latent thresholds) until its mean has moved by `d` of its SD (d > 0 up,
     d < 0 down). Scores `p` never gives stay impossible, so the shift cannot leave the observed
     range; None where it would have to (or `p` has no spread)."""
-    p = np.asarray(p, float) / float(np.sum(p))
-    mean = float((SCORES * p).sum())
-    sd = float(np.sqrt(((SCORES - mean) ** 2 * p).sum()))
-    if sd <= dg.VARIANCE_TOL:
-        return None
-    target = mean + d * sd
-    seen = SCORES[p > 0]
-    if not seen.min() < target < seen.max():
-        return None if d != 0 else p
-    tau = sps.norm.ppf(np.clip(np.cumsum(p)[:-1], 0.0, 1.0))  # +-inf where the cumulative is 0 or 1
-
-    def moved(delta: float) -> npt.NDArray[np.float64]:
-        cum = np.concatenate([[0.0], sps.norm.cdf(tau - delta), [1.0]])
-        return np.asarray(np.diff(cum), dtype=np.float64)
-
-    delta = brentq(lambda x: float((SCORES * moved(x)).sum()) - target, -40.0, 40.0, xtol=1e-10)
-    return moved(float(delta))
-
-
-@functools.lru_cache(maxsize=4096)
-def _u_power(counts: tuple[int, ...], n1: int, n2: int, alpha: float, d: float, repeats: int) -> float:
-    base = np.asarray(counts, float) / sum(counts)
-    powers = []
-    for sign in (1, -1):
-        alt = shifted(base, sign * d)
-        if alt is None:
-            continue
-        rng = np.random.default_rng([4, n1, n2, *counts, sign + 1])
-        a = rng.choice(SCORES, (repeats, n1), p=base)
-        b = rng.choice(SCORES, (repeats, n2), p=alt)
-        with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
-            warnings.simplefilter("ignore", RuntimeWarning)
-            p = sps.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic", axis=1).pvalue
-        powers.append(float(np.mean(np.nan_to_num(np.asarray(p, float), nan=1.0) < alpha)))
-    return min(powers) if powers else 0.0
-
-
-def u_power(
-    scores: npt.ArrayLike,
-    n1: int,
-    n2: int,
-    alpha: float,
-    d: float = CONTENTIOUSNESS_D,
-    repeats: int = U_POWER_REPEATS,
-) -> float | None:
-    """Simulated power of Test 4's two-sided Mann-Whitney U test with groups of n1 and n2 to find a
-    shift of `d` SD (`shifted`) of the score distribution of `scores`: the smaller of the powers
-    against a shift up and one down (a direction the observed range cannot hold is skipped). One
-    score throughout: 0 (no shift stays within the observed range, and the U test cannot reject on
-    such data); None when n < 2. Seeded by the counts and sizes, cached."""
-    x = np.asarray(scores, float)
-    if n1 < 2 or n2 < 2 or not len(x):
-        return None
-    counts = tuple(int((x == s).sum()) for s in SCORES)
-    if sum(counts) == 0:
-        return None
-    return _u_power(counts, min(n1, U_POWER_CAP), min(n2, U_POWER_CAP), float(alpha), float(d), int(repeats))
+    q = np.asarray(p, float) / float(np.sum(p))
+    delta = units.latent_shift(q, d)
+    return None if delta is None else units.moved(q, delta)
 
 
 def input_flags(
@@ -537,7 +541,7 @@ def input_flags(
 
 def flags_per_test(flags: dict[str, list[dg.Flag]]) -> dict[int, list[dg.Flag]]:
     """Which inputs each test depends on (the outcome, agreement, for all of them)."""
-    judged = flags["scores"] + flags["calibration"]
+    judged = flags["scores"] + flags["calibration"] + flags.get("judgments", [])
     pref, open_ = flags["preferences"], flags["openness"]
     return {
         1: pref + judged,
@@ -549,164 +553,180 @@ def flags_per_test(flags: dict[str, list[dg.Flag]]) -> dict[int, list[dg.Flag]]:
     }
 
 
-def six_tests(
-    df: pd.DataFrame,
-    alpha: float,
-    test6_rule: str = "strict",
-    flags: dict[int, list[dg.Flag]] | None = None,
-    empty_reason: str | None = None,
-    scope: str = "",
-    alternative: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None,
-) -> pd.DataFrame:
-    """The six tests on one model's conversation table. `test6_rule`: strict (the paper's) or pooled
-    (ours), the Test 6 row's `rule` column says which with TEST6_RULE_LABELS. `flags`: degeneracy flags of the inputs
-    each test depends on; `empty_reason`: why a model without conversations has none;
-    `alternative`: the paper's (gap-0, gap-4) distributions, for Test 2's power (`paper_suppression`;
-    without it Test 2 cannot pass). The frame's attrs hold "flags" (every flag raised) and
-    "verdicts" (test -> Verdict, flags included) and "test_flags" (test -> its inputs' flags)."""
-    if test6_rule not in TEST6_RULES:
-        raise ValueError(f"unknown coherence.test6_rule {test6_rule!r} (one of {', '.join(TEST6_RULES)})")
-    flags = flags or {}
-    label = f" ({scope})" if scope else ""
-    rows: list[dict[str, Any]] = []
-    raised: list[dg.Flag] = []
-    verdicts: dict[int, Verdict] = {}
-    found_by_test: dict[int, list[dg.Flag]] = {}
+def unparsed_flags(counts: pd.Series, model: str) -> list[dg.Flag]:
+    """A flag when at least UNPARSED_SHARE of a model's judged conversations have a final judgment
+    that did not parse (`counts`: its row of descriptive.final_judgments); fewer are counted only."""
+    judged, unparsed = int(counts["judged"]), int(counts["unparsed"])
+    if not judged or unparsed / judged < UNPARSED_SHARE:
+        return []
+    reason = (
+        f"{unparsed} of {judged} final judgments did not parse ({unparsed / judged:.0%}, threshold "
+        f"{UNPARSED_SHARE:.0%}); their conversations take no part in any test"
+    )
+    return [dg.Flag(f"coherence final judgments ({model})", reason)]
 
-    def add(
-        test: int,
-        verdict: Verdict | None,
-        statistic: float = np.nan,
-        p: float = np.nan,
-        detail: str = "",
-        extra: Iterable[dg.Flag | None] = (),
-        significant: float = np.nan,
-        comparisons: float = np.nan,
-        n: int | None = None,
-        unit: str = "conversations",
-        power: float | None = None,
-    ) -> None:
-        """`verdict` None: the test does not apply (n/a, with `detail` saying why)."""
-        if verdict is None:
-            raw = "n/a"
-        elif verdict.holds is None:
-            raw = verdict.label
-        else:
-            raw = "pass" if verdict.holds else "fail"
-        found = dg.collect(flags.get(test, []), *extra)  # degenerate inputs first, even without data
-        final = Verdict(None, found[0].message) if found else (verdict or Verdict(None, detail))
-        rows.append(
-            {
-                "test": test,
-                "name": TEST_NAMES[test],
-                "statistic": statistic,
-                "p": p,
-                "result": dg.verdict(found, raw),
-                "raw_result": raw,
-                "significant": significant,
-                "comparisons": comparisons,
-                "detail": detail,
-                "rule": TEST6_RULE_LABELS[test6_rule] if test == 6 else "",
-                "n": n,
-                "unit": unit,
-                "power": np.nan if power is None else power,
-                "reason": final.reason,
-                "flags": "; ".join(f.message for f in found),
-            }
-        )
-        verdicts[test], found_by_test[test] = final, found
-        raised[:] = dg.collect(raised, found)
 
-    def done() -> pd.DataFrame:
-        out = pd.DataFrame(rows, columns=TEST_COLUMNS).astype({"n": "Int64", "power": "float64"})
-        out.attrs["flags"] = raised  # every degeneracy flag a test raised, for summary.json
-        out.attrs["verdicts"] = verdicts
-        out.attrs["test_flags"] = found_by_test  # test -> the flags of its own inputs
-        return out
+def unparsed_note(counts: pd.Series) -> str:
+    """What a table's notes say about a model's conversations without a usable final judgment."""
+    lost = int(counts["unparsed"]) + int(counts["empty_window"]) + int(counts["unjudged"])
+    if not lost:
+        return ""
+    return (
+        f"{counts['model']}: {lost} of {int(counts['conversations'])} conversations have no usable final "
+        f"judgment ({int(counts['unparsed'])} did not parse, {int(counts['empty_window'])} judged an empty "
+        f"window, {int(counts['unjudged'])} not judged) and take no part in any test"
+    )
 
-    if empty_reason is not None or len(df) == 0:
-        for t in TEST_NAMES:
-            add(t, None, detail=empty_reason or "no conversations")
-        return done()
 
-    def correlation(test: int, x: str, unit: str) -> None:
-        const = [
-            dg.near_constant(df[x], f"coherence {unit}{label}"),
-            dg.near_constant(df["agreement"], f"coherence final agreement{label}"),
-        ]
-        n = len(df)
-        if n < MIN_CORRELATION or any(const):
-            v = vd.effect(None, None, n, MIN_CORRELATION, "conversations", alpha=alpha)
-            add(
-                test,
-                v,
-                detail=f"needs >= {MIN_CORRELATION} conversations with varied {unit} and scores",
-                extra=const,
-                n=n,
-            )
-            return
-        r, p = sps.pearsonr(df[x], df["agreement"])
-        v = vd.effect(float(p), float(r), n, MIN_CORRELATION, "conversations", -1 if test == 1 else +1, alpha=alpha)
-        add(test, v, float(r), float(p), f"n = {n}", n=n)
+def finding3_verdict(row: pd.Series, alpha: float, flags: Sequence[dg.Flag] = ()) -> Verdict:
+    """Finding 3's directional claim, (1-1) pairs agree less than (5-5) pairs: one-sided
+    Mann-Whitney U over conversations (`row`: gap 0 of descriptive.anchors), MIN_GROUP a side."""
+    if flags:
+        return Verdict(None, flags[0].message)
+    n = min(int(row["n_at_1"]), int(row["n_at_5"]))
+    est = row["u_estimate"]
+    p = row["p_less"] if pd.notna(est) and est < 0 else row["p_greater"]
+    return vd.effect(
+        None if pd.isna(p) else float(p),
+        None if pd.isna(est) else float(est),
+        n,
+        MIN_GROUP,
+        "conversations a side ((1-1), (5-5))",
+        -1,
+        alpha=alpha,
+    )
 
-    # 1. preference gap vs agreement
-    correlation(1, "gap", "preference gaps")
-    # 2. gap-4 scores vs inverted gap-0 scores: "no difference" (the paper's pass)
+
+@dataclass
+class TestRow:
+    """One test's outcome before its inputs' flags are applied (`six_tests` adds them). `verdict`
+    None: the test does not apply (n/a, with `detail` saying why)."""
+
+    verdict: Verdict | None
+    statistic: float = np.nan
+    p: float = np.nan
+    detail: str = ""
+    extra: tuple[dg.Flag | None, ...] = ()
+    significant: float = np.nan
+    comparisons: float = np.nan
+    n: int | None = None
+    unit: str = "conversations"
+    power: float | None = None
+    p_paper: float = np.nan  # the paper's p where our unit differs from the paper's (no verdict)
+    beside: str = ""  # what stands beside the verdict without one of its own
+
+
+def _raw(verdict: Verdict | None) -> str:
+    if verdict is None:
+        return "n/a"
+    if verdict.holds is None:
+        return verdict.label
+    return "pass" if verdict.holds else "fail"
+
+
+def correlation_test(df: pd.DataFrame, test: int, alpha: float, seed: int, permutations: int, label: str) -> TestRow:
+    """Tests 1 and 5: Pearson r of the gap (1) or openness sum (5) with agreement, judged by the
+    permutation p with the agent as unit (socsim.coherence.units); the paper's conversation-level p
+    stands beside it."""
+    x, what = ("gap", "preference") if test == 1 else ("open_sum", "openness")
+    shown = "preference gaps" if test == 1 else "openness sums"
+    const = (
+        dg.near_constant(df[x], f"coherence {shown}{label}"),
+        dg.near_constant(df["agreement"], f"coherence final agreement{label}"),
+    )
+    n = len(df)
+    if n < MIN_CORRELATION or any(const):
+        v = vd.effect(None, None, n, MIN_CORRELATION, "conversations", alpha=alpha)
+        detail = f"needs >= {MIN_CORRELATION} conversations with varied {shown} and scores"
+        return TestRow(v, detail=detail, extra=const, n=n)
+    r_paper, p_paper = (float(v) for v in sps.pearsonr(df[x], df["agreement"]))
+    at = units.agent_permutation(df, what, seed, permutations)
+    direction = -1 if test == 1 else +1
+    v = vd.effect(at.p, at.r, at.agents, MIN_CORRELATION, "agents", direction, alpha=alpha)
+    unit = f"agents ({what} permuted across the agents of each topic)"
+    detail = (
+        f"n = {n} conversations, {at.agents} agents in {at.topics} topic(s); slope t (dyadic-robust) = "
+        f"{at.t:.3g}, permutation p = {at.p:.3g} ({at.permutations} permutations, agents as unit)"
+    )
+    beside = f"the paper's p (conversations as unit, no verdict): {p_paper:.3g}"
+    return TestRow(v, r_paper, at.p, detail, n=at.agents, unit=unit, p_paper=p_paper, beside=beside)
+
+
+def test2(df: pd.DataFrame, alpha: float, alternative: tuple[FloatArray, FloatArray] | None) -> TestRow:
+    """Test 2: KS of the gap-4 scores against the inverted gap-0 scores, a "no difference" claim:
+    it passes only with KS p >= alpha, power >= 0.8 against the paper's suppression and against the
+    data's own "no gap effect", and the means equivalent within TEST2_MARGIN (units.test2_conditions)."""
     g4, g0 = df.loc[df["gap"] == 4, "agreement"], df.loc[df["gap"] == 0, "agreement"]
-    n2 = min(len(g0), len(g4))
-    unit2 = f"conversations a side (gap 0: {len(g0)}, gap 4: {len(g4)})"
-    if n2 < MIN_GROUP:
-        v = vd.no_difference(None, None, n2, MIN_GROUP, unit2, alpha=alpha)
-        add(2, v, detail="needs gap-0 and gap-4 pairs" if n2 == 0 else "too few gap-0 or gap-4 pairs", n=n2, unit=unit2)
-    else:
+    n = min(len(g0), len(g4))
+    unit = f"conversations a side (gap 0: {len(g0)}, gap 4: {len(g4)})"
+    if n < MIN_GROUP:
+        detail = "needs gap-0 and gap-4 pairs" if n == 0 else "too few gap-0 or gap-4 pairs"
+        return TestRow(vd.no_difference(None, None, n, MIN_GROUP, unit, alpha=alpha), detail=detail, n=n, unit=unit)
+    with warnings.catch_warnings():  # ties: scipy's exact method falls back to the asymptotic one
+        warnings.simplefilter("ignore", RuntimeWarning)
         ks = sps.ks_2samp(g4, 6 - g0)
-        pw = ks_power(alternative, len(g0), len(g4), alpha) if alternative is not None else None
-        v = vd.no_difference(float(ks.pvalue), pw, n2, MIN_GROUP, unit2, alpha=alpha)
-        detail = f"n = {len(g0)} (gap 0), {len(g4)} (gap 4); power to find the paper's suppression: " + (
-            "unknown (no paper distributions)" if pw is None else f"{pw:.2f}"
-        )
-        add(2, v, float(ks.statistic), float(ks.pvalue), detail, n=n2, unit=unit2, power=pw)
-    # 3. (1-1) against mixed pairs
+    cond = units.test2_conditions(g4, g0, alpha, alternative)
+    v = vd.no_difference(float(ks.pvalue), cond.power, n, MIN_GROUP, unit, alpha=alpha)
+    eq = cond.equivalence
+    interval = f"{eq.difference:+.2f}, {1 - 2 * alpha:.0%} interval [{eq.lo:+.2f}, {eq.hi:+.2f}]"
+    if v.holds and not eq.p < alpha:
+        v = Verdict(None, f"{v.reason}, but the means are not shown within +-{eq.margin:g}: {interval}")
+
+    def shown(pw: float | None, what: str) -> str:
+        return f"power to find {what}: " + ("unknown (no paper distributions)" if pw is None else f"{pw:.2f}")
+
+    detail = "; ".join(
+        [
+            f"n = {len(g0)} (gap 0), {len(g4)} (gap 4)",
+            shown(cond.power_paper, "the paper's suppression"),
+            shown(cond.power_own, "no gap effect (gap 4 as the observed gap 0)"),
+            f"gap-4 mean minus inverted gap-0 mean {interval} (equivalence margin +-{eq.margin:g}, TOST p = "
+            f"{eq.p:.3g})",
+        ]
+    )
+    return TestRow(v, float(ks.statistic), float(ks.pvalue), detail, n=n, unit=unit, power=cond.power)
+
+
+def test3(df: pd.DataFrame, alpha: float) -> TestRow:
+    """Test 3: (1-1) above each mixed pair (2-5, 3-5, 4-5), one-sided U, Bonferroni, all needed."""
     mixed = ("2-5", "3-5", "4-5")
     groups = {m: df.loc[df["pref_pair"] == m, "agreement"] for m in ("1-1",) + mixed}
-    n3 = min(len(g) for g in groups.values())
-    unit3 = "conversations in the smallest preference pair"
-    if n3 < MIN_GROUP:
+    n = min(len(g) for g in groups.values())
+    unit = "conversations in the smallest preference pair"
+    if n < MIN_GROUP:
         missing = [m for m, g in groups.items() if len(g) == 0]
         detail = (
             "needs 1-1, 2-5, 3-5, 4-5 pairs; missing: " + ", ".join(missing)
             if missing
             else "too few pairs: " + ", ".join(f"{m} {len(g)}" for m, g in groups.items())
         )
-        add(3, vd.effect(None, None, n3, MIN_GROUP, unit3, alpha=alpha), detail=detail, n=n3, unit=unit3)
-    else:
-        claimed = bonferroni([_mwu(groups["1-1"], groups[m], "greater") for m in mixed])
-        directed = [_directed_mwu(groups["1-1"], groups[m], +1) for m in mixed]
-        adj = bonferroni([p for _, p in directed])
-        parts = [
-            vd.effect(
-                float(q),
-                est,
-                min(len(groups["1-1"]), len(groups[m])),
-                MIN_GROUP,
-                f"conversations (1-1 vs {m})",
-                +1,
-                alpha=alpha,
-            )
-            for m, (est, _), q in zip(mixed, directed, adj)
-        ]
-        add(
-            3,
-            vd.all_of(parts),
-            np.nan,
-            float(claimed.max()),
-            "corrected p: " + ", ".join(f"{m} {q:.3g}" for m, q in zip(mixed, claimed)),
-            significant=int((claimed < alpha).sum()),
-            comparisons=len(claimed),
-            n=n3,
-            unit=unit3,
+        return TestRow(vd.effect(None, None, n, MIN_GROUP, unit, alpha=alpha), detail=detail, n=n, unit=unit)
+    claimed = bonferroni([_mwu(groups["1-1"], groups[m], "greater") for m in mixed])
+    directed = [_directed_mwu(groups["1-1"], groups[m], +1) for m in mixed]
+    adj = bonferroni([p for _, p in directed])
+    parts = [
+        vd.effect(
+            float(q),
+            est,
+            min(len(groups["1-1"]), len(groups[m])),
+            MIN_GROUP,
+            f"conversations (1-1 vs {m})",
+            +1,
+            alpha=alpha,
+            family=len(mixed),  # q is Bonferroni-adjusted over the three comparisons
         )
-    # 4. contentiousness within preference pairs: "no difference"
+        for m, (est, _), q in zip(mixed, directed, adj)
+    ]
+    detail = "corrected p: " + ", ".join(f"{m} {q:.3g}" for m, q in zip(mixed, claimed))
+    sig = int((claimed < alpha).sum())
+    return TestRow(
+        vd.all_of(parts), p=float(claimed.max()), detail=detail, significant=sig, comparisons=3, n=n, unit=unit
+    )
+
+
+def _contentiousness_cells(df: pd.DataFrame) -> tuple[list[tuple[pd.Series, pd.Series]], int, int]:
+    """Test 4's conversation-level comparisons with MIN_GROUP a side, how many there could be, and the
+    largest smaller side of any."""
     cells: list[tuple[pd.Series, pd.Series]] = []
     possible, best = 0, 0
     for _pair, g in df.groupby("pref_pair"):
@@ -716,118 +736,205 @@ def six_tests(
             best = max(best, min(len(a), len(b)))
             if len(a) >= MIN_GROUP and len(b) >= MIN_GROUP:
                 cells.append((a, b))
-    unit4 = "conversations a side (smallest compared cell)"
+    return cells, possible, best
+
+
+def test4(df: pd.DataFrame, alpha: float, seed: int, power_repeats: int) -> TestRow:
+    """Test 4, a "no contentiousness effect" claim judged with the topic as unit
+    (units.topic_permutation); the paper's conversation-level Bonferroni comparisons beside it."""
+    cells, possible, best = _contentiousness_cells(df)
     if possible == 0:
-        add(4, None, detail="needs a preference pair at two contentiousness levels (topics of two levels)")
-    elif not cells:
-        v = vd.no_difference(None, None, best, MIN_GROUP, "conversations a side (largest cell pair)", alpha=alpha)
-        add(
-            4,
-            v,
-            detail=f"none of {possible} comparisons has {MIN_GROUP} conversations on both sides",
-            n=best,
-            unit="conversations a side (largest cell pair)",
+        return TestRow(None, detail="needs a preference pair at two contentiousness levels (topics of two levels)")
+    if not cells:
+        unit = "conversations a side (largest cell pair)"
+        v = vd.no_difference(None, None, best, MIN_GROUP, unit, alpha=alpha)
+        return TestRow(
+            v, detail=f"none of {possible} comparisons has {MIN_GROUP} conversations on both sides", n=best, unit=unit
+        )
+    adj = bonferroni([_mwu(a, b, "two-sided") for a, b in cells])
+    k = int((adj < alpha).sum())
+    paper = (
+        f"the paper's (conversations as unit, no verdict): {k} of {len(cells)} comparisons significant, "
+        f"smallest Bonferroni p {float(adj.min()):.3g} ({possible - len(cells)} skipped: < {MIN_GROUP} a side)"
+    )
+    data = df if "topic" in df.columns else df.assign(topic="C" + df["contentiousness"].astype(str))
+    tt = units.topic_permutation(data, alpha, MIN_GROUP, seed, power_repeats)
+    levels = ", ".join(f"{n} at C = {lv}" for lv, n in tt.per_level.items())
+    unit = f"topics ({levels})"
+    if tt.p_min >= alpha:
+        v = Verdict(
+            None,
+            f"the topic-level test cannot reject at {alpha:g} with {tt.topics} topics ({levels}): its smallest "
+            f"p is {tt.p_min:.3g}",
         )
     else:
-        adj = bonferroni([_mwu(a, b, "two-sided") for a, b in cells])
-        k = int((adj < alpha).sum())
-        n4 = min(min(len(a), len(b)) for a, b in cells)
-        powers = [u_power(pd.concat([a, b]), len(a), len(b), alpha / len(cells)) for a, b in cells]
-        pw = None if any(x is None for x in powers) else min(x for x in powers if x is not None)
-        add(
-            4,
-            vd.no_difference(float(adj.min()), pw, n4, MIN_GROUP, unit4, alpha=alpha),
-            np.nan,
-            float(adj.min()),
-            f"{k} of {len(cells)} comparisons significant ({possible - len(cells)} skipped: < {MIN_GROUP} a side); "
-            f"power to find d = {CONTENTIOUSNESS_D:g}: " + ("unknown" if pw is None else f"{pw:.2f}"),
-            significant=k,
-            comparisons=len(cells),
-            n=n4,
-            unit=unit4,
-            power=pw,
-        )
-    # 5. openness vs agreement
-    correlation(5, "open_sum", "openness sums")
-    # 6. lowest openness among (1-5) pairs
+        v = vd.no_difference(tt.p, tt.power, tt.topics, MIN_TOPICS, "topics", alpha=alpha)
+    enumerated = (
+        f"every assignment, {tt.assignments} distinct groupings" if tt.exact else f"{tt.assignments} random assignments"
+    )
+    detail = (
+        f"does contentiousness explain more than the topics' own differences? Contentiousness labels permuted "
+        f"over {tt.topics} topics ({levels}), {enumerated}: p = {tt.p:.3g} (smallest attainable "
+        f"{tt.p_min:.3g}); power to find d = {CONTENTIOUSNESS_D:g}: "
+        + ("not needed (rejected)" if tt.power is None else f"{tt.power:.2f}")
+    )
+    return TestRow(
+        v,
+        tt.statistic,
+        tt.p,
+        detail,
+        significant=k,
+        comparisons=len(cells),
+        n=tt.topics,
+        unit=unit,
+        power=tt.power,
+        p_paper=float(adj.min()),
+        beside=paper,
+    )
+
+
+def _any_reading(directed: Sequence[tuple[float, float]], alpha: float) -> str:
+    """Test 6 under the reading "any Bonferroni-corrected comparison significant" (lowest below
+    another pairing), shown beside the verdict."""
+    adj = bonferroni([q for _, q in directed]) if directed else np.array([])
+    along = sum(1 for (est, _), q in zip(directed, adj) if est < 0 and q < alpha)
+    against = sum(1 for (est, _), q in zip(directed, adj) if est > 0 and q < alpha)
+    result = "pass" if along else ("fail" if against else "inconclusive")
+    return (
+        f"{TEST6_ANY_LABEL} (no verdict of its own): {result} ({along} of {len(directed)} comparisons "
+        f"significant{f', {against} the other way' if against else ''})"
+    )
+
+
+def test6(df: pd.DataFrame, alpha: float, rule: str) -> TestRow:
+    """Test 6 under `rule` (strict: our reading of the paper's text; pooled: ours), the "any"
+    reading beside it."""
     far = df[df["pref_pair"] == "1-5"]
-    unit6 = "conversations a side (lowest pairing, the others)"
+    unit = "conversations a side (lowest pairing, the others)"
     if len(far) == 0:
-        add(
-            6,
-            vd.effect(None, None, 0, MIN_GROUP, "(1-5) conversations", alpha=alpha),
-            detail="needs (1-5) pairs",
-            n=0,
-            unit="(1-5) conversations",
-        )
-        return done()
+        v = vd.effect(None, None, 0, MIN_GROUP, "(1-5) conversations", alpha=alpha)
+        return TestRow(v, detail="needs (1-5) pairs", n=0, unit="(1-5) conversations")
     lowest = far.loc[far["open_sum"] == far["open_sum"].min(), "open_pair"].min()
     base = far.loc[far["open_pair"] == lowest, "agreement"]
     others = far[far["open_pair"] != lowest]
-    n6 = min(len(base), len(others))
-    if len(others) == 0 or n6 < MIN_GROUP:
+    n = min(len(base), len(others))
+    if len(others) == 0 or n < MIN_GROUP:
         detail = (
             f"needs (1-5) pairs at two openness pairings (only {lowest})"
             if len(others) == 0
             else f"too few (1-5) pairs: lowest openness {lowest} {len(base)}, other pairings {len(others)}"
         )
-        add(6, vd.effect(None, None, n6, MIN_GROUP, unit6, alpha=alpha), detail=detail, n=n6, unit=unit6)
-        return done()
+        return TestRow(vd.effect(None, None, n, MIN_GROUP, unit, alpha=alpha), detail=detail, n=n, unit=unit)
     per = {pair: g["agreement"] for pair, g in others.groupby("open_pair")}
     above = sum(float(g.mean()) > float(base.mean()) for g in per.values())
     comparable = {pair: g for pair, g in per.items() if len(g) >= MIN_GROUP}
     adj = bonferroni([_mwu(base, g, "less") for g in comparable.values()])
     k = int((adj < alpha).sum())
+    directed = [_directed_mwu(base, g, -1) for g in comparable.values()]
+    counts = TestRow(None, significant=k, comparisons=len(adj), n=n, unit=unit, beside=_any_reading(directed, alpha))
     detail = (
         f"lowest {lowest} (n = {len(base)}); {k} of {len(adj)} Bonferroni comparisons significant "
         f"({len(per) - len(comparable)} pairings skipped: < {MIN_GROUP}); {above} of {len(per)} pairings "
         f"above the lowest"
     )
-    if test6_rule == "pooled":
-        p = _mwu(base, others["agreement"], "less")
+    if rule == "pooled":
         est, p_dir = _directed_mwu(base, others["agreement"], -1)
-        add(
-            6,
-            vd.effect(p_dir, est, n6, MIN_GROUP, unit6, -1, alpha=alpha),
-            np.nan,
-            p,
-            f"pooled rule (ours, not the paper's): lowest vs the other {len(others)} (1-5) pairs; " + detail,
-            significant=k,
-            comparisons=len(adj),
-            n=n6,
-            unit=unit6,
-        )
-    elif len(adj) == 0:
-        v = vd.effect(
-            None,
-            None,
-            max(len(g) for g in per.values()),
+        v = vd.effect(p_dir, est, n, MIN_GROUP, unit, -1, alpha=alpha)
+        p = _mwu(base, others["agreement"], "less")
+        text = f"pooled rule (ours): lowest vs the other {len(others)} (1-5) pairs; {detail}"
+        return replace(counts, verdict=v, p=p, detail=text)
+    if len(adj) == 0:
+        largest = max(len(g) for g in per.values())
+        v = vd.effect(None, None, largest, MIN_GROUP, "(1-5) conversations in the largest other pairing", alpha=alpha)
+        return replace(counts, verdict=v, detail=f"strict rule (our reading of the paper's text): {detail}")
+    adj_dir = bonferroni([q for _, q in directed])
+    parts = [
+        vd.effect(
+            float(q),
+            est,
+            min(len(base), len(g)),
             MIN_GROUP,
-            "(1-5) conversations in the largest other pairing",
+            f"conversations ({lowest} vs {pair})",
+            -1,
             alpha=alpha,
+            family=len(adj_dir),  # q is Bonferroni-adjusted over the comparisons
         )
-        add(6, v, detail="strict rule (the paper's): " + detail, significant=0, comparisons=0, n=n6, unit=unit6)
+        for (pair, g), (est, _), q in zip(comparable.items(), directed, adj_dir)
+    ]
+    text = f"strict rule (our reading of the paper's text): {detail}"
+    return replace(counts, verdict=vd.all_of(parts), p=float(adj.max()), detail=text)
+
+
+def six_tests(
+    df: pd.DataFrame,
+    alpha: float,
+    test6_rule: str = "strict",
+    flags: dict[int, list[dg.Flag]] | None = None,
+    empty_reason: str | None = None,
+    scope: str = "",
+    alternative: tuple[FloatArray, FloatArray] | None = None,
+    seed: int = 0,
+    permutations: int = units.AGENT_PERMUTATIONS,
+    topic_power_repeats: int = units.TOPIC_POWER_REPEATS,
+) -> pd.DataFrame:
+    """The six tests on one model's conversation table. `test6_rule`: strict (our reading of the paper's
+    text) or pooled (ours), the Test 6 row's `rule` column says which with TEST6_RULE_LABELS. `flags`:
+    degeneracy flags of the inputs each test depends on; `empty_reason`: why a model without
+    conversations has none; `alternative`: the paper's (gap-0, gap-4) distributions, for Test 2's power
+    (`paper_suppression`; without it Test 2 cannot pass); `seed`: of the permutations (Tests 1, 4, 5).
+    The frame's attrs hold "flags" (every flag raised), "verdicts" (test -> Verdict, flags included)
+    and "test_flags" (test -> its inputs' flags)."""
+    if test6_rule not in TEST6_RULES:
+        raise ValueError(f"unknown coherence.test6_rule {test6_rule!r} (one of {', '.join(TEST6_RULES)})")
+    flags = flags or {}
+    label = f" ({scope})" if scope else ""
+    if empty_reason is not None or len(df) == 0:
+        outcomes = {t: TestRow(None, detail=empty_reason or "no conversations") for t in TEST_NAMES}
     else:
-        directed = [_directed_mwu(base, g, -1) for g in comparable.values()]
-        adj_dir = bonferroni([q for _, q in directed])
-        parts = [
-            vd.effect(
-                float(q), est, min(len(base), len(g)), MIN_GROUP, f"conversations ({lowest} vs {pair})", -1, alpha=alpha
-            )
-            for (pair, g), (est, _), q in zip(comparable.items(), directed, adj_dir)
-        ]
-        add(
-            6,
-            vd.all_of(parts),
-            np.nan,
-            float(adj.max()),
-            "strict rule (the paper's): " + detail,
-            significant=k,
-            comparisons=len(adj),
-            n=n6,
-            unit=unit6,
+        outcomes = {
+            1: correlation_test(df, 1, alpha, seed, permutations, label),
+            2: test2(df, alpha, alternative),
+            3: test3(df, alpha),
+            4: test4(df, alpha, seed, topic_power_repeats),
+            5: correlation_test(df, 5, alpha, seed, permutations, label),
+            6: test6(df, alpha, test6_rule),
+        }
+    rows: list[dict[str, Any]] = []
+    raised: list[dg.Flag] = []
+    verdicts: dict[int, Verdict] = {}
+    found_by_test: dict[int, list[dg.Flag]] = {}
+    for test, o in outcomes.items():
+        found = dg.collect(flags.get(test, []), *o.extra)  # degenerate inputs first, even without data
+        final = Verdict(None, found[0].message) if found else (o.verdict or Verdict(None, o.detail))
+        raw = _raw(o.verdict)
+        rows.append(
+            {
+                "test": test,
+                "name": TEST_NAMES[test],
+                "statistic": o.statistic,
+                "p": o.p,
+                "result": dg.verdict(found, raw),
+                "raw_result": raw,
+                "significant": o.significant,
+                "comparisons": o.comparisons,
+                "detail": o.detail,
+                "rule": TEST6_RULE_LABELS[test6_rule] if test == 6 else "",
+                "n": o.n,
+                "unit": o.unit,
+                "power": np.nan if o.power is None else o.power,
+                "reason": final.reason,
+                "flags": "; ".join(f.message for f in found),
+                "p_paper": o.p_paper,
+                "beside": o.beside,
+            }
         )
-    return done()
+        verdicts[test], found_by_test[test] = final, found
+        raised = dg.collect(raised, found)
+    out = pd.DataFrame(rows, columns=TEST_COLUMNS).astype({"n": "Int64", "power": "float64", "p_paper": "float64"})
+    out.attrs["flags"] = raised  # every degeneracy flag a test raised, for summary.json
+    out.attrs["verdicts"] = verdicts
+    out.attrs["test_flags"] = found_by_test  # test -> the flags of its own inputs
+    return out
 
 
 def self_bleu_table(utterances: pd.DataFrame) -> pd.DataFrame:
@@ -902,16 +1009,20 @@ def models_of(profiles: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
 
 
 # Which inputs each table rests on (keys of `input_flags`), for its `flags` column and notes.
+JUDGED = ("scores", "calibration", "judgments")  # the inputs of every table of agreement scores
 TABLE_INPUTS = {
-    "bootstrap_by_gap": ("preferences", "scores", "calibration"),
-    "bootstrap_by_gap_b2": ("preferences", "scores", "calibration"),
-    "bootstrap_by_pref_pair": ("preferences", "scores", "calibration"),
-    "bootstrap_by_pref_pair_contentiousness": ("preferences", "scores", "calibration"),
-    "bootstrap_by_pref_pair_contentiousness_b2": ("preferences", "scores", "calibration"),
-    "bootstrap_by_open_sum": ("openness", "scores", "calibration"),
-    "bootstrap_by_open_pair_1_5": ("preferences", "openness", "scores", "calibration"),
-    "openness_vs_baseline": ("preferences", "openness", "scores", "calibration"),
-    "suppression": ("preferences", "scores", "calibration"),
+    "bootstrap_by_gap": ("preferences", *JUDGED),
+    "bootstrap_by_gap_b2": ("preferences", *JUDGED),
+    "bootstrap_by_pref_pair": ("preferences", *JUDGED),
+    "bootstrap_by_pref_pair_contentiousness": ("preferences", *JUDGED),
+    "bootstrap_by_pref_pair_contentiousness_b2": ("preferences", *JUDGED),
+    "bootstrap_by_open_sum": ("openness", *JUDGED),
+    "bootstrap_by_open_pair_1_5": ("preferences", "openness", *JUDGED),
+    "openness_vs_baseline": ("preferences", "openness", *JUDGED),
+    "suppression": ("preferences", *JUDGED),
+    "anchors": ("preferences", *JUDGED),
+    "contentiousness_vs_neutral": ("preferences", *JUDGED),
+    "final_judgments": ("judgments",),
 }
 
 
@@ -946,6 +1057,27 @@ def design_of(
     return out
 
 
+def descriptive_tables(
+    df: pd.DataFrame,
+    tables: dict[str, pd.DataFrame],
+    bleu: pd.DataFrame,
+    finals: pd.DataFrame,
+    threshold: float | None,
+    models: list[str],
+) -> dict[str, pd.DataFrame]:
+    """The tables of the paper's numbers outside Tables 3 and 4 (socsim.coherence.descriptive)."""
+    by_c = {
+        "all": tables["bootstrap_by_pref_pair_contentiousness"],
+        "B = 2": tables["bootstrap_by_pref_pair_contentiousness_b2"],
+    }
+    return {
+        "anchors": descriptive.anchors(df, models),
+        "contentiousness_vs_neutral": descriptive.contentiousness_vs_neutral(by_c),
+        "self_bleu_histogram": descriptive.self_bleu_histogram(bleu, threshold, models),
+        "final_judgments": finals,
+    }
+
+
 def analyse(
     agents: pd.DataFrame,
     profiles: pd.DataFrame,
@@ -973,6 +1105,7 @@ def analyse(
     alternative = paper_suppression(paper) if paper else None
     tables = {f"bootstrap_{k}": v for k, v in groupings(df, boot, seed).items()}
     models = models_of(profiles, pairs)
+    finals = descriptive.final_judgments(pairs, judgments, models)
     supp: list[pd.DataFrame] = []
     tests: list[pd.DataFrame] = []
     flags: dict[str, dict[str, list[dg.Flag]]] = {}
@@ -995,8 +1128,9 @@ def analyse(
             reason = None
         notes[model] = reason
         flags[model] = input_flags(profiles, all_conv, calibration, model)
+        flags[model]["judgments"] = unparsed_flags(finals[finals["model"] == model].iloc[0], model)
         per_test = flags_per_test(flags[model])
-        t = six_tests(g, alpha, cp["test6_rule"], per_test, reason, scope=model, alternative=alternative)
+        t = six_tests(g, alpha, cp["test6_rule"], per_test, reason, scope=model, alternative=alternative, seed=seed)
         verdicts[model] = t.attrs["verdicts"]
         test_flags[model] = t.attrs["test_flags"]
         tests.append(t.assign(model=model))
@@ -1018,6 +1152,7 @@ def analyse(
         pd.concat(tests, ignore_index=True) if tests else pd.DataFrame(columns=TEST_COLUMNS + ["model"])
     )
     tables["openness_vs_baseline"] = openness_vs_baseline(tables["bootstrap_by_open_pair_1_5"])
+    tables |= descriptive_tables(df, tables, bleu, finals, cp["self_bleu_threshold"], models)
     for name, inputs in TABLE_INPUTS.items():
         if name != "suppression":
             tables[name] = with_flags(tables[name], flags, inputs)
@@ -1026,6 +1161,16 @@ def analyse(
     for t in tables.values():
         t.attrs = {}  # the per-test flags and verdicts are returned below, not stored with the table
     removed_by_model = {m: int((all_conv["model"] == m).sum() - (df["model"] == m).sum()) for m in models}
+    judged_by_model = {m: int((all_conv["model"] == m).sum()) for m in models}
+    anchors = tables["anchors"]
+    finding3 = {
+        m: finding3_verdict(
+            anchors[(anchors["model"] == m) & (anchors["gap"] == 0)].iloc[0],
+            alpha,
+            flags_of(flags[m], TABLE_INPUTS["anchors"]),
+        )
+        for m in models
+    }
     summary = {
         "conversations": int(len(df)),
         "removed_by_self_bleu": removed,
@@ -1040,8 +1185,16 @@ def analyse(
             for m, g in tables["six_tests"].groupby("model")
         },
         "no_data": {m: r for m, r in notes.items() if r},
+        "judged_by_model": judged_by_model,
+        "removed_by_self_bleu_share_by_model": {
+            m: removed_by_model[m] / judged_by_model[m] if judged_by_model[m] else None for m in models
+        },
+        "final_judgments": {
+            str(r["model"]): {k: int(r[k]) for k in descriptive.FINAL_COLUMNS[1:]} for _, r in finals.iterrows()
+        },
     }
     return {
+        "finding3": finding3,
         "tables": tables,
         "summary": summary,
         "flags": flags,
@@ -1065,6 +1218,10 @@ TITLES = {
     "six_tests": "The six tests of section 4.3 per agent model (Table 4 in full)",
     "self_bleu": "Self-BLEU per agent (within its agent model)",
     "conversations": "Conversations used (after the Self-BLEU filter)",
+    "anchors": "Fig. 6 / Finding 3: pairs anchored at 5 minus pairs anchored at 1, per gap",
+    "contentiousness_vs_neutral": "Fig. 7: each preference pair at C = 2 and 3 against its neutral (C = 1) interval",
+    "self_bleu_histogram": "Fig. 9a: agents per Self-BLEU range (bins of a third of the filter's threshold)",
+    "final_judgments": "Final judgments per agent model: parsed, unparsed, empty window, not judged",
 }
 # The figure that draws each table (for the flags' `where`).
 FIGURE_OF = {
@@ -1082,8 +1239,12 @@ def _int(v: object) -> int | None:
     return None if v is None or pd.isna(v) else int(v)  # type: ignore[call-overload]
 
 
+# The tables whose notes say how many conversations had no usable final judgment.
+NOTED = ("six_tests", "suppression", "conversations", "final_judgments")
+
+
 def _findings(out: dict[str, Any]) -> list[Finding]:
-    """Per model: "disagreement suppressed" under either shift, and the six tests."""
+    """Per model: "disagreement suppressed" under either shift, the six tests and Finding 3."""
     found: list[Finding] = []
     supp, tests = out["tables"]["suppression"], out["tables"]["six_tests"]
     rule = out["summary"]["test6_rule"]
@@ -1097,8 +1258,9 @@ def _findings(out: dict[str, Any]) -> list[Finding]:
                     f"{label} shift ({model})",
                     "smallest observed - expected mean over gaps 1-4",
                     float(diffs.min()) if len(diffs) else None,
-                    "per gap: one-sided Welch t, observed vs expected mean (the gap-0 mean's error "
-                    "included); every gap must hold",
+                    "per gap: one-sided t of observed vs expected mean (the gap-0 mean's error included), "
+                    f"p simulated under no suppression, >= {MIN_SUPPRESSION} conversations a side; every gap "
+                    "must hold",
                     "conversations",
                     int(part["n"].sum()) if len(part) else 0,
                     vd.all_of(panels[label][g] for g in (1, 2, 3, 4)),
@@ -1118,7 +1280,24 @@ def _findings(out: dict[str, Any]) -> list[Finding]:
                     out["verdicts"][model][t],
                 )
             )
+        found.append(finding3(out, model))
     return found
+
+
+def finding3(out: dict[str, Any], model: str) -> Finding:
+    """Finding 3's directional claim as a finding: (1-1) pairs agree less than (5-5) pairs."""
+    anchors = out["tables"]["anchors"]
+    row = anchors[(anchors["model"] == model) & (anchors["gap"] == 0)].iloc[0]
+    value = row["mean_at_1"] - row["mean_at_5"]
+    return Finding(
+        f"Finding 3: (1-1) pairs agree less than (5-5) pairs ({model})",
+        "mean agreement (1-1) minus (5-5)",
+        None if pd.isna(value) else float(value),
+        "one-sided Mann-Whitney U, (1-1) below (5-5)",
+        "conversations",
+        min(int(row["n_at_1"]), int(row["n_at_5"])),
+        out["finding3"][model],
+    )
 
 
 def report(
@@ -1158,7 +1337,9 @@ def report(
             table_flags = dg.collect(*(fl for per in out["test_flags"].values() for fl in per.values()))
         else:
             table_flags = []
-        rep.tables[name] = Table(df, TITLES.get(name, name), flags=table_flags)
+        notes = [n for n in (unparsed_note(r) for _, r in out["tables"]["final_judgments"].iterrows()) if n]
+        shown_notes = notes if name in NOTED else []
+        rep.tables[name] = Table(df, TITLES.get(name, name), notes=shown_notes, flags=table_flags)
     rep.tables["table4_tests"] = compare.table4(out["tables"]["six_tests"])
     rep.findings = _findings(out)
     rep.vs_paper = compare.vs_paper_rows(out, paper)

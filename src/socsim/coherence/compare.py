@@ -1,18 +1,20 @@
 """Table 4 (pass / fail / inconclusive / n/a / degenerate input) and our run beside the paper's
-Tables 3 and 4 (`data/coherence/paper.yaml`), as socsim.io.vs_paper rows: each row with the flags of
-its own inputs, its verdict by the one rule (socsim.stats.verdict) and the design differences
-between what we ran and what the paper ran (agent model, judge, statements per agent, topics).
+Tables 3 and 4 and the numbers of its Figs. 6, 7 and 9a (`data/coherence/paper.yaml`), as
+socsim.io.vs_paper rows: each row with the flags of its own inputs, its verdict by the one rule
+(socsim.stats.verdict) and the design differences between what we ran and what the paper ran (agent
+model, judge, statements per agent, topics, a test's unit or rule).
 
 Like with like (issue 20, item 4): a row with any design difference gives no verdict of agreement
 with the paper. Its Table 4 rows claim "<our model> passes Test t (our run)" and give our run's
-verdict by the rule, with the paper's "Qwen2.5-7B fails Test 2" in the note; its suppression rows
-give our run's verdict on the claim, and their note says it is ours only. Only a row whose design
-matches the paper's says whether the paper's result holds in our run (`_paper_says`).
+verdict by the rule, with the paper's "Qwen2.5-7B fails Test 2" in the note; its suppression and
+Finding 3 rows give our run's verdict on the claim, and their note says it is ours only. Only a row
+whose design matches the paper's says whether the paper's result holds in our run (`_paper_says`).
 
-Test 6 (issue 21, item 13): its rows say which rule ran (`coherence.test6_rule`). The paper's rule
-(strict: every Bonferroni comparison significant) is the default; the pooled rule is ours, and a
-pooled Test 6 row names it as a design difference ("Test 6 rule"), so it gives no verdict of
-agreement with the paper's Test 6 column."""
+Issue 34: Tests 1 and 5 are judged with the agent as unit and Test 4 with the topic as unit, the paper's
+with the conversation (`table4.test_units`): their rows name the unit as a design difference, the
+paper's conversation-level p in the note. Test 6's rule is ours in every setting (the paper does not
+say whether every or any corrected comparison must be significant; `table4.test6_rule` is null): its
+rows always name "Test 6 rule" as a design difference, the "any" reading in the note."""
 
 from __future__ import annotations
 
@@ -29,15 +31,27 @@ from socsim.stats.verdict import Verdict
 
 DEGENERATE = "degenerate input"
 INCONCLUSIVE = "inconclusive"
-TABLE3_INPUTS = ("preferences", "scores", "calibration")
-PAPER_TEST6_RULE = "strict"  # where paper.yaml does not say (table4.test6_rule)
+TABLE3_INPUTS = ("preferences", "scores", "calibration", "judgments")
+OUR_UNITS = {1: "agents", 4: "topics", 5: "agents"}  # where our test's unit is not the conversation
+RULE_NAMES = {"strict": "our reading of the paper's text", "pooled": "ours, not a reading of the paper's text"}
 
 
-def design_of_test6_rule(rule: str, paper_rule: str = PAPER_TEST6_RULE) -> list[str]:
-    """The design difference of a Test 6 row run under `rule` (none under the paper's rule)."""
-    if rule == paper_rule:
+def design_of_test6_rule(rule: str, paper_rule: str | None = None) -> list[str]:
+    """The design difference of a Test 6 row run under `rule`: every rule of ours is one, unless the
+    paper states a rule and it is ours (paper.yaml's table4.test6_rule)."""
+    if paper_rule is not None and rule == paper_rule:
         return []
-    return [f"Test 6 rule: ours {rule} (ours, not the paper's), paper {paper_rule}"]
+    theirs = paper_rule or "not stated (every or any Bonferroni-corrected comparison significant)"
+    return [f"Test 6 rule: ours {rule} ({RULE_NAMES.get(rule, 'ours')}), paper {theirs}"]
+
+
+def design_of_unit(test: int, paper: dict[str, Any]) -> list[str]:
+    """The design difference of a Table 4 row whose test has another unit than the paper's."""
+    theirs = (paper.get("table4", {}).get("test_units") or {}).get(test)
+    ours = OUR_UNITS.get(test, "conversations")
+    if theirs is None or theirs == ours:
+        return []
+    return [f"Test {test} unit: ours {ours}, paper {theirs}"]
 
 
 def _cell(result: str, detail: str) -> str:
@@ -85,9 +99,10 @@ def table4(tests: pd.DataFrame) -> Table:
     rule_line = f"Test 6 rule: {'; '.join(rules)}." if rules else ""
     md_text += f"\n{rule_line}\n" if rule_line else ""
     md_text += (
-        "\nPass rules: see socsim.coherence.analysis (module docstring) and the README. A pass needs a "
+        "\nPass rules: see socsim.coherence.analysis (module docstring) and docs/coherence.md. A pass needs a "
         "rejection in the claimed direction (Tests 2 and 4: no difference found with power >= 0.8); "
-        "a fail a rejection the other way; anything else is inconclusive.\n"
+        "a fail a rejection the other way; anything else is inconclusive. Units: agents (Tests 1, 5) and "
+        "topics (Test 4) by permutation, the paper's conversation-level p beside them.\n"
     )
     tex_text = "\n".join(tex) + "\n" + "".join(f"% {n}\n" for n in note_lines)
     tex_text += f"% {rule_line}\n" if rule_line else ""
@@ -172,8 +187,8 @@ def vs_paper_rows(out: dict[str, Any], paper: dict[str, Any]) -> list[Row]:
     supp, tests = tables["suppression"], tables["six_tests"]
     t3, sp = paper.get("table3", {}), paper.get("suppression", {})
     base_design = _paper_design(paper)
-    rule = out["summary"].get("test6_rule", PAPER_TEST6_RULE)
-    paper_rule = paper.get("table4", {}).get("test6_rule", PAPER_TEST6_RULE)
+    rule = out["summary"].get("test6_rule", "strict")
+    paper_rule = paper.get("table4", {}).get("test6_rule")
     for model in sorted(set(tests["model"])):
         f = out["flags"].get(model, {})
         table3 = _flags_of(f, TABLE3_INPUTS)
@@ -286,7 +301,8 @@ def vs_paper_rows(out: dict[str, Any], paper: dict[str, Any]) -> list[Row]:
         )
         for _, r in tests[tests["model"] == model].sort_values("test").iterrows():
             t = int(r["test"])
-            row_design = [*t4_design, *design_of_test6_rule(rule, paper_rule)] if t == 6 else t4_design
+            row_design = [*t4_design, *design_of_unit(t, paper)]
+            row_design += design_of_test6_rule(rule, paper_rule) if t == 6 else []
             ours = {"pass": 1.0, "fail": 0.0}.get(r["result"])
             theirs = None if entry is None else float(entry["tests"][t - 1])
             v = verdicts.get(t)
@@ -304,6 +320,7 @@ def vs_paper_rows(out: dict[str, Any], paper: dict[str, Any]) -> list[Row]:
             why = f"n/a: {r['detail']}" if na and not own_flags else ""
             where = "paper has no row for this model" if entry is None else f"paper row: {name}"
             rule_note = f"Test 6 rule: {r['rule']}" if t == 6 and isinstance(r.get("rule"), str) and r["rule"] else ""
+            beside = r.get("beside") if isinstance(r.get("beside"), str) and not na else ""
             rows.append(
                 Row(
                     f"Table 4: Test {t} passed (1) or failed (0) ({model})",
@@ -313,7 +330,63 @@ def vs_paper_rows(out: dict[str, Any], paper: dict[str, Any]) -> list[Row]:
                     verdict=verdict,
                     flags=own_flags,
                     design=row_design,
-                    note="; ".join(x for x in (why or where, rule_note, across) if x),
+                    note="; ".join(x for x in (why or where, rule_note, beside, across) if x),
                 )
             )
+        rows += descriptive_rows(out, paper, model, table3, design)
+    return rows
+
+
+def descriptive_rows(
+    out: dict[str, Any], paper: dict[str, Any], model: str, flags: list[dg.Flag], design: list[str]
+) -> list[Row]:
+    """Fig. 6's anchor differences (gap 0 with Finding 3's claim, (1-1) below (5-5)), Fig. 7a's count of
+    preference pairs outside the neutral interval, Fig. 9a's share of conversations removed by Self-BLEU."""
+    from socsim.coherence import descriptive
+
+    tables, summary = out["tables"], out["summary"]
+    anchors = tables["anchors"]
+    rows = []
+    paper_anchor = (paper.get("anchors") or {}).get("difference") or {}
+    for gap in (0, 3):
+        part = anchors[(anchors["model"] == model) & (anchors["gap"] == gap)]
+        r = part.iloc[0] if len(part) else None
+        at1, at5 = descriptive.anchor_pairs(gap)
+        value = None if r is None or pd.isna(r["difference"]) else float(r["difference"])
+        note = "" if r is None else f"n = {int(r['n_at_5'])} ({at5}), {int(r['n_at_1'])} ({at1})"
+        row = Row(f"Fig. 6: mean agreement ({at5}) minus ({at1}), gap {gap} ({model})", value, paper_anchor.get(gap))
+        row.flags, row.design, row.note = flags, design, note
+        if gap == 0:
+            row.finding = (paper.get("anchors") or {}).get("finding", "(1-1) pairs agree less than (5-5) pairs")
+            row.verdict = None if model in summary["no_data"] else out["finding3"][model]
+            if design and row.verdict is not None:
+                row.note = "; ".join(x for x in (row.note, ACROSS_DESIGN) if x)
+        rows.append(row)
+    c = paper.get("contentiousness") or {}
+    k, m = descriptive.outside_count(tables["contentiousness_vs_neutral"], model, "all", 3)
+    rows.append(
+        Row(
+            f"Fig. 7a: preference pairs at C = 3 outside the neutral (C = 1) interval ({model})",
+            float(k) if m else None,
+            c.get("outside_neutral_at_c3"),
+            note=f"ours {k} of {m} pairs with data at C = 1 and 3; paper {c.get('outside_neutral_at_c3')} of "
+            f"{c.get('pairs')}",
+            flags=flags,
+            design=design,
+        )
+    )
+    sb = paper.get("self_bleu") or {}
+    share = summary.get("removed_by_self_bleu_share_by_model", {}).get(model)
+    judged = summary.get("judged_by_model", {}).get(model)
+    removed = summary.get("removed_by_self_bleu_by_model", {}).get(model)
+    rows.append(
+        Row(
+            f"Fig. 9a: conversations removed by the Self-BLEU filter, % ({model})",
+            None if share is None else 100 * float(share),
+            sb.get("removed_percent"),
+            note=f"{removed} of {judged} judged conversations with usable profiles; threshold ours "
+            f"{summary.get('self_bleu_threshold')}, paper {sb.get('threshold')}",
+            design=design,
+        )
+    )
     return rows

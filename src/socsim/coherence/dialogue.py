@@ -8,8 +8,8 @@ or once both have said it). A statement says Goodbye when it ends with "goodbye"
 followed by any of . ! and then only closing quotes, brackets, asterisks or whitespace
 ("Goodbye.", "goodbye!", "Goodbye." with a closing quote); "Goodbye. But ..." does not end it.
 After every turn the judge scores agreement 1-5 from at most the last `window` statements of each
-agent (-1 for an empty window); run_calibration (the `calibrate` stage) has each judge score the
-five calibration examples of its own prompt (same prompt, constraint and seed scheme).
+agent (-1 for an empty window); run_calibration (the `calibrate` stage) has each judge score five
+held-out calibration examples, not those of its own prompt (same prompt, constraint and seed scheme).
 Conversations run concurrently.
 """
 
@@ -131,12 +131,24 @@ def calibration_window(example: dict[str, Any]) -> list[dict[str, Any]]:
     return window
 
 
+def held_out_examples(prompts: dict[str, Any]) -> list[dict[str, Any]]:
+    """The calibration examples (prompts.yaml `calibration_examples`): held out from the judge's prompt,
+    so that scoring them tests judging, not copying; an error if one is also in the prompt."""
+    examples: list[dict[str, Any]] = list(prompts["calibration_examples"])
+    in_prompt = {e["conversation"].strip() for e in prompts["judge_examples"]}
+    copied = [i for i, e in enumerate(examples) if e["conversation"].strip() in in_prompt]
+    if copied:
+        raise ValueError(f"calibration_examples {copied} are also judge_examples (in the judge's prompt)")
+    return examples
+
+
 async def calibrate(prompts: dict[str, Any], client: LLMClient, judge_name: str, seed: int) -> list[dict[str, Any]]:
-    """The judge scores the calibration examples of its own prompt, with the prompt, constraint and
-    sampling of the real judgments (seed from the run seed, the judge and the example's index)."""
+    """The judge scores the held-out calibration examples (`held_out_examples`), with the prompt,
+    constraint and sampling of the real judgments (seed from the run seed, the judge and the example's
+    index)."""
     sampling = judge_sampling(client)
     rows: list[dict[str, Any]] = []
-    for i, example in enumerate(prompts["judge_examples"]):
+    for i, example in enumerate(held_out_examples(prompts)):
         req = judge_request(prompts, calibration_window(example), sampling, seed, "calibration", judge_name, i)
         rows.append(
             {

@@ -13,6 +13,7 @@ the category is marked "no data").
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -55,18 +56,29 @@ def categories(values: Iterable[object]) -> list[str]:
     return [str(v) for v in sorted(set(values), key=_sort_key)]
 
 
+NO_DATA_FONTSIZE = 9
+CHAR_WIDTH = 0.6  # a character's width in ems (DejaVu Sans averages about 0.55)
+
+
+def wrapped(ax: Axes, text: str, fontsize: float, share: float = 0.9) -> str:
+    """`text` broken into lines that fit `share` of the panel's width (matplotlib's own wrap breaks at
+    the figure's edge, so a long note in one panel ran into the next)."""
+    width_pt = ax.bbox.width / ax.figure.dpi * 72 * share
+    return textwrap.fill(text, width=max(10, int(width_pt / (fontsize * CHAR_WIDTH))))
+
+
 def no_data(ax: Axes, reason: str = "") -> None:
-    """A panel without data says so (its ticks kept: panels may share an axis)."""
+    """A panel without data says so (its ticks kept: panels may share an axis), its reason wrapped
+    to the panel's width."""
     ax.text(
         0.5,
         0.5,
-        "no data" + (f": {reason}" if reason else ""),
+        wrapped(ax, "no data" + (f": {reason}" if reason else ""), NO_DATA_FONTSIZE),
         ha="center",
         va="center",
         transform=ax.transAxes,
-        fontsize=9,
+        fontsize=NO_DATA_FONTSIZE,
         color="dimgray",
-        wrap=True,
     )
 
 
@@ -304,6 +316,13 @@ def fig7_contentiousness(
     return save(fig, out, "fig7_contentiousness")
 
 
+def open_sums(by_open: pd.DataFrame) -> list[str]:
+    """Every openness sum from the smallest to the largest observed: a sum without data breaks the
+    line and is marked "no data" (no line joins non-adjacent sums)."""
+    sums = pd.to_numeric(by_open["open_sum"], errors="coerce").dropna() if len(by_open) else pd.Series([])
+    return [str(k) for k in range(int(sums.min()), int(sums.max()) + 1)] if len(sums) else []
+
+
 def fig8_openness(
     by_open: pd.DataFrame,
     vs_base: pd.DataFrame,
@@ -314,7 +333,7 @@ def fig8_openness(
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     models = _models(by_open, vs_base, models=models)
     many = len(models) > 1
-    if not _errorbars(axes[0], by_open, "open_sum", "model"):
+    if not _errorbars(axes[0], by_open, "open_sum", "model", order=open_sums(by_open)):
         no_data(axes[0])
     panel_note(axes[0], _all_flags([by_open], models, fallback or {}), _n_lines(by_open, models, many))
     axes[0].set(title="(a) agreement by O1 + O2", xlabel="combined openness", ylabel="mean agreement", ylim=SCORE_RANGE)

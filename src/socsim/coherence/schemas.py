@@ -75,9 +75,9 @@ JUDGMENTS = pa.schema(
 )
 
 JUDGE_CALIBRATION = pa.schema(
-    [  # the judge scoring the calibration examples of its own prompt
+    [  # the judge scoring the held-out calibration examples (not those of its own prompt)
         pa.field("judge_model", pa.string(), nullable=False),
-        pa.field("example", pa.int32(), nullable=False),  # index into prompts.yaml judge_examples
+        pa.field("example", pa.int32(), nullable=False),  # index into prompts.yaml calibration_examples
         pa.field("reference", pa.int32(), nullable=False),  # the score the prompt states for it
         pa.field("score", pa.int32()),  # the judge's answer; null when it did not parse
         pa.field("raw_answer", pa.string(), nullable=False),

@@ -248,8 +248,8 @@ STUDY = Study(
         ),
         Stage(
             "calibrate",
-            "Each judge scores the five calibration examples of its own prompt (same prompt, constraint "
-            "and seed scheme as the judgments).",
+            "Each judge scores five held-out calibration examples, not those of its own prompt (same "
+            "prompt, constraint and seed scheme as the judgments).",
             run_calibrate,
             inputs=("utterances", "prompts_file"),
             outputs=("calibration",),

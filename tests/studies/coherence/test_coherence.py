@@ -230,11 +230,15 @@ def test_suppression_on_synthetic_gap0():
 # -- the six tests ----------------------------------------------------------------------------------
 
 
-def _table(rows) -> pd.DataFrame:
+def _table(rows, topics_per_level=3) -> pd.DataFrame:
+    """A conversation table: each conversation its own two agents, `topics_per_level` topics per
+    contentiousness level (conversations spread over them in turn)."""
     df = pd.DataFrame(rows, columns=["P1", "P2", "O1", "O2", "contentiousness", "agreement"])
     df["B1"] = df["B2"] = 0
     df["conversation_id"] = [f"c{i}" for i in range(len(df))]
-    df["agent1_id"] = df["agent2_id"] = "x"
+    df["agent1_id"] = [f"a{i}" for i in range(len(df))]
+    df["agent2_id"] = [f"b{i}" for i in range(len(df))]
+    df["topic"] = [f"t{c}.{i % topics_per_level}" for i, c in enumerate(df["contentiousness"])]
     return an.finish_table(df)
 
 
@@ -273,18 +277,22 @@ ALT = an.paper_suppression(PAPER)  # the paper's gap-0 distribution and its supp
 
 
 def test_six_tests_pass_on_coherent_and_fail_on_sycophantic_agents():
-    # 200 conversations per cell: Test 4's "no difference" needs power >= 0.8 at its Bonferroni alpha
-    good = an.six_tests(_coherent(200), alpha=0.01, alternative=ALT).set_index("test")
-    bad = an.six_tests(_sycophantic(), alpha=0.01, alternative=ALT).set_index("test")
+    # 300 conversations per preference pair and level, over 3 topics a level: Test 4's "no contentiousness
+    # effect" needs the topic-level test's power >= 0.8 (9 topics, 280 groupings)
+    good = an.six_tests(_coherent(300), alpha=0.01, alternative=ALT, permutations=499).set_index("test")
+    bad = an.six_tests(_sycophantic(), alpha=0.01, alternative=ALT, permutations=499).set_index("test")
     for t in range(1, 7):  # sycophantic agents: every test rejects against the claim
         assert good.loc[t, "result"] == "pass" and bad.loc[t, "result"] == "fail", t
     assert good.loc[2, "power"] >= 0.8 and good.loc[4, "power"] >= 0.8
+    assert good.loc[4, "n"] == 9 and good.loc[4, "unit"] == "topics (3 at C = 1, 3 at C = 2, 3 at C = 3)"
+    assert good.loc[1, "unit"].startswith("agents") and good.loc[1, "n"] == 2 * 15 * 3 * 300  # own agents each
     # 40 per cell: no contentiousness effect found, but too little power to say there is none
-    small = an.six_tests(_coherent(40), alpha=0.01, alternative=ALT).set_index("test")
-    assert small.loc[4, "result"].startswith("inconclusive (p = 1 but power 0.06 < 0.8 at n = 40")
+    small = an.six_tests(_coherent(40), alpha=0.01, alternative=ALT, permutations=199).set_index("test")
+    assert small.loc[4, "result"].startswith("inconclusive (p = 1 but power 0.")
+    assert small.loc[4, "result"].endswith("< 0.8 at n = 9 topics)")
     assert small.loc[4, "raw_result"] == small.loc[4, "result"] and small.loc[1, "result"] == "pass"
     # without the paper's distributions Test 2's power is unknown: never a pass
-    blind = an.six_tests(_coherent(40), alpha=0.01).set_index("test")
+    blind = an.six_tests(_coherent(40), alpha=0.01, permutations=199).set_index("test")
     assert blind.loc[2, "result"].startswith("inconclusive (p = 1 but power unknown")
 
 
@@ -492,7 +500,7 @@ def test_run_judge_uses_each_models_judge_and_scores_calibration_examples():
 
     def b_reply(req):  # judge B scores the calibration examples right (their text is in the user message)
         user = req.messages[-1][1]
-        for ex in PROMPTS["judge_examples"]:
+        for ex in PROMPTS["calibration_examples"]:
             if ex["conversation"].splitlines()[1].split(": ", 1)[1] in user:
                 return str(ex["score"])
         return "4"
@@ -517,7 +525,7 @@ def test_run_judge_uses_each_models_judge_and_scores_calibration_examples():
     )
     conv_req = next(r for r in judge_a.backend.requests if r.seed == derive_seed(1, "coherence", "judge", "m1.c", 0))
     assert cal_req.messages[0] == conv_req.messages[0] and cal_req.constraint == conv_req.constraint
-    assert cal_req.messages[1][1].startswith("Conversation:\nAgent 1: Do you think that remote work")
+    assert cal_req.messages[1][1].startswith("Conversation:\nAgent 1: Do you think that cities should ban cars")
 
 
 # -- Test 6's rule -----------------------------------------------------------------------------------
@@ -562,10 +570,11 @@ def test_test6_pooled_rule_passes_coherent_and_fails_incoherent_agents():
         an.six_tests(coherent, 0.01, "some")
 
 
-def test_test6_the_papers_strict_rule_is_the_default_and_pooled_is_labelled_ours():
+def test_test6_strict_is_our_reading_the_default_and_pooled_is_labelled_ours():
     """Known answers where the two rules disagree: agreement rises smoothly with openness, so the lowest
     pairing is below the others pooled (pooled passes) but not below its neighbours one by one (strict,
-    the paper's rule, cannot pass); and a step (only the least open agree less) that both pass."""
+    our reading of the paper's text, cannot pass); and a step (only the least open agree less) that both
+    pass."""
     from scipy.stats import mannwhitneyu
 
     smooth = _far_pairs(lambda s: 1 + 3 * s / 18)
@@ -585,29 +594,43 @@ def test_test6_the_papers_strict_rule_is_the_default_and_pooled_is_labelled_ours
     pooled = an.six_tests(smooth, 0.01, "pooled").set_index("test").loc[6]
     assert default["result"] == strict["result"] and default["rule"] == strict["rule"]  # strict is the default
     assert strict["result"].startswith("inconclusive (") and pooled["result"] == "pass"
-    assert strict["rule"] == an.TEST6_RULE_LABELS["strict"] and strict["rule"].startswith("strict, the paper's")
-    assert pooled["rule"].startswith("pooled, ours (not the paper's)")
-    assert strict["detail"].startswith("strict rule (the paper's): ")
-    assert pooled["detail"].startswith("pooled rule (ours, not the paper's): ")
+    assert strict["rule"] == an.TEST6_RULE_LABELS["strict"]
+    assert strict["rule"].startswith("strict, our reading of the paper's text")
+    assert pooled["rule"].startswith("pooled, ours (not a reading of the paper's text)")
+    assert strict["detail"].startswith("strict rule (our reading of the paper's text): ")
+    assert pooled["detail"].startswith("pooled rule (ours): ")
+    # the "any Bonferroni-corrected comparison significant" reading stands beside either rule, without a
+    # verdict of its own: on the smooth data it would pass where strict cannot
+    k = int(strict["significant"])
+    assert k > 0 and strict["beside"] == (
+        f"{an.TEST6_ANY_LABEL} (no verdict of its own): pass ({k} of {int(strict['comparisons'])} comparisons "
+        "significant)"
+    )
+    assert pooled["beside"] == strict["beside"]
+    flat = an.six_tests(_far_pairs(lambda s: 3.0), 0.01).set_index("test").loc[6]
+    assert flat["beside"].endswith(": inconclusive (0 of 54 comparisons significant)")
     for rule in ("strict", "pooled"):
         assert an.six_tests(step, 0.01, rule).set_index("test").loc[6, "result"] == "pass", rule
     # the other tests carry no rule; Test 6 carries it even without data
     assert set(an.six_tests(smooth, 0.01).query("test != 6")["rule"]) == {""}
     empty = an.six_tests(smooth.iloc[:0], 0.01, "pooled", empty_reason="none").set_index("test")
     assert empty.loc[6, "rule"] == an.TEST6_RULE_LABELS["pooled"]
-    assert "the paper's rule" in an.spec_of_test(6, "strict")[1] and "ours" in an.spec_of_test(6, "pooled")[1]
+    assert "our reading of the paper's text" in an.spec_of_test(6, "strict")[1]
+    assert "ours" in an.spec_of_test(6, "pooled")[1] and "the paper's rule" not in an.spec_of_test(6, "strict")[1]
 
 
 def test_degeneracy_flags_replace_pass_and_fail():
     from socsim.stats.degeneracy import Flag
 
     flag = Flag("coherence preferences (m)", "97% of 30 answers are 1 (threshold 90%)")
-    out = an.six_tests(_coherent(200), 0.01, flags={1: [flag], 6: [flag]}, alternative=ALT).set_index("test")
+    flags = {1: [flag], 6: [flag]}
+    out = an.six_tests(_coherent(40), 0.01, flags=flags, alternative=ALT, permutations=199).set_index("test")
     assert (
         out.loc[1, "result"] == "degenerate input: coherence preferences (m): 97% of 30 answers are 1 (threshold 90%)"
     )
     assert out.loc[1, "raw_result"] == "pass" and out.loc[6, "result"].startswith("degenerate input")
-    assert (out.loc[[2, 3, 4, 5], "result"] == "pass").all()
+    assert (out.loc[[2, 3, 5], "result"] == "pass").all()
+    assert out.loc[4, "result"] == out.loc[4, "raw_result"] and out.loc[4, "flags"] == ""  # unflagged: its own
 
 
 # -- the sigmoid's steepness -------------------------------------------------------------------------
@@ -823,9 +846,12 @@ def test_stages_on_coherent_synthetic_data(tmp_path):
     out = run_stages(synthetic_run(tmp_path))
     tests = out["tests"].set_index("test")
     assert tests.loc[1, "result"] == "pass" and tests.loc[5, "result"] == "pass"
-    # contentiousness plays no part, but it cannot be shown: every gap-0 conversation scores 5, and a
-    # U test on one score throughout has no power (the simulated U power, not a t test's)
-    assert tests.loc[4, "raw_result"].startswith("inconclusive (p = 1 but power 0.00 < 0.8 at n = 28")
+    # contentiousness plays no part, but it cannot be shown: one topic a level, and a test with the
+    # topic as unit cannot reject with 3 topics (every grouping of them is the same comparison)
+    assert tests.loc[4, "raw_result"] == (
+        "inconclusive (the topic-level test cannot reject at 0.01 with 3 topics (1 at C = 1, 1 at C = 2, "
+        "1 at C = 3): its smallest p is 1)"
+    )
     assert out["summary"]["degeneracy_flags"] == [] and out["figures"] == FIGS
     assert "degenerate" not in out["table4_md"]
     vs = out["vs_paper"].set_index("quantity")
@@ -854,8 +880,10 @@ def test_a_paper_model_is_compared_with_its_own_table4_row(tmp_path):
     t1, t2, t3 = (vs.loc[f"Table 4: Test {t} passed (1) or failed (0) (qwen2.5-7b)"] for t in (1, 2, 3))
     # the paper's Qwen2.5-7B is judged by Llama3.1-8B on 5 statements and 9 topics, ours by "j" on 2 and 3
     for r in (t1, t2, t3):
-        assert r["comparable"] == "no: judge model, statements per agent, topics"
+        assert r["comparable"].startswith("no: judge model, statements per agent, topics")
         assert ACROSS_DESIGN in r["note"] and "paper row: Qwen2.5-7B" in r["note"]
+    assert t1["comparable"].endswith(", Test 1 unit") and t2["comparable"].endswith(", topics")
+    assert "the paper's p (conversations as unit, no verdict): " in t1["note"]
     assert t1["paper"] == 1 and t1["ours"] == 1 and t1["finding_holds"] == "yes"
     assert t1["finding"] == "qwen2.5-7b passes Test 1 (our run)"
     # both fail Test 2: across a design difference that is no "yes, the paper's result holds", only
@@ -889,11 +917,13 @@ def test_only_a_like_for_like_row_says_whether_the_papers_result_holds(tmp_path)
         df = table(compare.vs_paper_rows(out, paper)).set_index("quantity")
         rows[name] = {t: df.loc[f"Table 4: Test {t} passed (1) or failed (0) (qwen2.5-7b)"] for t in (1, 2, 3)}
     like = rows["same"]
-    assert all(r["comparable"] == "yes" and compare.ACROSS_DESIGN not in r["note"] for r in like.values())
+    assert all(like[t]["comparable"] == "yes" and compare.ACROSS_DESIGN not in like[t]["note"] for t in (2, 3))
     # like with like: the paper's claim, and whether it holds in our run
     assert like[2]["finding"] == "Qwen2.5-7B fails Test 2" and like[2]["finding_holds"] == "yes"
     assert like[3]["finding"] == "Qwen2.5-7B fails Test 3" and like[3]["finding_holds"].startswith("no (ours passes")
-    assert like[1]["finding"] == "Qwen2.5-7B passes Test 1" and like[1]["finding_holds"] == "yes"
+    # Test 1's unit is ours (agents), the paper's the conversation: a design difference even here
+    assert like[1]["comparable"] == "no: Test 1 unit"
+    assert like[1]["finding"] == "qwen2.5-7b passes Test 1 (our run)" and like[1]["finding_holds"] == "yes"
     # the same numbers across a design difference: our verdicts only
     differs = rows["differs"]
     assert [differs[t]["finding_holds"][:3] for t in (1, 2, 3)] == ["yes", "no ", "yes"]
@@ -902,22 +932,45 @@ def test_only_a_like_for_like_row_says_whether_the_papers_result_holds(tmp_path)
 
 def test_vs_paper_and_table4_say_which_test6_rule_ran(tmp_path):
     """The synthetic run's (1-5) pairs agree 1 at openness 0-0 and 0-3 alike, 2 from O1 + O2 >= 9 on: the
-    paper's strict rule cannot pass (0-0 is not below 0-3), the pooled rule (ours) passes. The vs_paper row
-    and Table 4 say which rule ran; a pooled row is a design difference ("Test 6 rule")."""
+    strict rule (our reading of the paper's text) cannot pass (0-0 is not below 0-3), the pooled rule (ours)
+    passes. The vs_paper row and Table 4 say which rule ran; every rule is a design difference ("Test 6
+    rule": the paper does not say whether every or any corrected comparison must be significant), so a
+    Test 6 row never gives a verdict of agreement with the paper, even where all else matches."""
     from scipy.stats import mannwhitneyu
 
+    from socsim.coherence import compare
     from socsim.coherence.compare import ACROSS_DESIGN
+    from socsim.io.vs_paper import table
 
     paths = synthetic_run(tmp_path, models=("qwen2.5-7b",))
     default = run_stages(paths)
     t6 = default["tests"].set_index("test").loc[6]
     assert t6["result"].startswith("inconclusive (") and t6["rule"] == an.TEST6_RULE_LABELS["strict"]
     row = default["vs_paper"].set_index("quantity").loc["Table 4: Test 6 passed (1) or failed (0) (qwen2.5-7b)"]
-    assert "Test 6 rule: strict, the paper's" in row["note"] and "Test 6 rule" not in row["comparable"]
+    assert "Test 6 rule: strict, our reading of the paper's text" in row["note"]
+    assert row["comparable"].endswith(", Test 6 rule") and ACROSS_DESIGN in row["note"]
+    assert f"{an.TEST6_ANY_LABEL} (no verdict of its own): pass (" in row["note"]  # the other reading beside
+    assert row["finding"] == "qwen2.5-7b passes Test 6 (our run)"
     assert f"Test 6 rule: {an.TEST6_RULE_LABELS['strict']}." in default["table4_md"]
     assert default["summary"]["test6_rule"] == "strict"
     finding = default["findings"].set_index("claim").loc["Test 6: " + an.TEST_NAMES[6] + " (qwen2.5-7b)"]
-    assert "the paper's rule" in finding["test"]
+    assert "our reading of the paper's text" in finding["test"]
+    notes = (tmp_path / "analysis/vs_paper.md").read_text()
+    assert (
+        "Test 6 rule: ours strict (our reading of the paper's text), paper not stated (every or any "
+        "Bonferroni-corrected comparison significant)"
+    ) in notes
+    # a run whose design matches the paper's in every other way: the Test 6 row still says "our run" only
+    frames = [pd.read_parquet(paths[k]) for k in ("agents", "profiles", "pairs", "judgments", "utterances")]
+    from socsim import config
+
+    cp = config.validate({"seed": 1, "coherence": {"bootstrap": {"repeats": 50}}})["coherence"]
+    out = an.analyse(*frames, pd.read_parquet(paths["calibration"]), cp, 1, PAPER)
+    same = {**PAPER, "design": {**PAPER["design"], "judge_model": "j", "statements_per_agent": 2, "topics": 3}}
+    like = table(compare.vs_paper_rows(out, same)).set_index("quantity")
+    r6 = like.loc["Table 4: Test 6 passed (1) or failed (0) (qwen2.5-7b)"]
+    assert r6["comparable"] == "no: Test 6 rule" and r6["finding"] == "qwen2.5-7b passes Test 6 (our run)"
+    assert compare.design_of_test6_rule("strict", "strict") == []  # a paper that stated our rule would match
 
     pooled = run_stages(paths, test6_rule="pooled")
     conv = pd.read_csv(tmp_path / "analysis/conversations.csv", dtype={"pref_pair": str, "open_pair": str})
@@ -931,16 +984,17 @@ def test_vs_paper_and_table4_say_which_test6_rule_ran(tmp_path):
     assert p < 0.01 and t6["result"] == "pass" and t6["p"] == pytest.approx(p)
     row = pooled["vs_paper"].set_index("quantity").loc["Table 4: Test 6 passed (1) or failed (0) (qwen2.5-7b)"]
     assert row["comparable"].startswith("no: ") and row["comparable"].endswith(", Test 6 rule")
-    assert "Test 6 rule: pooled, ours (not the paper's)" in row["note"] and ACROSS_DESIGN in row["note"]
+    assert "Test 6 rule: pooled, ours (not a reading of the paper's text)" in row["note"]
+    assert ACROSS_DESIGN in row["note"]
     # our run's verdict only (it passes), never "the paper's Qwen2.5-7B fails Test 6" turned into agreement
     assert row["finding"] == "qwen2.5-7b passes Test 6 (our run)" and row["finding_holds"] == "yes"
     t5 = pooled["vs_paper"].set_index("quantity").loc["Table 4: Test 5 passed (1) or failed (0) (qwen2.5-7b)"]
     assert "Test 6 rule" not in t5["comparable"] + t5["note"]  # only Test 6's row
-    assert "pooled, ours (not the paper's)" in pooled["table4_md"]
+    assert "pooled, ours (not a reading of the paper's text)" in pooled["table4_md"]
     notes = (tmp_path / "analysis/vs_paper.md").read_text()
-    assert "Design differs from the paper: Test 6 rule: ours pooled (ours, not the paper's), paper strict" in notes
+    assert "Test 6 rule: ours pooled (ours, not a reading of the paper's text), paper not stated" in notes
     finding = pooled["findings"].set_index("claim").loc["Test 6: " + an.TEST_NAMES[6] + " (qwen2.5-7b)"]
-    assert "ours, not the paper's" in finding["test"]
+    assert "ours, not a reading of the paper's text" in finding["test"]
 
 
 def test_table4_claim_gives_no_agreement_verdict_across_a_design_difference():
@@ -972,9 +1026,9 @@ def test_one_unparsed_answer_keeps_integer_profiles(tmp_path, monkeypatch):
     assert not conv["open_pair"].str.contains(".", regex=False).any()
     tests = out["tests"].set_index("test")
     assert tests.loc[3, "raw_result"] in ("pass", "fail")
-    # Test 6 (the paper's strict rule by default) ran its comparisons on integer openness pairings
+    # Test 6 (the strict rule by default) ran its comparisons on integer openness pairings
     assert tests.loc[6, "comparisons"] >= 1 and tests.loc[6, "detail"].startswith(
-        "strict rule (the paper's): lowest 0-0 "
+        "strict rule (our reading of the paper's text): lowest 0-0 "
     )
     labels = [t.get_text() for ax in captured["fig6_anchors"].axes for t in ax.texts]
     assert "1-5" in labels and "1-1" in labels and not any("." in t for t in labels)
@@ -1056,7 +1110,10 @@ def test_degenerate_model_says_so_everywhere(tmp_path):
     assert out["table4_md"].count("degenerate input [") == 6 and "degenerate input: coherence" in out["table4_md"]
     assert "degenerate input" in out["table4_tex"]
     assert all(str(c).startswith("degenerate input: ") for c in out["table4_csv"].iloc[0, 1:])
-    assert out["vs_paper"]["finding_holds"].str.startswith("degenerate input").all()
+    vs = out["vs_paper"]
+    claims = vs[vs["finding"] != ""]  # suppression, Table 4 (Tests 1, 2, 3, 5), Finding 3: each says the flag
+    assert len(claims) == 8 + 4 + 1 and claims["finding_holds"].str.startswith("degenerate input").all()
+    assert (vs["flags"] != "").sum() >= len(vs) - 1  # all but the Self-BLEU share rest on the flagged inputs
     assert out["suppression"]["note"].str.startswith("degenerate input").all()
     assert out["metrics"]["degeneracy_flags"] == len(flags)
 
@@ -1131,12 +1188,12 @@ def test_suppression_holds_with_the_papers_suppression():
     assert held >= 18  # every gap must hold; gap 1's suppression is the smallest
     # too few conversations: inconclusive with the n and what it needs, not a yes
     verdicts, claim = _suppressed(_gaps(np.random.default_rng(0), 3, lambda g: suppressed[g]))
-    assert claim.holds is None and claim.label.startswith("inconclusive (n = 3 conversations at gap 0, needs 5")
+    assert claim.holds is None and claim.label.startswith("inconclusive (n = 3 conversations at gap 0, needs 30")
     # enough at gap 0, one conversation at gap 4: that gap is inconclusive, so is the claim
     df = _gaps(np.random.default_rng(0), 40, lambda g: suppressed[g])
     df = pd.concat([df[df["gap"] != 4], df[df["gap"] == 4].head(1)])
     verdicts, claim = _suppressed(df)
-    assert verdicts[4].label == "inconclusive (n = 1 conversations at gap 4 (40 at gap 0), needs 5)"
+    assert verdicts[4].label == "inconclusive (n = 1 conversations at gap 4 (40 at gap 0), needs 30)"
     assert claim.holds is None
 
 
@@ -1159,8 +1216,8 @@ def test_test2_at_n5_under_the_papers_suppression_is_inconclusive_not_pass():
     assert an.ks_power(ALT, 10, 10, 0.01) < 0.5 < power_t(2.4, 10, 10, alpha=0.01)
 
 
-def test_test4_power_is_the_u_tests_own_simulated_power():
-    binary = np.repeat(an.SCORES, [0, 0, 0, 50, 50])  # half 4, half 5: heavily tied
+def test_the_latent_shift_moves_the_mean_by_d_sd():
+    """Test 4's power moves score distributions on a latent normal scale (units.latent_shift, moved)."""
     # the alternative moves the mean by d SD: 50 / 50 -> 25 / 75 (SD 0.5, mean + 0.25), and back down
     assert an.shifted([0, 0, 0, 0.5, 0.5], 0.5) == pytest.approx([0, 0, 0, 0.25, 0.75], abs=1e-8)
     assert an.shifted([0, 0, 0, 0.5, 0.5], -0.5) == pytest.approx([0, 0, 0, 0.75, 0.25], abs=1e-8)
@@ -1169,26 +1226,8 @@ def test_test4_power_is_the_u_tests_own_simulated_power():
     for d in (0.5, -0.5, 0.2):
         assert (an.SCORES * an.shifted(p, d)).sum() == pytest.approx(mean + d * sd, abs=1e-8)
     assert an.shifted([0, 0, 0, 0.05, 0.95], 0.5) is None  # no room above: the mean cannot rise by 0.5 SD
-    # known answer: on two values the U test is the two-proportion test, 0.50 vs 0.75 at n = 50 a side
-    n, p1, p2 = 50, 0.5, 0.75
-    se0, se1 = math.sqrt(0.625 * 0.375 * 2 / n), math.sqrt((p1 * (1 - p1) + p2 * (1 - p2)) / n)
-    analytic = float(1 - __import__("scipy").stats.norm.cdf((1.96 * se0 - (p2 - p1)) / se1))  # about 0.74
-    assert an.u_power(binary, n, n, 0.05) == pytest.approx(analytic, abs=0.06)
-    # no shift: the size of the test, about alpha
-    assert an.u_power(binary, n, n, 0.05, d=0) == pytest.approx(0.05, abs=0.03)
-    assert an.u_power(np.repeat(an.SCORES, 20), n, n, 0.05, d=0) == pytest.approx(0.05, abs=0.03)
-    # one score throughout: no power; too small: unknown; seeded: the same answer twice
-    assert an.u_power(np.full(30, 5.0), 30, 30, 0.05) == 0.0
-    assert an.u_power(binary, 1, 30, 0.05) is None
-    an._u_power.cache_clear()
-    first = an.u_power(binary, 30, 20, 0.01)
-    an._u_power.cache_clear()
-    assert an.u_power(binary, 30, 20, 0.01) == first
-    # near the ceiling only a shift down fits, and the U test finds it less often than a t test would
-    from socsim.stats.verdict import power_t
-
-    ceiling = np.repeat(an.SCORES, [0, 0, 0, 10, 90])
-    assert an.u_power(ceiling, 40, 40, 0.05) < power_t(0.5, 40, 40) - 0.1
+    assert an.shifted([0, 0, 0, 0, 1.0], 0.5) is None  # no spread: nothing to shift
+    assert an.shifted(p, 0) == pytest.approx(p)
 
 
 def test_flags_and_n_travel_with_their_numbers(tmp_path, monkeypatch):
@@ -1236,10 +1275,10 @@ def test_test5_row_does_not_carry_the_preference_flag(tmp_path):
 
 
 def _paper_params():
-    from socsim import config, models
+    from socsim import config, studies
 
     params = config.load([str(ROOT / "params.yaml"), str(ROOT / "params.paper.yaml")])
-    models.check(params)  # every name a stage uses is in the registry
+    studies.check_models(params)  # every name a stage uses is in the registry
     return params
 
 
