@@ -25,23 +25,30 @@ _spec.loader.exec_module(reference)
 MISMATCH_TARGET = "data/annotation_output/main/25-02-20-16-35.json"
 
 
-def import_cmd(tmp: Path, path: Path, *extra: str) -> subprocess.CompletedProcess:
-    return run_socsim(
-        "facilitation",
-        "import",
-        "--params",
-        "params.yaml",
-        "--params",
-        "params.syndisco.yaml",
-        "--set",
-        f"facilitation.data.path={path}",
-        *extra,
+def imported_paths(tmp: Path) -> list[str]:
+    """The data artifacts' options of a stage that reads or writes the imported data in `tmp`."""
+    return [
         "--setups",
         str(tmp / "setups.parquet"),
         "--comments",
         str(tmp / "comments" / "all.parquet"),
         "--annotations",
         str(tmp / "annotations" / "all.parquet"),
+    ]
+
+
+def release_stage(stage: str, *args: str) -> subprocess.CompletedProcess:
+    """`socsim facilitation <stage>` on params.syndisco.yaml."""
+    return run_socsim("facilitation", stage, "--params", "params.yaml", "--params", "params.syndisco.yaml", *args)
+
+
+def import_cmd(tmp: Path, path: Path, *extra: str) -> subprocess.CompletedProcess:
+    return release_stage(
+        "import",
+        "--set",
+        f"facilitation.data.path={path}",
+        *extra,
+        *imported_paths(tmp),
         "--metrics",
         str(tmp / "import.json"),
     )
@@ -103,23 +110,8 @@ def test_table2_of_the_imported_data_equals_the_authors_way(imported, tmp_path):
     on text too: the user rows do not change), seeds and facilitator rows dropped; seeds kept would change it."""
     tmp, _ = imported
     out = tmp_path / "analysis"
-    proc = run_socsim(
-        "facilitation",
-        "analyse",
-        "--params",
-        "params.yaml",
-        "--params",
-        "params.syndisco.yaml",
-        "--setups",
-        str(tmp / "setups.parquet"),
-        "--comments",
-        str(tmp / "comments" / "all.parquet"),
-        "--annotations",
-        str(tmp / "annotations" / "all.parquet"),
-        "--analysis",
-        str(out),
-        "--metrics",
-        str(tmp_path / "analyse.json"),
+    proc = release_stage(
+        "analyse", *imported_paths(tmp), "--analysis", str(out), "--metrics", str(tmp_path / "analyse.json")
     )
     assert proc.returncode == 0, proc.stderr
     ours = pd.read_parquet(out / "table2_ols.parquet").set_index("variable")
