@@ -23,6 +23,9 @@ import pyarrow as pa
 from socsim.config import ParamsError, get_dotted, subset
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from socsim.io.report import AnalysisInputs, Report
     from socsim.llm import LLMClient
     from socsim.models import ModelSpec
 
@@ -65,6 +68,9 @@ class Artifact:
     kind: Literal["file", "dir"] = "file"
     report: str | None = None  # caption (workflow/report/<study>/<report>.rst) for `snakemake --report`
     pattern: str = "{name}.png"  # files of a reported folder that go into the report
+    # A report folder's tables other stages read (e.g. the figures' plot tables): written by every run
+    # (StageContext.write_report checks) and the only ones they may read (StageContext.report_table).
+    tables: tuple[str, ...] = ()
 
     @property
     def sharded(self) -> bool:
@@ -426,6 +432,54 @@ class StageContext:
     def llm_metrics(self) -> dict[str, Any]:
         """Accounting of the stage's clients: totals, and each named model's own."""
         return self.models.metrics()
+
+    # -- analysis ---------------------------------------------------------------------------
+    def analysis_inputs(self, *tables: str, params: str | None = None) -> AnalysisInputs:
+        """What a study's `analyse` receives (socsim.io.report.AnalysisInputs): the named Parquet inputs
+        (default: every Parquet input of the stage) as pandas tables with their provenance, the folder
+        inputs by name, `params` (default the study's) section of the params, the paper's numbers
+        (the `paper_file` input, if any) and the seed."""
+        from socsim.io.parquet import read_provenance
+        from socsim.io.report import AnalysisInputs
+        from socsim.io.vs_paper import read_paper
+
+        arts = self.study.artifacts
+        names = tables or tuple(n for n in self.stage.inputs if arts[n].schema is not None)
+        read: dict[str, Any] = {}
+        prov: dict[str, Any] = {}
+        for n in names:
+            read[n] = self.read(n).to_pandas()
+            p = self.paths[n]
+            prov[n] = read_provenance(p[0] if isinstance(p, list) else p) if p else {}
+        dirs = {n: self.path(n) for n in self.stage.inputs if arts[n].kind == "dir"}
+        paper = read_paper(self.path("paper_file")) if "paper_file" in self.stage.inputs else {}
+        return AnalysisInputs(read, self.params[params or self.study.name], paper, self.seed, prov, dirs)
+
+    def write_report(self, rep: Report, out: str = "analysis") -> None:
+        """A study's report written to its `out` folder (socsim.io.report.write), with the stage's
+        provenance (and the report's own extra), its metrics (with the count of flags) and its printed
+        lines. The folder's declared tables (Artifact.tables) must all be in it."""
+        from socsim.io import report
+        from socsim.io.parquet import write_json
+
+        d = self.path(out)
+        report.write(rep, d)
+        write_json(d / "provenance.json", self.provenance(**rep.provenance))
+        missing = [t for t in self.study.artifacts[out].tables if not (d / f"{t}.parquet").exists()]
+        if missing:
+            raise RuntimeError(f"{self.label}: the report has no table {', '.join(missing)} (declared in {out})")
+        for line in rep.printed:
+            print(line)
+        self.write_metrics(**rep.metrics)
+
+    def report_table(self, folder: str, name: str) -> pd.DataFrame:
+        """A table of a report folder input; only the tables the folder declares (Artifact.tables)."""
+        from socsim.io import report
+
+        declared = self.study.artifacts[folder].tables
+        if name not in declared:
+            raise KeyError(f"{self.label}: {folder} declares no table {name!r} (it declares {', '.join(declared)})")
+        return report.read(self.path(folder), name)
 
     def write_metrics(self, **extra: Any) -> None:
         """The stage's metrics JSON (DVC metrics): `extra`, and for LLM stages the call accounting."""

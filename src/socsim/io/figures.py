@@ -1,4 +1,9 @@
-"""Writing figures: every figure as PNG and PDF."""
+"""Writing figures: every figure as PNG and PDF, drawn from the report's plot tables.
+
+A figure reads its plot table (socsim.io.report.plot_table: the rows of each panel, its note and
+whether it has data) with `panels`, draws each panel, puts its note on it (`note`) or says why it
+has no data (`no_data`). Figures import nothing from an analysis: what a panel says is decided there.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +15,26 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from socsim.io.parquet import atomic_write_bytes  # noqa: E402
+from socsim.io.report import PLOT_COLUMNS, Panel  # noqa: E402
+
+
+def panels(plot: pd.DataFrame) -> dict[str, Panel]:
+    """A plot table back as its panels, in the order the analysis wrote them: each panel's rows
+    (without the plot columns), its note lines, and why it has no data ("" when it has)."""
+    out: dict[str, Panel] = {}
+    for name, rows in plot.groupby("panel", sort=False):
+        has = bool(rows["has_data"].iloc[0])
+        note = rows["note"].iloc[0]
+        lines = str(note).split("\n") if isinstance(note, str) and note else []
+        why = "" if has else str(rows["no_data"].iloc[0]) if "no_data" in rows else "no rows"
+        data = rows.drop(columns=[c for c in (*PLOT_COLUMNS, "no_data") if c in rows]).reset_index(drop=True)
+        out[str(name)] = Panel(str(name), data if has else data.iloc[0:0], lines, why)
+    return out
 
 
 def save(fig: Figure, out_dir: Path, name: str) -> list[Path]:

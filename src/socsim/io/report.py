@@ -9,12 +9,22 @@ analysis directory:
 - `findings.*` (one row per finding) and `vs_paper.*` (socsim.io.vs_paper, the one place that builds
   its rows' verdict and comparability);
 - `summary.json` (the study's summary, plus `findings`, `degeneracy_flags` with where each flag
-  applies, and `degenerate`), and any further JSON documents, all strict JSON.
+  applies, and `degenerate`), and any further JSON documents, all strict JSON;
+- every figure's plot table as `plot_<figure>.*`: the rows each panel draws, with the panel's name,
+  its note (flags and n, already worded) and whether it has data (`Panel`, `plot_table`). Figures
+  read only these (socsim.io.figures.panels) and import nothing from an analysis.
+
+A flag sits on what it concerns: a table's flags on the `Table` (noted below it), a figure panel's in
+its `Panel.note`, and the run's list of flags, each with the places it concerns, in summary.json.
+
+Every study's analysis has one signature, `analyse(inputs: AnalysisInputs) -> Report`: its inputs by
+name; the stage writes what it returns with `StageContext.write_report` (report, provenance, metrics).
+Claims are judged and added to the report by `socsim.io.claims.assemble`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +36,7 @@ from socsim.io.parquet import write_json
 from socsim.stats import degeneracy as dg
 from socsim.stats.verdict import Verdict
 
+PLOT_COLUMNS = ["panel", "note", "has_data"]  # the first columns of every plot table
 FINDING_COLUMNS = ["claim", "statistic", "value", "test", "unit", "n", "verdict", "holds", "reason"]
 
 
@@ -74,6 +85,51 @@ class Flagged:
 
 
 @dataclass
+class Panel:
+    """One panel of a figure: the rows it draws, its note (flags of its inputs and its n, each line
+    already worded, in red on the panel) and, where it has no rows, why (`no_data`)."""
+
+    name: str
+    data: pd.DataFrame
+    note: Sequence[str] = ()
+    no_data: str = ""  # the panel has nothing to draw: why (shown in its middle)
+
+
+def plot_table(panels: Sequence[Panel]) -> pd.DataFrame:
+    """A figure's plot table: each panel's rows with `panel`, `note` (lines joined by newlines) and
+    `has_data` in front; a panel without rows is one row holding its note and why it has no data."""
+    parts = []
+    for p in panels:
+        note = "\n".join(x for x in p.note if x)
+        if len(p.data) and not p.no_data:
+            parts.append(p.data.assign(panel=p.name, note=note, has_data=True))
+        else:
+            parts.append(pd.DataFrame({"panel": [p.name], "note": [note], "has_data": [False], "no_data": [p.no_data]}))
+    df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=PLOT_COLUMNS)
+    return df[PLOT_COLUMNS + [c for c in df.columns if c not in PLOT_COLUMNS]]
+
+
+@dataclass(frozen=True)
+class AnalysisInputs:
+    """What every study's `analyse` receives, by name: its Parquet inputs as tables, the folders it
+    reads (e.g. another stage's report), its params section, the paper's numbers, the run's seed,
+    and each input artifact's provenance (where the data come from)."""
+
+    tables: Mapping[str, pd.DataFrame]
+    params: Mapping[str, Any]
+    paper: Mapping[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    provenance: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    dirs: Mapping[str, Path] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise KeyError(f"no input table {name!r}; the stage reads {', '.join(self.tables)}") from None
+
+
+@dataclass
 class Report:
     title: str  # vs_paper's title, e.g. "Facilitation (paper 000): ours vs the paper"
     tables: dict[str, Table] = field(default_factory=dict)
@@ -86,6 +142,12 @@ class Report:
     own_data: bool = False
     summary: dict[str, Any] = field(default_factory=dict)
     documents: dict[str, Any] = field(default_factory=dict)  # further JSON files: name -> value
+    plots: dict[str, list[Panel]] = field(default_factory=dict)  # figure name -> its panels (plot_<name>)
+    # What the stage records beside the files (StageContext.write_report): its DVC metrics, extra
+    # provenance, and lines printed for the researcher (notes, flags).
+    metrics: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    printed: list[str] = field(default_factory=list)
 
     def flag(self, flag: dg.Flag | None, *where: str) -> None:
         """Record a flag and where it applies (merged with the same flag's earlier places)."""
@@ -114,6 +176,8 @@ def write(report: Report, out_dir: str | Path) -> None:
     for name, t in report.tables.items():
         notes = [*t.notes, *(f.message for f in t.flags)]
         tables.write(t.df, out, name, t.title, notes, t.shown, t.markdown, t.latex)
+    for name, panels in report.plots.items():
+        tables.write(plot_table(panels), out, f"plot_{name}", f"{report.title}: what {name} draws, by panel")
     if report.findings:
         tables.write(findings_table(report.findings), out, "findings", f"{report.title}: findings")
     if report.vs_paper:

@@ -41,6 +41,9 @@ from socsim.stats import degeneracy as dg
 
 ALPHA = 0.05
 POWER = 0.8
+# The fewest units a per-unit test gives a verdict on (discussions a strategy, groups, topics, ...), unless
+# the claim's test needs more (a sign-flip test over topics needs `signflip.min_clusters(ALPHA)`).
+MIN_UNITS = 3
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,17 @@ def _p(p: float) -> str:
     return f"p = {p:.3g}"
 
 
+def too_few(n: int, need: int, unit: str) -> str | None:
+    """The rule's words when `n` units are fewer than a test needs ("n = 2 topics, needs 3"), else None."""
+    return f"n = {n} {unit}, needs {need}" if n < need else None
+
+
+def inconclusive_too_few(n: int, need: int, unit: str) -> Verdict | None:
+    """The verdict when `n` units are too few ("inconclusive (n = 2 topics, needs 3)"), else None."""
+    why = too_few(n, need, unit)
+    return Verdict(None, why) if why else None
+
+
 def effect(
     p: float | None,
     estimate: float | None,
@@ -90,8 +104,9 @@ def effect(
     `family`: the number of tests `p` is already Bonferroni-adjusted over (1: a single test's p)."""
     if flags:
         return Verdict(None, flags[0].message)
-    if n < need:
-        return Verdict(None, f"n = {n} {unit}, needs {need}")
+    few = inconclusive_too_few(n, need, unit)
+    if few:
+        return few
     if not _finite(p) or not _finite(estimate):
         return Verdict(None, f"the test could not be computed: too few values or no variance (n = {n} {unit})")
     assert p is not None and estimate is not None
@@ -125,8 +140,9 @@ def no_difference(
     power >= `min_power` to find the effect it looks for at the observed n. `family` as in `effect`."""
     if flags:
         return Verdict(None, flags[0].message)
-    if n < need:
-        return Verdict(None, f"n = {n} {unit}, needs {need}")
+    few = inconclusive_too_few(n, need, unit)
+    if few:
+        return few
     if not _finite(p):
         return Verdict(None, f"the test could not be computed (n = {n} {unit})")
     assert p is not None
