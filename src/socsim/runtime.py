@@ -1,12 +1,11 @@
 """The model half of a stage's context: which registry names its declaration lets it call, one client per
-name (its backend, or a factory's: `socsim plan` counts), one call cache shared by them, the leases on the
-run's own servers (started or joined when a served model is first called, released on close), and what
-answered (identities, accounting, server records)."""
+name (its backend, or a factory's: `socsim plan` counts), one call cache shared by them, and what answered
+(identities, accounting, server records). A served model's client holds its lease on the run's own server
+in its backend (socsim.serving.LeasedBackend: taken when the client is made, dropped on close)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from socsim import models
@@ -15,7 +14,7 @@ from socsim.config import ParamsError
 if TYPE_CHECKING:
     from socsim.llm import LLMClient
     from socsim.models import ModelSpec
-    from socsim.serving import Lease
+    from socsim.serving import LeasedBackend
 
 # The accounting every stage's metrics sum over its models.
 SUMMED = (
@@ -46,7 +45,6 @@ class ModelRuntime:
         self._params, self.label = params, label
         self._declared, self._cache_path, self._factory = declared, cache_path, factory
         self._clients: dict[str, LLMClient] = {}  # registry name -> LLMClient
-        self._leases: dict[str, Lease] = {}  # registry name -> the lease on the run's own server of it
 
     def clients(
         self, names: Sequence[str], where: str, present: Iterable[Mapping[str, Any]] | None = None
@@ -80,13 +78,12 @@ class ModelRuntime:
         from socsim.llm.cache import CallCache
 
         name = spec.name
-        if spec.serve:  # the run's own server: started (or joined) now, its URL and key from the lease
+        if spec.serve:  # the run's own server: started (or joined) now, the lease in the client's backend
             from socsim import serving
 
-            lease = serving.acquire(spec)
-            self._leases[name] = lease
-            spec = replace(spec, endpoints=(lease.url,), api_key_env=lease.api_key_env)
-        client = models.client(self._params, spec, cache_path="")
+            client = serving.served_client(self._params, spec)
+        else:
+            client = models.client(self._params, spec, cache_path="")
         client.name = name  # the registry name, for messages
         client.parse_fail_fast = self._params["llm"].get("parse_fail_fast", 20)
         path = self._cache_path()
@@ -134,17 +131,23 @@ class ModelRuntime:
             lines.append(f"socsim: {where}: model {name}: {said}")
         return lines
 
+    def _leased(self) -> dict[str, LeasedBackend]:
+        """Registry name -> the backend holding a lease on the run's own server of it."""
+        from socsim.serving import LeasedBackend
+
+        return {n: c.backend for n, c in self._clients.items() if isinstance(c.backend, LeasedBackend)}
+
     def servers(self) -> dict[str, dict[str, Any]]:
         """Registry name -> how the run's own server of it was started, for the served models that answered."""
-        return {n: lease.record for n, lease in self._leases.items() if self._clients[n].answered}
+        return {n: b.record for n, b in self._leased().items() if self._clients[n].answered}
 
     def failures(self) -> str:
         """What happened to the run's own servers these clients called, where one failed or died ("": none)."""
-        return "\n".join(f"models.{n}: {f}" for n, lease in self._leases.items() if (f := lease.failure()))
+        return "\n".join(f"models.{n}: {f}" for n, b in self._leased().items() if (f := b.failure()))
 
     def close(self) -> None:
-        for lease in self._leases.values():
-            lease.release()
+        for b in self._leased().values():
+            b.release()
         caches = {id(c.cache): c.cache for c in self._clients.values() if c.cache is not None}
         for cache in caches.values():
             cache.close()

@@ -93,6 +93,9 @@ from socsim.serving.leases import (
     Lease as Lease,
 )
 from socsim.serving.leases import (
+    LeasedBackend as LeasedBackend,
+)
+from socsim.serving.leases import (
     _record as _record,
 )
 from socsim.serving.leases import (
@@ -100,6 +103,9 @@ from socsim.serving.leases import (
 )
 from socsim.serving.leases import (
     launcher as launcher,
+)
+from socsim.serving.leases import (
+    served_client as served_client,
 )
 from socsim.serving.leases import (
     standalone as standalone,

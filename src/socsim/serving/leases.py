@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,8 @@ from socsim.serving.state import (
 )
 
 if TYPE_CHECKING:
+    from socsim.llm.client import Backend, LLMClient
+    from socsim.llm.types import Completion, Request
     from socsim.models import ModelSpec
 
 
@@ -280,3 +282,54 @@ def tail(path: Path, lines: int = 30) -> str:
     key = os.environ.get(KEY_ENV)
     out = "\n".join(text[-lines:])
     return out.replace(key, REDACTED) if key else out
+
+
+class LeasedBackend:
+    """A served model's backend with its lease on the run's own server: the inner backend (a server
+    backend pointed at the lease's URL) answers; `release()` drops the lease when the stage's job ends
+    (`aclose()` only closes connections: a client reopens them on its next call, the lease stays);
+    `record` and `failure()` say how the server was started and what happened to it. Every other
+    attribute is the inner backend's (retries, endpoint statistics, name)."""
+
+    def __init__(self, lease: Lease, inner: Backend) -> None:
+        self.lease, self.inner = lease, inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def record(self) -> dict[str, Any]:
+        return self.lease.record
+
+    def failure(self) -> str | None:
+        return self.lease.failure()
+
+    def release(self) -> None:
+        self.lease.release()
+
+    async def probe(self) -> dict[str, Any]:
+        return await self.inner.probe()
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    async def complete(self, request: Request) -> Completion:
+        return await self.inner.complete(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def served_client(params: Mapping[str, Any], spec: ModelSpec) -> LLMClient:
+    """The client of a served model (`serve:`): a lease on the run's own server of it (started, or joined,
+    and waited for, now), and its backend wrapped with the lease (`LeasedBackend`)."""
+    from socsim import models
+
+    lease = acquire(spec)
+    try:
+        client = models.client(params, replace(spec, endpoints=(lease.url,), api_key_env=lease.api_key_env), "")
+    except BaseException:
+        lease.release()
+        raise
+    client.backend = LeasedBackend(lease, client.backend)
+    return client

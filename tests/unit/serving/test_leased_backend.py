@@ -1,0 +1,60 @@
+"""The lease on the run's own server is a backend wrapper: the client of a served model holds it, its
+calls go to the lease's URL, and the stage's runtime drops it when the job ends."""
+
+from __future__ import annotations
+
+import pytest
+
+from socsim import config
+from socsim.llm.server import ServerBackend
+from socsim.runtime import ModelRuntime
+from socsim.serving import Lease, LeasedBackend, leases
+
+
+class Beat:
+    stopped = 0
+
+    def stop(self) -> None:
+        Beat.stopped += 1
+
+
+def test_a_served_models_client_holds_its_lease_in_its_backend(monkeypatch):
+    params = config.validate(
+        {"models": {"m": {"backend": "openai", "model_id": "x", "serve": {"engine": "vllm"}}, "e": {}}}
+    )
+    taken: list[str] = []
+
+    def acquire(spec):
+        taken.append(spec.name)
+        return Lease(spec.name, "http://127.0.0.1:9", "SOCSIM_RUN_KEY", {"engine": "vllm"}, Beat())  # type: ignore[arg-type]
+
+    monkeypatch.setattr(leases, "acquire", acquire)
+    Beat.stopped = 0
+    rt = ModelRuntime(params, "toy.stage", lambda: {"m": "models", "e": "models"}, lambda: None)
+    client = rt.client("m", "here")
+    assert taken == ["m"] and isinstance(client.backend, LeasedBackend)
+    inner = client.backend.inner
+    assert isinstance(inner, ServerBackend)
+    assert inner.endpoint_urls == ["http://127.0.0.1:9"]  # calls go to the lease's URL, with its key
+    assert [s.api_key_env for s in inner.specs] == ["SOCSIM_RUN_KEY"]
+    inner.retries = 3
+    assert client.backend.retries == 3  # the wrapper passes on what the client reads of its backend
+    assert client.backend.record == {"engine": "vllm"}
+    rt.client("e", "here")  # an unserved model takes no lease
+    assert taken == ["m"] and rt.servers() == {}  # nothing answered yet: no server record
+    rt.close()
+    assert Beat.stopped == 1
+
+
+def test_a_lease_is_dropped_when_its_client_cannot_be_made(monkeypatch):
+    params = config.validate({"models": {"m": {"backend": "openai", "model_id": "x", "serve": {"engine": "vllm"}}}})
+    monkeypatch.setattr(leases, "acquire", lambda spec: Lease("m", "http://127.0.0.1:9", None, {}, Beat()))  # type: ignore[arg-type]
+
+    def broken(*a, **kw):
+        raise RuntimeError("no backend")
+
+    monkeypatch.setattr("socsim.models.client", broken)
+    Beat.stopped = 0
+    with pytest.raises(RuntimeError, match="no backend"):
+        ModelRuntime(params, "toy.stage", lambda: {"m": "models"}, lambda: None).client("m", "here")
+    assert Beat.stopped == 1
