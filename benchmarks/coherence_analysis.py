@@ -19,6 +19,7 @@ import pandas as pd
 
 from socsim import config
 from socsim.coherence.analysis import analyse
+from socsim.io.report import AnalysisInputs
 
 TOPICS = {
     "taxes": 3,
@@ -97,10 +98,11 @@ def main() -> None:
     agents, profiles, pairs, judgments = synthetic(args.judgments, args.turns)
     cp = config.validate({})["coherence"]
     start = time.perf_counter()
-    out = analyse(agents, profiles, pairs, judgments, None, None, cp, seed=1)
+    tables = {"agents": agents, "profiles": profiles, "pairs": pairs, "judgments": judgments}
+    rep = analyse(AnalysisInputs(tables, cp, seed=1))
     wall = time.perf_counter() - start
-    tests = out["tables"]["six_tests"][["test", "result"]].to_dict("records")
-    print(f"judgments: {len(judgments):,}; conversations: {out['summary']['conversations']:,}")
+    tests = rep.tables["six_tests"].df[["test", "result"]].to_dict("records")
+    print(f"judgments: {len(judgments):,}; conversations: {rep.summary['conversations']:,}")
     print(f"six tests: {tests}")
     print(f"analysis wall time: {wall:.1f} s (target <= 30 s)")
 

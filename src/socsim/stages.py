@@ -457,7 +457,7 @@ class StageContext:
 
     def write_report(self, rep: Report, out: str = "analysis") -> None:
         """A study's report written to its `out` folder (socsim.io.report.write), with the stage's
-        provenance (and the report's own extra), its metrics (with the count of flags) and its printed
+        provenance (and the report's own extra), its metrics (`rep.metrics`) and its printed
         lines. The folder's declared tables (Artifact.tables) must all be in it."""
         from socsim.io import report
         from socsim.io.parquet import write_json

@@ -14,12 +14,18 @@ Issue 34: Tests 1 and 5 are judged with the agent as unit and Test 4 with the to
 with the conversation (`table4.test_units`): their rows name the unit as a design difference, the
 paper's conversation-level p in the note. Test 6's rule is ours in every setting (the paper does not
 say whether every or any corrected comparison must be significant; `table4.test6_rule` is null): its
-rows always name "Test 6 rule" as a design difference, the "any" reading in the note."""
+rows always name "Test 6 rule" as a design difference, the "any" reading in the note.
+
+Each claim's rows (socsim.coherence.analysis.claims) are built here from the run's evidence
+(socsim.coherence.analysis.evidence.Evidence), per agent model (`model_rows`: the flags and design
+differences its rows share): `table3_rows`, `suppression_rows`, `table4_row`, `anchor_rows`,
+`contentiousness_row` and `self_bleu_row`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -28,6 +34,9 @@ from socsim.io.tables import tex_escape
 from socsim.io.vs_paper import Row, differences
 from socsim.stats import degeneracy as dg
 from socsim.stats.verdict import Verdict
+
+if TYPE_CHECKING:
+    from socsim.coherence.analysis.evidence import Evidence
 
 DEGENERATE = "degenerate input"
 INCONCLUSIVE = "inconclusive"
@@ -178,176 +187,184 @@ def table4_claim(
     return f"{model} passes Test {test} (our run)", ours, f"{ACROSS_DESIGN}; paper: {paper_text}"
 
 
-def vs_paper_rows(out: dict[str, Any], paper: dict[str, Any]) -> list[Row]:
-    """Per agent model: Table 3's distributions, the suppression numbers of section 4.1 and Table 4,
-    ours beside the paper's, with whether the paper's finding holds by the one rule, the flags of
-    the row's own inputs and the design differences (`out`: socsim.coherence.analysis.analyse)."""
-    rows: list[Row] = []
-    tables = out["tables"]
-    supp, tests = tables["suppression"], tables["six_tests"]
-    t3, sp = paper.get("table3", {}), paper.get("suppression", {})
-    base_design = _paper_design(paper)
-    rule = out["summary"].get("test6_rule", "strict")
-    paper_rule = paper.get("table4", {}).get("test6_rule")
-    for model in sorted(set(tests["model"])):
-        f = out["flags"].get(model, {})
-        table3 = _flags_of(f, TABLE3_INPUTS)
-        ours_design = out.get("design", {}).get(model, {"agent model": model})
-        design = design_differences(ours_design, paper, base_design)
-        lin = supp[(supp["model"] == model) & (supp["panel"] == "linear shift")].set_index("gap")
-        sig = supp[(supp["model"] == model) & (supp["panel"] == "sigmoid shift")].set_index("gap")
+def _val(table: pd.DataFrame, gap: int, col: str) -> float | None:
+    if gap not in table.index or col not in table.columns:
+        return None
+    v = table.loc[gap, col]
+    return None if pd.isna(v) else float(v)
 
-        def val(table: pd.DataFrame, gap: int, col: str) -> float | None:
-            if gap not in table.index or col not in table.columns:
-                return None
-            v = table.loc[gap, col]
-            return None if pd.isna(v) else float(v)
 
-        def note(table: pd.DataFrame, gap: int, flagged: bool = bool(table3)) -> str:
-            n = val(table, gap, "n")
-            text = table.loc[gap, "note"] if gap in table.index else "n/a: no suppression table"
-            text = text if isinstance(text, str) else ""
-            n0 = val(table, gap, "n_gap0") if gap > 0 else None
-            shown = (f"n = {int(n)}" if n is not None else "") + (f" (gap 0: {int(n0)})" if n0 is not None else "")
-            return shown + (f"; {text}" if text and not flagged else "")
+def _note(table: pd.DataFrame, gap: int, flagged: bool) -> str:
+    """A suppression row's note: its n (and gap 0's), and the table's note unless its inputs are flagged."""
+    n = _val(table, gap, "n")
+    text = table.loc[gap, "note"] if gap in table.index else "n/a: no suppression table"
+    text = text if isinstance(text, str) else ""
+    n0 = _val(table, gap, "n_gap0") if gap > 0 else None
+    shown = (f"n = {int(n)}" if n is not None else "") + (f" (gap 0: {int(n0)})" if n0 is not None else "")
+    return shown + (f"; {text}" if text and not flagged else "")
 
-        def row(
-            quantity: str,
-            ours: float | None,
-            theirs: Any,
-            table: pd.DataFrame,
-            gap: int,
-            flags: list[dg.Flag] = table3,
-            design: list[str] = design,
-        ) -> Row:
-            return Row(quantity, ours, theirs, flags=flags, design=design, note=note(table, gap))
 
-        for k in range(1, 6):
-            rows.append(
-                row(
-                    f"Table 3: P(score {k}) at gap 0, observed ({model})",
-                    val(lin, 0, f"observed_p{k}"),
-                    t3.get("observed_gap0", {}).get(k),
-                    lin,
-                    0,
-                )
-            )
-        for k in range(1, 6):
-            rows.append(
-                row(
-                    f"Table 3: P(score {k}) at gap 4, expected ({model})",
-                    val(lin, 4, f"expected_p{k}"),
-                    t3.get("expected_gap4", {}).get(k),
-                    lin,
-                    4,
-                )
-            )
+@dataclass(frozen=True)
+class ModelRows:
+    """What every vs_paper row of one agent model shares: Table 3's input flags and its design
+    differences from the paper (model names mapped to the paper's)."""
+
+    model: str
+    flags: list[dg.Flag]
+    design: list[str]
+
+
+def model_rows(ev: Evidence, model: str) -> ModelRows:
+    ours = ev.design.get(model, {"agent model": model})
+    flags = _flags_of(ev.flags.get(model, {}), TABLE3_INPUTS)
+    return ModelRows(model, flags, design_differences(ours, dict(ev.paper), _paper_design(dict(ev.paper))))
+
+
+def _panel(ev: Evidence, model: str, panel: str) -> pd.DataFrame:
+    supp = ev.tables["suppression"]
+    return supp[(supp["model"] == model) & (supp["panel"] == panel)].set_index("gap")
+
+
+def _supp_row(m: ModelRows, quantity: str, ours: float | None, theirs: Any, table: pd.DataFrame, gap: int) -> Row:
+    return Row(quantity, ours, theirs, flags=m.flags, design=m.design, note=_note(table, gap, bool(m.flags)))
+
+
+def table3_rows(ev: Evidence, m: ModelRows) -> list[Row]:
+    """Table 3's distributions at gap 0 (observed) and 4 (expected), and the gap-4 means of sect. 4.1."""
+    t3, sp = ev.paper.get("table3", {}), ev.paper.get("suppression", {})
+    lin, model = _panel(ev, m.model, "linear shift"), m.model
+    rows = [
+        _supp_row(
+            m,
+            f"Table 3: P(score {k}) at gap 0, observed ({model})",
+            _val(lin, 0, f"observed_p{k}"),
+            t3.get("observed_gap0", {}).get(k),
+            lin,
+            0,
+        )
+        for k in range(1, 6)
+    ]
+    rows += [
+        _supp_row(
+            m,
+            f"Table 3: P(score {k}) at gap 4, expected ({model})",
+            _val(lin, 4, f"expected_p{k}"),
+            t3.get("expected_gap4", {}).get(k),
+            lin,
+            4,
+        )
+        for k in range(1, 6)
+    ]
+    for what in ("observed", "expected"):
         rows.append(
-            row(
-                f"Mean agreement at gap 4, observed ({model})",
-                val(lin, 4, "observed"),
-                sp.get("observed_mean_gap4"),
-                lin,
-                4,
+            _supp_row(
+                m, f"Mean agreement at gap 4, {what} ({model})", _val(lin, 4, what), sp.get(f"{what}_mean_gap4"), lin, 4
             )
         )
-        rows.append(
-            row(
-                f"Mean agreement at gap 4, expected ({model})",
-                val(lin, 4, "expected"),
-                sp.get("expected_mean_gap4"),
-                lin,
-                4,
-            )
-        )
-        finding = sp.get("finding", "disagreement suppressed")
-        for label, table, key in (("linear", lin, "linear_difference"), ("sigmoid", sig, None)):
-            for gap in (4, 3, 2, 1):
-                r = row(
-                    f"Observed - expected mean at gap {gap}, {label} shift ({model})",
-                    val(table, gap, "difference"),
-                    sp.get(key, {}).get(gap) if key else None,
-                    table,
-                    gap,
-                )
-                r.finding = f"{finding} (here: at gap {gap})"
-                # a model without a usable conversation: n/a (the note says why)
-                r.verdict = None if model in out["summary"]["no_data"] else out["suppressed"][model][label][gap]
-                if design and r.verdict is not None:  # our run's verdict on the claim, not agreement
-                    r.note = "; ".join(x for x in (r.note, ACROSS_DESIGN) if x)
-                rows.append(r)
-        for gap in (4, 3, 2, 1):
-            rows.append(
-                row(
-                    f"Suppression (observed / expected) at gap {gap}, linear shift ({model})",
-                    val(lin, gap, "suppression"),
-                    sp.get("linear_suppression", {}).get(gap),
-                    lin,
-                    gap,
-                )
-            )
-        name, entry = _paper_model(paper, model)
-        findings = paper.get("table4", {}).get("findings", {})
-        verdicts: dict[int, Verdict] = out["verdicts"].get(model, {})
-        t4_design = (
-            design_differences(
-                ours_design,
-                paper,
-                # Table 4's models are judged by the paper's judge unless the row names its own
-                {**base_design, "agent model": name, "judge model": entry.get("judge") or base_design["judge model"]},
-            )
-            if entry is not None
-            else design
-        )
-        for _, r in tests[tests["model"] == model].sort_values("test").iterrows():
-            t = int(r["test"])
-            row_design = [*t4_design, *design_of_unit(t, paper)]
-            row_design += design_of_test6_rule(rule, paper_rule) if t == 6 else []
-            ours = {"pass": 1.0, "fail": 0.0}.get(r["result"])
-            theirs = None if entry is None else float(entry["tests"][t - 1])
-            v = verdicts.get(t)
-            na = r["raw_result"] == "n/a"
-            paper_passes: bool | None = None
-            if entry is not None:
-                paper_passes = bool(entry["tests"][t - 1])
-                text = f"{name} {'passes' if paper_passes else 'fails'} Test {t}"
-            elif t in findings:
-                paper_passes, text = findings[t]["expect"] == "pass", findings[t]["text"]
-            else:
-                text = ""
-            finding, verdict, across = table4_claim(model, t, text, paper_passes, None if na else v, row_design)
-            own_flags = out.get("test_flags", {}).get(model, {}).get(t, [])
-            why = f"n/a: {r['detail']}" if na and not own_flags else ""
-            where = "paper has no row for this model" if entry is None else f"paper row: {name}"
-            rule_note = f"Test 6 rule: {r['rule']}" if t == 6 and isinstance(r.get("rule"), str) and r["rule"] else ""
-            beside = r.get("beside") if isinstance(r.get("beside"), str) and not na else ""
-            rows.append(
-                Row(
-                    f"Table 4: Test {t} passed (1) or failed (0) ({model})",
-                    ours,
-                    theirs,
-                    finding,
-                    verdict=verdict,
-                    flags=own_flags,
-                    design=row_design,
-                    note="; ".join(x for x in (why or where, rule_note, beside, across) if x),
-                )
-            )
-        rows += descriptive_rows(out, paper, model, table3, design)
     return rows
 
 
-def descriptive_rows(
-    out: dict[str, Any], paper: dict[str, Any], model: str, flags: list[dg.Flag], design: list[str]
-) -> list[Row]:
-    """Fig. 6's anchor differences (gap 0 with Finding 3's claim, (1-1) below (5-5)), Fig. 7a's count of
-    preference pairs outside the neutral interval, Fig. 9a's share of conversations removed by Self-BLEU."""
+def suppression_rows(ev: Evidence, m: ModelRows) -> list[Row]:
+    """Observed minus expected mean per gap under either shift, each with our run's verdict on
+    "disagreement suppressed" at that gap, and the linear shift's ratios (sect. 4.1)."""
+    sp, model = ev.paper.get("suppression", {}), m.model
+    lin, sig = _panel(ev, model, "linear shift"), _panel(ev, model, "sigmoid shift")
+    finding = sp.get("finding", "disagreement suppressed")
+    rows = []
+    for label, table, key in (("linear", lin, "linear_difference"), ("sigmoid", sig, None)):
+        for gap in (4, 3, 2, 1):
+            r = _supp_row(
+                m,
+                f"Observed - expected mean at gap {gap}, {label} shift ({model})",
+                _val(table, gap, "difference"),
+                sp.get(key, {}).get(gap) if key else None,
+                table,
+                gap,
+            )
+            r.finding = f"{finding} (here: at gap {gap})"
+            # a model without a usable conversation: n/a (the note says why)
+            r.verdict = None if model in ev.summary["no_data"] else ev.suppressed[model][label][gap]
+            if m.design and r.verdict is not None:  # our run's verdict on the claim, not agreement
+                r.note = "; ".join(x for x in (r.note, ACROSS_DESIGN) if x)
+            rows.append(r)
+    for gap in (4, 3, 2, 1):
+        rows.append(
+            _supp_row(
+                m,
+                f"Suppression (observed / expected) at gap {gap}, linear shift ({model})",
+                _val(lin, gap, "suppression"),
+                sp.get("linear_suppression", {}).get(gap),
+                lin,
+                gap,
+            )
+        )
+    return rows
+
+
+def _table4_design(ev: Evidence, m: ModelRows) -> list[str]:
+    """The design differences of a model's Table 4 rows: its paper row's model and judge where the paper
+    has one (Table 4's models are judged by the paper's judge unless the row names its own)."""
+    paper = dict(ev.paper)
+    name, entry = _paper_model(paper, m.model)
+    if entry is None:
+        return m.design
+    base = _paper_design(paper)
+    theirs = {**base, "agent model": name, "judge model": entry.get("judge") or base["judge model"]}
+    return design_differences(ev.design.get(m.model, {"agent model": m.model}), paper, theirs)
+
+
+def _paper_claim(ev: Evidence, model: str, t: int) -> tuple[str, bool | None]:
+    """The paper's claim about Test t for a model (its Table 4 row, else its findings), and whether
+    the paper says it passes."""
+    name, entry = _paper_model(dict(ev.paper), model)
+    findings = ev.paper.get("table4", {}).get("findings", {})
+    if entry is not None:
+        passes = bool(entry["tests"][t - 1])
+        return f"{name} {'passes' if passes else 'fails'} Test {t}", passes
+    if t in findings:
+        return findings[t]["text"], findings[t]["expect"] == "pass"
+    return "", None
+
+
+def table4_row(ev: Evidence, m: ModelRows, t: int) -> Row:
+    """Table 4's cell of Test t for a model, ours beside the paper's, with the test's own flags, its
+    unit and rule as design differences and what stands beside the verdict in the note."""
+    paper, model = dict(ev.paper), m.model
+    tests = ev.tables["six_tests"]
+    r = tests[(tests["model"] == model) & (tests["test"] == t)].iloc[0]
+    rule = ev.summary.get("test6_rule", "strict")
+    row_design = [*_table4_design(ev, m), *design_of_unit(t, paper)]
+    row_design += design_of_test6_rule(rule, paper.get("table4", {}).get("test6_rule")) if t == 6 else []
+    name, entry = _paper_model(paper, model)
+    theirs = None if entry is None else float(entry["tests"][t - 1])
+    na = r["raw_result"] == "n/a"
+    text, paper_passes = _paper_claim(ev, model, t)
+    ours = None if na else ev.verdicts.get(model, {}).get(t)
+    finding, verdict, across = table4_claim(model, t, text, paper_passes, ours, row_design)
+    own_flags = ev.test_flags.get(model, {}).get(t, [])
+    why = f"n/a: {r['detail']}" if na and not own_flags else ""
+    where = "paper has no row for this model" if entry is None else f"paper row: {name}"
+    rule_note = f"Test 6 rule: {r['rule']}" if t == 6 and isinstance(r.get("rule"), str) and r["rule"] else ""
+    beside = r.get("beside") if isinstance(r.get("beside"), str) and not na else ""
+    return Row(
+        f"Table 4: Test {t} passed (1) or failed (0) ({model})",
+        {"pass": 1.0, "fail": 0.0}.get(r["result"]),
+        theirs,
+        finding,
+        verdict=verdict,
+        flags=own_flags,
+        design=row_design,
+        note="; ".join(x for x in (why or where, rule_note, beside, across) if x),
+    )
+
+
+def anchor_rows(ev: Evidence, m: ModelRows) -> list[Row]:
+    """Fig. 6's anchor differences at gaps 0 and 3; gap 0 with Finding 3's claim, (1-1) below (5-5)."""
     from socsim.coherence import descriptive
 
-    tables, summary = out["tables"], out["summary"]
-    anchors = tables["anchors"]
-    rows = []
+    anchors, model, paper = ev.tables["anchors"], m.model, ev.paper
     paper_anchor = (paper.get("anchors") or {}).get("difference") or {}
+    rows = []
     for gap in (0, 3):
         part = anchors[(anchors["model"] == model) & (anchors["gap"] == gap)]
         r = part.iloc[0] if len(part) else None
@@ -355,38 +372,44 @@ def descriptive_rows(
         value = None if r is None or pd.isna(r["difference"]) else float(r["difference"])
         note = "" if r is None else f"n = {int(r['n_at_5'])} ({at5}), {int(r['n_at_1'])} ({at1})"
         row = Row(f"Fig. 6: mean agreement ({at5}) minus ({at1}), gap {gap} ({model})", value, paper_anchor.get(gap))
-        row.flags, row.design, row.note = flags, design, note
+        row.flags, row.design, row.note = m.flags, m.design, note
         if gap == 0:
             row.finding = (paper.get("anchors") or {}).get("finding", "(1-1) pairs agree less than (5-5) pairs")
-            row.verdict = None if model in summary["no_data"] else out["finding3"][model]
-            if design and row.verdict is not None:
+            row.verdict = None if model in ev.summary["no_data"] else ev.finding3[model]
+            if m.design and row.verdict is not None:
                 row.note = "; ".join(x for x in (row.note, ACROSS_DESIGN) if x)
         rows.append(row)
-    c = paper.get("contentiousness") or {}
-    k, m = descriptive.outside_count(tables["contentiousness_vs_neutral"], model, "all", 3)
-    rows.append(
-        Row(
-            f"Fig. 7a: preference pairs at C = 3 outside the neutral (C = 1) interval ({model})",
-            float(k) if m else None,
-            c.get("outside_neutral_at_c3"),
-            note=f"ours {k} of {m} pairs with data at C = 1 and 3; paper {c.get('outside_neutral_at_c3')} of "
-            f"{c.get('pairs')}",
-            flags=flags,
-            design=design,
-        )
+    return rows
+
+
+def contentiousness_row(ev: Evidence, m: ModelRows) -> Row:
+    """Fig. 7a's count of preference pairs at C = 3 outside the neutral (C = 1) interval."""
+    from socsim.coherence import descriptive
+
+    c = ev.paper.get("contentiousness") or {}
+    k, n = descriptive.outside_count(ev.tables["contentiousness_vs_neutral"], m.model, "all", 3)
+    return Row(
+        f"Fig. 7a: preference pairs at C = 3 outside the neutral (C = 1) interval ({m.model})",
+        float(k) if n else None,
+        c.get("outside_neutral_at_c3"),
+        note=f"ours {k} of {n} pairs with data at C = 1 and 3; paper {c.get('outside_neutral_at_c3')} of "
+        f"{c.get('pairs')}",
+        flags=m.flags,
+        design=m.design,
     )
-    sb = paper.get("self_bleu") or {}
+
+
+def self_bleu_row(ev: Evidence, m: ModelRows) -> Row:
+    """Fig. 9a's share of conversations removed by the Self-BLEU filter."""
+    sb, summary, model = ev.paper.get("self_bleu") or {}, ev.summary, m.model
     share = summary.get("removed_by_self_bleu_share_by_model", {}).get(model)
     judged = summary.get("judged_by_model", {}).get(model)
     removed = summary.get("removed_by_self_bleu_by_model", {}).get(model)
-    rows.append(
-        Row(
-            f"Fig. 9a: conversations removed by the Self-BLEU filter, % ({model})",
-            None if share is None else 100 * float(share),
-            sb.get("removed_percent"),
-            note=f"{removed} of {judged} judged conversations with usable profiles; threshold ours "
-            f"{summary.get('self_bleu_threshold')}, paper {sb.get('threshold')}",
-            design=design,
-        )
+    return Row(
+        f"Fig. 9a: conversations removed by the Self-BLEU filter, % ({model})",
+        None if share is None else 100 * float(share),
+        sb.get("removed_percent"),
+        note=f"{removed} of {judged} judged conversations with usable profiles; threshold ours "
+        f"{summary.get('self_bleu_threshold')}, paper {sb.get('threshold')}",
+        design=m.design,
     )
-    return rows

@@ -1,20 +1,20 @@
-"""Figures of the coherence study (paper 001, Figs. 4-8), seaborn, PNG + PDF.
+"""Figures of the coherence study (paper 001, Figs. 4-8), seaborn, PNG + PDF, drawn from the
+analysis's plot tables (`plot_<figure>`, read as panels by socsim.io.figures.panels): what each panel
+draws, its note and why it has no data are decided there (socsim.coherence.analysis.plots); this
+module imports nothing from the analysis.
 
 Several agent models: Fig. 4 and 8a colour by model; Figs. 5, 6 and 7 draw one row of panels per
 model. Categorical axes are sorted ("1-1", "1-2", ...; gaps 0-4), mean agreement axes span the
 score scale 1-5, and a panel without data says "no data" (with the reason when the analysis gives
-one) instead of failing. The figures read the analysis tables' Parquet (socsim.io.report.read).
-
-Flags travel with the numbers: every panel carries a visible note (socsim.io.figures.note) with the
-degeneracy flags of its inputs (the tables' `flags` column) and its n ("n = 4 conversations: 2 at
-gap 0, 2 at gap 4"); no line is drawn through a category without data (the line breaks there and
-the category is marked "no data").
+one) instead of failing. Every panel carries its note (socsim.io.figures.note): the degeneracy flags
+of its inputs and its n; no line is drawn through a category without data (the line breaks there
+and the category is marked "no data").
 """
 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import matplotlib
@@ -26,21 +26,14 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
+from socsim.coherence.schemas import FIGURES  # noqa: E402
 from socsim.io.figures import note, save  # noqa: E402
+from socsim.io.report import Panel  # noqa: E402
 
 sns.set_theme(style="whitegrid", context="paper")
 
 SCORE_RANGE = (0.8, 5.2)  # the 1-5 score scale with a margin for the markers
-TABLES = (
-    "bootstrap_by_gap",
-    "suppression",
-    "bootstrap_by_pref_pair",
-    "bootstrap_by_pref_pair_contentiousness",
-    "bootstrap_by_pref_pair_contentiousness_b2",
-    "bootstrap_by_open_sum",
-    "openness_vs_baseline",
-    "six_tests",
-)
+Panels = Mapping[str, Panel]
 
 
 def _sort_key(label: object) -> tuple[float | str, ...]:
@@ -82,25 +75,6 @@ def no_data(ax: Axes, reason: str = "") -> None:
     )
 
 
-def _n_text(n: int, what: str = "conversations") -> str:
-    return f"n = {n} {what}" if n != 1 else f"n = 1 {what.removesuffix('s')}"
-
-
-def flags_of(table: pd.DataFrame, model: str, fallback: dict[str, str] | None = None) -> list[str]:
-    """The flags of one model's rows (the table's `flags` column), else the fallback's."""
-    if len(table) and "flags" in table.columns and "model" in table.columns:
-        found = [f for f in dict.fromkeys(table.loc[table["model"] == model, "flags"].dropna()) if f]
-        if found or (table["model"] == model).any():
-            return found
-    f = (fallback or {}).get(model, "")
-    return [f] if f else []
-
-
-def panel_note(ax: Axes, flags: Iterable[str], n_lines: Iterable[str]) -> None:
-    """A panel's visible note: its inputs' flags, then its n."""
-    note(ax, [*flags, *n_lines])
-
-
 def _errorbars(ax: Axes, data: pd.DataFrame, x: str, hue: str | None = None, order: list[str] | None = None) -> bool:
     """Bootstrap means with intervals at sorted category positions, dodged per hue level.
     Returns False (and draws nothing) without data."""
@@ -132,46 +106,24 @@ def mark_missing(ax: Axes, missing: Iterable[str], order: list[str]) -> None:
         )
 
 
-def _models(*tables: pd.DataFrame, models: list[str] | None = None) -> list[str]:
-    if models:
-        return list(models)
-    found = sorted({m for t in tables if "model" in t.columns for m in t["model"].dropna()})
-    return found or ["(no model)"]
+def _whole(data: pd.DataFrame, *columns: str) -> pd.DataFrame:
+    """A panel's rows with its whole-number columns as integers again (a plot table's rows of panels
+    without data hold none, which makes them floats in the table)."""
+    return data.astype({c: "int64" for c in columns if c in data.columns and len(data)})
 
 
-def _reasons(six_tests: pd.DataFrame | None) -> dict[str, str]:
-    """Why a model has no data, from the six tests table (every test n/a with one reason)."""
-    if six_tests is None or not len(six_tests):
-        return {}
-    out = {}
-    for model, g in six_tests.groupby("model"):
-        if "raw_result" in g and (g["raw_result"] == "n/a").all() and g["detail"].nunique() == 1:
-            out[model] = str(g["detail"].iloc[0])
-    return out
+def _grid(panels: Panels, columns: int) -> list[list[Panel]]:
+    """The panels in rows of `columns` (one row per model)."""
+    ps = list(panels.values())
+    return [ps[i : i + columns] for i in range(0, len(ps), columns)]
 
 
-def _n_lines(table: pd.DataFrame, models: Iterable[str], label: bool = True) -> list[str]:
-    """ "n = 4 conversations" per model (one line each, with the model's name when `label`)."""
-    out = []
-    for m in models:
-        rows = table[table["model"] == m] if len(table) and "model" in table.columns else table.iloc[:0]
-        n = int(rows["n"].sum()) if len(rows) else 0
-        out.append((f"{m}: " if label else "") + _n_text(n))
-    return out
-
-
-def _all_flags(tables: Iterable[pd.DataFrame], models: Iterable[str], fallback: dict[str, str]) -> list[str]:
-    return list(dict.fromkeys(f for m in models for t in tables for f in flags_of(t, m, fallback)))
-
-
-def fig4_gap(
-    by_gap: pd.DataFrame, out: Path, models: list[str] | None = None, fallback: dict[str, str] | None = None
-) -> list[Path]:
+def fig4_gap(panels: Panels, out: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(6, 4))
-    models = _models(by_gap, models=models)
-    if not _errorbars(ax, by_gap, "gap", "model", order=[str(g) for g in range(5)]):
-        no_data(ax)
-    panel_note(ax, _all_flags([by_gap], models, fallback or {}), _n_lines(by_gap, models, len(models) > 1))
+    (p,) = panels.values()
+    if not _errorbars(ax, _whole(p.data, "gap"), "gap", "model", order=[str(g) for g in range(5)]):
+        no_data(ax, p.no_data)
+    note(ax, p.note)
     ax.set(
         title="Fig. 4: agreement by preference gap (bootstrap 95% interval)",
         xlabel="preference gap",
@@ -181,79 +133,36 @@ def fig4_gap(
     return save(fig, out, "fig4_agreement_by_gap")
 
 
-def _gap_n(g: pd.DataFrame) -> list[str]:
-    """ "n = 4 conversations: 2 at gap 0, 2 at gap 4; no data at gaps 1, 2, 3"."""
-    n = {int(r["gap"]): int(r["n"]) for _, r in g.iterrows() if pd.notna(r["n"])}
-    have = [f"{k} at gap {gap}" for gap, k in sorted(n.items()) if k]
-    empty = [str(gap) for gap in range(5) if not n.get(gap)]
-    text = _n_text(sum(n.values())) + (": " + ", ".join(have) if have else "")
-    if empty:
-        text += f"; no data at gap{'s' if len(empty) > 1 else ''} " + ", ".join(empty)
-    return [text]
+def _suppression(ax: Axes, g: pd.DataFrame) -> None:
+    """Observed and expected mean agreement per gap, broken at gaps without data."""
+    full = g.set_index("gap").reindex(range(5))  # NaN at gaps without data: the lines break
+    for col in ("observed", "expected"):
+        y, lo, hi = (full[c].to_numpy(dtype=float) for c in (col, f"{col}_lo", f"{col}_hi"))
+        ax.errorbar(range(5), y, yerr=[y - lo, hi - y], fmt="o-", capsize=3, label=col)
+    mark_missing(ax, [str(k) for k in range(5) if pd.isna(full.loc[k, "observed"])], [str(k) for k in range(5)])
+    ax.legend(fontsize=7, loc="center right")
 
 
-def fig5_suppression(
-    supp: pd.DataFrame, out: Path, models: list[str] | None = None, reasons: dict[str, str] | None = None
-) -> list[Path]:
-    models = _models(supp, models=models)
-    panels = list(dict.fromkeys(supp["panel"])) if len(supp) and "panel" in supp else []
-    panels = panels or ["linear shift", "sigmoid shift", "B = 2, linear shift"]
-    fig, axes = plt.subplots(
-        len(models), len(panels), figsize=(5 * len(panels), 3.6 * len(models)), sharey=True, squeeze=False
-    )
-    for i, model in enumerate(models):
-        for ax, panel in zip(axes[i], panels):
-            g = supp[(supp["model"] == model) & (supp["panel"] == panel)].sort_values("gap") if len(supp) else supp
-            if len(g) and g[["observed", "expected"]].notna().any().any():
-                full = g.set_index("gap").reindex(range(5))  # NaN at gaps without data: the lines break
-                for col in ("observed", "expected"):
-                    y, lo, hi = (full[c].to_numpy(dtype=float) for c in (col, f"{col}_lo", f"{col}_hi"))
-                    ax.errorbar(range(5), y, yerr=[y - lo, hi - y], fmt="o-", capsize=3, label=col)
-                mark_missing(
-                    ax, [str(k) for k in range(5) if pd.isna(full.loc[k, "observed"])], [str(k) for k in range(5)]
-                )
-                ax.legend(fontsize=7, loc="center right")
+def fig5_suppression(panels: Panels, out: Path) -> list[Path]:
+    grid = _grid(panels, 3)
+    fig, axes = plt.subplots(len(grid), 3, figsize=(5 * 3, 3.6 * len(grid)), sharey=True, squeeze=False)
+    for row, ax_row in zip(grid, axes):
+        for ax, p in zip(ax_row, row):
+            if p.no_data or not len(p.data):
+                no_data(ax, p.no_data)
             else:
-                no_data(ax, (reasons or {}).get(model, ""))
-            panel_note(ax, flags_of(g, model), _gap_n(g) if len(g) else [_n_text(0)])
-            ax.set(
-                title=f"{model}: {panel}",
-                xlabel="preference gap",
-                ylabel="mean agreement",
-                ylim=SCORE_RANGE,
-                xticks=range(5),
-            )
+                _suppression(ax, _whole(p.data, "gap"))
+            note(ax, p.note)
+            ax.set(title=p.name, xlabel="preference gap", ylabel="mean agreement", ylim=SCORE_RANGE, xticks=range(5))
     fig.suptitle("Fig. 5: observed vs expected agreement (disagreement suppression)")
     return save(fig, out, "fig5_suppression")
 
 
-def _pair_ends(label: object) -> tuple[int, int] | None:
-    try:
-        lo, hi = (int(float(v)) for v in str(label).split("-"))
-        return lo, hi
-    except ValueError:
-        return None
-
-
-def fig6_anchors(
-    by_pair: pd.DataFrame,
-    out: Path,
-    models: list[str] | None = None,
-    reasons: dict[str, str] | None = None,
-    fallback: dict[str, str] | None = None,
-) -> list[Path]:
-    rows = []
-    for _, r in by_pair.iterrows():
-        ends = _pair_ends(r["pref_pair"])
-        for anchor in (1, 5):
-            if ends and anchor in ends:
-                rows.append({**r.to_dict(), "anchor": f"anchored at {anchor}"})
-    data = pd.DataFrame(rows, columns=list(by_pair.columns) + ["anchor"])
-    models = _models(by_pair, models=models)
-    fig, axes = plt.subplots(1, len(models), figsize=(6 * len(models), 4), sharey=True, squeeze=False)
-    for ax, model in zip(axes[0], models):
-        d = data[data["model"] == model]
-        if _errorbars(ax, d, "gap", "anchor", order=[str(g) for g in range(5)]):
+def fig6_anchors(panels: Panels, out: Path) -> list[Path]:
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4), sharey=True, squeeze=False)
+    for ax, (model, p) in zip(axes[0], panels.items()):
+        d = _whole(p.data, "gap")
+        if len(d) and _errorbars(ax, d, "gap", "anchor", order=[str(g) for g in range(5)]):
             pos = {str(g): g for g in range(5)}
             for _, r in d.iterrows():
                 ax.annotate(
@@ -264,9 +173,8 @@ def fig6_anchors(
                     textcoords="offset points",
                 )
         else:
-            no_data(ax, (reasons or {}).get(model, ""))
-        drawn = d.drop_duplicates("pref_pair")  # (1, 5) is anchored at both ends: counted once
-        panel_note(ax, flags_of(by_pair, model, fallback), _n_lines(drawn, [model], label=False))
+            no_data(ax, p.no_data)
+        note(ax, p.note)
         ax.set(
             title=f"Fig. 6 ({model}): pairs anchored at 1 vs at 5",
             xlabel="preference gap",
@@ -276,41 +184,38 @@ def fig6_anchors(
     return save(fig, out, "fig6_anchors")
 
 
-def fig7_contentiousness(
-    by_pc: pd.DataFrame,
-    by_pc_b2: pd.DataFrame,
-    out: Path,
-    models: list[str] | None = None,
-    reasons: dict[str, str] | None = None,
-    fallback: dict[str, str] | None = None,
-) -> list[Path]:
-    models = _models(by_pc, by_pc_b2, models=models)
-    fig, axes = plt.subplots(len(models), 2, figsize=(12, 4 * len(models)), sharey=True, squeeze=False)
-    for i, model in enumerate(models):
-        for ax, table, title in ((axes[i][0], by_pc, "(a) all agents"), (axes[i][1], by_pc_b2, "(b) B = 2")):
-            data = table[table["model"] == model]
-            order = categories(data["pref_pair"]) if len(data) else []
-            pos = {c: k for k, c in enumerate(order)}
-            neutral = data[data["contentiousness"] == 1].dropna(subset=["lo", "hi"])
-            for _, r in neutral.iterrows():
-                k = pos[str(r["pref_pair"])]
-                ax.fill_between([k - 0.3, k + 0.3], [r["lo"]] * 2, [r["hi"]] * 2, color="gray", alpha=0.3)
-            drawn = _errorbars(ax, data[data["contentiousness"] > 1], "pref_pair", "contentiousness", order=order)
-            if not drawn and not len(neutral):
-                no_data(ax, (reasons or {}).get(model, ""))
-            elif not drawn:
-                ax.set_xticks(range(len(order)), order)
-                ax.text(
-                    0.5,
-                    0.5,
-                    "no data at C = 2 or 3 (one contentiousness level)",
-                    ha="center",
-                    transform=ax.transAxes,
-                    fontsize=8,
-                    color="dimgray",
-                )
-            panel_note(ax, flags_of(table, model, fallback), _n_lines(table, [model], label=False))
-            ax.set(title=f"{model}: {title}", xlabel="preference pair", ylabel="mean agreement", ylim=SCORE_RANGE)
+def _contentiousness(ax: Axes, data: pd.DataFrame) -> None:
+    """Each preference pair's means at C = 2 and 3 against the neutral (C = 1) interval, a gray band."""
+    order = categories(data["pref_pair"])
+    pos = {c: k for k, c in enumerate(order)}
+    neutral = data[data["contentiousness"] == 1].dropna(subset=["lo", "hi"])
+    for _, r in neutral.iterrows():
+        k = pos[str(r["pref_pair"])]
+        ax.fill_between([k - 0.3, k + 0.3], [r["lo"]] * 2, [r["hi"]] * 2, color="gray", alpha=0.3)
+    if not _errorbars(ax, data[data["contentiousness"] > 1], "pref_pair", "contentiousness", order=order):
+        ax.set_xticks(range(len(order)), order)
+        ax.text(
+            0.5,
+            0.5,
+            "no data at C = 2 or 3 (one contentiousness level)",
+            ha="center",
+            transform=ax.transAxes,
+            fontsize=8,
+            color="dimgray",
+        )
+
+
+def fig7_contentiousness(panels: Panels, out: Path) -> list[Path]:
+    grid = _grid(panels, 2)
+    fig, axes = plt.subplots(len(grid), 2, figsize=(12, 4 * len(grid)), sharey=True, squeeze=False)
+    for row, ax_row in zip(grid, axes):
+        for ax, p in zip(ax_row, row):
+            if p.no_data or not len(p.data):
+                no_data(ax, p.no_data)
+            else:
+                _contentiousness(ax, _whole(p.data, "contentiousness"))
+            note(ax, p.note)
+            ax.set(title=p.name, xlabel="preference pair", ylabel="mean agreement", ylim=SCORE_RANGE)
             ax.tick_params(axis="x", rotation=45)
     fig.suptitle("Fig. 7: contentiousness per preference pair (gray: the neutral topics' interval)")
     return save(fig, out, "fig7_contentiousness")
@@ -323,62 +228,41 @@ def open_sums(by_open: pd.DataFrame) -> list[str]:
     return [str(k) for k in range(int(sums.min()), int(sums.max()) + 1)] if len(sums) else []
 
 
-def fig8_openness(
-    by_open: pd.DataFrame,
-    vs_base: pd.DataFrame,
-    out: Path,
-    models: list[str] | None = None,
-    fallback: dict[str, str] | None = None,
-) -> list[Path]:
+def fig8_openness(panels: Panels, out: Path) -> list[Path]:
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
-    models = _models(by_open, vs_base, models=models)
-    many = len(models) > 1
-    if not _errorbars(axes[0], by_open, "open_sum", "model", order=open_sums(by_open)):
-        no_data(axes[0])
-    panel_note(axes[0], _all_flags([by_open], models, fallback or {}), _n_lines(by_open, models, many))
-    axes[0].set(title="(a) agreement by O1 + O2", xlabel="combined openness", ylabel="mean agreement", ylim=SCORE_RANGE)
-    if len(vs_base) and vs_base["diff_from_0_0"].notna().any():
-        v = vs_base.dropna(subset=["diff_from_0_0"])
+    a, b = panels.values()
+    by_open = _whole(a.data, "open_sum")
+    if not len(by_open) or not _errorbars(axes[0], by_open, "open_sum", "model", order=open_sums(by_open)):
+        no_data(axes[0], a.no_data)
+    note(axes[0], a.note)
+    axes[0].set(title=a.name, xlabel="combined openness", ylabel="mean agreement", ylim=SCORE_RANGE)
+    if len(b.data):
         sns.barplot(
-            data=v,
+            data=b.data,
             y="open_pair",
             x="diff_from_0_0",
             hue="model",
             ax=axes[1],
             orient="h",
-            order=categories(v["open_pair"]),
+            order=categories(b.data["open_pair"]),
         )
     else:
-        no_data(axes[1], "no (1, 5) pairs at openness (0, 0)")
-    panel_note(axes[1], _all_flags([vs_base], models, fallback or {}), _n_lines(vs_base, models, many))
-    axes[1].set(
-        title="(b) (1, 5) pairs: difference from the (0, 0) openness pairing",
-        xlabel="mean difference",
-        ylabel="openness pairing",
-    )
+        no_data(axes[1], b.no_data)
+    note(axes[1], b.note)
+    axes[1].set(title=b.name, xlabel="mean difference", ylabel="openness pairing")
     fig.suptitle("Fig. 8: openness and agreement")
     return save(fig, out, "fig8_openness")
 
 
-def all_figures(tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
-    """Figs. 4-8 from the analysis tables (names as in TABLES, read from their Parquet)."""
-    tests = tables.get("six_tests")
-    models = sorted(set(tests["model"])) if tests is not None and len(tests) else None
-    reasons = _reasons(tests)
-    supp = tables["suppression"]
-    # A model without rows in a table still has its inputs' flags: those of the suppression table
-    # (preferences, judge scores and calibration), which has rows for every model.
-    fallback = {m: f for m in (models or []) for f in flags_of(supp, m)[:1]}
-    paths = fig4_gap(tables["bootstrap_by_gap"], out, models, fallback)
-    paths += fig5_suppression(supp, out, models, reasons)
-    paths += fig6_anchors(tables["bootstrap_by_pref_pair"], out, models, reasons, fallback)
-    paths += fig7_contentiousness(
-        tables["bootstrap_by_pref_pair_contentiousness"],
-        tables["bootstrap_by_pref_pair_contentiousness_b2"],
-        out,
-        models,
-        reasons,
-        fallback,
-    )
-    paths += fig8_openness(tables["bootstrap_by_open_sum"], tables["openness_vs_baseline"], out, models, fallback)
-    return paths
+DRAW = {
+    "fig4_agreement_by_gap": fig4_gap,
+    "fig5_suppression": fig5_suppression,
+    "fig6_anchors": fig6_anchors,
+    "fig7_contentiousness": fig7_contentiousness,
+    "fig8_openness": fig8_openness,
+}
+
+
+def all_figures(plots: Mapping[str, Panels], out: Path) -> list[Path]:
+    """Figs. 4-8 from their panels (figure name as in FIGURES -> its panels, from its plot table)."""
+    return [path for name in FIGURES for path in DRAW[name](plots[name], out)]

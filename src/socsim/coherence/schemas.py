@@ -84,3 +84,7 @@ JUDGE_CALIBRATION = pa.schema(
         pa.field("parse_ok", pa.bool_(), nullable=False),
     ]
 )
+
+# The study's figures (Figs. 4-8): each drawn from its plot table `plot_<figure>`, a declared table of
+# the analysis folder (socsim.coherence.analysis.plots writes them, socsim.coherence.figures draws them).
+FIGURES = ("fig4_agreement_by_gap", "fig5_suppression", "fig6_anchors", "fig7_contentiousness", "fig8_openness")

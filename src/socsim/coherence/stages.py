@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from socsim.coherence import schemas
-from socsim.io.parquet import write_json
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
 
 if TYPE_CHECKING:
@@ -128,34 +127,16 @@ def run_calibrate(ctx: StageContext) -> None:
 
 def run_analyse(ctx: StageContext) -> None:
     from socsim.coherence import analysis
-    from socsim.io import report, vs_paper
 
-    # Unpacked by name: mypy cannot count the items of a starred generator.
-    agents, profiles, pairs, judgments, utterances, calibration = (
-        ctx.read(name).to_pandas() for name in ("agents", "profiles", "pairs", "judgments", "utterances", "calibration")
-    )
-    paper = vs_paper.read_paper(ctx.path("paper_file"))
-    rep = analysis.report(
-        agents, profiles, pairs, judgments, utterances, calibration, ctx.params["coherence"], ctx.seed, paper
-    )
-    d = ctx.path("analysis")
-    report.write(rep, d)
-    write_json(d / "provenance.json", ctx.provenance())
-    s = rep.summary
-    ctx.write_metrics(
-        conversations=s["conversations"],
-        removed_by_self_bleu=s["removed_by_self_bleu"],
-        tests_passed=s["tests_passed"],
-        degeneracy_flags=len(rep.flags),
-    )
+    ctx.write_report(analysis.analyse(ctx.analysis_inputs()))
 
 
 def run_figures(ctx: StageContext) -> None:
     from socsim.coherence import figures
-    from socsim.io import report
+    from socsim.io.figures import panels
 
-    a, out = ctx.path("analysis"), ctx.path("figures")
-    figures.all_figures({name: report.read(a, name) for name in figures.TABLES}, out)
+    out = ctx.path("figures")
+    figures.all_figures({f: panels(ctx.report_table("analysis", f"plot_{f}")) for f in schemas.FIGURES}, out)
     ctx.write_metrics(figures=sorted(p.name for p in out.glob("*.png")))
 
 
@@ -181,7 +162,13 @@ ARTIFACTS = {
     "calibration": Artifact(
         f"{RESULTS}/judge_calibration.parquet", schemas.JUDGE_CALIBRATION, ("judge_model", "example")
     ),
-    "analysis": Artifact(f"{RESULTS}/analysis", kind="dir", report="tables", pattern="{name}.csv"),
+    "analysis": Artifact(
+        f"{RESULTS}/analysis",
+        kind="dir",
+        report="tables",
+        pattern="{name}.csv",
+        tables=tuple(f"plot_{f}" for f in schemas.FIGURES),
+    ),
     "figures": Artifact(f"{RESULTS}/figures", kind="dir", report="figures"),
 }
 

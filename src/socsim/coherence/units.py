@@ -30,9 +30,7 @@ as independent rejects on an agent's own agreeableness or on topic differences. 
 
 from __future__ import annotations
 
-import functools
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -40,11 +38,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
-from scipy.optimize import brentq
 
 from socsim.seeds import derive_seed
-from socsim.stats import degeneracy as dg
 from socsim.stats import permutation as pm
+from socsim.stats.power import ks_power, latent_shift, moved
 
 SCORES = np.arange(1, 6)
 FloatArray = npt.NDArray[np.float64]
@@ -54,36 +51,6 @@ TOPIC_PERMUTATIONS = 4999  # Test 4 beyond the limit: random assignments
 TOPIC_POWER_REPEATS = 200  # Test 4: simulated data sets per direction for the topic-level power
 CONTENTIOUSNESS_D = 0.5  # Test 4: the contentiousness effect (SD) it must be able to find
 TEST2_MARGIN = 0.5  # Test 2: equivalence margin on the means (score points; ours, the paper has none)
-KS_POWER_REPEATS = 500  # Test 2: simulated samples per power
-KS_POWER_CAP = 200  # group sizes above this are simulated at this size (power is ~1 there)
-
-
-# -- latent shifts (ordered probit) ----------------------------------------------------------------
-
-
-def moved(p: npt.ArrayLike, delta: float) -> FloatArray:
-    """The 5-point distribution `p` moved by `delta` on a latent normal scale whose thresholds are
-    its cumulative probabilities (delta > 0: up). Scores `p` never gives stay impossible."""
-    q = np.asarray(p, float)
-    tau = sps.norm.ppf(np.clip(np.cumsum(q)[:-1], 0.0, 1.0))  # +-inf where the cumulative is 0 or 1
-    cum = np.concatenate([[0.0], sps.norm.cdf(tau - delta), [1.0]])
-    return np.asarray(np.diff(cum), dtype=np.float64)
-
-
-def latent_shift(p: npt.ArrayLike, d: float) -> float | None:
-    """The latent shift that moves the mean of `p` by `d` of its SD; None where the observed range
-    cannot hold the new mean (or `p` has no spread)."""
-    q = np.asarray(p, float) / float(np.sum(p))
-    mean = float((SCORES * q).sum())
-    sd = float(np.sqrt(((SCORES - mean) ** 2 * q).sum()))
-    if sd <= dg.VARIANCE_TOL:
-        return None
-    if d == 0:
-        return 0.0
-    target, seen = mean + d * sd, SCORES[q > 0]
-    if not seen.min() < target < seen.max():
-        return None
-    return float(brentq(lambda x: float((SCORES * moved(q, x)).sum()) - target, -40.0, 40.0, xtol=1e-10))
 
 
 # -- Tests 1 and 5: agents as unit ----------------------------------------------------------------
@@ -296,46 +263,6 @@ def topic_power(
 # -- Test 2 ---------------------------------------------------------------------------------------
 
 
-def _ks_d(c1: FloatArray, c2: FloatArray) -> FloatArray:
-    """Two-sample KS D of score counts (rows): the largest gap between the two cumulative shares."""
-    f1 = np.cumsum(c1, axis=-1) / c1.sum(axis=-1, keepdims=True)
-    f2 = np.cumsum(c2, axis=-1) / c2.sum(axis=-1, keepdims=True)
-    out: FloatArray = np.abs(f1 - f2).max(axis=-1)
-    return out
-
-
-def _samples(counts: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    return np.repeat(SCORES, counts)
-
-
-@functools.lru_cache(maxsize=1024)
-def _ks_power(p0: tuple[float, ...], p4: tuple[float, ...], n0: int, n4: int, alpha: float, repeats: int) -> float:
-    rng = np.random.default_rng([20, n0, n4])
-    c0 = rng.multinomial(n0, np.asarray(p0), size=repeats)
-    c4 = rng.multinomial(n4, np.asarray(p4), size=repeats)
-    inverted = c0[:, ::-1]  # 6 - s
-    lattice = np.rint(_ks_d(c4.astype(float), inverted.astype(float)) * n0 * n4).astype(np.int64)
-    p_of: dict[int, float] = {}
-    with warnings.catch_warnings():  # ties: scipy's exact method falls back to the asymptotic one
-        warnings.simplefilter("ignore", RuntimeWarning)
-        for h in np.unique(lattice):  # scipy's KS p depends on D (and the sizes) alone
-            i = int(np.flatnonzero(lattice == h)[0])
-            p_of[int(h)] = float(sps.ks_2samp(_samples(c4[i]), _samples(inverted[i])).pvalue)
-    return float(np.mean([p_of[int(h)] < alpha for h in lattice]))
-
-
-def ks_power(
-    alternative: tuple[FloatArray, FloatArray], n0: int, n4: int, alpha: float, repeats: int = KS_POWER_REPEATS
-) -> float | None:
-    """Simulated power of Test 2's KS test (gap-4 scores against inverted gap-0 scores, scipy's
-    ks_2samp) at n0, n4 conversations to find the difference of the given (gap-0, gap-4)
-    distributions (seeded by n0, n4; cached). None below two conversations a side."""
-    if n0 < 2 or n4 < 2:
-        return None
-    p0, p4 = (tuple(float(x) for x in np.asarray(p, float) / np.sum(p)) for p in alternative)
-    return _ks_power(p0, p4, min(n0, KS_POWER_CAP), min(n4, KS_POWER_CAP), float(alpha), int(repeats))
-
-
 @dataclass(frozen=True)
 class Equivalence:
     difference: float  # mean(gap 4) - (6 - mean(gap 0))
@@ -383,6 +310,6 @@ def test2_conditions(
     """What a Test 2 pass needs beyond KS p >= alpha (module docstring)."""
     s0, s4 = np.asarray(g0, int), np.asarray(g4, int)
     own = np.array([(s0 == k).sum() for k in SCORES], float)
-    pw_paper = ks_power(paper, s0.size, s4.size, alpha) if paper is not None else None
-    pw_own = ks_power((own, own), s0.size, s4.size, alpha) if own.sum() else None
+    pw_paper = ks_power(*paper, s0.size, s4.size, alpha, mirror=True) if paper is not None else None
+    pw_own = ks_power(own, own, s0.size, s4.size, alpha, mirror=True) if own.sum() else None
     return Test2Conditions(pw_paper, pw_own, equivalence(s4, s0, alpha))
