@@ -438,7 +438,7 @@ class StageContext:
         """What a study's `analyse` receives (socsim.io.report.AnalysisInputs): the named Parquet inputs
         (default: every Parquet input of the stage) as pandas tables with their provenance, the folder
         inputs by name, `params` (default the study's) section of the params, the paper's numbers
-        (the `paper_file` input, if any) and the seed."""
+        (the `paper_file` input, if any) and the seed (0 unless the stage declares `seed`)."""
         from socsim.io.parquet import read_provenance
         from socsim.io.report import AnalysisInputs
         from socsim.io.vs_paper import read_paper
@@ -453,7 +453,8 @@ class StageContext:
             prov[n] = read_provenance(p[0] if isinstance(p, list) else p) if p else {}
         dirs = {n: self.path(n) for n in self.stage.inputs if arts[n].kind == "dir"}
         paper = read_paper(self.path("paper_file")) if "paper_file" in self.stage.inputs else {}
-        return AnalysisInputs(read, self.params[params or self.study.name], paper, self.seed, prov, dirs)
+        seed = self.seed if "seed" in self.stage.declared else 0  # an analysis that draws declares the seed
+        return AnalysisInputs(read, self.params[params or self.study.name], paper, seed, prov, dirs)
 
     def write_report(self, rep: Report, out: str = "analysis") -> None:
         """A study's report written to its `out` folder (socsim.io.report.write), with the stage's

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, tool_env
+from support.project import ROOT, tool_env
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from conftest import ROOT, sh
 from socsim import config, dvc, studies, workflow
 from socsim.stages import LLM_RESOURCES
+from support.project import ROOT, sh
 
 # Every params file the repository ships: the default, the override files beside it, the test configs.
 SHIPPED = [

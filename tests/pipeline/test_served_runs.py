@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import cache_rows, copy_project, read_metrics, sh, tool_env
 from socsim import serving
 from socsim.llm.local import free_port
+from support.metrics import cache_rows, read_metrics
+from support.project import copy_project, sh, tool_env
 
 pytestmark = pytest.mark.slow
 

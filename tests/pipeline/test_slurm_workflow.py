@@ -14,9 +14,11 @@ import pytest
 import yaml
 from slurm_cluster import job_ids_in_logs
 
-from conftest import cache_rows, copy_project, served, sh, tool_env
 from socsim import config, studies
 from socsim.llm.local import LlamaServer
+from support.llm import served
+from support.metrics import cache_rows
+from support.project import copy_project, sh, tool_env
 
 pytestmark = pytest.mark.slow
 

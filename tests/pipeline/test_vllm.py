@@ -22,11 +22,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, cache_rows, copy_project, read_metrics, sh, tool_env
 from socsim import config, models, serving
 from socsim.facilitation import annotate
 from socsim.llm import Choice, IntRange, LLMClient, Request, Sampling, derive_seed
 from socsim.llm.errors import ModelIdentityError
+from support.metrics import cache_rows, read_metrics
+from support.project import ROOT, copy_project, sh, tool_env
 
 pytestmark = pytest.mark.slow
 

@@ -18,12 +18,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import ROOT, copy_project, served, sh
 from socsim import config, studies, workflow
 from socsim.config import deep_merge
 from socsim.io.parquet import read_provenance, read_table
 from socsim.limits import stage_uses
 from socsim.llm.cache import CallCache
+from support.llm import served
+from support.project import ROOT, copy_project, sh
 
 
 @pytest.fixture

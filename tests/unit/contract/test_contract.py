@@ -12,10 +12,10 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from conftest import ROOT
 from socsim import cli, config, studies
 from socsim.io.parquet import read_tables, write_table
 from socsim.stages import ALL, ParamsView, StageContext, shard_table
+from support.project import ROOT
 
 STAGES = studies.all_stages()
 IDS = [st.rule_name for _, st in STAGES]

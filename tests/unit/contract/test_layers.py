@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from conftest import ROOT
+from support.project import ROOT
 
 SRC = ROOT / "src"
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from conftest import ROOT
 from socsim import cli, config, plan, studies
 from socsim.llm import counting
 from socsim.llm.constraints import Choice, IntRange, JsonSchema
+from support.project import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,11 @@ import subprocess
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import ROOT, kill_after_cached_calls, read_metrics, run_socsim, socsim_cmd, write_params
 from socsim.facilitation import schemas
 from socsim.io.parquet import read_provenance, read_table
+from support.faults import kill_after_cached_calls
+from support.metrics import read_metrics
+from support.project import ROOT, run_socsim, socsim_cmd, write_params
 
 pytestmark = pytest.mark.slow
 

@@ -12,12 +12,14 @@ import sys
 
 import pytest
 
-from conftest import ROOT, read_metrics, run_socsim, signal_after_cached_calls, socsim_cmd, write_params
 from socsim import cli
 from socsim.io.parquet import atomic_write_bytes
 from socsim.llm.cache import APPLICATION_ID, SCHEMA_VERSION, CallCache, request_key
 from socsim.llm.errors import CacheFileError, LLMError
 from socsim.llm.types import Completion, Request
+from support.faults import signal_after_cached_calls
+from support.metrics import read_metrics
+from support.project import ROOT, run_socsim, socsim_cmd, write_params
 
 MODEL = {"backend": "test"}
 

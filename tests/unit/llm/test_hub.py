@@ -14,8 +14,9 @@ import pytest
 from socsim.llm import hub
 from socsim.llm.embedded import default_model_path
 from socsim.llm.errors import LLMConfigError
+from support.hub import hub_file
+from support.project import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 REPO = "socsim-test/SmolLM2-135M-Instruct-GGUF"
 FILE = "gguf/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -35,15 +36,7 @@ def test_parse_hub_paths():
 
 def hub_cache(root: Path) -> Path:
     """A Hub cache holding one repository at one commit, its blob a link to the shipped GGUF."""
-    repo = root / ("models--" + REPO.replace("/", "--"))
-    (repo / "blobs").mkdir(parents=True)
-    blob = repo / "blobs" / ("f" * 64)
-    os.symlink(default_model_path(), blob)
-    snap = repo / "snapshots" / COMMIT / FILE
-    snap.parent.mkdir(parents=True)
-    os.symlink(os.path.relpath(blob, snap.parent), snap)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(COMMIT)
+    hub_file(root, REPO, FILE, COMMIT, default_model_path())
     return root
 
 

@@ -1,6 +1,6 @@
 """llm.parse_fail_fast: a model whose first N constrained answers all fail to parse stops the stage, with
 a message naming the model, the constraint, the engine and what came back; the parse-failure rate per
-model in the metrics and on the stage's log. Scripted backends (tests/conftest.py), no model."""
+model in the metrics and on the stage's log. Scripted backends (tests/support/llm.py), no model."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import json
 
 import pytest
 
-from conftest import ROOT, Scripted, scripted_client
 from socsim import cli
 from socsim.llm import Choice, JsonSchema, LLMClient, LLMError, Request
 from socsim.llm.accounting import Accounting
@@ -18,6 +17,8 @@ from socsim.llm.cache import CallCache
 from socsim.llm.errors import UnparsedAnswersError
 from socsim.sim import runner
 from socsim.stages import Stage, StageContext, Study
+from support.llm import Scripted, scripted_client
+from support.project import ROOT
 
 YES_NO = Choice(("yes", "no"))
 OPINION = JsonSchema.of({"type": "object", "required": ["opinion"], "properties": {"opinion": {"enum": ["a", "b"]}}})

@@ -20,28 +20,12 @@ from huggingface_hub import try_to_load_from_cache
 
 from socsim import config, preflight, studies, workflow
 from socsim.llm import LLMError, hub
+from support.hub import hub_file
+from support.llm import params_with
+from support.project import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 SHA = "0123456789abcdef0123456789abcdef01234567"
 OTHER_SHA = "89abcdef0123456789abcdef0123456789abcdef"
-
-
-def params_with(**registry) -> dict:
-    return config.validate({"models": registry})
-
-
-def cache_file(cache: Path, repo_id: str, filename: str, commit: str = SHA, content: bytes = b"GGUF") -> Path:
-    """One file of `repo_id` at `commit` in a Hub cache, main pointing at that commit."""
-    repo = cache / ("models--" + repo_id.replace("/", "--"))
-    blob = repo / "blobs" / ("b" * 63 + str(len(filename) % 10))
-    blob.parent.mkdir(parents=True, exist_ok=True)
-    blob.write_bytes(content)
-    snap = repo / "snapshots" / commit / filename
-    snap.parent.mkdir(parents=True, exist_ok=True)
-    os.symlink(os.path.relpath(blob, snap.parent), snap)
-    (repo / "refs").mkdir(exist_ok=True)
-    (repo / "refs" / "main").write_text(commit)
-    return snap
 
 
 @pytest.fixture
@@ -100,7 +84,7 @@ def test_an_offline_run_stops_before_its_first_job_naming_the_uncached_hub_model
 
 def test_every_hub_file_that_cannot_be_had_is_listed_in_one_error(offline):
     have = f"hf://org/have-GGUF@{SHA}/have.gguf"
-    cache_file(offline, "org/have-GGUF", "have.gguf")
+    hub_file(offline, "org/have-GGUF", "have.gguf", SHA)
     one, two = "hf://org/one-GGUF/one.gguf", f"hf://org/two-GGUF@{OTHER_SHA}/sub/two.gguf"
     three = "hf://org/three-GGUF@v1/three.gguf"
     p = params_with(
@@ -124,7 +108,7 @@ def test_every_hub_file_that_cannot_be_had_is_listed_in_one_error(offline):
 
 
 def test_a_file_in_the_hub_cache_passes_offline_by_commit_and_by_branch(offline):
-    snap = cache_file(offline, "org/cached-GGUF", "dir/cached.gguf")
+    snap = hub_file(offline, "org/cached-GGUF", "dir/cached.gguf", SHA)
     # The layout is the one huggingface_hub reads: by the pinned commit and by main.
     assert try_to_load_from_cache("org/cached-GGUF", "dir/cached.gguf", revision=SHA) == str(snap)
     assert try_to_load_from_cache("org/cached-GGUF", "dir/cached.gguf") == str(snap)
@@ -205,7 +189,7 @@ def test_an_unreachable_hub_is_said_at_once_without_retries(cache, monkeypatch):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     online_at(monkeypatch, f"http://127.0.0.1:{port}")
-    cache_file(cache, "org/have-GGUF", "have.gguf")
+    hub_file(cache, "org/have-GGUF", "have.gguf", SHA)
     p = params_with(
         a=embedded("hf://org/a-GGUF/a.gguf"),
         b=embedded(f"hf://org/b-GGUF@{SHA}/b.gguf"),

@@ -14,20 +14,12 @@ import urllib.request
 
 import pytest
 
-from conftest import (
-    ROOT,
-    SERVED_MODEL_ID,
-    LlamaServer,
-    cache_rows,
-    free_port,
-    read_metrics,
-    run_socsim,
-    served,
-    socsim_cmd,
-    write_params,
-)
 from socsim import config, models
 from socsim.llm import Choice, EndpointUnavailableError, IntRange, LLMError, Request, Sampling, derive_seed
+from socsim.llm.local import SERVED_MODEL_ID, LlamaServer, free_port
+from support.llm import served
+from support.metrics import cache_rows, read_metrics
+from support.project import ROOT, run_socsim, socsim_cmd, write_params
 
 pytestmark = pytest.mark.slow
 

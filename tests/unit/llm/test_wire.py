@@ -4,80 +4,23 @@ hosted API's documented strict-mode rules for every schema socsim can send."""
 
 from __future__ import annotations
 
-import http.server
-import json
 import re
-import threading
 
 import pytest
 import yaml
 
-from conftest import ROOT
 from socsim import config, models
 from socsim.llm import Choice, IntRange, JsonSchema, LLMClient, LLMError, Request, Sampling
 from socsim.llm.constraints import Constraint
+from support.llm import ScriptedServer
+from support.project import ROOT
 
 MODEL = "org/served-model"
 
 
-class Recorder:
-    """A loopback OpenAI-compatible (and TGI /info) server that keeps every request body and answers
-    with the next of its scripted replies (content, status)."""
-
-    def __init__(self, replies: list[tuple[str, int]] | None = None, cached_tokens: int | None = 3):
-        self.bodies: list[dict] = []
-        self.paths: list[str] = []
-        self.headers: list[dict] = []
-        self.replies = list(replies or [])
-        rec = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                rec.paths.append(self.path)
-                if self.path == "/info":
-                    self._send(200, {"model_id": MODEL, "model_sha": "abc", "version": "3.3.7"})
-                else:
-                    self._send(200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
-
-            def do_POST(self):
-                rec.paths.append(self.path)
-                rec.headers.append(dict(self.headers))
-                rec.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                content, status = rec.replies.pop(0) if rec.replies else ("ok", 200)
-                if status != 200:
-                    self._send(status, {"error": {"message": "scripted failure"}})
-                    return
-                usage = {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}
-                if cached_tokens is not None:
-                    usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
-                message = {"role": "assistant", "content": content}
-                self._send(
-                    200, {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}], "usage": usage}
-                )
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def recorder():
-    rec = Recorder()
+    rec = ScriptedServer(MODEL)
     yield rec
     rec.close()
 
@@ -207,7 +150,7 @@ def test_llama_cpp_body(tmp_path, recorder):
 
 
 def test_usage_cached_tokens_and_errors(tmp_path):
-    rec = Recorder(replies=[("x", 400)], cached_tokens=8)
+    rec = ScriptedServer(MODEL, replies=[("x", 400)], cached_tokens=8)
     try:
         c = client(tmp_path, rec.url, "openai")
         with pytest.raises(LLMError, match="HTTP 400"):  # not retryable: stops with the server's status

@@ -5,26 +5,22 @@ params stop with the new shape, and a run without its servers stops before its f
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
 import os
-import threading
 import time
 
 import pytest
 import yaml
 
-from conftest import ROOT, SERVED_MODEL_ID, LlamaServer, copy_project, run_socsim, served, sh, write_params
 from socsim import config, models, studies, workflow
 from socsim.config import ParamsError
 from socsim.llm import LLMError
 from socsim.llm.errors import ModelIdentityError
+from socsim.llm.local import SERVED_MODEL_ID, LlamaServer
+from support.llm import ScriptedServer, params_with, served
+from support.project import ROOT, copy_project, run_socsim, sh, write_params
 
 PAPER = [ROOT / "params.yaml", ROOT / "params.paper.yaml"]
-
-
-def params_with(**registry) -> dict:
-    return config.validate({"models": registry})
 
 
 # -- resolution ----------------------------------------------------------------------------------
@@ -101,42 +97,13 @@ def test_shipped_configs_name_the_papers_models_on_servers():
 # -- identity against a TGI-style server (a real HTTP server on loopback answering /info) -------------
 
 
-class InfoServer:
-    """Answers GET /info as text-generation-inference does, naming the model it serves."""
-
-    def __init__(self, model_id: str):
-        model = model_id
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - http.server's name
-                body = json.dumps({"model_id": model, "model_sha": "abc", "version": "3.3.6"}).encode()
-                self.send_response(200 if self.path == "/info" else 404)
-                self.send_header("Content-Type", "application/json")
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self):
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 def probe(params: dict, name: str) -> dict:
     client = models.named_client(params, name, cache_path="")
     return asyncio.run(client.probe())
 
 
 def test_tgi_identity_is_compared_with_the_registry():
-    with InfoServer("meta-llama/Llama-3.1-8B-Instruct") as tgi:
+    with ScriptedServer("meta-llama/Llama-3.1-8B-Instruct") as tgi:
         good = {"backend": "tgi", "model_id": "meta-llama/Llama-3.1-8B-Instruct", "endpoints": [tgi.url]}
         ident = probe(params_with(llama=good), "llama")
         assert ident["model_id"] == "meta-llama/Llama-3.1-8B-Instruct" and ident["model_sha"] == "abc"

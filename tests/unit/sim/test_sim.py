@@ -9,12 +9,12 @@ from collections import Counter
 
 import pytest
 
-from conftest import Scripted
 from socsim import models
 from socsim.llm import IntRange, LLMClient, Request, Response, Sampling
 from socsim.seeds import derive_seed
 from socsim.sim import judge, policies, runner, stop, views
 from socsim.sim.episode import Episode, Speaker, Transcript, play
+from support.llm import Scripted
 
 USERS = [f"u{i}" for i in range(7)]
 
