@@ -249,16 +249,20 @@ def test_a_tiny_run_on_vllm_starts_checks_and_stops_its_server(tmp_path):
     assert constrained(project) > 0
 
     # 3. The same run embedded (the shipped GGUF of the same model, in process): vLLM fails to parse no more
-    #    often, stage by stage.
+    #    often, stage by stage. A stage without a failure on vLLM passes whatever the embedded model does, so
+    #    only the studies with a failure on vLLM run again embedded (the whole run took 5 minutes here).
+    studies_failing = sorted({stage.split("/")[0] for stage, n in failures.items() if n})
+    print(f"\ntiny run of every study: vLLM {took:.0f} s (its start included)")
+    print(f"parse failures per stage on vLLM: {failures}")
+    if not studies_failing:
+        return
     embedded = prepare(tmp_path / "e")
-    t0 = time.monotonic()
-    sh(run_cmd(served=False), embedded, timeout=2400)
-    took_embedded = time.monotonic() - t0
+    sh(run_cmd(*studies_failing, served=False), embedded, timeout=2400)
     base = parse_failures(embedded)
-    print(f"\ntiny run of every study: vLLM {took:.0f} s (its start included), embedded {took_embedded:.0f} s")
-    print(f"parse failures per stage: vLLM {failures}, embedded {base}")
-    assert set(failures) == set(base)
-    worse = {k: (failures[k], base[k]) for k in failures if failures[k] > base[k]}
+    print(f"parse failures per stage embedded ({', '.join(studies_failing)}): {base}")
+    mine = {k: n for k, n in failures.items() if k.split("/")[0] in studies_failing}
+    assert set(mine) == set(base)
+    worse = {k: (mine[k], base[k]) for k in mine if mine[k] > base[k]}
     assert not worse, f"stages with more parse failures on vLLM than embedded (vLLM, embedded): {worse}"
 
 
