@@ -97,3 +97,6 @@ ANNOTATIONS = pa.schema(
         pa.field("raw_answer", pa.string(), nullable=False),
     ]
 )
+
+# The figures (Figs. 3-6), each drawn from its plot table plot_<name>: tables the analysis declares.
+FIGURES = ("fig3_pairwise_toxicity", "fig4_interventions", "fig5_diversity", "fig6_nontroll_toxicity")

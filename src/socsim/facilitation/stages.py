@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from socsim.facilitation import materials, schemas
@@ -110,7 +109,7 @@ def run_annotate(ctx: StageContext) -> None:
     # The parse-failure rates also live here: a failed analyse job loses its outputs under Snakemake.
     import pandas as pd
 
-    from socsim.facilitation.analysis import parse_failures
+    from socsim.facilitation.analysis.measures import parse_failures
 
     ctx.write_metrics(
         ratings_parse_ok=sum(r["parse_ok"] for r in rows),
@@ -159,54 +158,24 @@ def run_import(ctx: StageContext) -> None:
 
 
 def run_analyse(ctx: StageContext) -> None:
-    from socsim.facilitation import analysis, paper
-    from socsim.io import report
-    from socsim.io.parquet import read_provenance, write_json
+    from socsim.facilitation import analysis
+    from socsim.io.parquet import write_json
 
-    fa = ctx.params["facilitation"]["analysis"]
-    annotations = ctx.read("annotations").to_pandas()
-    # Where the data come from, as the files say (the import records the paper's own release there).
-    setups_file = ctx.paths["setups"]
-    source = read_provenance(setups_file).get("data_source", {}) if isinstance(setups_file, Path) else {}
-    out = ctx.path("analysis")
-    # Parse-failure rates first: written even when no rating is usable (the error says so).
-    agreement = analysis.agreement(annotations)
-    write_json(out / "agreement.json", agreement)
-    analysis.check_ratings(annotations)
-    rep = paper.report(
-        ctx.read("setups").to_pandas(),
-        ctx.read("comments").to_pandas(),
-        annotations,
-        ctx.path("paper_file"),
-        fa["time"],
-        analysis.read_human_reference(fa["human_reference"]),
-        agreement,
-        source=source.get("source", "generated"),
-    )
-    report.write(rep, out)
-    write_json(out / "provenance.json", ctx.provenance(**({"data_source": source} if source else {})))
-    s, anova = rep.summary, rep.documents["anova.json"]
-    ctx.write_metrics(
-        ols_adj_r2=s["ols"]["adj_r2"],
-        ols_nobs=s["ols"]["nobs"],
-        anova_p=anova["rating"]["p"],  # the paper's test: rating rows (pseudo-replicated, no verdict)
-        anova_p_comment=anova["comment"]["p"],
-        anova_p_discussion=anova["discussion"]["p"],
-        degeneracy_flags=len(rep.flags),
-        parse_failure_rate=agreement["parse_failure_rate"],
-        krippendorff_alpha_toxicity=agreement["krippendorff_alpha_toxicity"],
-    )
-    for note in s["notes"]:
-        print(note)
-    for f in rep.all_flags:
-        print(f.message)
+    try:
+        rep = analysis.analyse(ctx.analysis_inputs("setups", "comments", "annotations"))
+    except analysis.NoUsableRatings as e:  # the parse-failure rates (agreement.json) are kept: the error names them
+        for name, value in e.partial.documents.items():
+            write_json(ctx.path("analysis") / name, value)
+        raise
+    ctx.write_report(rep)
 
 
 def run_figures(ctx: StageContext) -> None:
     from socsim.facilitation import figures
+    from socsim.io.figures import panels
 
     out = ctx.path("figures")
-    figures.all_figures(ctx.path("analysis"), out)
+    figures.all_figures({f: panels(ctx.report_table("analysis", f"plot_{f}")) for f in schemas.FIGURES}, out)
     ctx.write_metrics(figures=sorted(p.name for p in out.glob("*.png")))
 
 
@@ -263,7 +232,13 @@ ARTIFACTS = {
     "annotations": Artifact(
         f"{RESULTS}/annotations/{SHARD}.parquet", schemas.ANNOTATIONS, ("discussion_id", "turn", "annotator_id")
     ),
-    "analysis": Artifact(f"{RESULTS}/analysis", kind="dir", report="tables", pattern="{name}.csv"),
+    "analysis": Artifact(
+        f"{RESULTS}/analysis",
+        kind="dir",
+        report="tables",
+        pattern="{name}.csv",
+        tables=tuple(f"plot_{f}" for f in schemas.FIGURES),
+    ),
     "figures": Artifact(f"{RESULTS}/figures", kind="dir", report="figures"),
 }
 

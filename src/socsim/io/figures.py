@@ -90,9 +90,3 @@ def no_data(ax: Axes, why: str) -> None:
     ax.text(0.5, 0.5, f"no data: {why}", transform=ax.transAxes, ha="center", va="center", fontsize=8, color="gray")
     ax.set_xticks([])
     ax.set_yticks([])
-
-
-def n_range(counts: Sequence[int], unit: str) -> str:
-    """ "n = 4 discussions per strategy" or "n = 2-8 ...": the smallest and largest group."""
-    lo, hi = min(counts), max(counts)
-    return f"n = {lo} {unit}" if lo == hi else f"n = {lo}-{hi} {unit}"

@@ -95,6 +95,12 @@ class Panel:
     no_data: str = ""  # the panel has nothing to draw: why (shown in its middle)
 
 
+def n_range(counts: Sequence[int], unit: str) -> str:
+    """ "n = 4 discussions per strategy" or "n = 2-8 ...": the smallest and largest group."""
+    lo, hi = min(counts), max(counts)
+    return f"n = {lo} {unit}" if lo == hi else f"n = {lo}-{hi} {unit}"
+
+
 def plot_table(panels: Sequence[Panel]) -> pd.DataFrame:
     """A figure's plot table: each panel's rows with `panel`, `note` (lines joined by newlines) and
     `has_data` in front; a panel without rows is one row holding its note and why it has no data."""

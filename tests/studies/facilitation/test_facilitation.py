@@ -13,7 +13,6 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from conftest import ROOT, kill_after_cached_calls, read_metrics, run_socsim, socsim_cmd, write_params
 from socsim.config import read_yaml
 from socsim.facilitation import analysis, annotate, schemas
 from socsim.facilitation.simulate import FACILITATOR, clean_comment, comment_rows, episode
@@ -22,6 +21,9 @@ from socsim.sim import views
 from socsim.sim.episode import Transcript
 from socsim.stats.multitest import holm
 from socsim.stats.text import diversity, lcs_length, rouge_l_f1, tokens
+from support.faults import kill_after_cached_calls
+from support.metrics import read_metrics
+from support.project import ROOT, run_socsim, socsim_cmd, write_params
 
 # -- silence, context, ids -----------------------------------------------------------------------
 
@@ -666,7 +668,7 @@ def _fp(**over):
 
 
 def test_ablations_run_on_their_model_and_fig5_takes_the_baseline_from_them():
-    from socsim.facilitation import figures, setups
+    from socsim.facilitation import setups
 
     conds = setups.conditions(_fp(ablations={"model": "qwen"}))
     assert all(models == ["qwen"] for c, models, _, _ in conds if c.name != "main")
@@ -713,11 +715,11 @@ def test_ablations_run_on_their_model_and_fig5_takes_the_baseline_from_them():
             },
         ]
     )
-    base, label = figures.ablation_baseline(div)
+    base, label = analysis.ablation_baseline(div)
     assert base["discussion_id"].tolist() == ["b"] and "qwen" in label
-    assert "not set" in figures.human_note(div)
+    assert "not set" in analysis.human_note(div)
     human = pd.concat([div, pd.DataFrame([{"discussion_id": "human.1", "diversity": 0.8, "source": "human"}])])
-    assert "not set" not in figures.human_note(human)
+    assert "not set" not in analysis.human_note(human)
 
 
 # -- silence -------------------------------------------------------------------------------------------
@@ -1059,7 +1061,7 @@ def _paper_shape_ratings(rng, per_strategy=24, comments=15, annotators=10, shift
 
 
 def _findings_1_2(rated):
-    from socsim.facilitation.paper import strategy_contrasts
+    from socsim.facilitation.analysis import strategy_contrasts
 
     ols = analysis.toxicity_ols(rated, PAPER_STRATEGIES)
     f1, _ = strategy_contrasts(rated, PAPER_STRATEGIES[1:], ols.flags)
@@ -1070,7 +1072,7 @@ def _findings_1_2(rated):
 def test_each_strategy_contrast_holds_at_about_the_nominal_rate_on_null_data():
     """Each term alone, at the minimum n (3 discussions a side) and at the paper's 24: a claim in one
     direction at two-sided 0.05 holds in about 2.5 % of null runs; at most 8 % over 200 replicates."""
-    from socsim.facilitation.paper import strategy_contrasts
+    from socsim.facilitation.analysis import strategy_contrasts
 
     rng = np.random.default_rng(21)
     for per_strategy, reps in ((3, 200), (24, 40)):

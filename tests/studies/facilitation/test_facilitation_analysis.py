@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -16,15 +17,16 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestIndPower
 
-from conftest import ROOT
 from socsim.facilitation import analysis as an
 from socsim.facilitation import figures
-from socsim.facilitation import paper as fp
+from socsim.facilitation.analysis import claims
 from socsim.io import report as rp
 from socsim.io import vs_paper
+from socsim.io.figures import panels
 from socsim.io.vs_paper import read_paper
 from socsim.sim.policies import Drawn
 from socsim.stats import verdict as vd
+from support.project import ROOT
 
 PAPER_FILE = ROOT / "data" / "facilitation" / "paper.yaml"
 STRATEGIES = [
@@ -109,7 +111,7 @@ def study(per_strategy=4, users=7, user_turns=8, annotators=3, seed=0, rate_seed
 def report(setups, comments, ann, **kw):
     # Krippendorff's alpha over continuous ratings is slow and not under test here: left out.
     agreement = {**an.parse_failures(ann), "krippendorff_alpha_toxicity": None}
-    return fp.report(setups, comments, ann, PAPER_FILE, "user_index", None, agreement, **kw)
+    return an.report(setups, comments, ann, read_paper(PAPER_FILE), "user_index", None, agreement, **kw)
 
 
 def user_rating_rows(comments, ann):
@@ -205,7 +207,7 @@ def test_three_levels_match_scipy_and_name_their_units(tmp_path, monkeypatch):
         return []
 
     monkeypatch.setattr(figures, "save", grab)
-    figures.fig3_pairwise(pairwise, tmp_path)
+    figures.fig3_pairwise(panels(rp.plot_table(rep.plots["fig3_pairwise_toxicity"])), tmp_path)
     assert titles == [
         "(a) rating rows (the paper's test, pseudo-replicated)",
         "(b) comments (each comment's mean over its annotators)",
@@ -247,7 +249,7 @@ def test_finding2_no_difference_matches_welch_and_power_and_holds_on_a_null_desi
     base = rng.normal(2.0, 0.2, 30)
     # Null: every elaborate strategy's discussions have the same means as No Instructions' (shuffled).
     means = {"No Instructions": base, **{s: rng.permutation(base) for s in ELABORATE}}
-    v, n, note = fp.no_gain_over(rated_from_means(means), ELABORATE, "No Instructions", EFFECT, [])
+    v, n, note = an.no_gain_over(rated_from_means(means), ELABORATE, "No Instructions", EFFECT, [])
     sd = np.sqrt((np.var(base, ddof=1) * 29 * 2) / 58)
     power = TTestIndPower().power(effect_size=EFFECT / sd, nobs1=30, ratio=1.0, alpha=0.05)
     assert power > 0.8 and v.label == "yes" and n == 30
@@ -255,25 +257,25 @@ def test_finding2_no_difference_matches_welch_and_power_and_holds_on_a_null_desi
     assert "Regulation Room +0.000 (p = 1, power" in note
     # A real difference: one elaborate strategy 0.3 points less toxic -> "no", p from Welch's t.
     lower = {**means, "Rules Only": base, "Moderation Game": base - 0.3}
-    v, _, note = fp.no_gain_over(rated_from_means(lower), ELABORATE, "No Instructions", EFFECT, [])
+    v, _, note = an.no_gain_over(rated_from_means(lower), ELABORATE, "No Instructions", EFFECT, [])
     p = sps.ttest_ind(base - 0.3, base, equal_var=False).pvalue
     assert v.holds is False and v.label.startswith("no (a difference was found") and f"p = {p:.3g}" in v.reason
     assert "Moderation Game -0.300" in note
     # Too few discussions: the test does not reject, but it could not have found the effect.
     b4 = base[:4]
     few = {"No Instructions": b4, **{s: b4[::-1] for s in ELABORATE}}
-    v, n, _ = fp.no_gain_over(rated_from_means(few), ELABORATE, "No Instructions", EFFECT, [])
+    v, n, _ = an.no_gain_over(rated_from_means(few), ELABORATE, "No Instructions", EFFECT, [])
     sd4 = np.std(b4, ddof=1)
     power4 = TTestIndPower().power(effect_size=EFFECT / sd4, nobs1=4, ratio=1.0, alpha=0.05)
     assert power4 < 0.8 and v.holds is None and n == 4
     assert v.label == f"inconclusive (p = 1 but power {power4:.2f} < 0.8 at n = 4 discussions)"
     # Below the minimum n, and with no No Instructions discussions at all: inconclusive with the n.
-    v, _, _ = fp.no_gain_over(
+    v, _, _ = an.no_gain_over(
         rated_from_means({k: x[:2] for k, x in means.items()}), ELABORATE, "No Instructions", EFFECT, []
     )
     assert v.label == "inconclusive (n = 2 discussions, needs 3)"
     del means["No Instructions"]
-    assert fp.no_gain_over(rated_from_means(means), ELABORATE, "No Instructions", EFFECT, [])[0].holds is None
+    assert an.no_gain_over(rated_from_means(means), ELABORATE, "No Instructions", EFFECT, [])[0].holds is None
 
 
 def test_finding2_rows_name_the_headline_its_effect_and_the_table2_part():
@@ -304,7 +306,8 @@ def test_finding3_names_its_threshold_and_the_rate_of_each_strategy():
             "interventions": [10, 10, 9, 9, 10],
         }
     ).assign(rate=lambda d: d.interventions / d.opportunities)
-    (finding,), (row,) = fp.finding3(read_paper(PAPER_FILE), interv)
+    j = claims.finding3(SimpleNamespace(paper=read_paper(PAPER_FILE), interv=interv))
+    (finding,), (row,) = j.findings, j.rows
     assert "threshold 0.9" in row.quantity
     assert "threshold 0.9: socsim's reading of 'almost any opportunity'; the paper gives no number" in row.note
     assert "by strategy: A 1.00, C 1.00, B 0.64" in row.note and "1 echoes" in row.note
@@ -336,7 +339,7 @@ def test_on_the_papers_own_data_rows_are_comparable_and_the_notes_say_the_data_d
     paper = read_paper(PAPER_FILE)
     cells = pd.concat([setups.assign(strategy="S1").iloc[:6], setups.assign(strategy="S2").iloc[:10]])
     cells = cells.assign(discussion_id=[f"d{i}" for i in range(16)])
-    assert "discussions per model x strategy: ours 6-10, paper 8" in fp.design(cells, ann, paper)
+    assert "discussions per model x strategy: ours 6-10, paper 8" in an.design(cells, ann, paper)
     rep = report(setups, comments, ann, source="syndisco_release")
     assert rep.own_data and rep.summary["source"] == "syndisco_release"
     rp.write(rep, tmp_path / "own")
@@ -360,7 +363,7 @@ def test_reply_rate_is_shown_beside_a_uniform_pick_among_the_other_users():
     # A uniform pick repeats the speaker two turns back at 1/6: within 3.5 binomial SE.
     se = np.sqrt((1 / 6) * (5 / 6) / reply["turns"])
     assert abs(reply["rate"] - 1 / 6) < 3.5 * se
-    _, (row,) = fp.turn_taking_row(read_paper(PAPER_FILE), reply)
+    (row,) = claims.turn_taking(SimpleNamespace(paper=read_paper(PAPER_FILE), reply=reply)).rows
     assert row.paper == 0.4 and row.ours == reply["rate"]
     assert "a uniform pick among the other users gives 0.167 (1 / (users - 1), 7 users per discussion)" in row.note
     # Without the setups' participants the users are the distinct speakers (fewer where one never spoke).
@@ -387,3 +390,31 @@ def test_reply_rate_is_shown_beside_a_uniform_pick_among_the_other_users():
         ),
     )
     assert abs(r["rate"] - 0.4) < 3.5 * np.sqrt(0.24 / r["turns"]) and r["uniform_rate"] == pytest.approx(1 / 6)
+
+
+# -- 7. figures only draw: each reads its plot table, whose notes the analysis worded -----------------
+
+
+def test_each_figure_has_a_declared_plot_table_whose_notes_carry_the_flags_and_figures_import_no_analysis():
+    import ast
+    from pathlib import Path
+
+    from socsim.facilitation.schemas import FIGURES
+    from socsim.facilitation.stages import ARTIFACTS
+
+    setups, comments, ann = study(per_strategy=3)
+    rep = report(setups, comments, ann.assign(toxicity=1.0))
+    assert [f"plot_{f}" for f in rep.plots] == list(ARTIFACTS["analysis"].tables) == [f"plot_{f}" for f in FIGURES]
+    flag = "degenerate input: facilitation toxicity ratings"
+    fig3 = panels(rp.plot_table(rep.plots["fig3_pairwise_toxicity"]))
+    assert list(fig3) == ["rating", "comment", "discussion"]
+    assert all(any(flag in line for line in p.note) for p in fig3.values())
+    assert fig3["discussion"].note[0] == "n = 3 discussions per strategy"
+    assert fig3["discussion"].data["label"].str.fullmatch(r"-?\d+\.\d\d").all()  # no stars on a flagged input
+    # The claims are judged in the report's order, and their flags sit where they apply.
+    assert [c.name for c in an.CLAIMS][:3] == ["table2", "finding1", "finding1_anova"]
+    where = {f.flag.message: f.where for f in rep.flags}
+    assert {"table2_ols", "fig3", "fig6", "fig3 (discussion)"} <= set(where[next(m for m in where if flag in m)])
+    source = Path(figures.__file__).read_text()
+    imported = {n.module for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom)}
+    assert not any(m and m.startswith("socsim.facilitation") for m in imported)

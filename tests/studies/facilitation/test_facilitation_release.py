@@ -13,9 +13,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import ROOT, copy_project, read_metrics, run_socsim, sh, tool_env
 from socsim.facilitation import release, schemas
 from socsim.io.parquet import read_provenance, read_table
+from support.metrics import read_metrics
+from support.project import ROOT, copy_project, run_socsim, sh, tool_env
 
 FIXTURE = ROOT / "tests" / "data" / "syndisco_release"
 _spec = importlib.util.spec_from_file_location("syndisco_reference", Path(__file__).with_name("syndisco_reference.py"))

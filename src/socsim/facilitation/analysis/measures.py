@@ -1,21 +1,15 @@
-"""Statistics of the facilitation study (paper 000). Runs on any Parquet files of the
-documented schemas (setups, comments, annotations), so released data can be re-analysed
-without simulating.
+"""What the facilitation study measures (paper 000), on Parquet files of the documented schemas
+(setups, comments, annotations), so released data can be re-analysed without simulating:
 
 - diversity per discussion = 1 - mean ROUGE-L F1 over all pairs of its comments;
-- OLS toxicity ~ C(strategy, Treatment("No Moderator")) * time over user comments (one row per
-  annotator rating, as the paper), plain and cluster-robust (by discussion) errors (Table 2);
-- one-way ANOVA across strategies and pairwise Student t-tests (raw and Holm p) at three levels,
-  each naming its unit (UNITS): "rating" (every rating row a unit: the paper's ANOVA and Fig. 3,
-  pseudo-replicated, since a comment's ratings and a discussion's comments are not independent),
-  "comment" (each comment's mean over its annotators) and "discussion" (each discussion's mean
-  toxicity: the honest test of a strategy effect, the only level that carries a verdict);
+- the rating rows of user comments with their time (below), each comment's mean over its
+  annotators, each discussion's mean toxicity and slope over time;
 - facilitator interventions per discussion; non-troll toxicity with and without trolls (Fig. 6:
   the basic-prompt ablation beside the main cell of the same model and strategy);
-- Krippendorff's alpha (ordinal) between annotators; parse-failure rates;
-- degeneracy flags (socsim.stats.degeneracy): toxicity ratings of one value (>= 90 %), constant
-  ratings, too few units for a test. A flagged input makes the tables print
-  "degenerate input: <why>" instead of stars, F/p verdicts or coefficients.
+- the observed reply rate of respond turn taking; Krippendorff's alpha (ordinal) between
+  annotators; parse-failure rates;
+- degeneracy flags (socsim.stats.degeneracy) of the toxicity ratings: one value (>= 90 %) or
+  constant ratings.
 
 Time (facilitation.analysis.time):
 - "user_index" (default, the paper's): the index of a comment among its discussion's user
@@ -31,23 +25,19 @@ analysis drops it; a release that rates it (SynDisco's does) would otherwise shi
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import krippendorff
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
-from socsim.facilitation.setups import NO_MODERATOR
 from socsim.stats import degeneracy as dg
-from socsim.stats.multitest import holm
-from socsim.stats.regression import OLSResult, ols_plain_and_clustered, stars, unavailable
 from socsim.stats.text import diversity
 
 MAIN = "main"
+BASIC = "basic_instructions"
 TIME_RULES = ("user_index", "position")
 LEVELS = ("rating", "comment", "discussion")
 # The unit of each level's test (anova.json's "unit", the pairwise table, vs_paper and Fig. 3 name it).
@@ -58,17 +48,6 @@ UNIT_WORDS = {
     "discussion": "discussions as units, each its mean toxicity",
 }
 TOXICITY_SCOPE = "facilitation toxicity ratings"
-BASIC = "basic_instructions"
-# A comment-level test's p treats the comments of one discussion as independent: no verdict rests on it.
-NESTED = "no verdict: comments of one discussion are not independent (see the discussion level)"
-# A rating-level test's p treats the ratings of one comment, and the comments of one discussion, as
-# independent observations (pseudo-replication): no verdict rests on it either.
-PSEUDO = (
-    "no verdict: the ratings of one comment and the comments of one discussion are not independent "
-    "(pseudo-replication; see the discussion level)"
-)
-NO_VERDICT = {"rating": PSEUDO, "comment": NESTED, "discussion": ""}
-MIN_DISCUSSIONS = 3  # per strategy (or group) before a discussion-level or clustered test gives a verdict
 
 
 def diversity_table(comments: pd.DataFrame, setups: pd.DataFrame, human: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -96,6 +75,34 @@ def diversity_table(comments: pd.DataFrame, setups: pd.DataFrame, human: pd.Data
         h["source"] = "human"
         out = pd.concat([out, h], ignore_index=True)
     return out.sort_values("discussion_id", ignore_index=True)
+
+
+def ablation_cell(synth: pd.DataFrame) -> tuple[str, str] | None:
+    """The model and strategy the ablations ran on (their first row's), or None without ablations:
+    the main-study cell they are compared with (Figs. 5 and 6), not the alphabetically first model."""
+    abl = synth[synth["condition"] != MAIN]
+    return (abl["model"].iloc[0], abl["strategy"].iloc[0]) if len(abl) else None
+
+
+def ablation_baseline(div: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The main-study discussions the ablations are compared with (ablation_cell) and a label naming them."""
+    synth = div[div["source"] == "synthetic"]
+    main = synth[synth["condition"] == MAIN]
+    cell = ablation_cell(synth)
+    if cell is None:
+        return main.iloc[:0], "no ablation discussions"
+    model, strategy = cell
+    return main[(main["model"] == model) & (main["strategy"] == strategy)], f"main study ({model}, {strategy})"
+
+
+def human_note(div: pd.DataFrame) -> str:
+    """Whether the diversity figure has human discussions beside the generated ones, and from where."""
+    if (div["source"] == "human").any():
+        return "Human: the discussions of facilitation.analysis.human_reference"
+    return (
+        "No human reference: facilitation.analysis.human_reference is not set, so no human discussions "
+        "are drawn for comparison."
+    )
 
 
 def user_index(comments: pd.DataFrame) -> pd.Series:
@@ -172,14 +179,27 @@ def comment_means(rated: pd.DataFrame) -> pd.DataFrame:
     return rated.groupby(keys, as_index=False, dropna=False)[["toxicity", "argument_quality"]].mean()
 
 
-def _main_users(df: pd.DataFrame) -> pd.DataFrame:
+def main_users(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the main study's user comments (no facilitator)."""
     return df[(df["condition"] == MAIN) & ~df["is_facilitator"].astype(bool)]
+
+
+def discussion_units(rated: pd.DataFrame) -> pd.DataFrame:
+    """One row per main-study discussion: its strategy, its mean user-comment toxicity and the slope
+    of its toxicity on time (OLS over its ratings; NaN with fewer than 2 distinct times)."""
+    users = main_users(rated).dropna(subset=["toxicity", "time"])
+    rows = []
+    for (did, strategy), g in users.groupby(["discussion_id", "strategy"]):
+        t, y = g["time"].to_numpy(dtype=float), g["toxicity"].to_numpy(dtype=float)
+        slope = float(np.polyfit(t, y, 1)[0]) if len(np.unique(t)) >= 2 else np.nan
+        rows.append({"discussion_id": did, "strategy": strategy, "mean": float(y.mean()), "slope": slope})
+    return pd.DataFrame(rows, columns=["discussion_id", "strategy", "mean", "slope"])
 
 
 def toxicity_flags(rated: pd.DataFrame) -> list[dg.Flag]:
     """Flags on the toxicity ratings of the main study's user comments (the input of Table 2, the
     ANOVA and Fig. 3): one value for >= 90 % of them, or no variance at all."""
-    tox = _main_users(rated)["toxicity"].to_numpy(dtype=float)
+    tox = main_users(rated)["toxicity"].to_numpy(dtype=float)
     return dg.collect(dg.one_value(tox, TOXICITY_SCOPE), dg.near_constant(tox, TOXICITY_SCOPE))
 
 
@@ -188,233 +208,12 @@ def missing_strategies(expected: list[str] | None, present: Iterable[str]) -> li
     return [s for s in (expected or []) if s not in present]
 
 
-def _missing_note(missing: list[str]) -> str:
-    return ("no usable ratings for " + ", ".join(missing) + " (not in the model)") if missing else ""
-
-
-def toxicity_ols(
-    rated: pd.DataFrame, expected_strategies: list[str] | None = None, flags: list[dg.Flag] | None = None
-) -> OLSResult:
-    """Table 2. n/a with the reason when the ratings are constant, the reference strategy has no
-    ratings, or there are no more ratings than terms; stars withheld (flags) when one rating value
-    makes up >= 90 %. `expected_strategies` (the main study's strategies in the setups) names the
-    strategies without any usable rating in the note. `flags`: toxicity_flags(rated), if already known."""
-    users = _main_users(rated).dropna(subset=["toxicity", "time"]).copy()
-    formula = f'toxicity ~ C(strategy, Treatment("{NO_MODERATOR}")) * time'
-    flags = toxicity_flags(rated) if flags is None else flags
-    strategies = users["strategy"].unique()
-    note = _missing_note(missing_strategies(expected_strategies, strategies))
-    if NO_MODERATOR not in strategies or len(strategies) < 2:
-        reason = (
-            f"needs ratings of '{NO_MODERATOR}' (the reference) and of at least one other strategy in "
-            f"the main study; have: {sorted(strategies) or 'none'}"
-        )
-        return unavailable(users.iloc[:0], formula, "discussion_id", reason, flags, note)
-    constant = dg.near_constant(users["toxicity"], TOXICITY_SCOPE)
-    if constant is not None:
-        return unavailable(users, formula, "discussion_id", constant.message, flags, note)
-    few = dg.too_few(len(users), 2 * len(strategies) + 1, "Table 2 OLS", "ratings")
-    if few is not None:
-        return unavailable(users, formula, "discussion_id", few.message, dg.collect(flags, few), note)
-    res = ols_plain_and_clustered(users, formula, cluster="discussion_id")
-    perfect = None
-    if res.resid_ss <= dg.VARIANCE_TOL * max(1, res.nobs):
-        perfect = dg.Flag(
-            "Table 2 OLS", "perfect fit: the residuals are zero, so standard errors and p-values carry no information"
-        )
-    res.flags = dg.collect(flags, perfect)
-    notes = [note] if note else []
-    per_strategy = users.groupby("strategy")["discussion_id"].nunique()
-    if (per_strategy < MIN_DISCUSSIONS).any():
-        # With one discussion per strategy the strategy terms absorb whole clusters and the
-        # cluster-robust errors collapse to zero: they are not identified; with two they rest on
-        # two clusters per term. Not reported below MIN_DISCUSSIONS.
-        res.table[["se_cluster", "p_cluster"]] = np.nan
-        notes.append(
-            f"clustered errors need at least {MIN_DISCUSSIONS} discussions per strategy "
-            f"(fewest here: {int(per_strategy.min())}); not reported"
-        )
-    res.note = "; ".join(notes)
-    return res
-
-
-def _term_label(term: str) -> str:
-    label = term.replace(f'C(strategy, Treatment("{NO_MODERATOR}"))[T.', "").replace("]", "")
-    return label.replace(":time", "×time")
-
-
-def _num(x: float, fmt: str = ".3f") -> str:
-    return "n/a" if x is None or not np.isfinite(x) else format(x, fmt)
-
-
-def ols_tables(res: OLSResult, time: str = "user_index", notes: Sequence[str] = ()) -> tuple[pd.DataFrame, str, str]:
-    """Table 2 as a data frame (CSV), Markdown and LaTeX. Unavailable: every cell n/a with the
-    reason; degenerate inputs: coefficients without stars and the flag in place of the stars.
-    `notes`: further sentences below the table (e.g. the seed ratings excluded)."""
-    t = res.table.reset_index()
-    t.insert(0, "variable", [_term_label(x) for x in t["term"]])
-    withheld = f"n/a: {res.unavailable}" if res.unavailable else dg.verdict(res.flags, "")
-    # Stars only from the discussion-clustered p: ratings of one discussion are not independent,
-    # and the plain p rejects a null strategy effect in about half of all runs (issue 20).
-    t["stars"] = "" if withheld else [stars(p) if np.isfinite(p) else "" for p in t["p_cluster"]]
-    t["verdict"] = withheld
-    md = ["| Variable | Toxicity | SE | SE (clustered by discussion) |", "| --- | --- | --- | --- |"]
-    tex = [r"\begin{tabular}{lrrr}", r"\hline", r"Variable & Toxicity & SE & SE (cluster) \\", r"\hline"]
-    for _, r in t.iterrows():
-        coef = _num(r["coef"]) + r["stars"]
-        se = _num(r["se"])
-        se_c = _num(r["se_cluster"])
-        md.append(f"| {r['variable']} | {coef} | {se} | {se_c} |")
-        name = r["variable"].replace("×", r"$\times$").replace("_", r"\_")
-        tex.append(f"{name} & {coef} & {se} & {se_c} \\\\")
-    time_words = (
-        "time = index of the comment among its discussion's user comments (seed opinion = 1)"
-        if time == "user_index"
-        else "time = position among all non-silent comments (seed = 0)"
-    )
-    head = [withheld if res.unavailable else f"Stars withheld: {withheld}"] if withheld else []
-    legend = (
-        ""
-        if head
-        else " Stars: . p<0.1, * p<0.05, ** p<0.01, *** p<0.001, from the discussion-clustered errors only"
-        " (none where they are not identified)."
-    )
-    note = (
-        f"Adj. R² = {_num(res.adj_r2)}; N = {res.nobs} ratings; {res.n_clusters} discussions; {time_words}."
-        + legend
-        + (f" Note: {res.note}." if res.note else "")
-        + "".join(f" {n}." for n in notes)
-    )
-    md += ["", *head, note]
-    tex += [r"\hline", r"\end{tabular}", *("% " + h for h in head), "% " + note]
-    return t, "\n".join(md) + "\n", "\n".join(tex) + "\n"
-
-
-def unit_values(frame: pd.DataFrame, level: str) -> pd.DataFrame:
-    """The units of a test over the main study's user comments: rating rows (rating level; `frame`:
-    rated_comments), comments (comment level; `frame`: comment_means, each comment's mean over its
-    annotators) or discussions (discussion level; `frame`: comment_means, one mean per discussion)."""
-    users = _main_users(frame).dropna(subset=["toxicity"])
-    if level in ("rating", "comment"):
-        return users[["discussion_id", "strategy", "toxicity"]].reset_index(drop=True)
-    if level == "discussion":
-        return users.groupby(["discussion_id", "strategy"], as_index=False)["toxicity"].mean()
-    raise ValueError(f"level must be one of {LEVELS}")
-
-
-PAIRWISE_COLUMNS = [
-    "level",
-    "strategy_a",
-    "strategy_b",
-    "n_a",
-    "n_b",
-    "mean_a",
-    "mean_b",
-    "diff",
-    "t",
-    "p",
-    "p_holm",
-    "verdict",
-]
-
-
-def group_tests(
-    units: pd.DataFrame, level: str, flags: Sequence[dg.Flag] = (), expected_strategies: list[str] | None = None
-) -> tuple[dict[str, Any], pd.DataFrame]:
-    """ANOVA and pairwise Student t-tests (raw and Holm p) of toxicity across strategies, one unit
-    per row of `units`. `verdict` is "" for a usable test; else "degenerate input: <why>",
-    "inconclusive (...)" (too few units), or NO_VERDICT[level] at the rating and comment levels (no
-    verdict rests on them)."""
-    unit = UNITS[level]
-    groups = {s: g["toxicity"].to_numpy(dtype=float) for s, g in units.groupby("strategy")}
-    missing = missing_strategies(expected_strategies, groups)
-    anova: dict[str, Any] = {
-        "level": level,
-        "unit": unit,
-        "unit_description": UNIT_WORDS[level],
-        "strategies": sorted(groups),
-        "n": {s: int(len(v)) for s, v in sorted(groups.items())},
-        "no_ratings": missing,
-        "F": None,
-        "p": None,
-    }
-    usable = {s: v for s, v in groups.items() if len(v) >= 2}
-    # Too few units is no degeneracy: the test is inconclusive, with the n (socsim.stats.verdict).
-    few = f"inconclusive (n = {len(usable)} strategies with at least 2 {unit}, needs 2)" if len(usable) < 2 else None
-    constant = dg.near_constant(units["toxicity"], f"toxicity per {unit[:-1]}")
-    anova_flags = dg.collect(list(flags), constant)
-    excluded = sorted(s for s, v in groups.items() if len(v) < 2)
-    if excluded:
-        anova["excluded"] = {"strategies": excluded, "reason": f"fewer than 2 {unit}"}
-    if few is None and constant is None:
-        within = np.concatenate([v - v.mean() for v in usable.values()])
-        no_within = dg.near_constant(within, f"toxicity per {unit[:-1]} within strategies")
-        if no_within is not None:
-            anova_flags = dg.collect(
-                anova_flags, dg.Flag(no_within.scope, "no variance within any strategy: F is infinite")
-            )
-        else:
-            f, p = sps.f_oneway(*usable.values())
-            anova.update(F=float(f), p=float(p))
-    anova["verdict"] = dg.verdict(anova_flags, few or NO_VERDICT[level])
-    anova["flags"] = dg.as_json(anova_flags)
-    rows = []
-    for a, b in itertools.combinations(sorted(groups), 2):
-        va, vb = groups[a], groups[b]
-        n_pair = min(len(va), len(vb))
-        pair_few = f"inconclusive (n = {n_pair} {unit}, needs 2)" if n_pair < 2 else None
-        pair_const = dg.near_constant(np.concatenate([va, vb]), f"toxicity per {unit[:-1]} of {a} and {b}")
-        t = p = np.nan
-        pair_flags = dg.collect(list(flags), pair_const)
-        if pair_few is None and pair_const is None:
-            t, p = sps.ttest_ind(va, vb)
-            if not np.isfinite(t):
-                t = p = np.nan
-                pair_flags = dg.collect(
-                    pair_flags,
-                    dg.Flag(f"t-test {a} vs {b} at {level} level", "no variance within either strategy: t is infinite"),
-                )
-        rows.append(
-            {
-                "level": level,
-                "strategy_a": a,
-                "strategy_b": b,
-                "n_a": len(va),
-                "n_b": len(vb),
-                "mean_a": float(np.mean(va)),
-                "mean_b": float(np.mean(vb)),
-                "diff": float(np.mean(va) - np.mean(vb)),
-                "t": float(t),
-                "p": float(p),
-                "verdict": dg.verdict(pair_flags, pair_few or NO_VERDICT[level]),
-            }
-        )
-    pairwise = pd.DataFrame(rows, columns=[c for c in PAIRWISE_COLUMNS if c != "p_holm"])
-    ok = pairwise["p"].notna()
-    pairwise["p_holm"] = np.nan
-    pairwise.loc[ok, "p_holm"] = holm(pairwise.loc[ok, "p"].to_numpy())
-    return anova, pairwise[PAIRWISE_COLUMNS]
-
-
-def anova_and_pairwise(
-    means: pd.DataFrame,
-    flags: Sequence[dg.Flag] = (),
-    expected_strategies: list[str] | None = None,
-    rated: pd.DataFrame | None = None,
-) -> tuple[dict[str, dict[str, Any]], pd.DataFrame]:
-    """Every level: {"rating": anova, "comment": anova, "discussion": anova} and one pairwise table
-    with a `level` column (Holm within each level). `means`: comment_means; `rated`: the rating rows
-    (rated_comments), without which the rating level is left out."""
-    frames = {"rating": rated, "comment": means, "discussion": means}
-    anovas: dict[str, dict[str, Any]] = {}
-    tables: list[pd.DataFrame] = []
-    for level in LEVELS:
-        frame = frames[level]
-        if frame is None:
-            continue
-        anovas[level], table = group_tests(unit_values(frame, level), level, flags, expected_strategies)
-        tables.append(table)
-    return anovas, pd.concat(tables, ignore_index=True)
+def toxicity_distribution(rated: pd.DataFrame) -> dict[str, float]:
+    tox = main_users(rated)["toxicity"].dropna()
+    if tox.empty:
+        return {}
+    shares = tox.round().astype(int).value_counts(normalize=True).sort_index()
+    return {str(k): float(v) for k, v in shares.items()}
 
 
 def interventions(comments: pd.DataFrame) -> pd.DataFrame:
@@ -442,6 +241,13 @@ def interventions(comments: pd.DataFrame) -> pd.DataFrame:
     )
     out["rate"] = out["interventions"] / out["opportunities"]
     return out.sort_values("discussion_id", ignore_index=True)
+
+
+def intervention_rates(main: pd.DataFrame) -> dict[str, float]:
+    """Interventions per opportunity of each strategy's facilitators, highest first."""
+    sums = main.groupby("strategy")[["interventions", "opportunities"]].sum()
+    rates = {str(s): float(r["interventions"] / r["opportunities"]) for s, r in sums.iterrows()}
+    return dict(sorted(rates.items(), key=lambda kv: -kv[1]))
 
 
 def troll_toxicity(means: pd.DataFrame) -> pd.DataFrame:
@@ -545,7 +351,7 @@ def agreement(annotations: pd.DataFrame) -> dict[str, Any]:
 
 
 def check_ratings(annotations: pd.DataFrame) -> None:
-    """Raise when no rating is usable (call after writing agreement.json, which holds the rates)."""
+    """Raise when no rating is usable (the analysis keeps agreement.json, which holds the rates)."""
     n = len(annotations)
     ok = int(annotations["parse_ok"].sum()) if n else 0
     if n == 0:
@@ -556,14 +362,6 @@ def check_ratings(annotations: pd.DataFrame) -> None:
             "agreement.json (CLI, DVC) and the annotate stage's metrics hold the parse-failure rates per "
             "annotator"
         )
-
-
-def toxicity_distribution(rated: pd.DataFrame) -> dict[str, float]:
-    tox = _main_users(rated)["toxicity"].dropna()
-    if tox.empty:
-        return {}
-    shares = tox.round().astype(int).value_counts(normalize=True).sort_index()
-    return {str(k): float(v) for k, v in shares.items()}
 
 
 def read_human_reference(path: str | Path | None) -> pd.DataFrame | None:
