@@ -41,6 +41,7 @@ from socsim.stats import degeneracy as dg
 from socsim.stats import verdict as vd
 from socsim.stats.multitest import holm
 from socsim.stats.regression import OLSResult, ols_plain_and_clustered, stars, unavailable
+from socsim.stats.ttest import difference_of_effects, power_to_find
 
 # A comment-level test's p treats the comments of one discussion as independent: no verdict rests on it.
 NESTED = "no verdict: comments of one discussion are not independent (see the discussion level)"
@@ -328,22 +329,6 @@ def _means(units: pd.DataFrame, strategy: str) -> np.ndarray:
     return values
 
 
-def pooled_sd(a: np.ndarray, b: np.ndarray) -> float:
-    """The pooled standard deviation of two samples (NaN with fewer than 3 values or an empty side)."""
-    dof = len(a) + len(b) - 2
-    if not len(a) or not len(b) or dof < 1:
-        return float("nan")
-    ss = float(((a - a.mean()) ** 2).sum() + ((b - b.mean()) ** 2).sum())
-    return float(np.sqrt(ss / dof))
-
-
-def power_to_find(effect: float, a: np.ndarray, b: np.ndarray) -> float | None:
-    """Power of a two-sample t test at these group sizes to find a difference of `effect` (raw
-    units), standardised by the samples' pooled SD (None when that SD is zero or undefined)."""
-    sd = pooled_sd(a, b)
-    return vd.power_t(effect / sd, len(a), len(b)) if np.isfinite(sd) and sd > 0 else None
-
-
 def fmt(x: float | None, spec: str = ".3g") -> str:
     """A number in a note ("n/a" when missing or not finite)."""
     return "n/a" if x is None or not np.isfinite(x) else format(x, spec)
@@ -388,17 +373,6 @@ def ordering(groups: dict[str, np.ndarray], key: str, direction: int, what: str)
 
 
 NEEDS_TROLLS = "needs discussions with and without trolls under both prompts"
-
-
-def difference_of_effects(cells: Sequence[np.ndarray], dd: float) -> float | None:
-    """Two-sided p of `dd` = (mean a1 - mean a0) - (mean b1 - mean b0) for `cells` [a1, a0, b1, b0]: its
-    SE from the four cells' variances, dof by Welch-Satterthwaite (None when the SE is zero or undefined)."""
-    var = [float(np.var(c, ddof=1)) / len(c) if len(c) > 1 else np.nan for c in cells]
-    se = float(np.sqrt(np.sum(var)))
-    if not (np.isfinite(se) and se > 0):
-        return None
-    dof = np.sum(var) ** 2 / np.sum([v**2 / (len(c) - 1) for v, c in zip(var, cells)])
-    return float(2 * sps.t.sf(abs(dd / se), dof))
 
 
 def troll_verdict(tt: pd.DataFrame, flags: list[dg.Flag]) -> tuple[vd.Verdict, dict[str, float], str]:
