@@ -62,6 +62,25 @@ def dyad_turns(items: list[dict[str, Any]]) -> dict[tuple[Any, ...], list[dict[s
     return dyads
 
 
+# What identifies an annotation request (its seed's key) and an annotation row.
+REQUEST_KEYS = ("model", "mode", "ablation", "session_id", "round", "kind", "dyad", "k", "speaker")
+ROW_KEYS = ("model", "mode", "ablation", "topic_set", "session_id", "round", "kind", "dyad", "k", "speaker")
+
+
+def _seen(
+    it: dict[str, Any],
+    dyads: dict[tuple[Any, ...], list[dict[str, Any]]],
+    tweets: dict[tuple[Any, ...], str],
+    names: dict[str, str],
+) -> tuple[list[str], str]:
+    """What the on-topic judge of an utterance reads: its dyad's tweets and earlier turns, and the utterance."""
+    before = [t for t in dyads[(it["session_id"], it["round"], it["dyad"])] if t["k"] < it["k"]]
+    a, b = it["dyad"].split("|")
+    history = [f"{names[w]}'s tweet: {tweets[(it['session_id'], it['round'], w)]}" for w in (a, b)]
+    history += [f"{names[t['speaker']]}: {t['text']}" for t in before]
+    return history, f"{names[it['speaker']]}: {it['text']}"
+
+
 async def annotate(
     items: list[dict[str, Any]],
     tweets: dict[tuple[Any, ...], str],
@@ -87,17 +106,7 @@ async def annotate(
 
     async def one(it: dict[str, Any]) -> list[dict[str, Any]]:
         statement = statements[it["session_id"]]
-        ids = (
-            it["model"],
-            it["mode"],
-            it["ablation"],
-            it["session_id"],
-            it["round"],
-            it["kind"],
-            it["dyad"],
-            it["k"],
-            it["speaker"],
-        )
+        ids = tuple(it[k] for k in REQUEST_KEYS)
         stance_req = sim_judge.request(
             "You annotate stances.",
             prompts["stance"].format(topic=statement, text=it["text"], options=opts),
@@ -110,10 +119,7 @@ async def annotate(
             *ids,
         )
         stance = sim_judge.answer(await client.generate(stance_req), label=None)
-        row = {
-            k: it[k]
-            for k in ("model", "mode", "ablation", "topic_set", "session_id", "round", "kind", "dyad", "k", "speaker")
-        }
+        row = {k: it[k] for k in ROW_KEYS}
         row.update(
             stance=None if stance["label"] is None else float(prompts["labels"][stance["label"]]),
             stance_raw=stance["raw_answer"],
@@ -122,13 +128,7 @@ async def annotate(
             annotator=annotator,
         )
         if it["kind"] == "utterance":
-            before = [t for t in dyads[(it["session_id"], it["round"], it["dyad"])] if t["k"] < it["k"]]
-            a, b = it["dyad"].split("|")
-            history = [f"{names[w]}'s tweet: {tweets[(it['session_id'], it['round'], w)]}" for w in (a, b)]
-            history += [f"{names[t['speaker']]}: {t['text']}" for t in before]
-            system, user = on_topic_messages(
-                prompts, variant, statement, history, f"{names[it['speaker']]}: {it['text']}"
-            )
+            system, user = on_topic_messages(prompts, variant, statement, *_seen(it, dyads, tweets, names))
             req = sim_judge.request(
                 system,
                 user,

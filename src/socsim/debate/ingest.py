@@ -31,6 +31,7 @@ import math
 import os
 import re
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -326,6 +327,25 @@ def _event_type(value: str) -> str | None:
     return EVENT_TYPES.get(re.sub(r"[\s_\-]+", " ", value.strip().lower()))
 
 
+Dyad = tuple[int, frozenset[str]]  # (round, the two workers)
+
+
+@dataclass
+class _Events:
+    """One session's rows by kind (rows are in event order: a later one of a worker replaces an earlier)."""
+
+    init: dict[str, dict[str, Any]] = field(default_factory=dict)  # worker -> Initial Opinion row
+    post: dict[str, dict[str, Any]] = field(default_factory=dict)  # worker -> Post Opinion row
+    tweets: dict[tuple[int, str], dict[str, Any]] = field(default_factory=dict)  # (round, worker) -> row
+    survey: defaultdict[str, dict[str, str]] = field(
+        default_factory=lambda: defaultdict(dict)
+    )  # worker -> slot -> answer
+    sent: defaultdict[Dyad, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    received: defaultdict[Dyad, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    people: set[str] = field(default_factory=set)
+    rounds: set[int] = field(default_factory=set)
+
+
 class _Parser:
     def __init__(self, root: Path, topics: dict[str, Any], aliases: dict[str, str], allow_unknown_topics: bool = False):
         self.root = root
@@ -513,51 +533,11 @@ class _Parser:
         """Parse one session file into `out`; returns why it lacks Post Opinions (None: all 4 have one)."""
         rel, sid = f["file"], f["session_id"]
         statement, reverse = self.topic(f["topic_set"], f["topic_dir"], rel)
-        rows = sorted(self.read(f["path"], rel), key=lambda r: (r["event_order"], r["row"]))
-
-        survey: defaultdict[str, dict[str, str]]
-        sent: defaultdict[tuple[int, frozenset[str]], list[dict[str, Any]]]
-        received: defaultdict[tuple[int, frozenset[str]], list[dict[str, Any]]]
-        people: set[str]
-        init, post, tweets, survey = {}, {}, {}, defaultdict(dict)
-        sent, received = defaultdict(list), defaultdict(list)  # (round, frozenset dyad) -> rows
-        people, rounds = set(), set()
-        for r in rows:
-            people.update(x for x in (r["worker"], r["sender"], r["recipient"]) if x)
-            t = r["type"]
-            if t in (INIT, POST, SURVEY) and not r["worker"]:
-                self.skip(f"{t} rows without worker_id", r["where"])
-            elif t == INIT:
-                init[r["worker"]] = r  # rows are in event order: the last one counts
-            elif t == POST:
-                post[r["worker"]] = r
-            elif t == SURVEY:
-                slot = self.aliases.get(_key(r["field"] or ""))
-                if slot is None:
-                    self.skip(f"unknown exit_survey field {r['field'] or ''!r}", r["where"])
-                else:
-                    survey[r["worker"]][slot] = r["text"].strip()
-            elif t == TWEET:
-                who = r["worker"] or r["sender"]
-                if r["round"] is None or not who:
-                    self.skip("tweet rows without chat_round_order or worker", r["where"])
-                    continue
-                rounds.add(r["round"])
-                tweets[(r["round"], who)] = r
-            elif t in (SENT, RECEIVED):
-                snd = r["sender"] or (r["worker"] if t == SENT else None)
-                rcp = r["recipient"] or (r["worker"] if t == RECEIVED else None)
-                if r["round"] is None or not snd or not rcp or snd == rcp:
-                    self.skip(f"{t} rows without chat_round_order, sender or recipient", r["where"])
-                    continue
-                rounds.add(r["round"])
-                key = (r["round"], frozenset((snd, rcp)))
-                (sent if t == SENT else received)[key].append({**r, "snd": snd, "rcp": rcp})
-
-        reasons = self.check(init, post, tweets, sent, received, rounds)
+        ev = self.events(sorted(self.read(f["path"], rel), key=lambda r: (r["event_order"], r["row"])))
+        reasons = self.check(ev.init, ev.post, ev.tweets, ev.sent, ev.received, ev.rounds)
         complete = not reasons
-        post_reasons = self.check_post(init, post)
-        messages = [m for key in set(sent) | set(received) for m in (sent.get(key) or received[key])]
+        post_reasons = self.check_post(ev.init, ev.post)
+        messages = [m for key in set(ev.sent) | set(ev.received) for m in (ev.sent.get(key) or ev.received[key])]
         out["sessions"].append(
             {
                 "session_id": sid,
@@ -570,8 +550,8 @@ class _Parser:
                 "complete": complete,
                 "drop_reason": "; ".join(reasons) or None,
                 "post_opinion": not post_reasons,
-                "n_participants": len(people),
-                "workers": sorted(people),
+                "n_participants": len(ev.people),
+                "workers": sorted(ev.people),
                 "n_messages": len(messages),
                 "n_messages_valid": sum(m["validity"] == "VALID" for m in messages),
                 "shadowed_sources": list(f["shadowed_sources"]),
@@ -580,9 +560,50 @@ class _Parser:
         if not complete:
             log.info("debate data: dropped session %s (%s): %s", sid, rel, "; ".join(reasons))
             return None  # dropped: its missing Post Opinions matter to no table
-        for w, r in init.items():
-            po = post.get(w)
-            demo = {slot: survey[w].get(slot) or UNKNOWN for slot in SLOTS}
+        self.rows(sid, ev, out)
+        return "; ".join(post_reasons) or None
+
+    def events(self, rows: list[dict[str, Any]]) -> _Events:
+        """A session's rows (in event order) sorted by kind: opinions, survey answers, tweets, messages."""
+        ev = _Events()
+        for r in rows:
+            ev.people.update(x for x in (r["worker"], r["sender"], r["recipient"]) if x)
+            t = r["type"]
+            if t in (INIT, POST, SURVEY) and not r["worker"]:
+                self.skip(f"{t} rows without worker_id", r["where"])
+            elif t == INIT:
+                ev.init[r["worker"]] = r  # rows are in event order: the last one counts
+            elif t == POST:
+                ev.post[r["worker"]] = r
+            elif t == SURVEY:
+                slot = self.aliases.get(_key(r["field"] or ""))
+                if slot is None:
+                    self.skip(f"unknown exit_survey field {r['field'] or ''!r}", r["where"])
+                else:
+                    ev.survey[r["worker"]][slot] = r["text"].strip()
+            elif t == TWEET:
+                who = r["worker"] or r["sender"]
+                if r["round"] is None or not who:
+                    self.skip("tweet rows without chat_round_order or worker", r["where"])
+                    continue
+                ev.rounds.add(r["round"])
+                ev.tweets[(r["round"], who)] = r
+            elif t in (SENT, RECEIVED):
+                snd = r["sender"] or (r["worker"] if t == SENT else None)
+                rcp = r["recipient"] or (r["worker"] if t == RECEIVED else None)
+                if r["round"] is None or not snd or not rcp or snd == rcp:
+                    self.skip(f"{t} rows without chat_round_order, sender or recipient", r["where"])
+                    continue
+                ev.rounds.add(r["round"])
+                key = (r["round"], frozenset((snd, rcp)))
+                (ev.sent if t == SENT else ev.received)[key].append({**r, "snd": snd, "rcp": rcp})
+        return ev
+
+    def rows(self, sid: str, ev: _Events, out: dict[str, Any]) -> None:
+        """A complete session's participants, tweets and merged utterances, into `out`."""
+        for w, r in ev.init.items():
+            po = ev.post.get(w)
+            demo = {slot: ev.survey[w].get(slot) or UNKNOWN for slot in SLOTS}
             out["participants"].append(
                 {
                     "session_id": sid,
@@ -595,7 +616,7 @@ class _Parser:
                     "demographics": json.dumps(demo, sort_keys=True),
                 }
             )
-        for (rnd, w), r in tweets.items():
+        for (rnd, w), r in ev.tweets.items():
             out["tweets"].append(
                 {
                     "session_id": sid,
@@ -606,15 +627,14 @@ class _Parser:
                     "event_order": r["event_order"],
                 }
             )
-        for key in sorted(set(sent) | set(received), key=lambda k: (k[0], sorted(k[1]))):
-            msgs = sent.get(key)
+        for key in sorted(set(ev.sent) | set(ev.received), key=lambda k: (k[0], sorted(k[1]))):
+            msgs = ev.sent.get(key)
             if msgs:
-                self.counts["mirrored_rows_ignored"] += len(received.get(key, ()))
+                self.counts["mirrored_rows_ignored"] += len(ev.received.get(key, ()))
             else:
-                msgs = received[key]
+                msgs = ev.received[key]
                 self.counts["received_rows_used"] += len(msgs)
             out["utterances"] += merge(sid, key[0], msgs)
-        return "; ".join(post_reasons) or None
 
     @staticmethod
     def check(

@@ -280,15 +280,7 @@ def round_wise(
     missing_h = [c for c in key + ["text", "on_topic", "stance"] if c not in human.columns]
     if missing or missing_h:
         raise ValueError(f"round_wise: missing columns sim={missing} human={missing_h}")
-
-    # On-topic human comparators by (session, round, speaker).
-    comparators: dict[tuple[Any, ...], list[tuple[str, float | None]]] = {}
-    for row in human.itertuples(index=False):
-        if _flag(row.on_topic):
-            comparators.setdefault((row.session_id, row.round, row.speaker), []).append(
-                (str(row.text), _stance(row.stance))
-            )
-
+    comparators = _comparators(human)
     sim = sim.reset_index(drop=True)
     on = np.array([_flag(v) for v in sim["on_topic"]], dtype=bool)
     has_comp = np.array(
@@ -298,11 +290,36 @@ def round_wise(
         ],
         dtype=bool,
     )
+    per_utt = _per_utterance(sim, np.flatnonzero(has_comp), comparators, unit, embed)
+    return _by_setting(sim, setting, on, per_utt)
 
-    # Embed every distinct text that enters a pair, once.
+
+Comparators = dict[tuple[Any, ...], list[tuple[str, float | None]]]  # (session, round, speaker) -> (text, stance)
+
+
+def _comparators(human: pd.DataFrame) -> Comparators:
+    """The on-topic human utterances by (session, round, speaker): their texts and stances."""
+    comparators: Comparators = {}
+    for row in human.itertuples(index=False):
+        if _flag(row.on_topic):
+            comparators.setdefault((row.session_id, row.round, row.speaker), []).append(
+                (str(row.text), _stance(row.stance))
+            )
+    return comparators
+
+
+def _per_utterance(
+    sim: pd.DataFrame,
+    used: np.ndarray,
+    comparators: Comparators,
+    unit: str,
+    embed: Callable[[list[str]], np.ndarray],
+) -> dict[int, dict[str, float]]:
+    """m(u-hat) of each simulated utterance with comparators (`used`: their rows): the mean of each
+    pairwise metric over its comparators. Every distinct text that enters a pair is embedded once."""
     texts: list[str] = []
     seen: set[str] = set()
-    for i in np.flatnonzero(has_comp):
+    for i in used:
         row = sim.iloc[i]
         for t in [str(row["text"])] + [c[0] for c in comparators[(row["session_id"], row["round"], row["speaker"])]]:
             if t not in seen:
@@ -326,9 +343,8 @@ def round_wise(
             len_cache[t] = length(t, unit)
         return len_cache[t]
 
-    # m(u-hat) per used simulated utterance.
     per_utt: dict[int, dict[str, float]] = {}
-    for i in np.flatnonzero(has_comp):
+    for i in used:
         row = sim.iloc[i]
         t_sim, s_sim = str(row["text"]), _stance(row["stance"])
         comps = comparators[(row["session_id"], row["round"], row["speaker"])]
@@ -344,7 +360,13 @@ def round_wise(
             "d_abs_len": float(np.mean(np.abs(signed))),
             "rouge_l": float(np.mean(rouge)),
         }
+    return per_utt
 
+
+def _by_setting(
+    sim: pd.DataFrame, setting: list[str], on: np.ndarray, per_utt: dict[int, dict[str, float]]
+) -> pd.DataFrame:
+    """One row per setting: the flat mean of m over its used utterances, its on-topic rate and counts."""
     if not setting:
         groups = [((), sim.index)]
     else:

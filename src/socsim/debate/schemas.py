@@ -141,3 +141,8 @@ ANNOTATIONS = pa.schema(
         pa.field("annotator", pa.string(), nullable=False),
     ]
 )
+
+# The report folders' declared tables (socsim.stages.Artifact.tables): the compare stage's utterance metrics,
+# and the plot table of every figure the analysis writes (plot_<figure>; socsim.debate.analysis.plots).
+COMPARISON_TABLES = ("utterance_metrics", "utterance_metrics_by_session")
+FIGURES = ("fig2_group_level", "fig2_effect_sizes", "fig3_individual", "table3_metrics", "table9_metrics")

@@ -11,7 +11,6 @@ import pandas as pd
 
 from socsim.debate import schemas
 from socsim.debate.setups import settings
-from socsim.io.parquet import write_json
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
 
 if TYPE_CHECKING:
@@ -200,77 +199,26 @@ def run_annotate_human(ctx: StageContext) -> None:
 
 
 def run_compare(ctx: StageContext) -> None:
-    from socsim.debate import analysis
-    from socsim.io import tables as io_tables
+    from socsim.debate import compare
 
-    dp = ctx.params[DB]
-    simulated, annotations, human_utterances, human_annotations = (
-        ctx.read(n).to_pandas() for n in ("simulated", "annotations", "human_utterances", "human_annotations")
-    )
-    out = analysis.utterance_metrics(simulated, annotations, human_utterances, human_annotations, dp)
-    d = ctx.path("comparison")
-    d.mkdir(parents=True, exist_ok=True)
-    io_tables.write(out["metrics"], d, "utterance_metrics", "DEBATE: utterance metrics per setting (eq. 2)")
-    io_tables.write(
-        out["by_session"], d, "utterance_metrics_by_session", "DEBATE: utterance metrics per setting and debate"
-    )
-    write_json(d / "encoder.json", out["encoder"])
+    simulated, annotations, human_utterances, human_annotations = (ctx.read(n).to_pandas() for n in compare.INPUTS)
+    out = compare.utterance_metrics(simulated, annotations, human_utterances, human_annotations, ctx.params[DB])
+    compare.write(out, ctx.path("comparison"))
     ctx.write_metrics(settings=len(out["metrics"]), encoder=out["encoder"])
 
 
-def _provenance(paths: Path | list[Path]) -> dict[str, Any]:
-    from socsim.io.parquet import read_provenance
-
-    return read_provenance(paths[0] if isinstance(paths, list) else paths)
-
-
 def run_analyse(ctx: StageContext) -> None:
-    import json
-
     from socsim.debate import analysis
-    from socsim.io import report, vs_paper
 
-    comparison, d = ctx.path("comparison"), ctx.path("analysis")
-    tables = {
-        n: ctx.read(n).to_pandas()
-        for n in (
-            "sessions",
-            "participants",
-            "tweets",
-            "human_utterances",
-            "simulated",
-            "annotations",
-            "human_annotations",
-        )
-    }
-    run = analysis.RunDesign.from_provenance(
-        _provenance(ctx.paths["sessions"]),
-        _provenance(ctx.paths["human_annotations"]),
-        json.loads((comparison / "encoder.json").read_text(encoding="utf-8")),
-    )
-    rep = analysis.analyse(
-        report.read(comparison, "utterance_metrics"),
-        tables,
-        ctx.params[DB],
-        vs_paper.read_paper(ctx.path("paper_file")),
-        run,
-        report.read(comparison, "utterance_metrics_by_session"),
-    )
-    report.write(rep, d)
-    write_json(d / "provenance.json", ctx.provenance())
-    for f in rep.flags:
-        print(f.flag.message)
-    ctx.write_metrics(
-        degeneracy_flags=len(rep.flags),
-        findings={f.claim: f.verdict.label for f in rep.findings},
-        design_differences=rep.design,
-    )
+    ctx.write_report(analysis.analyse(ctx.analysis_inputs(*analysis.INPUTS)))
 
 
 def run_figures(ctx: StageContext) -> None:
     from socsim.debate import figures
+    from socsim.io.figures import panels
 
-    names = figures.all_figures(ctx.path("analysis"), ctx.path("figures"))
+    plots = {f: panels(ctx.report_table("analysis", f"plot_{f}")) for f in schemas.FIGURES}
+    names = figures.all_figures(plots, ctx.path("figures"))
     ctx.write_metrics(figures=sorted(names))
 
 
@@ -313,8 +261,14 @@ ARTIFACTS = {
         schemas.ANNOTATIONS,
         ("session_id", "round", "kind", "dyad", "k", "speaker"),
     ),
-    "comparison": Artifact(f"{RESULTS}/comparison", kind="dir"),
-    "analysis": Artifact(f"{RESULTS}/analysis", kind="dir", report="tables", pattern="{name}.csv"),
+    "comparison": Artifact(f"{RESULTS}/comparison", kind="dir", tables=schemas.COMPARISON_TABLES),
+    "analysis": Artifact(
+        f"{RESULTS}/analysis",
+        kind="dir",
+        report="tables",
+        pattern="{name}.csv",
+        tables=tuple(f"plot_{f}" for f in schemas.FIGURES),
+    ),
     "figures": Artifact(f"{RESULTS}/figures", kind="dir", report="figures"),
 }
 

@@ -1,5 +1,6 @@
 """Statistics of the DEBATE study: Appendix H (Friedman + Wilcoxon across models), the group-level
-(Fig. 2) and individual-level (Fig. 3) opinion-dynamics analyses of Sect. 6 (spec section 5)."""
+(Fig. 2) and individual-level (Fig. 3) opinion-dynamics analyses of Sect. 6 (spec section 5). The
+one-sample t test, d_z and the equivalence test are socsim.stats.ttest's (re-exported here)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,8 @@ import pandas as pd
 from scipy import stats
 
 from socsim.stats.agreement import cohen_kappa
-
-VAR_TOL = 1e-12
-
-
-def _num(x: Any) -> float | None:
-    x = float(x)
-    return x if math.isfinite(x) else None
+from socsim.stats.ttest import NO_VARIANCE, VAR_TOL, d_z, one_sample_t
+from socsim.stats.ttest import finite as _num
 
 
 def _friedman(data: np.ndarray) -> tuple[float | None, float | None]:
@@ -117,28 +113,6 @@ OUTCOME_STEPS = {"tweet": ("s1", "s2", "s3"), "opinion": ("o_init", "o_final")}
 STEP_OUTCOME = {q: outcome for outcome, qs in OUTCOME_STEPS.items() for q in qs}
 WHO = {"human": "humans", "llm": "twins"}
 PAIRED = "paired: each group's statistics over its members with every step"
-NO_VARIANCE = "no variance in the changes"
-
-
-def d_z(t: float | None, n: int) -> float | None:
-    """The paired (one-sample) effect size d_z = mean change / SD of the changes = t / sqrt(n): unlike
-    t, it does not grow with the number of groups."""
-    return None if t is None or n < 1 or not math.isfinite(t) else float(t) / math.sqrt(n)
-
-
-def one_sample_t(x: np.ndarray) -> tuple[float | None, float | None, int, str | None]:
-    """(mean, two-sided p of the one-sample t test against 0, n, note) over the finite values of `x`;
-    p is None, and the note says why, with fewer than 2 values or zero variance (the test is
-    undefined: the verdict is inconclusive, never a pass)."""
-    x = np.asarray(x, dtype=float)
-    x = x[np.isfinite(x)]
-    n = int(x.size)
-    mean = float(x.mean()) if n else None
-    if n < 2:
-        return mean, None, n, f"{n} value(s); a t-test needs at least 2"
-    if float(np.var(x)) <= VAR_TOL:
-        return mean, None, n, f"{NO_VARIANCE} (every one is {x[0]:.4g}): the t-test is undefined"
-    return mean, _num(stats.ttest_1samp(x, 0.0).pvalue), n, None
 
 
 def _paired_t(
@@ -540,23 +514,6 @@ def correlation_difference(
         return out
     out["p"] = float(min(1.0, 2 * min(np.mean(diff <= 0), np.mean(diff >= 0))))
     return out
-
-
-# ---------------------------------------------------------------------------------------------------
-# "No change" as an equivalence test
-
-
-def equivalence_p(t: float | None, n: int, margin: float) -> float | None:
-    """p of the exact one-sample (paired) t test for equivalence, H0: |d_z| >= `margin` against
-    H1: |d_z| < `margin` (Wellek, Testing Statistical Hypotheses of Equivalence, 2010, Sect. 5.3): the
-    chance, at |d_z| = margin, of a t at most as far from 0 as the observed: P(|T| <= |t|) for T
-    noncentral t with n - 1 degrees of freedom and noncentrality margin * sqrt(n). Equivalence is shown
-    when p < alpha; under H0 that happens at most at rate alpha. None when t is undefined or n < 2."""
-    if t is None or not math.isfinite(t) or n < 2 or margin <= 0:
-        return None
-    nc = margin * math.sqrt(n)
-    a = abs(float(t))
-    return _num(float(stats.nct.cdf(a, n - 1, nc) - stats.nct.cdf(-a, n - 1, nc)))
 
 
 # ---------------------------------------------------------------------------------------------------

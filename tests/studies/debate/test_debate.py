@@ -10,10 +10,11 @@ import json
 import pytest
 import yaml
 
-from conftest import ROOT, Scripted
 from socsim.debate import annotate, setups, simulate
 from socsim.debate.ingest import SLOTS
 from socsim.llm import LLMClient
+from support.llm import Scripted
+from support.project import ROOT
 
 PROMPTS = yaml.safe_load((ROOT / "data/debate/prompts.yaml").read_text())
 W = ["aaaaa111", "bbbbb222", "ccccc333", "ddddd444"]

@@ -20,10 +20,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import ROOT, Scripted
 from socsim.debate import analysis, ingest, setups, simulate
 from socsim.llm import LLMClient
 from socsim.seeds import derive_seed
+from support.llm import Scripted
+from support.project import ROOT
 
 FIXTURE = ROOT / "data" / "debate" / "fixture"
 EXPECTED = json.loads((FIXTURE / "expected.json").read_text(encoding="utf-8"))
@@ -444,8 +445,9 @@ def ingest_cmd(out: Path, *extra: str) -> list[str]:
 
 
 def test_ingest_and_setups_stages_write_counts_and_setups(tmp_path):
-    from conftest import read_metrics, run_socsim
     from socsim.io.parquet import read_provenance
+    from support.metrics import read_metrics
+    from support.project import run_socsim
 
     out = tmp_path / "r"
     proc = run_socsim(*ingest_cmd(out))
@@ -484,7 +486,7 @@ def test_ingest_and_setups_stages_write_counts_and_setups(tmp_path):
 
 
 def test_ingest_stage_stops_on_an_unknown_depth_dir_unless_allowed(tmp_path):
-    from conftest import run_socsim
+    from support.project import run_socsim
 
     copy_session(tmp_path / "data", COMPLETE, topic_dir="Ghosts_exist")
     local = ["--set", "debate.data.source=local", "--set", f"debate.data.path={tmp_path / 'data'}"]

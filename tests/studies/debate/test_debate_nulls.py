@@ -24,10 +24,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from debate_inputs import analyse
 from debate_synthetic import by_session, sect6
 from scipy import stats as sps
 
 from socsim.debate import analysis, stats
+from socsim.stats import ttest
 from socsim.stats import verdict as vd
 
 NOMINAL = vd.ALPHA / 2  # a directional claim by a two-sided test at .05, in its direction
@@ -144,7 +146,7 @@ def test_topic_specific_effects_pass_no_claim_over_debates_or_groups():
 
 
 def _one_sample_yes(x: pd.Series, direction: int) -> bool:
-    mean, p, _, _ = stats.one_sample_t(x.to_numpy(dtype=float))
+    mean, p, _, _ = ttest.one_sample_t(x.to_numpy(dtype=float))
     return p is not None and p < vd.ALPHA and mean is not None and mean * direction > 0
 
 
@@ -216,7 +218,7 @@ def test_the_whole_analysis_on_the_moderation_null_says_no_sect6_yes():
     m = m.assign(worker_id=[f"{s}w{w[-1]}" for s, w in zip(m.session_id, m.worker_id)])
     m = m.assign(partner1=[f"{s}w{p[-1]}" for s, p in zip(m.session_id, m.partner1)])
     tables = _with_members(tables, m)
-    rep = analysis.analyse(metrics, tables, dp, paper, run, by_sess)
+    rep = analyse(metrics, tables, dp, paper, run, by_sess)
     twins = [f for f in rep.findings if f.claim.startswith("Sect. 6")]
     assert len(twins) == 3 and not any(f.verdict.holds is True for f in twins), [f.verdict.label for f in twins]
     row = next(r for r in rep.vs_paper if r.quantity.startswith("Sect. 6 (the paper's comparison): the twins' groups"))

@@ -12,10 +12,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from debate_inputs import analyse, plots
 
-from conftest import ROOT
 from socsim.debate import analysis, figures, stats
 from socsim.io import report
+from socsim.stats import ttest
+from socsim.stats.verdict import MIN_UNITS
+from support.project import ROOT
 
 PAPER = yaml.safe_load((ROOT / "data/debate/paper.yaml").read_text())
 TWEET_MEAN_LLM = PAPER["group_level"]["tweet_mean"]["llm_change"]  # t = 2.23, p = .03: "rises"
@@ -81,7 +84,7 @@ def test_d_z_is_the_mean_change_over_its_sd_by_hand():
 
 
 def test_paper_d_z_is_t_over_sqrt_31_in_vs_paper_and_fig2_table(tmp_path: Path):
-    rep = analysis.analyse(*_inputs(np.random.default_rng(3), groups=6))
+    rep = analyse(*_inputs(np.random.default_rng(3), groups=6))
     es = rep.tables["fig2_effect_sizes"].df.set_index(["quantity", "test"])
     assert es.loc[("tweet mean", "llm change"), "paper_d_z"] == pytest.approx(2.23 / math.sqrt(31))
     assert es.loc[("opinion SD", "llm change"), "paper_d_z"] == pytest.approx(-4.65 / math.sqrt(31))
@@ -109,10 +112,10 @@ def test_fig2_twin_tests_are_the_papers_comparison_without_a_verdict():
     model-written end with a human-written start. No finding rests on them; the report shows them."""
     tests = stats.group_level(_members(np.random.default_rng(20), 12, shift=1.0))[1]
     for r in tests.itertuples(index=False):
-        ref = analysis._paper_test(PAPER, r.quantity, r.test) or TWEET_MEAN_LLM
+        ref = analysis.paper_test(PAPER, r.quantity, r.test) or TWEET_MEAN_LLM
         f = analysis.group_finding(r, ref, [])
         assert (f is None) == (r.test != "human change"), (r.quantity, r.test)
-    rep = analysis.analyse(*_inputs(np.random.default_rng(23), groups=7))
+    rep = analyse(*_inputs(np.random.default_rng(23), groups=7))
     row = _row(rep, "Fig. 2 tweet mean: llm change")
     assert row.verdict is None and row.finding == "" and row.note.startswith(analysis.PAPERS_COMPARISON)
     assert row.paper == pytest.approx(2.23 / math.sqrt(31))  # the paper's number stays beside ours
@@ -155,9 +158,9 @@ def test_fig2_tiny_inputs_are_inconclusive_with_n_and_need():
     m = _members(np.random.default_rng(2), 2, human_shift=3.0)
     row = _tweet_mean(stats.group_level(m)[1], "human change")
     f = analysis.group_finding(row, PAPER_UP, [], _human_changes(m), _topics(2))
-    assert f.verdict.holds is None and f.verdict.label == f"inconclusive (n = 2 groups, needs {analysis.MIN_GROUPS})"
+    assert f.verdict.holds is None and f.verdict.label == f"inconclusive (n = 2 groups, needs {MIN_UNITS})"
     g = analysis.group_finding(row, TWEET_MEAN_HUMAN, [])
-    assert g.verdict.label == f"inconclusive (n = 2 groups, needs {analysis.MIN_GROUPS})"
+    assert g.verdict.label == f"inconclusive (n = 2 groups, needs {MIN_UNITS})"
 
 
 def test_fig2_no_change_claim_is_an_equivalence_test():
@@ -198,12 +201,12 @@ def test_equivalence_p_against_a_monte_carlo_of_its_definition():
     for n, margin, alpha in ((31, 0.4, 0.025), (12, 0.8, 0.05)):
         x = rng.normal(margin, 1.0, size=(40000, n))
         t = x.mean(axis=1) / (x.std(axis=1, ddof=1) / math.sqrt(n))
-        p = np.array([stats.equivalence_p(v, n, margin) for v in t[:4000]])
+        p = np.array([ttest.equivalence_p(v, n, margin) for v in t[:4000]])
         assert np.mean(p < alpha) == pytest.approx(alpha, abs=0.012)
         # p is P(|T| <= |t|) under d_z = margin: the empirical share of simulated |T| below |t|
         for v in (0.2, 1.0, -1.7):
-            assert stats.equivalence_p(v, n, margin) == pytest.approx(np.mean(np.abs(t) <= abs(v)), abs=0.006)
-    assert stats.equivalence_p(None, 10, 0.4) is None and stats.equivalence_p(1.0, 1, 0.4) is None
+            assert ttest.equivalence_p(v, n, margin) == pytest.approx(np.mean(np.abs(t) <= abs(v)), abs=0.006)
+    assert ttest.equivalence_p(None, 10, 0.4) is None and ttest.equivalence_p(1.0, 1, 0.4) is None
 
 
 def _by_session(rng: np.random.Generator, debates: int, gap: float = 0.0, longer: float = 0.0) -> pd.DataFrame:
@@ -239,7 +242,7 @@ def test_mode_order_and_length_findings_null_true_tiny():
     assert longer.verdict.holds is True and longer.value < 0
     assert analysis.mode_order(_by_session(rng, 14, gap=-0.04), topics, []).verdict.holds is False
     tiny = analysis.mode_order(_by_session(rng, 2, gap=0.04), topics, [])
-    assert tiny.verdict.label == f"inconclusive (n = 2 debates, needs {analysis.MIN_SESSIONS})"
+    assert tiny.verdict.label == f"inconclusive (n = 2 debates, needs {MIN_UNITS})"
     assert analysis.llm_longer(_by_session(rng, 1, longer=20.0), topics, []).verdict.label.startswith(
         "inconclusive (n = 1"
     )
@@ -360,7 +363,7 @@ def _row(rep: report.Report, start: str):
 
 
 def test_a_stance_flag_lands_only_on_stance_derived_numbers():
-    rep = analysis.analyse(*_inputs(np.random.default_rng(4), groups=7, stance=0.5))
+    rep = analyse(*_inputs(np.random.default_rng(4), groups=7, stance=0.5))
     stance = [f.flag for f in rep.flags if f.flag.scope == "stance annotator (utterances)"]
     assert len(stance) == 1 and "100%" in stance[0].reason
     assert all(f.flag.scope == "stance annotator (utterances)" for f in rep.flags)  # nothing else is degenerate
@@ -377,7 +380,7 @@ def test_a_stance_flag_lands_only_on_stance_derived_numbers():
 
 
 def test_on_topic_and_tweet_flags_concern_their_own_rows():
-    rep = analysis.analyse(*_inputs(np.random.default_rng(5), groups=5, on_topic_all=True))
+    rep = analyse(*_inputs(np.random.default_rng(5), groups=5, on_topic_all=True))
     (on_topic,) = [f.flag for f in rep.flags]
     assert on_topic.scope == "on-topic annotator"
     assert on_topic in _row(rep, "Table3 depth, m, mode 2, original: s_sem").flags
@@ -389,7 +392,7 @@ def test_on_topic_and_tweet_flags_concern_their_own_rows():
 
 def test_data_source_and_models_are_design_differences(tmp_path: Path):
     metrics, tables, dp, paper, run, by_session = _inputs(np.random.default_rng(6), groups=4)
-    rep = analysis.analyse(metrics, tables, dp, paper, run, by_session)
+    rep = analyse(metrics, tables, dp, paper, run, by_session)
     assert "data source: ours fixture (synthetic), paper DEBATE (real)" in rep.design
     assert "agent model: ours m, paper gpt-4o-mini" in rep.design
     assert "encoder: ours sentence-transformers/all-MiniLM-L6-v2, paper jinaai/jina-embeddings-v3" in rep.design
@@ -401,7 +404,7 @@ def test_data_source_and_models_are_design_differences(tmp_path: Path):
     assert not vs[vs.quantity.str.endswith(": rouge_l")].comparable.str.contains("encoder").any()
     # the real data: the humans' opinions use neither a model nor an annotator, so they compare
     real = analysis.RunDesign("DEBATE (real)", "gpt-4o-mini", analysis.PAPER_ENCODER)
-    rep = analysis.analyse(metrics, tables, dp, paper, real, by_session)
+    rep = analyse(metrics, tables, dp, paper, real, by_session)
     assert not _row(rep, "Fig. 2 opinion SD: human change").design
     assert _row(rep, "Fig. 2 opinion SD: llm change").design == ["agent model: ours m, paper gpt-4o-mini"]
     unknown = analysis.RunDesign.from_provenance({}, {}, {})
@@ -411,27 +414,30 @@ def test_data_source_and_models_are_design_differences(tmp_path: Path):
 
 
 def test_report_writes_parquet_and_figures_read_it_without_csv(tmp_path: Path):
-    rep = analysis.analyse(*_inputs(np.random.default_rng(7), groups=4, stance=0.5))
+    rep = analyse(*_inputs(np.random.default_rng(7), groups=4, stance=0.5))
     report.write(rep, tmp_path / "analysis")
     for name in ("table3", "group_tests", "fig2_effect_sizes", "members", "group_level", "flags", "findings"):
         assert (tmp_path / "analysis" / f"{name}.parquet").is_file(), name
     for csv in (tmp_path / "analysis").glob("*.csv"):
         csv.unlink()  # figures read Parquet only
-    names = figures.all_figures(tmp_path / "analysis", tmp_path / "figures")
+    drawn = plots(tmp_path / "analysis")
+    names = figures.all_figures(drawn, tmp_path / "figures")
     assert set(names) == {"fig2_group_level", "fig2_effect_sizes", "fig3_individual", "table3_metrics"}
     assert all((tmp_path / "figures" / f"{n}.png").stat().st_size > 0 for n in names)
-    flags = report.read(tmp_path / "analysis", "flags")
-    assert figures.panel_flags(flags, ["table3.d_stance["]) and not figures.panel_flags(flags, ["table3.s_sem["])
+    assert not drawn["table9_metrics"]  # no Breadth: no panels, no figure
+    metric = drawn["table3_metrics"]  # a panel notes the flags of its own inputs only
+    assert any("stance annotator" in x for x in metric["d_stance"].note)
+    assert not any("stance annotator" in x for x in metric["s_sem"].note)
 
 
 def test_without_per_debate_metrics_the_findings_are_inconclusive():
     metrics, tables, dp, paper, run, _ = _inputs(np.random.default_rng(8), groups=4)
-    rep = analysis.analyse(metrics, tables, dp, paper, run, None)
+    rep = analyse(metrics, tables, dp, paper, run, None)
     utterance = [f for f in rep.findings if "semantic similarity" in f.claim or "longer" in f.claim]
     assert len(utterance) == 2
     (ablation,) = [f for f in rep.findings if "private profile" in f.claim]  # only `original` ran
     assert ablation.verdict.label.startswith("inconclusive (not run: needs ablations original and no_private_profile")
-    assert all(f.verdict.label == f"inconclusive (n = 0 debates, needs {analysis.MIN_SESSIONS})" for f in utterance)
+    assert all(f.verdict.label == f"inconclusive (n = 0 debates, needs {MIN_UNITS})" for f in utterance)
     assert _row(rep, "depth, m: S_sem of the first mode").ours is not None  # the setting-level number stays
 
 
@@ -504,7 +510,7 @@ def test_a_missing_final_opinion_is_noted_on_the_row_the_table_and_the_panel(tmp
     sim = tables["simulated"]
     lost = sim[sim.kind == "opinion"].index[[1, 6]]  # one twin in each of S00 and S01
     tables["simulated"] = sim.drop(lost)
-    rep = analysis.analyse(metrics, tables, dp, paper, run, by_session)
+    rep = analyse(metrics, tables, dp, paper, run, by_session)
     text = "o_final missing for 2 of 16 twins in 2 of 4 groups"
     for test in ("llm change", "llm change vs human change"):
         assert text in _row(rep, f"Fig. 2 opinion mean: {test}").note
@@ -524,9 +530,9 @@ def test_a_missing_final_opinion_is_noted_on_the_row_the_table_and_the_panel(tmp
         shown[name + ".panels"] = [title for title, body in panels.items() if text in body.replace("\n", " ")]
 
     monkeypatch.setattr(figures, "save", capture)
-    flags = report.read(tmp_path, "flags")
-    figures.fig2(report.read(tmp_path, "group_level"), flags, tmp_path)
-    figures.fig2_effect_sizes(report.read(tmp_path, "fig2_effect_sizes"), flags, tmp_path)
+    drawn = plots(tmp_path)
+    figures.fig2(drawn["fig2_group_level"], tmp_path)
+    figures.fig2_effect_sizes(drawn["fig2_effect_sizes"], tmp_path)
     assert sorted(shown["fig2_group_level.panels"]) == [
         "opinion: group mean (mean over groups ± SE)",
         "opinion: group sd (mean over groups ± SE)",
@@ -535,9 +541,9 @@ def test_a_missing_final_opinion_is_noted_on_the_row_the_table_and_the_panel(tmp
 
 
 def test_no_variance_in_the_changes_is_inconclusive_and_says_so():
-    mean, p, n, why = stats.one_sample_t(np.full(5, 0.3))
+    mean, p, n, why = ttest.one_sample_t(np.full(5, 0.3))
     assert mean == pytest.approx(0.3) and p is None and n == 5 and why.startswith("no variance in the changes")
-    assert stats.one_sample_t(np.array([0.1, 0.4, 0.2]))[3] is None
+    assert ttest.one_sample_t(np.array([0.1, 0.4, 0.2]))[3] is None
     # per-debate length differences all the same: no t-test, and the verdict says why
     by_session = _by_session(np.random.default_rng(42), 6).assign(d_signed_len=-7.0)
     f = analysis.llm_longer(by_session, _topics(6, width=0), [])
@@ -553,3 +559,34 @@ def test_no_variance_in_the_changes_is_inconclusive_and_says_so():
     g = analysis.group_finding(row, TWEET_MEAN_HUMAN, [])
     assert g.verdict.holds is None and g.verdict.reason.startswith("no variance in the changes")
     assert g.verdict.reason.endswith("n = 6 groups")
+
+
+def test_every_finding_row_and_flag_comes_from_one_claim_in_the_claims_order():
+    """The report is the base report plus each claim's judgement, in CLAIMS' order (socsim.io.claims)."""
+    from debate_inputs import analysis_inputs
+
+    from socsim.debate.analysis import claims, measures
+
+    inputs = analysis_inputs(*_inputs(np.random.default_rng(7), groups=4, stance=0.5))
+    rep = analysis.analyse(inputs)
+    ev = measures.evidence(inputs)
+    judged = [c.judge(ev) for c in claims.CLAIMS]
+    assert [f.claim for j in judged for f in j.findings] == [f.claim for f in rep.findings]
+    assert [r.quantity for j in judged for r in j.rows] == [r.quantity for r in rep.vs_paper]
+    where = [w for j in judged for f in j.flags for w in f.where]
+    assert sorted(where) == sorted(w for f in rep.flags for w in f.where)
+    assert len({c.name for c in claims.CLAIMS}) == len(claims.CLAIMS)
+
+
+def test_figures_import_nothing_from_the_analysis_and_draw_declared_plot_tables(tmp_path: Path):
+    import ast
+
+    from socsim.debate import figures as module
+    from socsim.debate.stages import ARTIFACTS
+
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    assert not [m for m in imported if m.startswith("socsim.debate")]
+    rep = analyse(*_inputs(np.random.default_rng(7), groups=4, stance=0.5))
+    assert {f"plot_{f}" for f in rep.plots} == set(ARTIFACTS["analysis"].tables)

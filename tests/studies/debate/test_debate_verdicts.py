@@ -15,10 +15,11 @@ import yaml
 from debate_synthetic import sect6
 from scipy import stats as sps
 
-from conftest import ROOT
 from socsim.debate import analysis, stats
-from socsim.io.report import Report
+from socsim.debate.analysis import claims
 from socsim.stats import signflip
+from socsim.stats.verdict import MIN_UNITS
+from support.project import ROOT
 
 PAPER = yaml.safe_load((ROOT / "data/debate/paper.yaml").read_text())
 REPLICATES = 40
@@ -105,7 +106,7 @@ def test_cluster_means_and_topic_effect_by_hand():
     rng = np.random.default_rng(12)
     d = pd.Series(rng.normal(0.5, 1.0, 21), index=[f"G{g:03d}" for g in range(21)])
     topics = {s: f"T{g % 7}" for g, s in enumerate(d.index)}
-    r = analysis.topic_effect(d, topics, +1, [], "groups", analysis.MIN_GROUPS)
+    r = analysis.topic_effect(d, topics, +1, [], "groups", MIN_UNITS)
     by_topic = d.groupby([topics[s] for s in d.index]).mean()
     ref = sps.permutation_test(
         (by_topic.to_numpy(),), np.mean, permutation_type="samples", n_resamples=np.inf, alternative="two-sided"
@@ -257,7 +258,7 @@ def test_ablation_claim_true_null_tiny_and_not_run():
     ]
     assert np.mean(null) <= 0.10
     tiny = analysis.ablation_claim(_ablation_sessions(rng, 2, worse=0.5), "m", "depth", RAN, {}, TOPICS10)
-    assert tiny.verdict.holds is None and f"n = 2 debates, needs {analysis.MIN_SESSIONS}" in tiny.verdict.reason
+    assert tiny.verdict.holds is None and f"n = 2 debates, needs {MIN_UNITS}" in tiny.verdict.reason
     only_mode1 = {(1, "original"), (1, "no_private_profile"), (2, "original")}
     none = analysis.ablation_claim(_ablation_sessions(rng, 10, worse=0.5), "m", "depth", only_mode1, {}, TOPICS10)
     assert none.verdict.holds is None and none.verdict.reason.startswith("not run")
@@ -269,6 +270,14 @@ def test_ablation_claim_true_null_tiny_and_not_run():
 # --- Appendix H rows on the paper's own tables -----------------------------------------------------
 
 
+def _evidence(metrics: pd.DataFrame, run: analysis.RunDesign) -> analysis.Evidence:
+    """Evidence with only utterance metrics (what Appendix H reads)."""
+    empty = pd.DataFrame()
+    return analysis.Evidence(
+        run, {}, PAPER, {}, ["m"], analysis.InputFlags(), metrics, empty, empty, {}, empty, empty, empty, empty
+    )
+
+
 def test_appendix_h_vs_paper_rows_reproduce_the_paper_on_its_own_tables():
     rows = []
     for table, ts in (("table3", "depth"), ("table9", "breadth")):
@@ -276,9 +285,8 @@ def test_appendix_h_vs_paper_rows_reproduce_the_paper_on_its_own_tables():
             for mode, vals in modes.items():
                 rows.append({"model": model, "mode": int(mode[-1]), "ablation": "original", "topic_set": ts, **vals})
     metrics = pd.DataFrame(rows)
-    b = analysis._Builder(Report("t"), analysis.RunDesign("DEBATE (real)", "gpt-4o-mini", analysis.PAPER_ENCODER))
-    analysis._appendix_h(b, metrics, analysis.InputFlags(), PAPER)
-    got = {r.quantity: r for r in b.rep.vs_paper}
+    real = analysis.RunDesign("DEBATE (real)", "gpt-4o-mini", analysis.PAPER_ENCODER)
+    got = {r.quantity: r for r in claims.appendix_h(_evidence(metrics, real)).rows}
     for metric in ("s_sem", "rouge_l", "d_stance"):
         chi2 = got[f"Appendix H {metric}: Friedman chi2"]
         assert chi2.ours == pytest.approx(chi2.paper, abs=0.005), metric
@@ -287,7 +295,6 @@ def test_appendix_h_vs_paper_rows_reproduce_the_paper_on_its_own_tables():
             assert row.paper == p and row.ours == pytest.approx(p, abs=0.0005), (metric, other)
         assert not chi2.design  # the paper's models, data, annotator and encoder
     # one model: no numbers, the reason in the note
-    b = analysis._Builder(Report("t"), analysis.RunDesign())
-    analysis._appendix_h(b, metrics[metrics.model == "gpt-4o-mini"], analysis.InputFlags(), PAPER)
-    row = next(r for r in b.rep.vs_paper if r.quantity == "Appendix H s_sem: Friedman chi2")
+    one = claims.appendix_h(_evidence(metrics[metrics.model == "gpt-4o-mini"], analysis.RunDesign()))
+    row = next(r for r in one.rows if r.quantity == "Appendix H s_sem: Friedman chi2")
     assert row.ours is None and "the Friedman test needs at least 2" in row.note and row.paper == 17.87

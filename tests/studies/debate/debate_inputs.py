@@ -1,0 +1,61 @@
+"""The DEBATE analysis' inputs for tests: `analysis_inputs` gives what `analyse` receives in a run
+(socsim.io.report.AnalysisInputs) from in-memory tables, utterance metrics and a RunDesign: the
+comparison folder written to a temporary directory, the run's design as its inputs' provenance."""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from socsim.debate import analysis
+from socsim.debate.schemas import COMPARISON_TABLES, FIGURES
+from socsim.io import report, tables
+from socsim.io.figures import panels
+from socsim.io.parquet import write_json
+from socsim.io.report import AnalysisInputs, Panel
+
+_SOURCE = {"fixture (synthetic)": "fixture", "DEBATE (real)": "hub"}
+_TMP = Path(tempfile.mkdtemp(prefix="debate-inputs-"))
+atexit.register(shutil.rmtree, _TMP, True)
+
+
+def provenance(run: analysis.RunDesign) -> dict[str, dict[str, Any]]:
+    """The provenance of `sessions` and `human_annotations` that RunDesign.from_provenance reads as `run`."""
+    data = dict(run.data) or ({"source": _SOURCE[run.data_source]} if run.data_source in _SOURCE else {})
+    annotator = {"model": run.annotator, "on_topic_prompt": run.on_topic_prompt}
+    return {"sessions": {"data": data}, "human_annotations": {"params": {"debate.annotator": annotator}}}
+
+
+def analysis_inputs(
+    metrics: pd.DataFrame,
+    tables_: Mapping[str, Any],
+    dp: Mapping[str, Any],
+    paper: Mapping[str, Any],
+    run: analysis.RunDesign | None = None,
+    by_session: pd.DataFrame | None = None,
+) -> AnalysisInputs:
+    """`analyse`'s inputs: the compare stage's `metrics` and `by_session` (None: not written) in a
+    comparison folder with the encoder of `run` (default: nothing known)."""
+    run = run or analysis.RunDesign()
+    d = Path(tempfile.mkdtemp(dir=_TMP))
+    tables.write(metrics, d, COMPARISON_TABLES[0], "utterance metrics")
+    if by_session is not None:
+        tables.write(by_session, d, COMPARISON_TABLES[1], "utterance metrics by debate")
+    write_json(d / "encoder.json", {"model": run.encoder, "human_on_topic": run.human_on_topic})
+    return AnalysisInputs(dict(tables_), dp, paper, 0, provenance(run), {"comparison": d})
+
+
+def analyse(*args: Any) -> report.Report:
+    """`analysis.analyse` on analysis_inputs(*args)."""
+    return analysis.analyse(analysis_inputs(*args))
+
+
+def plots(folder: Path) -> dict[str, dict[str, Panel]]:
+    """Every figure's panels, from a written report's plot tables (what the figures stage passes)."""
+    return {f: panels(report.read(folder, f"plot_{f}")) for f in FIGURES}
