@@ -76,44 +76,107 @@ def reminder_parts(prompts: dict[str, Any], world: str, bias: str) -> list[str]:
 def build(
     od: dict[str, Any], seed: int, personas: list[dict[str, Any]], topics: list[dict[str, Any]], prompts: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    n, steps = od["n_agents"], od["steps"]
-    if n > len(personas):
-        raise ValueError(f"opinion_dynamics.n_agents = {n}, but the personas file holds only {len(personas)}")
-    if n < 2:
-        raise ValueError("opinion_dynamics.n_agents must be at least 2 (a writer and a reviewer)")
-    agents = personas[:n]
-    by_id = {t["topic"]: t for t in topics}
-    unknown = [t for t in [*od["topics"], *od["fig5"]["topics"]] if t not in by_id]
-    if unknown:
-        raise ValueError(f"opinion_dynamics.topics: unknown topic(s) {', '.join(unknown)} (known: {', '.join(by_id)})")
+    """One row per simulation: the main runs (every factor level), Fig. 5's runs the main ones do not
+    cover, and the two controls, per agent model in that order."""
+    d = _Design(od, seed, personas, topics, prompts)
     framings = ["true" if f else "false" for f in od["framings"]]
-    models = list(od["agent_models"])
-    inject = od["injection"] == "every_prompt"
-    worlds = [od["world"]] if isinstance(od["world"], str) else list(dict.fromkeys(od["world"]))  # one or a list
-    rows: list[dict[str, Any]] = []
+    for model in od["agent_models"]:
+        for topic in od["topics"]:
+            for rep in range(od["repetitions"]):
+                for framing in framings:
+                    for bias in od["confirmation_bias"]:
+                        for memory in od["memory"]:
+                            for init in od["initial_distributions"]:
+                                for topo in od["topologies"]:
+                                    for world in d.worlds:
+                                        d.main_run(model, topic, framing, bias, memory, init, topo, rep, world)
+        _fig5_runs(d, model, framings)
+        if od["controls"]["enabled"]:
+            for topic in od["topics"]:
+                for rep in range(od["repetitions"]):
+                    for framing in framings:
+                        for world in d.worlds:
+                            d.rows += controls(
+                                od, seed, d.agents, prompts, d.by_id[topic], framing, model, rep, d.row, world
+                            )
+    ids = [r["sim_id"] for r in d.rows]
+    if len(set(ids)) != len(ids):
+        raise ValueError("two simulations share an id: list each factor level once")
+    return d.rows
+
+
+def _fig5_runs(d: _Design, model: str, framings: list[str]) -> None:
+    """Fig. 5's runs (no bias, its memory, its starts, complete graph) that the main runs do not cover."""
+    od, fig5 = d.od, d.od["fig5"]
+    for topic in fig5["topics"]:
+        for rep in range(od["repetitions"]):
+            for framing in framings:
+                for init in fig5["distributions"]:
+                    if not (
+                        topic in od["topics"]
+                        and "none" in od["confirmation_bias"]
+                        and fig5["memory"] in od["memory"]
+                        and init in od["initial_distributions"]
+                        and {"kind": "complete"} in od["topologies"]
+                    ):
+                        for world in d.worlds:
+                            d.main_run(
+                                model, topic, framing, "none", fig5["memory"], init, {"kind": "complete"}, rep, world
+                            )
+
+
+class _Design:
+    """The run's design being laid out: its params, agents and topics, and the rows built so far."""
+
+    def __init__(
+        self,
+        od: dict[str, Any],
+        seed: int,
+        personas: list[dict[str, Any]],
+        topics: list[dict[str, Any]],
+        prompts: dict[str, Any],
+    ) -> None:
+        n = od["n_agents"]
+        if n > len(personas):
+            raise ValueError(f"opinion_dynamics.n_agents = {n}, but the personas file holds only {len(personas)}")
+        if n < 2:
+            raise ValueError("opinion_dynamics.n_agents must be at least 2 (a writer and a reviewer)")
+        self.by_id = {t["topic"]: t for t in topics}
+        unknown = [t for t in [*od["topics"], *od["fig5"]["topics"]] if t not in self.by_id]
+        if unknown:
+            known = ", ".join(self.by_id)
+            raise ValueError(f"opinion_dynamics.topics: unknown topic(s) {', '.join(unknown)} (known: {known})")
+        self.od, self.seed, self.prompts, self.n, self.steps = od, seed, prompts, n, od["steps"]
+        self.agents = personas[:n]
+        self.inject = od["injection"] == "every_prompt"
+        # one world or a list
+        self.worlds = [od["world"]] if isinstance(od["world"], str) else list(dict.fromkeys(od["world"]))
+        self.rows: list[dict[str, Any]] = []
 
     def schedule(
-        topic: str, init: str, topo: dict[str, Any], rep: int, extra: tuple[object, ...] = ()
+        self, topic: str, init: str, topo: dict[str, Any], rep: int, extra: tuple[object, ...] = ()
     ) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[int]]:
+        n, seed = self.n, self.seed
         ids = (topic, init, topology_label(topo), rep)
         edges = network.edges_of(network.graph(topo, n, seeds.derive_seed(seed, "opinion_dynamics", *ids, "graph")))
         rng = seeds.rng(seed, "opinion_dynamics", *ids, *extra, "schedule")
-        pairs = network.schedule(n, steps, rng, None if topo["kind"] == "complete" else edges)
-        return edges, pairs, assign(init, agents, seed, topic, init, rep)
+        pairs = network.schedule(n, self.steps, rng, None if topo["kind"] == "complete" else edges)
+        return edges, pairs, assign(init, self.agents, seed, topic, init, rep)
 
-    def row(**kw: Any) -> dict[str, Any]:
+    def row(self, **kw: Any) -> dict[str, Any]:
         keys = ("model", "topic", "framing", "bias", "memory", "world", "init", "topology", "condition")
         sim_id = ".".join(str(kw[k]) for k in keys) + f".r{kw['rep']}"
-        topic = by_id[kw["topic"]]
+        topic = self.by_id[kw["topic"]]
         return {
             "sim_id": sim_id,
             "category": topic["category"],
             "claim": topic[f"claim_{kw['framing']}"],
-            "seed": seed,
+            "seed": self.seed,
             **kw,
         }
 
-    def main_runs(
+    def main_run(
+        self,
         model: str,
         topic: str,
         framing: str,
@@ -124,12 +187,13 @@ def build(
         rep: int,
         world: str,
     ) -> None:
-        extra = () if od["schedule"] == "shared" else (model, framing, bias, memory)
-        edges, pairs, initial = schedule(topic, init, topo, rep, extra)
-        claim = by_id[topic][f"claim_{framing}"]
-        texts = [materials.persona_text(prompts, p, o) for p, o in zip(agents, initial)]
-        rows.append(
-            row(
+        extra = () if self.od["schedule"] == "shared" else (model, framing, bias, memory)
+        edges, pairs, initial = self.schedule(topic, init, topo, rep, extra)
+        claim = self.by_id[topic][f"claim_{framing}"]
+        prompts = self.prompts
+        texts = [materials.persona_text(prompts, p, o) for p, o in zip(self.agents, initial)]
+        self.rows.append(
+            self.row(
                 model=model,
                 topic=topic,
                 framing=framing,
@@ -140,63 +204,18 @@ def build(
                 topology=topology_label(topo),
                 condition="main",
                 rep=rep,
-                n_agents=n,
-                steps=steps,
-                agent_names=[p["name"] for p in agents],
+                n_agents=self.n,
+                steps=self.steps,
+                agent_names=[p["name"] for p in self.agents],
                 initial=initial,
                 personas=texts,
                 system_prompts=[system_prompt(prompts, t, claim, world, bias) for t in texts],
-                reminder=" ".join(reminder_parts(prompts, world, bias)) if inject else "",
+                reminder=" ".join(reminder_parts(prompts, world, bias)) if self.inject else "",
                 writers=[w for w, _ in pairs],
                 reviewers=[r for _, r in pairs],
                 edges=[list(e) for e in edges],
             )
         )
-
-    for model in models:
-        for topic in od["topics"]:
-            for rep in range(od["repetitions"]):
-                for framing in framings:
-                    for bias in od["confirmation_bias"]:
-                        for memory in od["memory"]:
-                            for init in od["initial_distributions"]:
-                                for topo in od["topologies"]:
-                                    for world in worlds:
-                                        main_runs(model, topic, framing, bias, memory, init, topo, rep, world)
-        fig5 = od["fig5"]
-        for topic in fig5["topics"]:
-            for rep in range(od["repetitions"]):
-                for framing in framings:
-                    for init in fig5["distributions"]:
-                        if not (
-                            topic in od["topics"]
-                            and "none" in od["confirmation_bias"]
-                            and fig5["memory"] in od["memory"]
-                            and init in od["initial_distributions"]
-                            and {"kind": "complete"} in od["topologies"]
-                        ):
-                            for world in worlds:
-                                main_runs(
-                                    model,
-                                    topic,
-                                    framing,
-                                    "none",
-                                    fig5["memory"],
-                                    init,
-                                    {"kind": "complete"},
-                                    rep,
-                                    world,
-                                )
-        if od["controls"]["enabled"]:
-            for topic in od["topics"]:
-                for rep in range(od["repetitions"]):
-                    for framing in framings:
-                        for world in worlds:
-                            rows += controls(od, seed, agents, prompts, by_id[topic], framing, model, rep, row, world)
-    ids = [r["sim_id"] for r in rows]
-    if len(set(ids)) != len(ids):
-        raise ValueError("two simulations share an id: list each factor level once")
-    return rows
 
 
 def controls(

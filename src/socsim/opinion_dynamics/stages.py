@@ -10,6 +10,7 @@ import pandas as pd
 
 from socsim.io.parquet import write_json
 from socsim.opinion_dynamics import schemas
+from socsim.opinion_dynamics.plot_layout import FIGURES
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
 
 DATA = "data/opinion_dynamics"
@@ -204,56 +205,18 @@ def run_baseline(ctx: StageContext) -> None:
 
 
 def run_analyse(ctx: StageContext) -> None:
-    from socsim.io import report, vs_paper
     from socsim.opinion_dynamics import analysis
 
-    od = ctx.params[OD]
-    rep = analysis.analyse(
-        ctx.read("setups").to_pandas(),
-        ctx.read("trajectories").to_pandas(),
-        ctx.read("ratings").to_pandas(),
-        ctx.read("baseline").to_pandas(),
-        vs_paper.read_paper(ctx.path("paper_file")),
-        od["metrics"]["ddof"],
-        od["alpha"],
-        ctx.read("outside_info").to_pandas(),
-        od["outside_info"]["sample"],
-        od["classifier"]["layout"],
-    )
-    d = ctx.path("analysis")
-    report.write(rep, d)
-    write_json(d / "provenance.json", ctx.provenance())
-    for f in rep.flags:
-        print(f.flag.message)
-    ctx.write_metrics(
-        simulations=rep.summary["simulations"],
-        degeneracy_flags=len(rep.flags),
-        never_measured_share=rep.summary["never_measured_share"],
-        findings={f.claim: f.verdict.label for f in rep.findings},
-        design_differences=rep.design,
-    )
+    names = ("setups", "trajectories", "ratings", "baseline", "outside_info")
+    ctx.write_report(analysis.analyse(ctx.analysis_inputs(*names)))
 
 
 def run_figures(ctx: StageContext) -> None:
-    from socsim.io import report
+    from socsim.io.figures import panels
     from socsim.opinion_dynamics import figures
-    from socsim.opinion_dynamics.analysis import paper_world
 
-    all_setups = ctx.read("setups").to_pandas()
-    traj = ctx.read("trajectories").to_pandas()
-    a, out = ctx.path("analysis"), ctx.path("figures")
-    all_ps = report.read(a, "per_sim")
-    names = figures.topic_final_distributions(all_ps, traj, all_setups, out)
-    # the paper's figures: its world setting (closed where it ran), as the analysis tables
-    world = paper_world(all_setups.world) if len(all_setups) else "closed"
-    setups, ps = all_setups[all_setups.world == world], all_ps[all_ps.world == world]
-    names += figures.trajectory_figures(setups, traj, ps, out)
-    names += figures.final_distributions(ps, traj, setups, out)
-    d_label = "population SD" if ctx.params[OD]["metrics"]["ddof"] == 0 else "sample SD"
-    names += figures.bias_diversity_figure(
-        report.read(a, "table1"), report.read(a, "baseline"), ps[ps.condition != "main"], out, d_label
-    )
-    ctx.write_metrics(figures=sorted(names))
+    plots = {f: panels(ctx.report_table("analysis", f"plot_{f}")) for f in FIGURES}
+    ctx.write_metrics(figures=sorted(figures.draw(plots, ctx.path("figures"))))
 
 
 def shards(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -303,7 +266,13 @@ ARTIFACTS = {
     "outside_info": Artifact(f"{RESULTS}/outside_info.parquet", schemas.OUTSIDE_INFO, ("sim_id", "t", "kind")),
     "trajectories": Artifact(f"{RESULTS}/trajectories.parquet", schemas.TRAJECTORIES, ("sim_id", "agent", "t")),
     "baseline": Artifact(f"{RESULTS}/baseline.parquet", schemas.BASELINE, ("sim_id", "baseline", "agent", "t")),
-    "analysis": Artifact(f"{RESULTS}/analysis", kind="dir", report="tables", pattern="{name}.csv"),
+    "analysis": Artifact(
+        f"{RESULTS}/analysis",
+        kind="dir",
+        report="tables",
+        pattern="{name}.csv",
+        tables=tuple(f"plot_{f}" for f in FIGURES),
+    ),
     "figures": Artifact(f"{RESULTS}/figures", kind="dir", report="figures"),
 }
 

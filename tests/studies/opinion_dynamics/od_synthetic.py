@@ -1,19 +1,54 @@
-"""Synthetic per-simulation rows of the opinion-dynamics study (the `per_sim` columns the paper's tests
-and the findings read), for tests whose answer is known: one row per framing x bias level x topic of one
-scope (model, topology, start, memory), B and D drawn around given means. The one builder of such rows
-for test_od_report, test_od_issue21 and test_od_verdicts."""
+"""Synthetic per-simulation rows of the opinion-dynamics study, for tests whose answer is known: the one
+builder of such rows (`row`): a design of one scope (`per_sim_rows`: the `per_sim` columns the paper's
+tests and the findings read, one row per framing x bias level x topic, B and D drawn around given
+means) or single rows with every per_sim column (`sim_row`). Also the analysis run the way its stage
+runs it (`analyse`: inputs by name) and every figure drawn from a report's plot tables (`draw`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from itertools import product
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from socsim.io import report
+from socsim.io.figures import panels
+from socsim.io.report import AnalysisInputs, Report
+from socsim.opinion_dynamics import analysis, figures
+from socsim.opinion_dynamics.plot_layout import FIGURES
+
 SCOPE = {"model": "m", "topology": "complete", "init": "uniform", "memory": "cumulative"}
 NO_B = {"false": 0.0, "true": 0.0}
+# the rest of a per_sim row (sim_row): Fig. 5's condition (global warming, positive start, no bias)
+FULL = {
+    "topic": "global_warming",
+    "framing": "false",
+    "bias": "none",
+    "world": "closed",
+    "init": "positive",
+    "steps": 8,
+    "B": -1.4,
+    "D": 0.5,
+    "D_pop": 0.5,
+    "D_sample": 0.53,
+    "never_measured": 2,
+    "never_measured_share": 0.2,
+    "flags": "",
+    "final_flags": "",
+}
+
+
+def row(**kw: Any) -> dict[str, Any]:
+    """One main-run row of the scope SCOPE (science, repetition 0, N = 10), overridden by `kw`."""
+    return {"sim_id": "s", **SCOPE, "category": "science", "condition": "main", "rep": 0, "n_agents": 10} | kw
+
+
+def sim_row(**kw: Any) -> dict[str, Any]:
+    """A row with every per_sim column (FULL), overridden by `kw`."""
+    return row(**(FULL | kw))
 
 
 def per_sim_rows(
@@ -39,19 +74,50 @@ def per_sim_rows(
     for f, b, i in product(["false", "true"], d_of, range(topics)):
         d = d_of[b] + topic_d[i] + rng.normal(0, d_sd)
         rows.append(
-            {
-                "sim_id": f"{prefix}.{f}.{b}.{i}" if prefix else f"{f}.{b}.{i}",
+            row(
+                sim_id=f"{prefix}.{f}.{b}.{i}" if prefix else f"{f}.{b}.{i}",
                 **where,
-                "framing": f,
-                "bias": b,
-                "topic": f"t{i}",
-                "category": "science",
-                "condition": "main",
-                "rep": 0,
-                "n_agents": 10,
-                "B": b_of[f] + topic_b[i] + rng.normal(0, b_sd),
-                "D": d,
-                "D_pop": d,
-            }
+                framing=f,
+                bias=b,
+                topic=f"t{i}",
+                B=b_of[f] + topic_b[i] + rng.normal(0, b_sd),
+                D=d,
+                D_pop=d,
+            )
         )
     return pd.DataFrame(rows)
+
+
+NO_BASELINE = pd.DataFrame(columns=["sim_id", "baseline", "agent", "t", "opinion"])
+
+
+def analyse(
+    setups: pd.DataFrame,
+    traj: pd.DataFrame,
+    ratings: pd.DataFrame,
+    paper: Mapping[str, Any],
+    baseline: pd.DataFrame = NO_BASELINE,
+    outside: pd.DataFrame | None = None,
+    sample: int | None = 0,
+    layout: str = "shared_first",
+    ddof: int = 0,
+    alpha: float = 0.05,
+) -> Report:
+    """`analysis.analyse` on these tables and params, as the stage calls it (outside_info read where given)."""
+    tables = {"setups": setups, "trajectories": traj, "ratings": ratings, "baseline": baseline}
+    if outside is not None:
+        tables["outside_info"] = outside
+    params = {
+        "metrics": {"ddof": ddof},
+        "alpha": alpha,
+        "outside_info": {"sample": sample},
+        "classifier": {"layout": layout},
+    }
+    return analysis.analyse(AnalysisInputs(tables, params, paper))
+
+
+def draw(rep: Report, out: Path) -> list[str]:
+    """Every figure of the report, drawn as the figures stage draws them: from its written plot tables."""
+    d = out / "analysis"
+    report.write(rep, d)
+    return figures.draw({f: panels(report.read(d, f"plot_{f}")) for f in FIGURES}, out)

@@ -1,7 +1,7 @@
-"""Issue 21, items 7-10 of the opinion-dynamics study, on data whose answer is known: the
-outside-information judge (a scripted judge that answers by a marker in the text), Fig. 5's reported B
-and the per-topic table and figure, "D rises with confirmation bias" by planned contrasts over
-topics, and the share of agents the default run measures (formula and simulated schedule)."""
+"""The opinion-dynamics study on data whose answer is known: the share of agents the default run
+measures (formula and simulated schedule), "D rises with confirmation bias" by adjacent steps over
+topics, Fig. 5's reported B and the per-topic table and figure, and the outside-information judge (a
+scripted judge that answers by a marker in the text) in both world settings."""
 
 from __future__ import annotations
 
@@ -13,15 +13,19 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from od_synthetic import per_sim_rows
+from od_synthetic import analyse, per_sim_rows, sim_row
 from scipy import stats
 
-from conftest import ROOT, Scripted
 from socsim import config, seeds
 from socsim.io import vs_paper
+from socsim.io.claims import assemble
+from socsim.io.report import Report
 from socsim.llm import LLMClient
 from socsim.opinion_dynamics import analysis, figures, materials, network, outside_info, setups
+from socsim.opinion_dynamics.analysis import claims, plots
 from socsim.opinion_dynamics.stages import STUDY
+from support.llm import Scripted
+from support.project import ROOT
 
 DATA = ROOT / "data" / "opinion_dynamics"
 PAPER = vs_paper.read_paper(DATA / "paper.yaml")
@@ -33,7 +37,7 @@ def _od(**over: Any) -> dict[str, Any]:
     return config.validate(p)["opinion_dynamics"]
 
 
-# -- item 10: the default run measures most agents ------------------------------------------------
+# -- the default run measures most agents ------------------------------------------------
 
 
 def _simulated_share(n: int, steps: int, reps: int, edges: list[tuple[int, int]] | None = None) -> float:
@@ -75,7 +79,7 @@ def test_expected_reviewed_share_on_a_graph_matches_the_simulated_schedule():
     assert _simulated_share(4, 5, 4000, path) == pytest.approx(expect, abs=0.01)
 
 
-# -- item 9: D rises with confirmation bias, adjacent steps over topics (issue 34) ------------------------
+# -- D rises with confirmation bias, adjacent steps over topics ------------------------
 
 
 def _ps(rng: np.random.Generator, topics: int, d_of: dict[str, float], sd: float = 0.3) -> pd.DataFrame:
@@ -117,35 +121,7 @@ def test_d_rises_on_too_few_topics_is_inconclusive_and_two_levels_give_one_step(
     assert pair.verdict.holds is True and "strong - none" in pair.test and "strong - none: p = " in pair.verdict.reason
 
 
-# -- item 8: Fig. 5's B, per-topic table and figure -------------------------------------------------
-
-
-def _per_sim_row(**kw: Any) -> dict[str, Any]:
-    base = {
-        "sim_id": "s",
-        "model": "m",
-        "topic": "global_warming",
-        "category": "science",
-        "framing": "false",
-        "bias": "none",
-        "memory": "cumulative",
-        "world": "closed",
-        "init": "positive",
-        "topology": "complete",
-        "condition": "main",
-        "rep": 0,
-        "n_agents": 10,
-        "steps": 8,
-        "B": -1.4,
-        "D": 0.5,
-        "D_pop": 0.5,
-        "D_sample": 0.53,
-        "never_measured": 2,
-        "never_measured_share": 0.2,
-        "flags": "",
-        "final_flags": "",
-    }
-    return base | kw
+# -- Fig. 5's B, per-topic table and figure -------------------------------------------------
 
 
 def test_fig5_rows_put_the_papers_b_beside_ours():
@@ -153,13 +129,13 @@ def test_fig5_rows_put_the_papers_b_beside_ours():
     assert PAPER["fig5"]["runs"]["negative"]["true"]["B"] == -1.3
     ps = pd.DataFrame(
         [
-            _per_sim_row(sim_id="a", B=-1.4),
-            _per_sim_row(sim_id="b", init="negative", framing="true", B=-0.6),
-            _per_sim_row(sim_id="c", init="negative", framing="false", B=-2.0),  # no paper number
-            _per_sim_row(sim_id="d", bias="strong", B=0.0),  # not Fig. 5's condition
+            sim_row(sim_id="a", B=-1.4),
+            sim_row(sim_id="b", init="negative", framing="true", B=-0.6),
+            sim_row(sim_id="c", init="negative", framing="false", B=-2.0),  # no paper number
+            sim_row(sim_id="d", bias="strong", B=0.0),  # not Fig. 5's condition
         ]
     )
-    rows = analysis.fig5_rows(ps, PAPER, {"m": "judge"})
+    rows = claims.judge_fig5(claims.Evidence(ps, PAPER, 0.05, classifier={"m": "judge"})).rows
     got = {(r.quantity.split("start")[0][-9:].strip(), r.quantity.rsplit("(", 1)[1]): (r.ours, r.paper) for r in rows}
     assert got == {
         ("positive", "seed text)"): (-1.4, -1.7),
@@ -176,9 +152,9 @@ def test_fig5_rows_put_the_papers_b_beside_ours():
 def test_per_topic_table_and_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     ps = pd.DataFrame(
         [
-            _per_sim_row(sim_id="a", init="uniform", rep=0, B=-1.0, D=0.4, D_pop=0.4, D_sample=0.42),
-            _per_sim_row(sim_id="b", init="uniform", rep=1, B=-0.5, D=0.8, D_pop=0.8, D_sample=0.84, final_flags="x"),
-            _per_sim_row(sim_id="c", init="uniform", topic="fire", category="common_sense", B=1.0, D=None),
+            sim_row(sim_id="a", init="uniform", rep=0, B=-1.0, D=0.4, D_pop=0.4, D_sample=0.42),
+            sim_row(sim_id="b", init="uniform", rep=1, B=-0.5, D=0.8, D_pop=0.8, D_sample=0.84, final_flags="x"),
+            sim_row(sim_id="c", init="uniform", topic="fire", category="common_sense", B=1.0, D=None),
         ]
     )
     pt = analysis.per_topic(ps)
@@ -209,7 +185,8 @@ def test_per_topic_table_and_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         "save",
         lambda fig, out, name: saved.setdefault(name, [t.get_text() for ax in fig.axes for t in [ax.title]]),
     )
-    names = figures.topic_final_distributions(ps, traj, setups_df, tmp_path)
+    drawn = plots.final_by_topic_panels(ps, plots.final_opinions(traj, setups_df))
+    names = figures.topic_final_distributions({p.name: p for p in drawn}, tmp_path)
     assert names == [
         "final_by_topic_m_fire_cumulative_uniform_complete_closed",
         "final_by_topic_m_global_warming_cumulative_uniform_complete_closed",
@@ -218,7 +195,7 @@ def test_per_topic_table_and_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert saved[names[1]] == [f"false, none: B = -1.00, D = {np.sqrt(2):.2f} (pop. SD)"]
 
 
-# -- item 7: outside information ---------------------------------------------------------------------
+# -- outside information ---------------------------------------------------------------------
 
 MARK = "my cousin told me"
 
@@ -305,8 +282,7 @@ def test_scripted_judge_gives_the_known_rate_per_world_and_the_finding():
     assert diff == pytest.approx(rate["open"].mean()) and n == rate["closed"].size
     assert t.pvalue < 0.05 and verdict.holds is True and f"p = {t.pvalue:.3g}" in verdict.reason
     # the report: table, finding and vs_paper rows beside the paper's 15 % and 0 %
-    rep = analysis.Report("t")
-    analysis.outside_info_report(rep, df, st, _ps_of(st), PAPER, {}, None, 0.05)
+    rep = _outside(df, st, None)
     vs = vs_paper.table(rep.vs_paper).set_index("quantity")
     assert vs.loc["outside information rate, open world (smollm2-135m; tweets and reports)", "paper"] == 0.15
     assert vs.loc["outside information rate, closed world (smollm2-135m; tweets and reports)", "ours"] == 0
@@ -317,8 +293,11 @@ def test_scripted_judge_gives_the_known_rate_per_world_and_the_finding():
     assert [f.verdict.holds for f in rep.findings] == [True]
 
 
-def _ps_of(st: pd.DataFrame) -> pd.DataFrame:
-    return st.assign(n_agents=st.n_agents, never_measured=0, never_measured_share=0.0)
+def _outside(labels: pd.DataFrame, st: pd.DataFrame, sample: int | None) -> Report:
+    """The outside-information claim's judgement (its table, findings, vs_paper rows and flags) as a report."""
+    ps = st.assign(n_agents=st.n_agents, never_measured=0, never_measured_share=0.0)
+    ev = claims.Evidence(ps, PAPER, 0.05, test_rows=[], outside=claims.Outside(labels, st, ps, sample, {}))
+    return assemble(Report("t"), [claims.CLAIMS[-1]], ev)
 
 
 def test_sample_is_seeded_per_world_and_kind_and_one_world_gives_no_finding():
@@ -329,8 +308,7 @@ def test_sample_is_seeded_per_world_and_kind_and_one_world_gives_no_finding():
     assert outside_info.sample(items, 4, 6) != a
     labels, _ = _judge(a)
     df, st = pd.DataFrame(labels), pd.DataFrame(rows)
-    rep = analysis.Report("t")
-    analysis.outside_info_report(rep, df, st, _ps_of(st), PAPER, {}, 4, 0.05)
+    rep = _outside(df, st, 4)
     tab = rep.tables["outside_info"].df.set_index("world")
     assert tab.loc["open", "status"] == "did not run (opinion_dynamics.world)"
     assert tab.loc["closed", "status"] == "judged 8 outputs of " + str(df.sim_id.nunique()) + " simulation(s)"
@@ -339,9 +317,8 @@ def test_sample_is_seeded_per_world_and_kind_and_one_world_gives_no_finding():
     vs = vs_paper.table(rep.vs_paper)
     assert len(vs) == 1 and vs["flags"].iloc[0].startswith("degenerate input: outside-information judge")
     # sample 0: nothing judged, and the table says so
-    rep = analysis.Report("t")
     empty = pd.DataFrame(columns=df.columns)
-    analysis.outside_info_report(rep, empty, st, _ps_of(st), PAPER, {}, 0, 0.05)
+    rep = _outside(empty, st, 0)
     assert rep.tables["outside_info"].df.set_index("world").loc["closed", "status"].startswith("ran, not judged")
 
 
@@ -379,8 +356,7 @@ def test_analyse_with_both_worlds_keeps_the_papers_tables_closed():
     st = pd.DataFrame(rows)
     items = outside_info.outputs(_events(rows, 0.25), rows)
     labels, _ = _judge(outside_info.sample(items, None, 5))
-    base = pd.DataFrame(columns=["sim_id", "baseline", "agent", "t", "opinion"])
-    rep = analysis.analyse(st, traj, pd.DataFrame(ratings), base, PAPER, 0, 0.05, pd.DataFrame(labels), None)
+    rep = analyse(st, traj, pd.DataFrame(ratings), PAPER, outside=pd.DataFrame(labels), sample=None)
     ps = rep.tables["per_sim"].df
     assert set(ps.world) == {"closed", "open"} and list(ps.sim_id) == list(st.sim_id)
     closed_main = st[(st.world == "closed") & (st.condition == "main")]

@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from od_synthetic import per_sim_rows
+from od_synthetic import analyse, draw, per_sim_rows
 
-from conftest import ROOT
 from socsim import config
-from socsim.io import report, vs_paper
+from socsim.io import vs_paper
 from socsim.opinion_dynamics import analysis, figures, materials, setups
 from socsim.stats import degeneracy as dg
+from support.project import ROOT
 
 DATA = ROOT / "data" / "opinion_dynamics"
 PAPER = vs_paper.read_paper(DATA / "paper.yaml")
@@ -141,9 +141,8 @@ def _run(main_values: MainValues, roleplay_values: list[int], bare_values: list[
                 }
             )
     traj = pd.DataFrame(analysis.trajectories(rows, ratings))
-    base = pd.DataFrame(columns=["sim_id", "baseline", "agent", "t", "opinion"])
     st = pd.DataFrame(rows)
-    rep = analysis.analyse(st, traj, pd.DataFrame(ratings), base, PAPER, 0, 0.05)
+    rep = analyse(st, traj, pd.DataFrame(ratings), PAPER)
     return {"setups": rows, "ratings": ratings, "traj": traj, "report": rep, "setups_df": st}
 
 
@@ -233,17 +232,10 @@ def test_never_measured_share_on_a_constructed_case(tmp_path: Path, monkeypatch:
         return []
 
     monkeypatch.setattr(figures, "save", keep)
-    d = tmp_path / "analysis"
-    report.write(rep, d)
-    ps_read = report.read(d, "per_sim")  # figures read the Parquet
-    figures.trajectory_figures(run["setups_df"], run["traj"], ps_read, tmp_path)
-    figures.final_distributions(ps_read, run["traj"], run["setups_df"], tmp_path)
-    figures.bias_diversity_figure(
-        report.read(d, "table1"), report.read(d, "baseline"), ps_read[ps_read.condition != "main"], tmp_path, "pop"
-    )
+    draw(rep, tmp_path)  # the figures draw the written plot tables
     assert {n.split("_")[0] for n in texts} == {"trajectories", "final", "bias", "controls"}
     for name, got in texts.items():
-        if name.startswith(("trajectories_", "final_distribution_")):
+        if name.startswith(("trajectories_", "final_distribution_", "final_by_topic_")):
             assert sum("never measured:" in t for t in got) == 4, name  # one per panel (2 framings x 2 biases)
         if name.startswith("bias_diversity_"):  # B and D panels
             assert sum("never measured:" in t and "n = 2 topics per cell" in t for t in got) == 2, got
@@ -260,12 +252,10 @@ def test_figures_note_a_degenerate_input_on_its_panels(tmp_path: Path, monkeypat
             name, [" ".join(t.get_text().split()) for ax in fig.axes for t in ax.texts]
         ),
     )
-    d = tmp_path / "analysis"
-    report.write(rep, d)
-    ps = report.read(d, "per_sim")
-    figures.trajectory_figures(run["setups_df"], run["traj"], ps, tmp_path)
-    figures.final_distributions(ps, run["traj"], run["setups_df"], tmp_path)
+    draw(rep, tmp_path)
     for name, got in texts.items():
+        if name.startswith("bias_diversity_"):  # its notes are below the axes (test_final_values_are_judged_per_cell)
+            continue
         n = sum(
             "degenerate input: opinion classifier on smollm2-135m's reports (main simulations): 100%" in t for t in got
         )
@@ -284,9 +274,7 @@ def test_uniform_start_is_an_input_and_design_differences_are_named():
     ]
     made_of_ratings = [r for r in rep.vs_paper if r.design is not None and not r.is_input]
     assert made_of_ratings and all(layout in r.design for r in made_of_ratings)
-    base = pd.DataFrame(columns=["sim_id", "baseline", "agent", "t", "opinion"])
-    args = (run["setups_df"], run["traj"], pd.DataFrame(run["ratings"]), base, PAPER, 0, 0.05)
-    rep = analysis.analyse(*args, classifier_layout="paper")  # App. I's order: no difference
+    rep = analyse(run["setups_df"], run["traj"], pd.DataFrame(run["ratings"]), PAPER, layout="paper")  # App. I's
     assert rep.design == [d for d in rep.design if d != layout] and len(rep.design) == 3
     assert not any(layout in (r.design or []) for r in rep.vs_paper)
     vs = vs_paper.table(rep.vs_paper)
@@ -415,13 +403,7 @@ def test_final_values_are_judged_per_cell(tmp_path: Path, monkeypatch: pytest.Mo
         return []
 
     monkeypatch.setattr(figures, "save", keep)
-    d = tmp_path / "analysis"
-    report.write(rep, d)
-    ps_read = report.read(d, "per_sim")
-    figures.final_distributions(ps_read, run["traj"], run["setups_df"], tmp_path)
-    figures.bias_diversity_figure(
-        report.read(d, "table1"), report.read(d, "baseline"), ps_read[ps_read.condition != "main"], tmp_path, "pop"
-    )
+    draw(rep, tmp_path)
     panels = texts["final_distribution_smollm2-135m_cumulative_complete"]
     titles = {(framing, bias): i for i, (bias, framing) in enumerate(product(["none", "strong"], ["false", "true"]))}
     for (framing, bias), msg in flagged.items():
@@ -463,12 +445,7 @@ def test_d_of_a_single_value_is_not_available(tmp_path: Path, monkeypatch: pytes
         return []
 
     monkeypatch.setattr(figures, "save", keep)
-    d = tmp_path / "analysis"
-    report.write(rep, d)
-    ps = report.read(d, "per_sim")
-    figures.bias_diversity_figure(
-        report.read(d, "table1"), report.read(d, "baseline"), ps[ps.condition != "main"], tmp_path, "pop"
-    )
+    draw(rep, tmp_path)
     b_ax, d_ax = axes_of["bias_diversity_smollm2-135m"][:2]
     labels = lambda ax: [ln.get_label() for ln in ax.lines]  # noqa: E731
     assert any(x.startswith("control bare") for x in labels(b_ax))  # B of one value is drawn
@@ -507,3 +484,69 @@ def test_d_rises_claim_names_the_levels_that_ran():
     assert "(none < strong; " in two and "weak" not in two
     three = _findings(_ps(rng, 4, ["none", "weak", "strong"], 0.0, 0.5))["d_rises"].claim
     assert three.count("none < weak < strong") == 1 and three.startswith("D rises with confirmation bias (")
+
+
+def _spread(s: dict[str, Any], t: int, topics: list[str]) -> int:
+    if s["condition"] != "main":
+        return t % 5 - 2
+    k = topics.index(s["topic"]) + 2 * (s["framing"] == "true") + (s["bias"] == "strong")
+    return (s["reviewers"][t - 1] + k) % 5 - 2
+
+
+def test_a_simulations_own_flag_sits_on_that_simulation_only():
+    """One simulation whose measured agents all end at -2 ("100 % of 3 answers are -2"), the rest spread:
+    the flag sits on that simulation's per_sim row, its v4 vs_paper rows and its trajectory panel, and no
+    higher: the run's list of flags (summary.json's `degenerate`), the per_sim table's notes, its Table 1
+    and Table 2 cells (which pool it with other topics), the tests and the findings do not carry it."""
+    topics = materials.topic_rows(_load("topics"))
+    science = [t["topic"] for t in topics if t["category"] == "science"]
+    chosen = ["global_warming", *[t for t in science if t != "global_warming"][:2]]
+    over = {"topics": chosen, "controls": {"reports": 2}, "n_agents": 5, "steps": 8}
+    od = config.validate(
+        config.deep_merge(yaml.safe_load((ROOT / "params.yaml").read_text()), {"opinion_dynamics": over})
+    )
+    rows = setups.build(od["opinion_dynamics"], 7, materials.persona_rows(_load("personas")), topics, _load("prompts"))
+    one = next(s for s in rows if s["topic"] == "global_warming" and s["framing"] == "false" and s["bias"] == "none")
+    ratings = [
+        {
+            "sim_id": s["sim_id"],
+            "t": t,
+            "agent": s["reviewers"][t - 1],
+            "model": s["model"],
+            "topic": s["topic"],
+            # that simulation: -2 at every review; the others: each agent its own value (final values spread),
+            # shifted by topic and condition; the controls: by step
+            "opinion": -2 if s is one else _spread(s, t, chosen),
+            "raw_answer": "x",
+            "parse_ok": True,
+            "classifier_model": "judge-x",
+        }
+        for s in rows
+        for t in range(1, s["steps"] + 1)
+    ]
+    traj = pd.DataFrame(analysis.trajectories(rows, ratings))
+    rep = analyse(pd.DataFrame(rows), traj, pd.DataFrame(ratings), PAPER)
+    measured = len(set(one["reviewers"]))
+    msg = f"100% of {measured} answers are -2 (threshold 90%)"
+    ps = rep.tables["per_sim"].df.set_index("sim_id")
+    assert ps.loc[one["sim_id"], "final_flags"].endswith(msg)  # on its row
+    assert (ps.drop(index=one["sim_id"])["final_flags"] == "").all()  # and nobody else's
+    # not on the run's list, nor below a table, nor on the cells that pool it, its tests or findings
+    assert not rep.flags and not rep.tables["per_sim"].flags and not rep.tables["per_topic"].flags
+    for name in ("table1", "table2", "tests", "baseline"):
+        assert not rep.tables[name].flags and not rep.tables[name].df["flags"].str.contains(msg).any(), name
+    assert rep.findings and not any(f.verdict.degenerate for f in rep.findings)
+    # its v4 vs_paper rows carry it; the Table 1 and Table 2 rows and the finding rows do not
+    vs = vs_paper.table(rep.vs_paper)
+    mine = vs.quantity.str.startswith("global warming, arXiv v4") & vs.quantity.str.contains(
+        ": cumulative, false, none"
+    )
+    assert mine.sum() == 2 and vs[mine]["flags"].str.endswith(msg).all()
+    assert (vs[~mine]["flags"] == "").all()
+    # its trajectory panel notes it, no other panel does
+    noted = [p.name for p in rep.plots["trajectories"] if any(msg in x for x in p.note)]
+    key = ["smollm2-135m", "global_warming", "cumulative", "uniform", "complete"]
+    assert noted == [f"trajectories_{'_'.join(key)}|{' / '.join(key)}|false|none"]  # figure|title|framing|bias
+    assert not any(msg in x for fig in ("final_distribution", "bias_diversity") for p in rep.plots[fig] for x in p.note)
+    summary = {"degenerate": bool(rep.flags), "flags": [f.as_dict() for f in rep.flags]}
+    assert summary == {"degenerate": False, "flags": []}  # summary.json (io.report.write)

@@ -26,10 +26,10 @@ import pytest
 from od_synthetic import per_sim_rows
 from scipy import stats
 
-from conftest import ROOT
 from socsim.io import vs_paper
 from socsim.io.report import Finding
 from socsim.opinion_dynamics import analysis
+from support.project import ROOT
 
 PAPER = vs_paper.read_paper(ROOT / "data" / "opinion_dynamics" / "paper.yaml")
 ALPHA = 0.05

@@ -8,27 +8,21 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from itertools import product
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from od_synthetic import per_sim_rows
 
-from conftest import (
-    ROOT,
-    Scripted,
-    cache_rows,
-    kill_after_cached_calls,
-    read_metrics,
-    run_socsim,
-    socsim_cmd,
-    write_params,
-)
 from socsim import config
 from socsim.io import vs_paper
 from socsim.llm import LLMClient
 from socsim.opinion_dynamics import analysis, classify, materials, setups, simulate
+from support.faults import kill_after_cached_calls
+from support.llm import Scripted
+from support.metrics import cache_rows, read_metrics
+from support.project import ROOT, run_socsim, socsim_cmd, write_params
 
 DATA = ROOT / "data" / "opinion_dynamics"
 
@@ -431,28 +425,7 @@ def test_anova_and_contrasts_match_statsmodels():
 def test_tables_and_tests_on_known_data():
     """15 topics: B = -1 + topic noise under false framing, +0.5 under true; D rises with bias."""
     rng = np.random.default_rng(3)
-    rows = []
-    for f, b in product(["false", "true"], ["none", "weak", "strong"]):
-        for i in range(15):
-            rows.append(
-                {
-                    "sim_id": f"{f}{b}{i}",
-                    "model": "m",
-                    "topology": "complete",
-                    "init": "uniform",
-                    "memory": "cumulative",
-                    "framing": f,
-                    "bias": b,
-                    "topic": f"t{i}",
-                    "category": "science",
-                    "condition": "main",
-                    "rep": 0,
-                    "n_agents": 10,
-                    "B": (-1.0 if f == "false" else 0.5) + rng.normal(0, 0.3),
-                    "D": {"none": 0.5, "weak": 0.8, "strong": 1.2}[b] + rng.normal(0, 0.1),
-                }
-            )
-    ps = pd.DataFrame(rows)
+    ps = per_sim_rows(rng, 15, {"none": 0.5, "weak": 0.8, "strong": 1.2}, {"false": -1.0, "true": 0.5}, 0.1, 0.3)
     t1 = analysis.aggregate(ps, analysis.CELL)
     cell = ps[(ps.framing == "false") & (ps.bias == "none")]
     r = t1[(t1.framing == "false") & (t1.bias == "none")].iloc[0]
@@ -595,38 +568,13 @@ def test_vs_paper_verdicts_follow_the_tests():
     """The truth finding holds only when every false-framing B is significantly negative and B is
     higher under true framing; a degenerate test makes the row degenerate, never a verdict."""
     rng = np.random.default_rng(5)
-    rows = []
-    for f, b in product(["false", "true"], ["none", "weak", "strong"]):
-        for i in range(6):
-            d = {"none": 0.5, "weak": 0.8, "strong": 1.2}[b] + rng.normal(0, 0.05)
-            rows.append(
-                {
-                    "sim_id": f"{f}{b}{i}",
-                    "model": "m",
-                    "topology": "complete",
-                    "init": "uniform",
-                    "memory": "cumulative",
-                    "framing": f,
-                    "bias": b,
-                    "topic": f"t{i}",
-                    "category": "science",
-                    "condition": "main",
-                    "rep": 0,
-                    "n_agents": 10,
-                    "D": d,
-                    "D_pop": d,
-                    "B": (-1.2 if f == "false" else 0.4) + rng.normal(0, 0.2),
-                }
-            )
-    ps = pd.DataFrame(rows)
+    ps = per_sim_rows(rng, 6, {"none": 0.5, "weak": 0.8, "strong": 1.2}, {"false": -1.2, "true": 0.4}, 0.05, 0.2)
     setups_df = pd.DataFrame([{"condition": "main", "init": "uniform", "initial": [-2, -2, -1, -1, 0, 0, 1, 1, 2, 2]}])
     paper = load("paper")
 
     def vs_of(ps: pd.DataFrame, flags: dict) -> pd.DataFrame:
-        rows = analysis.paper_tests(ps, flags, 0.05)
-        found = analysis.findings(ps, rows, flags, paper, 0.05)
-        tst = pd.DataFrame([r for r, _ in rows])
-        return vs_paper.table(analysis.vs_paper_rows(ps, setups_df, found, tst, paper, flags, {"m": "judge"}))
+        ev = analysis.Evidence(ps, paper, 0.05, flags, setups=setups_df, classifier={"m": "judge"})
+        return vs_paper.table(analysis.vs_paper_rows(ev))
 
     vs = vs_of(ps, {})
     row = lambda q: vs[vs.quantity.str.contains(q, regex=False)].iloc[0]  # noqa: E731

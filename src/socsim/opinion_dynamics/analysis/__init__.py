@@ -1,0 +1,50 @@
+"""The opinion-dynamics analysis (paper 002, section 4), split along its seams: `measures` (trajectories,
+B and D per simulation and per table cell, the classifier's flags on the ratings and final values that
+feed each number), `significance` (the paper's tests), `paper` (the run's design differences from the
+paper), `claims` (one judge per paper claim, `CLAIMS`), `plots` (what each figure draws, with its panels'
+notes) and `report` (`analyse(inputs) -> Report`, the base report assembled with the claims)."""
+
+from socsim.opinion_dynamics.analysis.claims import CLAIMS, Evidence, Outside, d_rises, findings, vs_paper_rows
+from socsim.opinion_dynamics.analysis.measures import (
+    CELL,
+    FINAL_SCOPE,
+    aggregate,
+    baseline_table,
+    bias_diversity,
+    classifier_flags,
+    per_sim,
+    per_topic,
+    show,
+    show_per_topic,
+    trajectories,
+)
+from socsim.opinion_dynamics.analysis.paper import design, paper_world
+from socsim.opinion_dynamics.analysis.report import analyse
+from socsim.opinion_dynamics.analysis.significance import anova, anova_rows, paper_tests, tests
+
+__all__ = [
+    "CELL",
+    "CLAIMS",
+    "FINAL_SCOPE",
+    "Evidence",
+    "Outside",
+    "aggregate",
+    "analyse",
+    "anova",
+    "anova_rows",
+    "baseline_table",
+    "bias_diversity",
+    "classifier_flags",
+    "d_rises",
+    "design",
+    "findings",
+    "paper_tests",
+    "paper_world",
+    "per_sim",
+    "per_topic",
+    "show",
+    "show_per_topic",
+    "tests",
+    "trajectories",
+    "vs_paper_rows",
+]
