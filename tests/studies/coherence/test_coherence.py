@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import scripted_client
 from socsim.coherence import agents as ag
 from socsim.coherence import analysis as an
 from socsim.coherence import dialogue
@@ -21,6 +20,7 @@ from socsim.llm.types import Response
 from socsim.seeds import derive_seed
 from socsim.stats.bootstrap import bootstrap_means, grouped, interval
 from socsim.stats.text import bleu, self_bleu, tokens
+from support.llm import scripted_client
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[3]
 PROMPTS = read_yaml(ROOT / "data/coherence/prompts.yaml")
@@ -788,6 +788,16 @@ def synthetic_run(
     return paths
 
 
+def analysis_inputs(paths, paper):
+    """The analysis's inputs (socsim.io.report.AnalysisInputs) of a synthetic run, with `paper`'s numbers."""
+    from socsim import config
+    from socsim.io.report import AnalysisInputs
+
+    names = ("agents", "profiles", "pairs", "judgments", "utterances", "calibration")
+    cp = config.validate({"seed": 1, "coherence": {"bootstrap": {"repeats": 50}}})["coherence"]
+    return AnalysisInputs({k: pd.read_parquet(paths[k]) for k in names}, cp, paper, seed=1)
+
+
 def run_stages(paths, captured=None, monkeypatch=None, **coherence):
     """socsim coherence analyse + figures; with `captured`, the figures are kept (not only saved)."""
     import json
@@ -897,15 +907,11 @@ def test_a_paper_model_is_compared_with_its_own_table4_row(tmp_path):
 
 
 def test_only_a_like_for_like_row_says_whether_the_papers_result_holds(tmp_path):
-    from socsim import config
     from socsim.coherence import compare
     from socsim.io.vs_paper import table
 
     paths = synthetic_run(tmp_path, models=("qwen2.5-7b",))
-    frames = [pd.read_parquet(paths[k]) for k in ("agents", "profiles", "pairs", "judgments", "utterances")]
-    cp = config.validate({"seed": 1, "coherence": {"bootstrap": {"repeats": 50}}})["coherence"]
-    out = an.analyse(*frames, pd.read_parquet(paths["calibration"]), cp, 1, PAPER)
-    assert out["design"]["qwen2.5-7b"] == {
+    assert an.gather(analysis_inputs(paths, PAPER)).design["qwen2.5-7b"] == {
         "agent model": "qwen2.5-7b",
         "judge model": ["j"],
         "statements per agent": 2,
@@ -914,7 +920,7 @@ def test_only_a_like_for_like_row_says_whether_the_papers_result_holds(tmp_path)
     same = {**PAPER, "design": {**PAPER["design"], "judge_model": "j", "statements_per_agent": 2, "topics": 3}}
     rows = {}
     for name, paper in (("differs", PAPER), ("same", same)):
-        df = table(compare.vs_paper_rows(out, paper)).set_index("quantity")
+        df = table(an.analyse(analysis_inputs(paths, paper)).vs_paper).set_index("quantity")
         rows[name] = {t: df.loc[f"Table 4: Test {t} passed (1) or failed (0) (qwen2.5-7b)"] for t in (1, 2, 3)}
     like = rows["same"]
     assert all(like[t]["comparable"] == "yes" and compare.ACROSS_DESIGN not in like[t]["note"] for t in (2, 3))
@@ -961,13 +967,8 @@ def test_vs_paper_and_table4_say_which_test6_rule_ran(tmp_path):
         "Bonferroni-corrected comparison significant)"
     ) in notes
     # a run whose design matches the paper's in every other way: the Test 6 row still says "our run" only
-    frames = [pd.read_parquet(paths[k]) for k in ("agents", "profiles", "pairs", "judgments", "utterances")]
-    from socsim import config
-
-    cp = config.validate({"seed": 1, "coherence": {"bootstrap": {"repeats": 50}}})["coherence"]
-    out = an.analyse(*frames, pd.read_parquet(paths["calibration"]), cp, 1, PAPER)
     same = {**PAPER, "design": {**PAPER["design"], "judge_model": "j", "statements_per_agent": 2, "topics": 3}}
-    like = table(compare.vs_paper_rows(out, same)).set_index("quantity")
+    like = table(an.analyse(analysis_inputs(paths, same)).vs_paper).set_index("quantity")
     r6 = like.loc["Table 4: Test 6 passed (1) or failed (0) (qwen2.5-7b)"]
     assert r6["comparable"] == "no: Test 6 rule" and r6["finding"] == "qwen2.5-7b passes Test 6 (our run)"
     assert compare.design_of_test6_rule("strict", "strict") == []  # a paper that stated our rule would match
@@ -1211,23 +1212,27 @@ def test_test2_at_n5_under_the_papers_suppression_is_inconclusive_not_pass():
     assert not_rejected >= 10  # the KS test mostly fails to reject here: the old rule passed it
     assert "pass" not in results and all(r.startswith("inconclusive (") or r == "fail" for r in results)
     # Test 2's power is the KS test's own (simulated), far below a t test's at the same n
+    from socsim.stats.power import ks_power
     from socsim.stats.verdict import power_t
 
-    assert an.ks_power(ALT, 10, 10, 0.01) < 0.5 < power_t(2.4, 10, 10, alpha=0.01)
+    assert ks_power(*ALT, 10, 10, 0.01, mirror=True) < 0.5 < power_t(2.4, 10, 10, alpha=0.01)
 
 
 def test_the_latent_shift_moves_the_mean_by_d_sd():
-    """Test 4's power moves score distributions on a latent normal scale (units.latent_shift, moved)."""
+    """Test 4's power moves score distributions on a latent normal scale (socsim.stats.power: latent_shift,
+    moved)."""
+    from socsim.stats.power import shifted
+
     # the alternative moves the mean by d SD: 50 / 50 -> 25 / 75 (SD 0.5, mean + 0.25), and back down
-    assert an.shifted([0, 0, 0, 0.5, 0.5], 0.5) == pytest.approx([0, 0, 0, 0.25, 0.75], abs=1e-8)
-    assert an.shifted([0, 0, 0, 0.5, 0.5], -0.5) == pytest.approx([0, 0, 0, 0.75, 0.25], abs=1e-8)
+    assert shifted([0, 0, 0, 0.5, 0.5], 0.5) == pytest.approx([0, 0, 0, 0.25, 0.75], abs=1e-8)
+    assert shifted([0, 0, 0, 0.5, 0.5], -0.5) == pytest.approx([0, 0, 0, 0.75, 0.25], abs=1e-8)
     p = np.array([0.1, 0.2, 0.3, 0.25, 0.15])
     mean, sd = (an.SCORES * p).sum(), np.sqrt(((an.SCORES - (an.SCORES * p).sum()) ** 2 * p).sum())
     for d in (0.5, -0.5, 0.2):
-        assert (an.SCORES * an.shifted(p, d)).sum() == pytest.approx(mean + d * sd, abs=1e-8)
-    assert an.shifted([0, 0, 0, 0.05, 0.95], 0.5) is None  # no room above: the mean cannot rise by 0.5 SD
-    assert an.shifted([0, 0, 0, 0, 1.0], 0.5) is None  # no spread: nothing to shift
-    assert an.shifted(p, 0) == pytest.approx(p)
+        assert (an.SCORES * shifted(p, d)).sum() == pytest.approx(mean + d * sd, abs=1e-8)
+    assert shifted([0, 0, 0, 0.05, 0.95], 0.5) is None  # no room above: the mean cannot rise by 0.5 SD
+    assert shifted([0, 0, 0, 0, 1.0], 0.5) is None  # no spread: nothing to shift
+    assert shifted(p, 0) == pytest.approx(p)
 
 
 def test_flags_and_n_travel_with_their_numbers(tmp_path, monkeypatch):
@@ -1328,3 +1333,26 @@ def test_the_papers_olmo_overflows_the_papers_conversations_and_the_plan_names_i
     assert "elicit" not in text and "judge" not in text  # only the conversations overflow
     wide = plan.plan_params(files, [*small, "models.olmo-7b.n_ctx=4096"])
     plan.check_overflow(plan.run(wide, ROOT)[0], wide)
+
+
+def test_the_report_is_its_claims_in_order_and_the_figures_draw_only_plot_tables(tmp_path):
+    """analyse = the base report plus each claim's findings and vs_paper rows in CLAIMS' order; the
+    figures read only the plot tables (one per figure, declared by the analysis folder) and import
+    nothing from the analysis."""
+    import ast
+
+    from socsim.coherence import schemas, stages
+    from socsim.io.claims import judge_all
+
+    paths = synthetic_run(tmp_path)
+    inputs = analysis_inputs(paths, PAPER)
+    rep = an.analyse(inputs)
+    judged = judge_all(an.CLAIMS, an.gather(inputs))
+    assert [c.name for c, _ in judged][:2] == ["disagreement_suppressed", "test1"]
+    assert [f.claim for f in rep.findings] == [f.claim for _, j in judged for f in j.findings]
+    assert [r.quantity for r in rep.vs_paper] == [r.quantity for _, j in judged for r in j.rows]
+    assert list(rep.plots) == list(schemas.FIGURES)
+    assert stages.ARTIFACTS["analysis"].tables == tuple(f"plot_{f}" for f in schemas.FIGURES)
+    source = (ROOT / "src/socsim/coherence/figures.py").read_text()
+    imported = {n.module for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom) and n.module is not None}
+    assert not any(m.startswith("socsim.coherence.analysis") for m in imported), imported

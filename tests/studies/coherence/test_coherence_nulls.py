@@ -24,7 +24,11 @@ from scipy import stats as sps
 from socsim.coherence import agents as ag
 from socsim.coherence import analysis as an
 from socsim.coherence import dialogue, units
+from socsim.coherence.analysis import tests as an_tests
 from socsim.stats import permutation as pm
+from socsim.stats.multitest import bonferroni
+from socsim.stats.power import ks_power
+from socsim.stats.ranks import mwu_p
 
 ROOT = tc.ROOT
 ALPHA = 0.01
@@ -195,7 +199,7 @@ def test_test2_equivalence_is_statsmodels_tost_and_ks_power_a_loop_of_scipy():
         for _ in range(300):
             a, b = loop_rng.choice(an.SCORES, 12, p=p0), loop_rng.choice(an.SCORES, 15, p=p4)
             hits += sps.ks_2samp(b, 6 - a).pvalue < ALPHA
-    assert units.ks_power((p0, p4), 12, 15, ALPHA) == pytest.approx(hits / 300, abs=0.1)
+    assert ks_power(p0, p4, 12, 15, ALPHA, mirror=True) == pytest.approx(hits / 300, abs=0.1)
 
 
 def test_suppression_t_is_the_welch_type_t_of_suppression_test():
@@ -351,8 +355,8 @@ def test_test4_topic_differences_without_contentiousness():
         cells = units.topic_cells(df)
         _, p = units.assignment_p(cells.counts, units.assignments(cells.levels, rep), an.MIN_GROUP)
         topic += p < level
-        cells_c, _, _ = an._contentiousness_cells(df)
-        paper += an.bonferroni([an._mwu(a, b, "two-sided") for a, b in cells_c]).min() < level
+        cells_c, _, _ = an_tests._contentiousness_cells(df)
+        paper += bonferroni([mwu_p(a, b, "two-sided") for a, b in cells_c]).min() < level
     assert topic <= 0.25 * reps and paper >= 0.5 * reps, (topic, paper)
 
 
@@ -554,16 +558,22 @@ def test_fig8a_breaks_at_missing_openness_sums_and_no_data_notes_fit_their_panel
     import matplotlib.pyplot as plt
 
     from socsim.coherence import figures
+    from socsim.coherence.analysis import plots
+    from socsim.io.figures import panels
+    from socsim.io.report import plot_table
 
     by_open = pd.DataFrame(
         {"model": "m", "open_sum": [0, 1, 4], "n": 5, "mean": 3.0, "boot_mean": [2.0, 3.0, 4.0], "lo": 1.5, "hi": 4.5}
     )
     by_open["flags"] = ""
+    vs_base = pd.DataFrame(columns=["model", "open_pair", "diff_from_0_0", "n"])
+    # what the analysis writes (its plot table) and the figure reads back
+    table = plot_table(plots.fig8(by_open, vs_base, None, {}))
     captured = {}
     real = figures.save
     figures.save = lambda fig, out, name: captured.setdefault(name, fig) and real(fig, out, name)
     try:
-        figures.fig8_openness(by_open, pd.DataFrame(columns=["model", "open_pair", "diff_from_0_0", "n"]), tmp_path)
+        figures.fig8_openness(panels(table), tmp_path)
     finally:
         figures.save = real
     ax = captured["fig8_openness"].axes[0]
