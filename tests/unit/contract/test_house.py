@@ -1,0 +1,76 @@
+"""The house rules a newcomer can rely on (docs/architecture.md): short functions, one analysis signature
+through the claim unit, figures that only draw."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+from pathlib import Path
+
+import pytest
+
+from socsim import studies
+from socsim.io.report import AnalysisInputs, Report
+from support.project import ROOT
+
+SRC = ROOT / "src" / "socsim"
+MAX_LINES = 80
+REASON = "# long:"  # a function over MAX_LINES says why on the line above its def (or its decorators)
+
+
+def long_functions(src: Path = SRC) -> list[str]:
+    """Functions over MAX_LINES lines without a `# long: <reason>` comment right above them."""
+    out = []
+    for path in sorted(src.rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            n = (node.end_lineno or node.lineno) - node.lineno + 1
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            above = lines[first - 2].strip() if first >= 2 else ""
+            if n > MAX_LINES and not above.startswith(REASON):
+                out.append(f"{path.relative_to(src.parent)}:{node.lineno} {node.name} ({n} lines)")
+    return out
+
+
+def test_no_function_over_80_lines_without_a_reason(tmp_path):
+    assert long_functions() == []
+    # The check finds one, and takes a written reason.
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_LINES))
+    (tmp_path / "m.py").write_text(f"def f():\n{body}\n", encoding="utf-8")
+    assert [s.split(" ", 1)[1] for s in long_functions(tmp_path)] == [f"f ({MAX_LINES + 1} lines)"]
+    (tmp_path / "m.py").write_text(f"{REASON} one table of flags\ndef f():\n{body}\n", encoding="utf-8")
+    assert long_functions(tmp_path) == []
+
+
+STUDIES = [s.name for s in studies.all_studies()]
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_every_study_analyses_with_one_signature_through_the_claim_unit(name):
+    analysis = importlib.import_module(f"socsim.{name}.analysis")
+    sig = inspect.signature(analysis.analyse)
+    assert [p.name for p in sig.parameters.values()] == ["inputs"]
+    hints = inspect.get_annotations(analysis.analyse, eval_str=True)
+    assert hints == {"inputs": AnalysisInputs, "return": Report}
+    claims = importlib.import_module(f"socsim.{name}.analysis.claims")
+    assert claims.CLAIMS and all(c.name and callable(c.judge) for c in claims.CLAIMS)
+    report = (SRC / name / "analysis" / "report.py").read_text(encoding="utf-8")
+    assert "assemble(" in report  # the report is assembled from the claims, by the one assembler
+    assert "ctx.write_report(" in (SRC / name / "stages.py").read_text(
+        encoding="utf-8"
+    )  # and written by the one writer
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_figures_import_nothing_from_an_analysis_and_read_declared_plot_tables(name):
+    tree = ast.parse((SRC / name / "figures.py").read_text(encoding="utf-8"))
+    imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    }
+    assert not [m for m in imported if m.startswith(f"socsim.{name}.analysis")], imported
+    study = studies.study(name)
+    declared = study.artifacts["analysis"].tables
+    assert declared and all(t.startswith("plot_") for t in declared)
