@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from socsim.stats.agreement import cohen_kappa
 from socsim.stats.ttest import NO_VARIANCE, VAR_TOL, d_z, one_sample_t
 from socsim.stats.ttest import finite as _num
 
@@ -380,39 +379,6 @@ def individual_level(members: pd.DataFrame) -> pd.DataFrame:
                     {"source": source, "outcome": outcome, "predictor": name, "r": r, "p": p, "n": n, "note": note}
                 )
     return pd.DataFrame(rows, columns=["source", "outcome", "predictor", "r", "p", "n", "note"])
-
-
-# ---------------------------------------------------------------------------------------------------
-# The on-topic classifier against the data set's own labels
-
-
-def agreement(a: Iterable[Any], b: Iterable[Any]) -> dict[str, Any]:
-    """Agreement of two binary raters over the items both labelled (None / NaN = no label): n (pairs),
-    unpaired (items missing a label), the 2x2 counts (both_1, a_only, b_only, both_0), the agreement rate
-    and Cohen's kappa = (p_o - p_e) / (1 - p_e), p_e from the two raters' marginals; kappa is None (with
-    a note) when p_e = 1 (both raters gave one and the same label: kappa undefined) or without pairs."""
-
-    def label(x: Any) -> bool | None:
-        return None if x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA else bool(x)
-
-    pairs = [(label(x), label(y)) for x, y in zip(a, b, strict=True)]
-    both = [(x, y) for x, y in pairs if x is not None and y is not None]
-    n = len(both)
-    counts = {
-        "both_1": sum(x and y for x, y in both),
-        "a_only": sum(x and not y for x, y in both),
-        "b_only": sum(y and not x for x, y in both),
-        "both_0": sum(not x and not y for x, y in both),
-    }
-    out: dict[str, Any] = {"n": n, "unpaired": len(pairs) - n, **counts, "agreement": None, "kappa": None, "note": ""}
-    if not n:
-        out["note"] = "no item has both labels"
-        return out
-    out["agreement"] = (counts["both_1"] + counts["both_0"]) / n
-    out["kappa"] = cohen_kappa([[counts["both_1"], counts["a_only"]], [counts["b_only"], counts["both_0"]]])
-    if out["kappa"] is None:
-        out["note"] = "both raters gave one and the same label: kappa undefined"
-    return out
 
 
 # ---------------------------------------------------------------------------------------------------

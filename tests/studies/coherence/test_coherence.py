@@ -21,8 +21,8 @@ from socsim.seeds import derive_seed
 from socsim.stats.bootstrap import bootstrap_means, grouped, interval
 from socsim.stats.text import bleu, self_bleu, tokens
 from support.llm import scripted_client
+from support.project import ROOT
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[3]
 PROMPTS = read_yaml(ROOT / "data/coherence/prompts.yaml")
 TOPICS = read_yaml(ROOT / "data/coherence/topics.yaml")
 

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from socsim.debate import ingest
+from support.project import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 FIXTURE = ROOT / "data" / "debate" / "fixture"
 EXPECTED = json.loads((FIXTURE / "expected.json").read_text(encoding="utf-8"))
 MATERIALS = yaml.safe_load((ROOT / "data" / "debate" / "topics.yaml").read_text(encoding="utf-8"))

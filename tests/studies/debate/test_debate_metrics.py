@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,8 +13,8 @@ from scipy import stats as sps
 
 from socsim.debate.metrics import length, rouge_l, round_wise
 from socsim.debate.stats import appendix_h, group_level, individual_level
+from support.project import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 PAPER = yaml.safe_load((ROOT / "data" / "debate" / "paper.yaml").read_text())
 MODELS = ["gpt-4o-mini", "tulu-3-8b-sft", "llama-3.1-8b", "llama-3.1-70b", "mistral-7b-v0.3", "qwen2.5-32b"]
 

@@ -15,9 +15,10 @@ import pytest
 import yaml
 from debate_inputs import analyse
 
-from socsim.debate import analysis, annotate, metrics, stats
+from socsim.debate import analysis, annotate, metrics
 from socsim.io import report
 from socsim.llm import LLMClient
+from socsim.stats import agreement
 from support.llm import Scripted
 from support.project import ROOT
 
@@ -153,17 +154,17 @@ def test_cohen_kappa_by_hand():
     # 10 items: a = annotator, b = validity. both 1: 4, a only: 1, b only: 2, both 0: 3
     a = [1, 1, 1, 1, 1, 0, 0, 0, 0, 0]
     b = [1, 1, 1, 1, 0, 1, 1, 0, 0, 0]
-    out = stats.agreement([bool(x) for x in a], [bool(x) for x in b])
+    out = agreement.binary([bool(x) for x in a], [bool(x) for x in b])
     # p_o = 7/10; p_a = 0.5, p_b = 0.6; p_e = 0.5*0.6 + 0.5*0.4 = 0.5; kappa = (0.7 - 0.5) / 0.5 = 0.4
     assert (out["n"], out["both_1"], out["a_only"], out["b_only"], out["both_0"]) == (10, 4, 1, 2, 3)
     assert out["agreement"] == pytest.approx(0.7) and out["kappa"] == pytest.approx(0.4)
     # missing labels are left out and counted
-    out = stats.agreement([True, None, False, True], [True, True, float("nan"), False])
+    out = agreement.binary([True, None, False, True], [True, True, float("nan"), False])
     assert (out["n"], out["unpaired"], out["agreement"]) == (2, 2, 0.5)
     # one and the same label from both: kappa undefined
-    out = stats.agreement([True] * 5, [True] * 5)
+    out = agreement.binary([True] * 5, [True] * 5)
     assert out["agreement"] == 1.0 and out["kappa"] is None and "undefined" in out["note"]
-    assert stats.agreement([None], [True])["note"] == "no item has both labels"
+    assert agreement.binary([None], [True])["note"] == "no item has both labels"
 
 
 def test_cohen_kappa_equals_sklearn():
@@ -173,7 +174,7 @@ def test_cohen_kappa_equals_sklearn():
         n = int(rng.integers(5, 60))
         a = rng.random(n) < rng.random()
         b = np.where(rng.random(n) < 0.7, a, rng.random(n) < 0.5)
-        out = stats.agreement(a.tolist(), b.tolist())
+        out = agreement.binary(a.tolist(), b.tolist())
         if out["kappa"] is None:
             assert len(set(a) | set(b)) == 1
             continue
@@ -267,7 +268,7 @@ def test_human_on_topic_rows_and_table_in_the_report(tmp_path):
     )
     rep = analyse(metrics_, tables, dp, paper, run, by_session)
     t = rep.tables["human_on_topic"].df.set_index("topic_set")
-    expect = stats.agreement(u.on_topic.tolist(), [v == "VALID" for v in tables["human_utterances"].validity])
+    expect = agreement.binary(u.on_topic.tolist(), [v == "VALID" for v in tables["human_utterances"].validity])
     assert t.loc["depth", "kappa"] == pytest.approx(expect["kappa"]) and t.loc["depth", "n"] == len(u)
     rows = {r.quantity: r for r in rep.vs_paper}
     ann = rows["Sect. 4.3 human on-topic rate (annotator), depth"]

@@ -32,6 +32,7 @@ from socsim.debate.analysis.tests import group_claims
 from socsim.debate.schemas import COMPARISON_TABLES, SETTING
 from socsim.io import report
 from socsim.io.report import AnalysisInputs, Finding
+from socsim.stats import agreement
 from socsim.stats import degeneracy as dg
 
 TABLES = {"depth": ("table3", "table4"), "breadth": ("table9", "table10")}
@@ -248,7 +249,7 @@ def on_topic_validity(tables: Mapping[str, Any]) -> pd.DataFrame:
     sets = [ts for ts in TABLES if ts in set(ha.topic_set)]
     for ts in [*sets, "all"]:
         g = ha if ts == "all" else ha[ha.topic_set == ts]
-        agr = stats.agreement(g._a, g._v)
+        agr = agreement.binary(g._a, g._v)
         rows.append(
             {
                 "topic_set": ts,
