@@ -86,9 +86,15 @@ class ModelRuntime:
             client = models.client(self._params, spec, cache_path="")
         client.name = name  # the registry name, for messages
         client.parse_fail_fast = self._params["llm"].get("parse_fail_fast", 20)
-        path = self._cache_path()
         shared = next((c.cache for c in self._clients.values() if c.cache is not None), None)
-        client.cache = shared if shared is not None else (CallCache(path) if path else None)
+        try:
+            path = self._cache_path()
+            client.cache = shared if shared is not None else (CallCache(path) if path else None)
+        except BaseException:
+            release = getattr(client.backend, "release", None)  # a served model's lease (LeasedBackend)
+            if release is not None:
+                release()
+            raise
         return client
 
     def identity(self) -> dict[str, Any] | None:

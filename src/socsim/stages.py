@@ -463,12 +463,13 @@ class StageContext:
         from socsim.io import report
         from socsim.io.parquet import write_json
 
+        written = {*rep.tables, *(f"plot_{name}" for name in rep.plots)}
+        missing = [t for t in self.study.artifacts[out].tables if t not in written]
+        if missing:
+            raise RuntimeError(f"{self.label}: the report has no table {', '.join(missing)} (declared in {out})")
         d = self.path(out)
         report.write(rep, d)
         write_json(d / "provenance.json", self.provenance(**rep.provenance))
-        missing = [t for t in self.study.artifacts[out].tables if not (d / f"{t}.parquet").exists()]
-        if missing:
-            raise RuntimeError(f"{self.label}: the report has no table {', '.join(missing)} (declared in {out})")
         for line in rep.printed:
             print(line)
         self.write_metrics(**rep.metrics)

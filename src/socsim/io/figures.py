@@ -31,7 +31,8 @@ def panels(plot: pd.DataFrame) -> dict[str, Panel]:
         has = bool(rows["has_data"].iloc[0])
         note = rows["note"].iloc[0]
         lines = str(note).split("\n") if isinstance(note, str) and note else []
-        why = "" if has else str(rows["no_data"].iloc[0]) if "no_data" in rows else "no rows"
+        said = rows["no_data"].iloc[0] if "no_data" in rows else None
+        why = "" if has else said if isinstance(said, str) and said else "no rows"
         data = rows.drop(columns=[c for c in (*PLOT_COLUMNS, "no_data") if c in rows]).reset_index(drop=True)
         out[str(name)] = Panel(str(name), data if has else data.iloc[0:0], lines, why)
     return out

@@ -10,7 +10,7 @@ analysis directory:
   its rows' verdict and comparability);
 - `summary.json` (the study's summary, plus `findings`, `degeneracy_flags` with where each flag
   applies, and `degenerate`), and any further JSON documents, all strict JSON;
-- every figure's plot table as `plot_<figure>.*`: the rows each panel draws, with the panel's name,
+- every figure's plot table as `plot_<figure>.parquet` (and `.csv`): the rows each panel draws, with the panel's name,
   its note (flags and n, already worded) and whether it has data (`Panel`, `plot_table`). Figures
   read only these (socsim.io.figures.panels) and import nothing from an analysis.
 
@@ -165,6 +165,11 @@ class Report:
                 return
         self.flags.append(Flagged(flag, list(where)))
 
+    def flags_on(self, *places: str) -> list[str]:
+        """The messages of the flags recorded on any of `places` (a table, a row, a figure panel, as the
+        flag's `where` names it): what a panel's note says. The one way flags reach a figure."""
+        return [f.flag.message for f in self.flags if set(places) & set(f.where)]
+
     @property
     def all_flags(self) -> list[dg.Flag]:
         return [f.flag for f in self.flags]
@@ -183,7 +188,7 @@ def write(report: Report, out_dir: str | Path) -> None:
         notes = [*t.notes, *(f.message for f in t.flags)]
         tables.write(t.df, out, name, t.title, notes, t.shown, t.markdown, t.latex)
     for name, panels in report.plots.items():
-        tables.write(plot_table(panels), out, f"plot_{name}", f"{report.title}: what {name} draws, by panel")
+        tables.write(plot_table(panels), out, f"plot_{name}", "", text=False)
     if report.findings:
         tables.write(findings_table(report.findings), out, "findings", f"{report.title}: findings")
     if report.vs_paper:

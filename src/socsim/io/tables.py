@@ -79,12 +79,16 @@ def write(
     shown: pd.DataFrame | None = None,
     markdown: str | None = None,
     latex: str | None = None,
+    text: bool = True,
 ) -> None:
     """`<name>.parquet` and `<name>.csv` (the values), `<name>.md` and `<name>.tex` (the cells of
-    `shown`, default the values, as text; notes below), or the given `markdown` / `latex` text."""
+    `shown`, default the values, as text; notes below), or the given `markdown` / `latex` text.
+    `text=False`: the values only (Parquet and CSV), for data no one reads as a table (plot tables)."""
     out_dir = Path(out_dir)
     write_parquet(df, out_dir / f"{name}.parquet")
     atomic_write_bytes(out_dir / f"{name}.csv", df.to_csv(index=False, float_format="%.6g").encode())
+    if not text:
+        return
     df = df if shown is None else shown
     cells = df.astype(object).map(cell)
     if markdown is None:

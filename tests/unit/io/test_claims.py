@@ -74,3 +74,13 @@ def test_plot_table_round_trips_through_the_report_folder(tmp_path):
     assert got["b"].data.empty and got["b"].no_data == "no topic with two runs" and got["b"].note == ["n = 0 topics"]
     assert (tmp_path / "plot_fig1.csv").exists()
     assert list(plot_table(rep.plots["fig1"]).columns[:3]) == ["panel", "note", "has_data"]
+
+
+def test_a_panel_without_rows_says_why_and_flags_reach_the_places_they_name(tmp_path):
+    rep = Report("toy", plots={"fig1": [Panel("a", pd.DataFrame())]})  # no rows, no reason given
+    report.write(rep, tmp_path)
+    assert panels(report.read(tmp_path, "plot_fig1"))["a"].no_data == "no rows"
+    assert not (tmp_path / "plot_fig1.md").exists()  # plot tables are data: Parquet and CSV only
+    flag = dg.Flag("toy ratings", "all 5")
+    rep.flag(flag, "fig1/a", "table1")
+    assert rep.flags_on("fig1/a") == [flag.message] and rep.flags_on("fig1/b") == []
