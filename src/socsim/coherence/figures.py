@@ -62,7 +62,9 @@ def wrapped(ax: Axes, text: str, fontsize: float, share: float = 0.9) -> str:
 
 def no_data(ax: Axes, reason: str = "") -> None:
     """A panel without data says so (its ticks kept: panels may share an axis), its reason wrapped
-    to the panel's width."""
+    to the panel's width. Not socsim.io.figures.no_data, which removes the ticks, does not wrap and
+    always writes "no data: <why>" in a smaller gray font: these panels share their y axis and their
+    reasons are long, and the default run's figures keep their look."""
     ax.text(
         0.5,
         0.5,

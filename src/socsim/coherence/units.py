@@ -30,18 +30,17 @@ as independent rejects on an agent's own agreeableness or on topic differences. 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats as sps
 
 from socsim.seeds import derive_seed
 from socsim.stats import permutation as pm
 from socsim.stats.power import ks_power, latent_shift, moved
+from socsim.stats.ttest import welch_tost
 
 SCORES = np.arange(1, 6)
 FloatArray = npt.NDArray[np.float64]
@@ -274,17 +273,10 @@ class Equivalence:
 
 def equivalence(g4: npt.ArrayLike, g0: npt.ArrayLike, alpha: float, margin: float = TEST2_MARGIN) -> Equivalence:
     """Two one-sided Welch t tests that the gap-4 mean lies within `margin` of the inverted gap-0
-    mean (6 - mean_0); NaN where a side has fewer than two values or neither varies."""
-    a, b = np.asarray(g4, float), 6 - np.asarray(g0, float)
-    diff = float(a.mean() - b.mean()) if a.size and b.size else float("nan")
-    va, vb = (float(x.var(ddof=1)) / x.size if x.size > 1 else float("nan") for x in (a, b))
-    se = math.sqrt(va + vb) if math.isfinite(va + vb) else float("nan")
-    if not se > 0:
-        return Equivalence(diff, float("nan"), float("nan"), float("nan"), margin)
-    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
-    p = max(float(sps.t.sf((diff + margin) / se, df)), float(sps.t.cdf((diff - margin) / se, df)))
-    half = float(sps.t.ppf(1 - alpha, df)) * se
-    return Equivalence(diff, diff - half, diff + half, p, margin)
+    mean (6 - mean_0) (socsim.stats.ttest.welch_tost); NaN where a side has fewer than two values or
+    neither varies."""
+    diff, lo, hi, p = welch_tost(np.asarray(g4, float), 6 - np.asarray(g0, float), margin, alpha)
+    return Equivalence(diff, lo, hi, p, margin)
 
 
 @dataclass(frozen=True)

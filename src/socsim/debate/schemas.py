@@ -87,6 +87,18 @@ UTTERANCES = pa.schema(
 
 SETTING = ["model", "mode", "ablation", "topic_set"]
 
+# The study's vocabulary, one copy for the statistics, the analysis and the figures:
+# the utterance metrics of Tables 3, 4, 9, 10 (eq. 2), in the tables' order
+METRICS = ("s_sem", "d_stance", "d_signed_len", "d_abs_len", "rouge_l", "r_on_topic")
+SOURCES = ("human", "llm")  # Sect. 6: the humans and their twins
+# Sect. 6's outcomes and their steps (tweet stance per round, opinion before and after): a group's
+# statistics at every step of an outcome are over the same members
+STEPS = {"tweet": ("s1", "s2", "s3"), "opinion": ("o_init", "o_final")}
+QUANTITIES = tuple(q for steps in STEPS.values() for q in steps)
+OUTCOMES = {outcome: (steps[0], steps[-1]) for outcome, steps in STEPS.items()}  # Fig. 3: (start, end)
+CHANGE_TESTS = ("llm change", "human change", "llm change vs human change")  # Fig. 2's tests of each quantity
+PREDICTORS = ("own initial", "partner minus own", "abs partner minus own")  # Fig. 3's predictors of a change
+
 SETUPS = pa.schema(
     [  # one row per simulated session and setting: what the simulate stage runs
         pa.field("setup_id", pa.string(), nullable=False),  # model.m<mode>.<ablation>.<topic_set>.<session_id>
@@ -145,4 +157,5 @@ ANNOTATIONS = pa.schema(
 # The report folders' declared tables (socsim.stages.Artifact.tables): the compare stage's utterance metrics,
 # and the plot table of every figure the analysis writes (plot_<figure>; socsim.debate.analysis.plots).
 COMPARISON_TABLES = ("utterance_metrics", "utterance_metrics_by_session")
+COMPARISON_ENCODER = "encoder.json"  # the comparison folder's sentence encoder identity (JSON)
 FIGURES = ("fig2_group_level", "fig2_effect_sizes", "fig3_individual", "table3_metrics", "table9_metrics")

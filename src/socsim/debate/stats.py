@@ -1,6 +1,7 @@
 """Statistics of the DEBATE study: Appendix H (Friedman + Wilcoxon across models), the group-level
 (Fig. 2) and individual-level (Fig. 3) opinion-dynamics analyses of Sect. 6 (spec section 5). The
-one-sample t test, d_z and the equivalence test are socsim.stats.ttest's (re-exported here)."""
+t tests and d_z are socsim.stats.ttest's, the Friedman test socsim.stats.friedman's; the outcomes,
+steps and predictors are socsim.debate.schemas'."""
 
 from __future__ import annotations
 
@@ -13,24 +14,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from socsim.stats.ttest import NO_VARIANCE, VAR_TOL, d_z, one_sample_t
+from socsim.debate.schemas import OUTCOMES, PREDICTORS, QUANTITIES, STEPS
+from socsim.stats.friedman import friedman
+from socsim.stats.ttest import VAR_TOL, OneSampleT, d_z, one_sample_t, one_sample_test
 from socsim.stats.ttest import finite as _num
-
-
-def _friedman(data: np.ndarray) -> tuple[float | None, float | None]:
-    """Friedman chi2 and p for blocks (rows) x treatments (columns), as scipy.stats.friedmanchisquare
-    computes it (mid-ranks, tie correction), for any number of treatments >= 2."""
-    n, k = data.shape
-    ranks = np.apply_along_axis(stats.rankdata, 1, data)
-    ties = 0.0
-    for row in data:
-        _, counts = np.unique(row, return_counts=True)
-        ties += float((counts**3 - counts).sum())
-    c = 1.0 - ties / (k * (k * k - 1) * n)
-    if c <= 0:
-        return None, None
-    chi2 = (12.0 / (n * k * (k + 1)) * float((ranks.sum(axis=0) ** 2).sum()) - 3.0 * n * (k + 1)) / c
-    return chi2, float(stats.chi2.sf(chi2, k - 1))
 
 
 def appendix_h(values: pd.DataFrame, best: str, alternative: str) -> dict[str, Any]:
@@ -57,10 +44,7 @@ def appendix_h(values: pd.DataFrame, best: str, alternative: str) -> dict[str, A
         return {"note": f"{n_models} model(s); the Friedman test needs at least 2"}
     if n_settings < 2:
         return {"note": f"{n_settings} complete setting(s); the Friedman test needs at least 2"}
-    if n_models >= 3:
-        chi2, p = stats.friedmanchisquare(*[table.loc[m].to_numpy() for m in table.index])
-    else:  # scipy wants 3 treatments; the same statistic (with its tie correction) for 2
-        chi2, p = _friedman(table.to_numpy().T)
+    chi2, p = friedman(table.to_numpy().T)  # blocks (settings) x treatments (models)
     if chi2 is None or not math.isfinite(chi2):
         return {"note": "Friedman test not computable: every setting ties all models"}
     out = {
@@ -89,7 +73,6 @@ def appendix_h(values: pd.DataFrame, best: str, alternative: str) -> dict[str, A
 # ---------------------------------------------------------------------------------------------------
 # Group level (Fig. 2)
 
-QUANTITIES = ("s1", "s2", "s3", "o_init", "o_final")
 # name -> (variable before, variable after, statistic)
 GROUP_TESTS = {
     "tweet mean": ("s1", "s3", "mean"),
@@ -107,28 +90,19 @@ MODEL_WRITTEN_TESTS = {
 
 GROUP_TEST_COLUMNS = ["quantity", "test", "t", "p", "n_groups", "mean_change", "d_z", "missing", "note"]
 GROUP_LEVEL_COLUMNS = ["session_id", "source", "quantity", "mean", "sd", "n", "n_members", "n_missing", "note"]
-# the steps of each outcome: a group's statistics at every step are over the same members
-OUTCOME_STEPS = {"tweet": ("s1", "s2", "s3"), "opinion": ("o_init", "o_final")}
-STEP_OUTCOME = {q: outcome for outcome, qs in OUTCOME_STEPS.items() for q in qs}
+STEP_OUTCOME = {q: outcome for outcome, qs in STEPS.items() for q in qs}
 WHO = {"human": "humans", "llm": "twins"}
 PAIRED = "paired: each group's statistics over its members with every step"
 
 
-def _paired_t(
-    after: np.ndarray, before: np.ndarray
-) -> tuple[float | None, float | None, int, float | None, str | None]:
-    """ttest_rel(after, before) over the pairs with both values: (t, p, n, mean change, note); t and
-    p are None, and the note says why, with fewer than 2 pairs or zero variance of the changes."""
-    ok = np.isfinite(after) & np.isfinite(before)
-    d = after[ok] - before[ok]
-    n = int(d.size)
-    mean = float(d.mean()) if n else None
-    if n < 2:
-        return None, None, n, mean, f"{n} group(s) with both values; a paired t-test needs at least 2"
-    if float(np.var(d)) <= VAR_TOL:
-        return None, None, n, mean, f"{NO_VARIANCE} (the change is {d[0]:.4g} in every group): the t-test is undefined"
-    res = stats.ttest_rel(after[ok], before[ok])
-    return _num(res.statistic), _num(res.pvalue), n, mean, None
+def _paired_t(after: np.ndarray, before: np.ndarray) -> OneSampleT:
+    """The paired t test of after - before over the groups with both values (ttest_rel), its notes
+    in groups."""
+    return one_sample_test(
+        after - before,
+        "{n} group(s) with both values; a paired t-test needs at least 2",
+        "the change is {value:.4g} in every group",
+    )
 
 
 Missing = dict[tuple[str, str], list[tuple[int, int]]]  # (source, quantity) -> per group (n_missing, n_members)
@@ -178,7 +152,7 @@ def _group_stats(members: pd.DataFrame, ddof: int) -> pd.DataFrame:
     for session, source in sorted(indices):
         pos = indices[(session, source)]
         who = WHO.get(str(source), str(source))
-        for steps in OUTCOME_STEPS.values():
+        for steps in STEPS.values():
             v_all = values[pos][:, [column[q] for q in steps]]
             present = np.isfinite(v_all)
             used = v_all[present.all(axis=1)]
@@ -207,7 +181,6 @@ def _group_stats(members: pd.DataFrame, ddof: int) -> pd.DataFrame:
 
 
 Spec = Mapping[str, tuple[str, str, str]]  # test quantity -> (variable before, variable after, statistic)
-CHANGE_TESTS = ("llm change", "human change", "llm change vs human change")
 
 
 @dataclass(frozen=True)
@@ -242,7 +215,7 @@ def _changes(per_group: pd.DataFrame, spec: Spec) -> tuple[list[Any], list[_Chan
 
     out = []
     for name, (before, after, stat) in spec.items():
-        steps = OUTCOME_STEPS[STEP_OUTCOME[before]]
+        steps = STEPS[STEP_OUTCOME[before]]
         deltas = {}
         for source in ("llm", "human"):
             a, b = column(stat, source, after), column(stat, source, before)
@@ -267,18 +240,18 @@ def change_tests(per_group: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     _, changes = _changes(per_group, spec)
     tests = []
     for c in changes:
-        t, p, n, mean, note = _paired_t(c.after, c.before)
+        r = _paired_t(c.after, c.before)
         tests.append(
             {
                 "quantity": c.quantity,
                 "test": c.test,
-                "t": t,
-                "p": p,
-                "n_groups": n,
-                "mean_change": mean,
-                "d_z": d_z(t, n),
+                "t": r.t,
+                "p": r.p,
+                "n_groups": r.n,
+                "mean_change": r.mean,
+                "d_z": d_z(r.t, r.n),
                 "missing": c.missing,
-                "note": note,
+                "note": r.note,
             }
         )
     return pd.DataFrame(tests, columns=GROUP_TEST_COLUMNS)
@@ -332,9 +305,6 @@ def group_level(members: pd.DataFrame, ddof: int = 1) -> tuple[pd.DataFrame, pd.
 
 # ---------------------------------------------------------------------------------------------------
 # Individual level (Fig. 3)
-
-OUTCOMES = {"tweet": ("s1", "s3"), "opinion": ("o_init", "o_final")}
-PREDICTORS = ("own initial", "partner minus own", "abs partner minus own")
 
 
 def individual_level(members: pd.DataFrame) -> pd.DataFrame:
@@ -485,7 +455,6 @@ def correlation_difference(
 # ---------------------------------------------------------------------------------------------------
 # Fig. 3's partner influence as a regression coefficient
 
-PARTNER_TERMS = ("intercept", "own start", "partner start")
 MIN_REGRESSION_MEMBERS = 4  # rows a 3-term regression needs for one residual degree of freedom
 SINGULAR = 1e-10  # det(X'X) / prod(diag(X'X)) below this: the design is (nearly) singular
 
@@ -531,13 +500,6 @@ def _coefficients(s: np.ndarray) -> np.ndarray:
         safe = np.where(ok[..., None, None], xtx, np.eye(3))
         b = np.linalg.solve(safe, xty[..., None])[..., 0]
     return np.where(ok[..., None], b, np.nan)
-
-
-def partner_coefficient(rows: pd.DataFrame) -> float | None:
-    """The partner coefficient of OLS end ~ 1 + own + partner over `rows` (regression_rows)."""
-    sessions = sorted(set(rows["session_id"]))
-    b = _coefficients(_cross_products(rows, sessions).sum(axis=0))
-    return _num(b[2])
 
 
 def _partner_sums(members: pd.DataFrame, outcome: str) -> tuple[list[Any], np.ndarray, np.ndarray, int, int]:

@@ -12,7 +12,8 @@ never a crash (counted, left out of the rate).
 `table` gives the rate per (agent model, world setting) and says which worlds ran and were judged;
 `finding` judges "outside information is more common in the open world" only where both worlds ran:
 the per-simulation share of judged outputs with outside information (the unit: a simulation's
-outputs share its memory), Welch t open vs closed over simulations, direction +, by the one verdict rule.
+outputs share its memory), Welch t open vs closed over simulations, direction +, by the one verdict rule (at least
+socsim.stats.verdict.MIN_UNITS simulations per world; fewer: its "too few" words).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from socsim.stats import verdict as vd
 ANSWER = Choice(("yes", "no"))
 WORLDS = ("closed", "open")
 KINDS = ("tweet", "report")
-MIN_SIMS = 3  # simulations per world the test needs
 
 
 def outputs(events: Sequence[Mapping[str, Any]], setups: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -187,4 +187,4 @@ def finding(
     a, b = r[r.world == "open"].rate.to_numpy(float), r[r.world == "closed"].rate.to_numpy(float)
     n = int(min(len(a), len(b)))
     diff, p = vd.welch(a, b)
-    return diff, n, vd.effect(p, diff, n, MIN_SIMS, "simulations per world", +1, flags, alpha)
+    return diff, n, vd.effect(p, diff, n, vd.MIN_UNITS, "simulations per world", +1, flags, alpha)

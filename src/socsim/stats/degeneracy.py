@@ -6,10 +6,12 @@ pass/fail, stars or a coefficient, and the study's ``summary.json`` lists every 
 - one value: a single value makes up >= ``DOMINANCE`` (90 %) of the answers (preferences, judge
   scores, toxicity ratings);
 - near-constant: the variance of a numeric input is (numerically) zero;
-- too few: fewer cases than a test needs;
 - miscalibrated judge: a judge that scores its own calibration examples (whose scores the prompt
   states) with a mean absolute error above ``CALIBRATION_MAE`` or with one value for examples that
   differ.
+
+Too few units is not degeneracy: a test on fewer units than it needs is inconclusive with its n
+("inconclusive (n = 2 discussions, needs 3)", socsim.stats.verdict.too_few and MIN_UNITS).
 """
 
 from __future__ import annotations
@@ -66,12 +68,6 @@ def near_constant(values: Iterable[float | None], scope: str, tol: float = VARIA
         return Flag(scope, "no usable values")
     if a.size < 2 or float(np.var(a)) <= tol:
         return Flag(scope, f"constant: all {a.size} values are {a[0]:.4g}")
-    return None
-
-
-def too_few(n: int, need: int, scope: str, unit: str = "cases") -> Flag | None:
-    if n < need:
-        return Flag(scope, f"{n} {unit}, the test needs at least {need}")
     return None
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
@@ -24,3 +26,9 @@ def bonferroni(pvalues: npt.ArrayLike) -> npt.NDArray[np.float64]:
     p = np.asarray(pvalues, dtype=float)
     out: npt.NDArray[np.float64] = np.minimum(p * p.size, 1.0)
     return out
+
+
+def bonferroni_fixed(p: float | None, family: int) -> float | None:
+    """A p Bonferroni-adjusted over a fixed family of `family` tests, whatever else was tested:
+    min(1, family x p); None (or NaN: no test) stays None."""
+    return None if p is None or math.isnan(float(p)) else min(1.0, float(p) * family)

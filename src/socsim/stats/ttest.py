@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,16 +34,9 @@ def d_z(t: float | None, n: int) -> float | None:
 def one_sample_t(x: np.ndarray) -> tuple[float | None, float | None, int, str | None]:
     """(mean, two-sided p of the one-sample t test against 0, n, note) over the finite values of `x`;
     p is None, and the note says why, with fewer than 2 values or zero variance (the test is
-    undefined: the verdict is inconclusive, never a pass)."""
-    x = np.asarray(x, dtype=float)
-    x = x[np.isfinite(x)]
-    n = int(x.size)
-    mean = float(x.mean()) if n else None
-    if n < 2:
-        return mean, None, n, f"{n} value(s); a t-test needs at least 2"
-    if float(np.var(x)) <= VAR_TOL:
-        return mean, None, n, f"{NO_VARIANCE} (every one is {x[0]:.4g}): the t-test is undefined"
-    return mean, finite(stats.ttest_1samp(x, 0.0).pvalue), n, None
+    undefined: the verdict is inconclusive, never a pass). one_sample_test with its t."""
+    r = one_sample_test(x)
+    return r.mean, r.p, r.n, r.note
 
 
 def equivalence_p(t: float | None, n: int, margin: float) -> float | None:
@@ -83,3 +77,54 @@ def difference_of_effects(cells: Sequence[np.ndarray], dd: float) -> float | Non
         return None
     dof = np.sum(var) ** 2 / np.sum([v**2 / (len(c) - 1) for v, c in zip(var, cells)])
     return float(2 * stats.t.sf(abs(dd / se), dof))
+
+
+@dataclass(frozen=True)
+class OneSampleT:
+    """A one-sample t test against 0 (a paired t test on the differences): t and its two-sided p
+    (None when undefined, `note` says why), n and the mean of the finite values."""
+
+    t: float | None
+    p: float | None
+    n: int
+    mean: float | None
+    note: str | None = None
+
+
+def one_sample_test(
+    x: np.ndarray,
+    too_few: str = "{n} value(s); a t-test needs at least 2",
+    constant: str = "every one is {value:.4g}",
+) -> OneSampleT:
+    """The one-sample t test against 0 over the finite values of `x` (scipy's ttest_1samp; ttest_rel of
+    two paired samples is this on their differences). Undefined with fewer than 2 values (the note:
+    `too_few`, formatted with n) or zero variance (NO_VARIANCE, with `constant` formatted with the
+    value): t and p None, the verdict inconclusive, never a pass."""
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    n = int(x.size)
+    mean = float(x.mean()) if n else None
+    if n < 2:
+        return OneSampleT(None, None, n, mean, too_few.format(n=n))
+    if float(np.var(x)) <= VAR_TOL:
+        why = f"{NO_VARIANCE} ({constant.format(value=x[0])}): the t-test is undefined"
+        return OneSampleT(None, None, n, mean, why)
+    res = stats.ttest_1samp(x, 0.0)
+    return OneSampleT(finite(res.statistic), finite(res.pvalue), n, mean)
+
+
+def welch_tost(a: np.ndarray, b: np.ndarray, margin: float, alpha: float) -> tuple[float, float, float, float]:
+    """Equivalence of two means by two one-sided Welch t tests (TOST, Schuirmann 1987), H0:
+    |mean a - mean b| >= `margin` against H1: within it. Returns (difference, lo, hi, p): mean(a) - mean(b),
+    its (1 - 2 alpha) Welch interval and the larger of the two one-sided p (equivalence is shown when
+    p < alpha). The interval and p are NaN where a side has fewer than two values or neither varies."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    diff = float(a.mean() - b.mean()) if a.size and b.size else float("nan")
+    va, vb = (float(x.var(ddof=1)) / x.size if x.size > 1 else float("nan") for x in (a, b))
+    se = math.sqrt(va + vb) if math.isfinite(va + vb) else float("nan")
+    if not se > 0:
+        return diff, float("nan"), float("nan"), float("nan")
+    dof = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    p = max(float(stats.t.sf((diff + margin) / se, dof)), float(stats.t.cdf((diff - margin) / se, dof)))
+    half = float(stats.t.ppf(1 - alpha, dof)) * se
+    return diff, diff - half, diff + half, p

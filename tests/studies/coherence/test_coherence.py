@@ -308,7 +308,7 @@ def test_six_tests_without_data_are_not_applicable_or_too_few():
     assert out.loc[6, "result"] == "inconclusive (n = 0 (1-5) conversations, needs 5)"
     assert out.loc[4, "result"] == "n/a" and "two contentiousness levels" in out.loc[4, "detail"]
     assert out.loc[3, "detail"] == "needs 1-1, 2-5, 3-5, 4-5 pairs; missing: 1-1, 2-5, 3-5, 4-5"
-    assert out.attrs["flags"] == []  # nothing degenerate: only too few
+    assert (out["flags"] == "").all()  # nothing degenerate: only too few
     empty = an.six_tests(tiny.iloc[:0], 0.01, empty_reason="no judged conversation")
     assert set(empty["result"]) == {"n/a"} and set(empty["detail"]) == {"no judged conversation"}
 
@@ -883,7 +883,7 @@ def test_stages_on_coherent_synthetic_data(tmp_path):
 
 
 def test_a_paper_model_is_compared_with_its_own_table4_row(tmp_path):
-    from socsim.coherence.compare import ACROSS_DESIGN
+    from socsim.coherence.analysis.vs_paper import ACROSS_DESIGN
 
     out = run_stages(synthetic_run(tmp_path, models=("qwen2.5-7b",)))
     vs = out["vs_paper"].set_index("quantity")
@@ -907,7 +907,7 @@ def test_a_paper_model_is_compared_with_its_own_table4_row(tmp_path):
 
 
 def test_only_a_like_for_like_row_says_whether_the_papers_result_holds(tmp_path):
-    from socsim.coherence import compare
+    from socsim.coherence.analysis import vs_paper as vp
     from socsim.io.vs_paper import table
 
     paths = synthetic_run(tmp_path, models=("qwen2.5-7b",))
@@ -923,7 +923,7 @@ def test_only_a_like_for_like_row_says_whether_the_papers_result_holds(tmp_path)
         df = table(an.analyse(analysis_inputs(paths, paper)).vs_paper).set_index("quantity")
         rows[name] = {t: df.loc[f"Table 4: Test {t} passed (1) or failed (0) (qwen2.5-7b)"] for t in (1, 2, 3)}
     like = rows["same"]
-    assert all(like[t]["comparable"] == "yes" and compare.ACROSS_DESIGN not in like[t]["note"] for t in (2, 3))
+    assert all(like[t]["comparable"] == "yes" and vp.ACROSS_DESIGN not in like[t]["note"] for t in (2, 3))
     # like with like: the paper's claim, and whether it holds in our run
     assert like[2]["finding"] == "Qwen2.5-7B fails Test 2" and like[2]["finding_holds"] == "yes"
     assert like[3]["finding"] == "Qwen2.5-7B fails Test 3" and like[3]["finding_holds"].startswith("no (ours passes")
@@ -944,8 +944,8 @@ def test_vs_paper_and_table4_say_which_test6_rule_ran(tmp_path):
     Test 6 row never gives a verdict of agreement with the paper, even where all else matches."""
     from scipy.stats import mannwhitneyu
 
-    from socsim.coherence import compare
-    from socsim.coherence.compare import ACROSS_DESIGN
+    from socsim.coherence.analysis import vs_paper as vp
+    from socsim.coherence.analysis.vs_paper import ACROSS_DESIGN
     from socsim.io.vs_paper import table
 
     paths = synthetic_run(tmp_path, models=("qwen2.5-7b",))
@@ -971,7 +971,7 @@ def test_vs_paper_and_table4_say_which_test6_rule_ran(tmp_path):
     like = table(an.analyse(analysis_inputs(paths, same)).vs_paper).set_index("quantity")
     r6 = like.loc["Table 4: Test 6 passed (1) or failed (0) (qwen2.5-7b)"]
     assert r6["comparable"] == "no: Test 6 rule" and r6["finding"] == "qwen2.5-7b passes Test 6 (our run)"
-    assert compare.design_of_test6_rule("strict", "strict") == []  # a paper that stated our rule would match
+    assert vp.design_of_test6_rule("strict", "strict") == []  # a paper that stated our rule would match
 
     pooled = run_stages(paths, test6_rule="pooled")
     conv = pd.read_csv(tmp_path / "analysis/conversations.csv", dtype={"pref_pair": str, "open_pair": str})
@@ -999,7 +999,7 @@ def test_vs_paper_and_table4_say_which_test6_rule_ran(tmp_path):
 
 
 def test_table4_claim_gives_no_agreement_verdict_across_a_design_difference():
-    from socsim.coherence.compare import ACROSS_DESIGN, table4_claim
+    from socsim.coherence.analysis.vs_paper import ACROSS_DESIGN, table4_claim
     from socsim.stats.verdict import Verdict
 
     fails = Verdict(False, "a difference was found, p = 0.001")
@@ -1117,6 +1117,33 @@ def test_degenerate_model_says_so_everywhere(tmp_path):
     assert (vs["flags"] != "").sum() >= len(vs) - 1  # all but the Self-BLEU share rest on the flagged inputs
     assert out["suppression"]["note"].str.startswith("degenerate input").all()
     assert out["metrics"]["degeneracy_flags"] == len(flags)
+
+
+def test_panel_notes_take_their_flags_from_the_report(tmp_path):
+    """One flag protocol: a panel's note shows the flags the report records on the table it draws
+    (Report.flags_on), built after every flag is recorded; the openness panel shows no preference flag."""
+    paths = synthetic_run(tmp_path, prefs=[1], calibration=(1, 1, 1, 1, 1))
+    rep = an.analyse(analysis_inputs(paths, PAPER))
+    drawn = {
+        "fig4_agreement_by_gap": ["bootstrap_by_gap"],
+        "fig5_suppression": ["suppression"] * 3,
+        "fig6_anchors": ["bootstrap_by_pref_pair"],
+        "fig7_contentiousness": ["bootstrap_by_pref_pair_contentiousness", "bootstrap_by_pref_pair_contentiousness_b2"],
+        "fig8_openness": ["bootstrap_by_open_sum", "openness_vs_baseline"],
+    }
+    for fig, tables in drawn.items():
+        for panel, table in zip(rep.plots[fig], tables, strict=True):
+            flags = rep.flags_on(f"{table} (m)")
+            assert flags and panel.note[0] == "; ".join(flags), (fig, panel.name)
+    open_sum = rep.plots["fig8_openness"][0].note[0]
+    assert "coherence judge calibration (j)" in open_sum and "coherence preferences (m)" not in open_sum
+
+
+def test_too_few_conversations_are_worded_by_the_rule():
+    rows = [(3, 3, 0, 1, 1, 3)] * 3 + [(1, 5, 0, 1, 1, 3)] * 2  # 3 conversations at gap 0, 2 at gap 4
+    out = an.six_tests(_table(rows), 0.01).set_index("test")
+    assert out.loc[2, "detail"] == "n = 2 conversations a side (gap 0: 3, gap 4: 2), needs 5"
+    assert out.loc[2, "result"] == f"inconclusive ({out.loc[2, 'detail']})"
 
 
 def test_judge_calibration_alone_flags_the_tests(tmp_path):

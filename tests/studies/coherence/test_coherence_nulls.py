@@ -568,7 +568,7 @@ def test_fig8a_breaks_at_missing_openness_sums_and_no_data_notes_fit_their_panel
     by_open["flags"] = ""
     vs_base = pd.DataFrame(columns=["model", "open_pair", "diff_from_0_0", "n"])
     # what the analysis writes (its plot table) and the figure reads back
-    table = plot_table(plots.fig8(by_open, vs_base, None, {}))
+    table = plot_table(plots.fig8(by_open, vs_base, None, lambda *places: []))
     captured = {}
     real = figures.save
     figures.save = lambda fig, out, name: captured.setdefault(name, fig) and real(fig, out, name)

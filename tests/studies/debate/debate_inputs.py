@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from socsim.debate import analysis
-from socsim.debate.schemas import COMPARISON_TABLES, FIGURES
+from socsim.debate.schemas import COMPARISON_ENCODER, COMPARISON_TABLES, FIGURES, METRICS, SETTING
 from socsim.io import report, tables
 from socsim.io.figures import panels
 from socsim.io.parquet import write_json
@@ -40,14 +40,16 @@ def analysis_inputs(
     run: analysis.RunDesign | None = None,
     by_session: pd.DataFrame | None = None,
 ) -> AnalysisInputs:
-    """`analyse`'s inputs: the compare stage's `metrics` and `by_session` (None: not written) in a
-    comparison folder with the encoder of `run` (default: nothing known)."""
+    """`analyse`'s inputs: the compare stage's `metrics` and `by_session` (None: no debate's metrics,
+    an empty table) in a comparison folder with the encoder of `run` (default: nothing known), as the
+    compare stage writes it."""
     run = run or analysis.RunDesign()
     d = Path(tempfile.mkdtemp(dir=_TMP))
+    if by_session is None:
+        by_session = pd.DataFrame(columns=[*SETTING, "session_id", *METRICS])
     tables.write(metrics, d, COMPARISON_TABLES[0], "utterance metrics")
-    if by_session is not None:
-        tables.write(by_session, d, COMPARISON_TABLES[1], "utterance metrics by debate")
-    write_json(d / "encoder.json", {"model": run.encoder, "human_on_topic": run.human_on_topic})
+    tables.write(by_session, d, COMPARISON_TABLES[1], "utterance metrics by debate")
+    write_json(d / COMPARISON_ENCODER, {"model": run.encoder, "human_on_topic": run.human_on_topic})
     return AnalysisInputs(dict(tables_), dp, paper, 0, provenance(run), {"comparison": d})
 
 

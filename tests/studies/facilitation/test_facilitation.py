@@ -454,6 +454,15 @@ def test_strategy_without_ratings_is_named_and_missing_reference_is_na():
     assert no_ref.unavailable and "No Moderator" in no_ref.unavailable
 
 
+def test_no_more_ratings_than_terms_is_na_with_the_rules_words_not_a_degeneracy_flag():
+    # 3 strategies: 6 terms, so 7 ratings at least; 6 is too little data (the verdict rule's words)
+    data = _synthetic_rated(per_cell=1, turns=1).groupby("strategy").head(2)
+    res = analysis.toxicity_ols(data)
+    assert res.unavailable == "n = 6 ratings, needs 7" and res.flags == []
+    table, md, _ = analysis.ols_tables(res)
+    assert (table["verdict"] == "n/a: n = 6 ratings, needs 7").all() and "degenerate" not in md
+
+
 # -- the analyse and figures stages on Parquet files of the documented schemas ----------------------
 
 

@@ -418,3 +418,18 @@ def test_each_figure_has_a_declared_plot_table_whose_notes_carry_the_flags_and_f
     source = Path(figures.__file__).read_text()
     imported = {n.module for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom)}
     assert not any(m and m.startswith("socsim.facilitation") for m in imported)
+
+
+def test_a_panel_shows_the_flags_recorded_on_it_through_report_flags_on():
+    from socsim.facilitation.analysis.plots import plots
+    from socsim.stats import degeneracy as dg
+
+    setups, comments, ann = study(per_strategy=3)
+    rep = report(setups, comments, ann)
+    flag = dg.Flag("a claim's input", "one value")
+    rep.flag(flag, "fig3 (discussion)")  # a claim's flag, placed on one panel
+    fig3 = {p.name: p.note for p in plots(rep)["fig3_pairwise_toxicity"]}
+    assert rep.flags_on("fig3 (discussion)")[-1] == flag.message
+    assert flag.message in fig3["discussion"] and not any(
+        flag.message in n for k, n in fig3.items() if k != "discussion"
+    )

@@ -2,7 +2,9 @@
 builder of such rows (`row`): a design of one scope (`per_sim_rows`: the `per_sim` columns the paper's
 tests and the findings read, one row per framing x bias level x topic, B and D drawn around given
 means) or single rows with every per_sim column (`sim_row`). Also the analysis run the way its stage
-runs it (`analyse`: inputs by name) and every figure drawn from a report's plot tables (`draw`)."""
+runs it (`analyse`: inputs by name), the findings per scope as the study's claims judge them
+(`findings`: socsim.io.claims.judge_all over analysis.CLAIMS) and every figure drawn from a report's
+plot tables (`draw`)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ import numpy as np
 import pandas as pd
 
 from socsim.io import report
+from socsim.io.claims import judge_all
 from socsim.io.figures import panels
-from socsim.io.report import AnalysisInputs, Report
+from socsim.io.report import AnalysisInputs, Finding, Report
 from socsim.opinion_dynamics import analysis, figures
 from socsim.opinion_dynamics.plot_layout import FIGURES
 
@@ -86,6 +89,39 @@ def per_sim_rows(
             )
         )
     return pd.DataFrame(rows)
+
+
+KINDS = {  # what names each finding of a scope in its claim
+    "false_negative": "B < 0 under false framing",
+    "true_higher": "B higher under true framing",
+    "d_rises": "D rises with confirmation bias",
+}
+
+
+def _scope_of(claim: str) -> tuple[str, ...]:
+    """A finding's scope key (model, topology, start, memory) from the label its claim ends with:
+    "(<model>, <memory>, <topology>[, <start> start])", after the levels of "D rises" ("... < ...; ")."""
+    label = claim.rsplit("(", 1)[1].rstrip(")").split("; ")[-1]
+    model, memory, topology, *start = label.split(", ")
+    return (model, topology, start[0].removesuffix(" start") if start else "uniform", memory)
+
+
+def findings(
+    ps: pd.DataFrame,
+    paper: Mapping[str, Any],
+    flags: analysis.measures.Flags | None = None,
+    alpha: float = 0.05,
+) -> dict[tuple[str, ...], dict[str, Finding]]:
+    """Per scope (model, topology, start, memory): its findings by kind (KINDS), as the study's claims
+    judge them on these per_sim rows (judge_all over analysis.CLAIMS; the paper's tests from `ps`)."""
+    ev = analysis.Evidence(ps, paper, alpha, flags or {})
+    out: dict[tuple[str, ...], dict[str, Finding]] = {}
+    for _, j in judge_all(analysis.CLAIMS, ev):
+        for f in j.findings:
+            kind = next((k for k, words in KINDS.items() if words in f.claim), None)
+            if kind is not None:
+                out.setdefault(_scope_of(f.claim), {})[kind] = f
+    return out
 
 
 NO_BASELINE = pd.DataFrame(columns=["sim_id", "baseline", "agent", "t", "opinion"])

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from od_synthetic import analyse, per_sim_rows, sim_row
+from od_synthetic import analyse, findings, per_sim_rows, sim_row
 from scipy import stats
 
 from socsim import config, seeds
@@ -24,6 +24,7 @@ from socsim.llm import LLMClient
 from socsim.opinion_dynamics import analysis, figures, materials, network, outside_info, setups
 from socsim.opinion_dynamics.analysis import claims, plots
 from socsim.opinion_dynamics.stages import STUDY
+from socsim.stats import degeneracy as dg
 from support.llm import Scripted
 from support.project import ROOT
 
@@ -87,8 +88,7 @@ def _ps(rng: np.random.Generator, topics: int, d_of: dict[str, float], sd: float
 
 
 def _d_rises(ps: pd.DataFrame) -> Any:
-    found = analysis.findings(ps, analysis.paper_tests(ps, {}, 0.05), {}, PAPER, 0.05)
-    return found[("m", "complete", "uniform", "cumulative")]["d_rises"]
+    return findings(ps, PAPER)[("m", "complete", "uniform", "cumulative")]["d_rises"]
 
 
 def test_d_rises_by_adjacent_steps_against_paired_t():
@@ -135,7 +135,12 @@ def test_fig5_rows_put_the_papers_b_beside_ours():
             sim_row(sim_id="d", bias="strong", B=0.0),  # not Fig. 5's condition
         ]
     )
-    rows = claims.judge_fig5(claims.Evidence(ps, PAPER, 0.05, classifier={"m": "judge"})).rows
+    # a simulation's flags reach its rows as flags (a reason with ": " in it stays whole)
+    rated = dg.Flag("opinion classifier on m's reports (main simulations)", "92% of 12 answers are -2")
+    own = dg.Flag("last classified opinion of each measured agent (simulation a)", "100% of 2 answers: -2")
+    sims = analysis.SimFlags({"a": [rated], "b": [rated]}, {"a": [own]})
+    rows = claims.judge_fig5(claims.Evidence(ps, PAPER, 0.05, classifier={"m": "judge"}, sims=sims)).rows
+    assert [list(r.flags) for r in rows] == [[rated]] * 2 + [[rated, own]] * 2  # b (negative start) sorts first
     got = {(r.quantity.split("start")[0][-9:].strip(), r.quantity.rsplit("(", 1)[1]): (r.ours, r.paper) for r in rows}
     assert got == {
         ("positive", "seed text)"): (-1.4, -1.7),
@@ -153,14 +158,17 @@ def test_per_topic_table_and_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     ps = pd.DataFrame(
         [
             sim_row(sim_id="a", init="uniform", rep=0, B=-1.0, D=0.4, D_pop=0.4, D_sample=0.42),
-            sim_row(sim_id="b", init="uniform", rep=1, B=-0.5, D=0.8, D_pop=0.8, D_sample=0.84, final_flags="x"),
+            sim_row(sim_id="b", init="uniform", rep=1, B=-0.5, D=0.8, D_pop=0.8, D_sample=0.84),
             sim_row(sim_id="c", init="uniform", topic="fire", category="common_sense", B=1.0, D=None),
         ]
     )
-    pt = analysis.per_topic(ps)
+    # b's own final values are one value; a reason with ": " in it stays one flag
+    own = dg.Flag("last classified opinion of each measured agent (simulation b)", "100% of 3 answers: -2")
+    sims = analysis.SimFlags(own={"b": [own]})
+    pt = analysis.per_topic(ps, sims)
     gw = pt[pt.topic == "global_warming"].iloc[0]
     assert gw.B == pytest.approx(-0.75) and gw.D == pytest.approx(0.6) and gw.reps == 2
-    assert gw.rep_sd_B == pytest.approx(np.std([-1.0, -0.5], ddof=1)) and gw["flags"] == "x"
+    assert gw.rep_sd_B == pytest.approx(np.std([-1.0, -0.5], ddof=1)) and gw["flags"] == own.message
     fire = pt[pt.topic == "fire"].iloc[0]
     assert pd.isna(fire.D) and analysis.show_per_topic(pt).D.tolist()[pt.index[pt.topic == "fire"][0]] == "n/a"
     # the figure: one per (model, topic, memory, start, topology, world), one panel per bias x framing
@@ -185,7 +193,10 @@ def test_per_topic_table_and_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         "save",
         lambda fig, out, name: saved.setdefault(name, [t.get_text() for ax in fig.axes for t in [ax.title]]),
     )
-    drawn = plots.final_by_topic_panels(ps, plots.final_opinions(traj, setups_df))
+    drawn = plots.final_by_topic_panels(ps, plots.final_opinions(traj, setups_df), Report("t"), sims, "closed")
+    assert [p.note for p in drawn if "global_warming" in p.name] == [
+        [own.message, "never measured: 20 % of agents (final opinion = initial)"]
+    ]
     names = figures.topic_final_distributions({p.name: p for p in drawn}, tmp_path)
     assert names == [
         "final_by_topic_m_fire_cumulative_uniform_complete_closed",
@@ -367,3 +378,44 @@ def test_analyse_with_both_worlds_keeps_the_papers_tables_closed():
     assert set(rep.tables["per_topic"].df.world) == {"closed", "open"}
     claims = [f.claim for f in rep.findings]
     assert any(c.startswith("outside information is more common in the open world") for c in claims)
+
+
+def test_the_other_worlds_classifier_flag_sits_on_that_world_and_its_panels():
+    """The open world's main ratings all -2, the closed world's spread: the open world's classifier flag is
+    on the run's list with its own places (its per_sim and per_topic rows, its final-by-topic panels, its
+    Fig. 5 rows) and reaches those panels through them; the paper's (closed) tables and panels do not carry it."""
+    rows = _world_setups(["closed", "open"])
+    rng = np.random.default_rng(10)
+    ratings = [
+        {
+            "sim_id": s["sim_id"],
+            "t": t,
+            "agent": s["reviewers"][t - 1],
+            "model": s["model"],
+            "topic": s["topic"],
+            "opinion": -2 if s["world"] == "open" and s["condition"] == "main" else int(rng.integers(-2, 3)),
+            "raw_answer": "0",
+            "parse_ok": True,
+            "classifier_model": "judge",
+        }
+        for s in rows
+        for t in range(1, s["steps"] + 1)
+    ]
+    traj = pd.DataFrame(analysis.trajectories(rows, ratings))
+    rep = analyse(pd.DataFrame(rows), traj, pd.DataFrame(ratings), PAPER)
+    model = rows[0]["model"]
+    (f,) = [f for f in rep.flags if f.flag.scope.startswith("opinion classifier")]
+    assert f.flag.scope == f"opinion classifier on {model}'s reports (main simulations)"
+    assert f.where == [
+        f"per_sim ({model}, main, open world)",
+        "per_topic (open world)",
+        plots.main_panels(model, "open"),
+        f"vs_paper (Fig. 5 rows of {model}, open world)",
+    ]
+    noted = {
+        w: [f.flag.message in p.note for p in rep.plots["final_by_topic"] if f"_{w}|" in p.name]
+        for w in ("open", "closed")
+    }
+    assert noted["open"] and all(noted["open"]) and noted["closed"] and not any(noted["closed"])
+    assert not any(f.flag.message in x for p in rep.plots["final_distribution"] for x in p.note)
+    assert not rep.tables["table1"].flags and (rep.tables["table1"].df["flags"] == "").all()

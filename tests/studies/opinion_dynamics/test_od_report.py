@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from od_synthetic import analyse, draw, per_sim_rows
+from od_synthetic import analyse, draw, findings, per_sim_rows
 
 from socsim import config
 from socsim.io import vs_paper
@@ -42,9 +42,7 @@ def _ps(rng: np.random.Generator, topics: int, biases: list[str], b_false: float
 
 
 def _findings(ps: pd.DataFrame, flags: dict | None = None) -> dict[str, Any]:
-    flags = flags or {}
-    found = analysis.findings(ps, analysis.paper_tests(ps, flags, 0.05), flags, PAPER, 0.05)
-    return found[("m", "complete", "uniform", "cumulative")]
+    return findings(ps, PAPER, flags)[("m", "complete", "uniform", "cumulative")]
 
 
 def test_null_data_findings_hold_at_about_the_nominal_rate():

@@ -1,7 +1,8 @@
 """Issue 34, opinion dynamics: verdicts that a null cannot pass. The study's own analysis
-(`analysis.paper_tests`, `analysis.findings`, `analysis.d_rises`) on synthetic per-simulation rows
-(od_synthetic) with no effect but the nuisance real runs have (a topic's offset shared by its framings
-and bias levels), against the old rules computed independently with scipy on the same data:
+(`analysis.paper_tests`, the claims' findings (od_synthetic.findings), `analysis.d_rises`) on
+synthetic per-simulation rows (od_synthetic) with no effect but the nuisance real runs have (a
+topic's offset shared by its framings and bias levels), against the old rules computed independently
+with scipy on the same data:
 
 - D falling from none to weak, and none = weak: "D rises (none < weak < strong)" is judged by adjacent
   steps; the paper's planned contrasts (-2, 1, 1) and (0, -1, 1) say "yes" on both nulls;
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from od_synthetic import per_sim_rows
+from od_synthetic import findings, per_sim_rows
 from scipy import stats
 
 from socsim.io import vs_paper
@@ -50,11 +51,11 @@ def _about(count: int, reps: int, rate: float = NOMINAL) -> bool:
 
 
 def _findings(ps: pd.DataFrame) -> dict[tuple[Any, ...], dict[str, Finding]]:
-    return analysis.findings(ps, analysis.paper_tests(ps, {}, ALPHA), {}, PAPER, ALPHA)
+    return findings(ps, PAPER, alpha=ALPHA)
 
 
 def _d_rises(ps: pd.DataFrame, biases: list[str] = THREE) -> Finding:
-    """The finding as `findings` makes it for one scope (test_findings_use_the_same_d_rises checks that)."""
+    """The finding as the claims make it for one scope (test_findings_use_the_same_d_rises checks that)."""
     return analysis.d_rises(ps, biases, [], CLAIM, "m, cumulative, complete", ALPHA)
 
 

@@ -17,6 +17,7 @@ from od_synthetic import per_sim_rows
 
 from socsim import config
 from socsim.io import vs_paper
+from socsim.io.claims import judge_all
 from socsim.llm import LLMClient
 from socsim.opinion_dynamics import analysis, classify, materials, setups, simulate
 from support.faults import kill_after_cached_calls
@@ -574,7 +575,7 @@ def test_vs_paper_verdicts_follow_the_tests():
 
     def vs_of(ps: pd.DataFrame, flags: dict) -> pd.DataFrame:
         ev = analysis.Evidence(ps, paper, 0.05, flags, setups=setups_df, classifier={"m": "judge"})
-        return vs_paper.table(analysis.vs_paper_rows(ev))
+        return vs_paper.table([r for _, j in judge_all(analysis.CLAIMS, ev) for r in j.rows])
 
     vs = vs_of(ps, {})
     row = lambda q: vs[vs.quantity.str.contains(q, regex=False)].iloc[0]  # noqa: E731

@@ -6,8 +6,10 @@ whole analysis as a socsim.io.report.Report (tables, findings, flags, vs_paper r
 The package, along its seams: `measures` (the conversation table, the Self-BLEU filter, bootstrap
 groupings, observed vs expected agreement), `flags` (degeneracy of the inputs and which tables and
 tests rest on which), `tests` (the six tests, the suppression test's and Finding 3's verdicts),
-`evidence` (all of it computed once), `claims` (one judge per paper claim, `CLAIMS`), `plots` (what
-each figure draws) and `report` (the base report and `analyse`).
+`evidence` (the measures, computed once), `claims` (one judge per paper claim, `CLAIMS`: each gives
+its own verdicts and builds its vs_paper rows), `vs_paper` (those rows, ours beside the paper's),
+`plots` (what each figure draws, its notes' flags from the report) and `report` (the base report,
+Table 4 and `analyse`).
 
 Every verdict follows the one rule (socsim.stats.verdict, alpha = coherence.alpha, .01 by default):
 a test passes only when it rejects in the claimed direction with at least the minimum n (MIN_CORRELATION

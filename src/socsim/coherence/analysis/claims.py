@@ -1,6 +1,8 @@
-"""The coherence paper's claims, each one judge (socsim.io.claims): given the run's `Evidence`, its
-findings (one per agent model), its vs_paper rows and the flags it raises, in the order the report
-shows them (`CLAIMS`).
+"""The coherence paper's claims, each one judge (socsim.io.claims): given the run's `Evidence` (its
+measures), it gives its own verdicts by the one rule (socsim.stats.verdict, through
+socsim.coherence.analysis.tests) and returns its findings (one per agent model), its vs_paper rows
+(socsim.coherence.analysis.vs_paper) and the flags it raises, in the order the report shows them
+(`CLAIMS`).
 
 - disagreement suppressed (Table 3, sect. 4.1): observed above expected agreement at every gap 1-4,
   under the linear and the sigmoid shift; with Table 3's distributions and the means and ratios of
@@ -17,9 +19,17 @@ import functools
 
 import pandas as pd
 
-from socsim.coherence import compare
+from socsim.coherence.analysis import vs_paper as vp
 from socsim.coherence.analysis.evidence import Evidence
-from socsim.coherence.analysis.tests import MIN_SUPPRESSION, TEST_NAMES, spec_of_test
+from socsim.coherence.analysis.flags import TABLE_INPUTS, flags_of
+from socsim.coherence.analysis.tests import (
+    MIN_SUPPRESSION,
+    TEST_NAMES,
+    finding3_verdict,
+    spec_of_test,
+    suppression_verdicts,
+    verdict_of,
+)
 from socsim.io.claims import Claim, Judgement
 from socsim.io.report import Finding, Flagged
 from socsim.stats import verdict as vd
@@ -33,9 +43,12 @@ def suppressed(ev: Evidence) -> Judgement:
     """ "Disagreement suppressed" under either shift per model, with Table 3 and sect. 4.1's numbers."""
     j = Judgement()
     supp = ev.tables["suppression"]
-    for model, panels in ev.suppressed.items():
+    for model in ev.models:
+        flags = flags_of(ev.flags[model], TABLE_INPUTS["suppression"])
+        panels: dict[str, dict[int, vd.Verdict]] = {}
         for label in ("linear", "sigmoid"):
             part = supp[(supp["model"] == model) & (supp["panel"] == f"{label} shift")]
+            panels[label] = suppression_verdicts(part, ev.alpha, flags)
             diffs = part.loc[part["gap"] > 0, "difference"].dropna()
             j.findings.append(
                 Finding(
@@ -51,8 +64,8 @@ def suppressed(ev: Evidence) -> Judgement:
                     vd.all_of(panels[label][g] for g in (1, 2, 3, 4)),
                 )
             )
-        m = compare.model_rows(ev, model)
-        j.rows += compare.table3_rows(ev, m) + compare.suppression_rows(ev, m)
+        m = vp.model_rows(ev, model)
+        j.rows += vp.table3_rows(ev, m) + vp.suppression_rows(ev, m, panels)
     return j
 
 
@@ -66,6 +79,8 @@ def six_test(ev: Evidence, test: int) -> Judgement:
     for model in ev.models:
         r = tests[(tests["model"] == model) & (tests["test"] == test)].iloc[0]
         value = r["statistic"] if pd.notna(r["statistic"]) else r["p"]
+        found = ev.test_flags[model][test]
+        verdict = verdict_of(ev.tests[model][test], found)
         j.findings.append(
             Finding(
                 f"Test {test}: {TEST_NAMES[test]} ({model})",
@@ -74,12 +89,12 @@ def six_test(ev: Evidence, test: int) -> Judgement:
                 test_name,
                 str(r["unit"]),
                 _int(r["n"]),
-                ev.verdicts[model][test],
+                verdict,
             )
         )
-        j.rows.append(compare.table4_row(ev, compare.model_rows(ev, model), test))
+        j.rows.append(vp.table4_row(ev, vp.model_rows(ev, model), test, verdict))
         where = [f"six_tests, table4_tests: Test {test} ({model})", f"vs_paper: Table 4 Test {test} ({model})"]
-        j.flags += [Flagged(f, where) for f in ev.test_flags.get(model, {}).get(test, [])]
+        j.flags += [Flagged(f, where) for f in found]
     return j
 
 
@@ -90,6 +105,7 @@ def finding3(ev: Evidence) -> Judgement:
     for model in ev.models:
         row = anchors[(anchors["model"] == model) & (anchors["gap"] == 0)].iloc[0]
         value = row["mean_at_1"] - row["mean_at_5"]
+        verdict = finding3_verdict(row, ev.alpha, flags_of(ev.flags[model], TABLE_INPUTS["anchors"]))
         j.findings.append(
             Finding(
                 f"Finding 3: (1-1) pairs agree less than (5-5) pairs ({model})",
@@ -98,21 +114,21 @@ def finding3(ev: Evidence) -> Judgement:
                 "one-sided Mann-Whitney U, (1-1) below (5-5)",
                 "conversations",
                 min(int(row["n_at_1"]), int(row["n_at_5"])),
-                ev.finding3[model],
+                verdict,
             )
         )
-        j.rows += compare.anchor_rows(ev, compare.model_rows(ev, model))
+        j.rows += vp.anchor_rows(ev, vp.model_rows(ev, model), verdict)
     return j
 
 
 def outside_neutral(ev: Evidence) -> Judgement:
     """Fig. 7a: preference pairs at C = 3 outside the neutral interval, ours beside the paper's."""
-    return Judgement(rows=[compare.contentiousness_row(ev, compare.model_rows(ev, m)) for m in ev.models])
+    return Judgement(rows=[vp.contentiousness_row(ev, vp.model_rows(ev, m)) for m in ev.models])
 
 
 def removed_by_self_bleu(ev: Evidence) -> Judgement:
     """Fig. 9a: the share of conversations the Self-BLEU filter removed, ours beside the paper's."""
-    return Judgement(rows=[compare.self_bleu_row(ev, compare.model_rows(ev, m)) for m in ev.models])
+    return Judgement(rows=[vp.self_bleu_row(ev, vp.model_rows(ev, m)) for m in ev.models])
 
 
 CLAIMS: list[Claim[Evidence]] = [

@@ -1,6 +1,8 @@
 """Everything the coherence study's claims are judged on, computed once (`gather`): every measured
-table, the summary, the flags of each model's inputs, the six tests' and the suppression test's
-verdicts, Finding 3's verdict and what our run did (for vs_paper's design differences)."""
+table, the summary, the flags of each model's inputs and of each test's, the six tests' outcomes and
+what our run did (for vs_paper's design differences). Measures, not verdicts: each claim's judge
+(socsim.coherence.analysis.claims) gives its own verdict from them. The tables that show a verdict
+(six_tests, suppression) get it from the same functions (socsim.coherence.analysis.tests)."""
 
 from __future__ import annotations
 
@@ -23,31 +25,26 @@ from socsim.coherence.analysis.flags import (
 )
 from socsim.io.report import AnalysisInputs
 from socsim.stats import degeneracy as dg
-from socsim.stats.verdict import Verdict
 
 ModelFlags = dict[str, list[dg.Flag]]  # input ("preferences", "scores", ...) -> its flags
 
 
 @dataclass
 class Evidence:
-    """What `gather` computed: the tables by name, the summary (summary.json), per model the flags
-    of its inputs (`flags`), of each test's inputs (`test_flags`), each test's verdict, the
-    suppression verdicts per panel ("linear", "sigmoid", "B = 2, linear") and gap, Finding 3's
-    verdict and our run's design (`design`); and the paper's numbers."""
+    """What `gather` computed: the agent models, the tables by name, the summary (summary.json), per
+    model the flags of its inputs (`flags`), each test's outcome before its flags (`tests`) and the
+    flags of its inputs (`test_flags`), our run's design (`design`), the verdicts' alpha
+    (coherence.alpha) and the paper's numbers."""
 
+    models: list[str]
     tables: dict[str, pd.DataFrame]
-    summary: dict[str, Any]
+    summary: dict[str, Any] = field(default_factory=dict)
     flags: dict[str, ModelFlags] = field(default_factory=dict)
+    tests: dict[str, dict[int, ts.TestRow]] = field(default_factory=dict)
     test_flags: dict[str, dict[int, list[dg.Flag]]] = field(default_factory=dict)
-    verdicts: dict[str, dict[int, Verdict]] = field(default_factory=dict)
-    suppressed: dict[str, dict[str, dict[int, Verdict]]] = field(default_factory=dict)
-    finding3: dict[str, Verdict] = field(default_factory=dict)
     design: dict[str, dict[str, Any]] = field(default_factory=dict)
+    alpha: float = 0.01
     paper: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def models(self) -> list[str]:
-        return list(self.suppressed)
 
 
 @dataclass
@@ -78,28 +75,24 @@ def _no_data_reason(model: str, x: _Inputs, g: pd.DataFrame) -> str | None:
 
 
 def _one_model(model: str, x: _Inputs, ev: Evidence) -> tuple[pd.DataFrame, list[pd.DataFrame], str | None]:
-    """One agent model's six tests and suppression tables (its flags and verdicts into `ev`)."""
+    """One agent model's six tests and suppression tables (its flags and tests' outcomes into `ev`)."""
     cp, boot = x.cp, x.cp["bootstrap"]
     g = x.df[x.df["model"] == model]
     reason = _no_data_reason(model, x, g)
     ev.flags[model] = input_flags(x.profiles, x.all_conv, x.calibration, model)
     ev.flags[model]["judgments"] = unparsed_flags(x.finals[x.finals["model"] == model].iloc[0], model)
-    per_test = flags_per_test(ev.flags[model])
-    t = ts.six_tests(
-        g, cp["alpha"], cp["test6_rule"], per_test, reason, scope=model, alternative=x.alternative, seed=x.seed
-    )
-    ev.verdicts[model] = t.attrs["verdicts"]
-    ev.test_flags[model] = t.attrs["test_flags"]
+    tests = ts.outcomes(g, cp["alpha"], cp["test6_rule"], reason, scope=model, alternative=x.alternative, seed=x.seed)
+    ev.tests[model] = tests
+    ev.test_flags[model] = ts.found_flags(tests, flags_per_test(ev.flags[model]))
+    t = ts.tests_table(tests, ev.test_flags[model], cp["test6_rule"])
     table3 = flags_of(ev.flags[model], TABLE_INPUTS["suppression"])
-    ev.suppressed[model] = {}
     supp = []
     for panel, shift, b2 in ms.PANELS:
         data = g[g["both_b2"]] if b2 else g
         part = ms.suppression(data, shift, boot, x.seed, cp["sigmoid_steepness"]).assign(model=model, panel=panel)
         if table3 or reason:
             part["note"] = dg.verdict(table3, f"n/a: {reason}")
-        part, ev.suppressed[model][panel.removesuffix(" shift")] = ts.with_verdicts(part, cp["alpha"], table3)
-        supp.append(part)
+        supp.append(ts.with_verdicts(part, cp["alpha"], table3)[0])
     return t.assign(model=model), supp, reason
 
 
@@ -138,7 +131,7 @@ def _bleu(utterances: pd.DataFrame | None) -> pd.DataFrame:
 
 
 def gather(inputs: AnalysisInputs) -> Evidence:
-    """Every table and verdict of the analysis from the inputs (tables agents, profiles, pairs,
+    """Every table and measure of the analysis from the inputs (tables agents, profiles, pairs,
     judgments, and utterances and calibration where given; no model calls)."""
     agents, profiles, pairs, judgments = (inputs[k] for k in ("agents", "profiles", "pairs", "judgments"))
     utterances, calibration = inputs.tables.get("utterances"), inputs.tables.get("calibration")
@@ -150,7 +143,8 @@ def gather(inputs: AnalysisInputs) -> Evidence:
     finals = descriptive.final_judgments(pairs, judgments, models)
     alternative = ms.paper_suppression(dict(paper)) if paper else None
     x = _Inputs(all_conv, df, pairs, profiles, calibration, finals, cp, seed, alternative)
-    ev = Evidence({f"bootstrap_{k}": v for k, v in ms.groupings(df, cp["bootstrap"], seed).items()}, {}, paper=paper)
+    groupings = {f"bootstrap_{k}": v for k, v in ms.groupings(df, cp["bootstrap"], seed).items()}
+    ev = Evidence(models, groupings, alpha=cp["alpha"], paper=paper)
     tests: list[pd.DataFrame] = []
     supp: list[pd.DataFrame] = []
     notes: dict[str, str | None] = {}
@@ -174,12 +168,6 @@ def gather(inputs: AnalysisInputs) -> Evidence:
             tables[name] = with_flags(tables[name], ev.flags, table_inputs)
     tables["self_bleu"] = bleu
     tables["conversations"] = df
-    for table in tables.values():
-        table.attrs = {}  # the per-test flags and verdicts are in `ev`, not stored with the table
-    anchors = tables["anchors"]
-    for m in models:
-        row = anchors[(anchors["model"] == m) & (anchors["gap"] == 0)].iloc[0]
-        ev.finding3[m] = ts.finding3_verdict(row, cp["alpha"], flags_of(ev.flags[m], TABLE_INPUTS["anchors"]))
     ev.summary = _summary(ev, x, removed, notes)
     ev.design = {m: ms.design_of(m, all_conv, pairs, utterances) for m in models}
     return ev

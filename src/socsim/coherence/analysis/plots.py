@@ -1,7 +1,9 @@
 """What each coherence figure draws (Figs. 4-8), panel by panel (socsim.io.report.Panel): the rows
-of the analysis tables it plots, its note (the degeneracy flags of its inputs, from the tables'
-`flags` column, then its n: "n = 4 conversations: 2 at gap 0, 2 at gap 4") and, where it has nothing
-to draw, why (the model's reason for having no data). socsim.coherence.figures draws them.
+of the analysis tables it plots, its note (the flags the report records on the table it draws, per
+model, through Report.flags_on, the one way flags reach a panel; then its n: "n = 4 conversations: 2 at
+gap 0, 2 at gap 4") and, where it has nothing to draw, why (the model's reason for having no data).
+socsim.coherence.figures draws them. Built after the report's flags are recorded
+(socsim.coherence.analysis.report.analyse).
 
 Several agent models: Figs. 4 and 8 draw them in one panel, Figs. 5 (three panels a model), 6 (one)
 and 7 (two) one row of panels per model, each panel named as its title's model part.
@@ -9,33 +11,28 @@ and 7 (two) one row of panels per model, each panel named as its title's model p
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import pandas as pd
 
 from socsim.coherence.schemas import FIGURES
-from socsim.io.report import Panel
+from socsim.io.report import Panel, Report
 
 SUPPRESSION_PANELS = ("linear shift", "sigmoid shift", "B = 2, linear shift")
 NO_MODEL = "(no model)"
+FlagsOn = Callable[..., list[str]]  # Report.flags_on: the flags recorded on any of the places given
 
 
 def _n_text(n: int, what: str = "conversations") -> str:
+    """ "n = 4 conversations", "n = 1 conversation" (socsim.io.report.n_range writes no singular)."""
     return f"n = {n} {what}" if n != 1 else f"n = 1 {what.removesuffix('s')}"
 
 
-def flags_of(table: pd.DataFrame, model: str, fallback: Mapping[str, str] | None = None) -> list[str]:
-    """The flags of one model's rows (the table's `flags` column), else the fallback's."""
-    if len(table) and "flags" in table.columns and "model" in table.columns:
-        found = [f for f in dict.fromkeys(table.loc[table["model"] == model, "flags"].dropna()) if f]
-        if found or (table["model"] == model).any():
-            return found
-    f = (fallback or {}).get(model, "")
-    return [f] if f else []
-
-
-def _all_flags(tables: Iterable[pd.DataFrame], models: Iterable[str], fallback: Mapping[str, str]) -> list[str]:
-    return list(dict.fromkeys(f for m in models for t in tables for f in flags_of(t, m, fallback)))
+def flag_lines(flags_on: FlagsOn, table: str, models: Iterable[str]) -> list[str]:
+    """A panel's flag lines: per model, the flags the report records on `table` for it ("bootstrap_by_gap
+    (m)", the place socsim.coherence.analysis.report.flag_inputs names), one line a model."""
+    lines = ["; ".join(flags_on(f"{table} ({m})")) for m in models]
+    return [line for line in dict.fromkeys(lines) if line]
 
 
 def _n_lines(table: pd.DataFrame, models: Iterable[str], label: bool = True) -> list[str]:
@@ -87,21 +84,21 @@ def _panel(name: str, data: pd.DataFrame, drawn: bool, note: list[str], why: str
     return Panel(name, data if drawn else data.iloc[0:0], note, "" if drawn else why)
 
 
-def fig4(by_gap: pd.DataFrame, models: list[str] | None, fallback: Mapping[str, str]) -> list[Panel]:
+def fig4(by_gap: pd.DataFrame, models: list[str] | None, flags_on: FlagsOn) -> list[Panel]:
     """Fig. 4: agreement by preference gap, every model in one panel."""
     models = _models(by_gap, models=models)
-    note = [*_all_flags([by_gap], models, fallback), *_n_lines(by_gap, models, len(models) > 1)]
+    note = [*flag_lines(flags_on, "bootstrap_by_gap", models), *_n_lines(by_gap, models, len(models) > 1)]
     return [_panel("agreement by gap", by_gap, _means(by_gap), note)]
 
 
-def fig5(supp: pd.DataFrame, models: list[str] | None, why: Mapping[str, str]) -> list[Panel]:
+def fig5(supp: pd.DataFrame, models: list[str] | None, why: Mapping[str, str], flags_on: FlagsOn) -> list[Panel]:
     """Fig. 5: observed vs expected agreement per gap, one panel per model and shift ("m: linear shift")."""
     out = []
     for model in _models(supp, models=models):
         for panel in SUPPRESSION_PANELS:
             g = supp[(supp["model"] == model) & (supp["panel"] == panel)].sort_values("gap") if len(supp) else supp
             drawn = bool(len(g)) and bool(g[["observed", "expected"]].notna().any().any())
-            note = [*flags_of(g, model), *(_gap_n(g) if len(g) else [_n_text(0)])]
+            note = [*flag_lines(flags_on, "suppression", [model]), *(_gap_n(g) if len(g) else [_n_text(0)])]
             out.append(_panel(f"{model}: {panel}", g, drawn, note, why.get(model, "")))
     return out
 
@@ -114,9 +111,7 @@ def _pair_ends(label: object) -> tuple[int, int] | None:
         return None
 
 
-def fig6(
-    by_pair: pd.DataFrame, models: list[str] | None, why: Mapping[str, str], fallback: Mapping[str, str]
-) -> list[Panel]:
+def fig6(by_pair: pd.DataFrame, models: list[str] | None, why: Mapping[str, str], flags_on: FlagsOn) -> list[Panel]:
     """Fig. 6: pairs anchored at 1 vs at 5 by gap, one panel per model (a pair anchored at both ends,
     (1, 5), has a row for each)."""
     rows = []
@@ -130,40 +125,38 @@ def fig6(
     for model in _models(by_pair, models=models):
         d = data[data["model"] == model]
         drawn = d.drop_duplicates("pref_pair")  # (1, 5) is anchored at both ends: counted once
-        note = [*flags_of(by_pair, model, fallback), *_n_lines(drawn, [model], label=False)]
+        note = [*flag_lines(flags_on, "bootstrap_by_pref_pair", [model]), *_n_lines(drawn, [model], label=False)]
         out.append(_panel(model, d, _means(d), note, why.get(model, "")))
     return out
 
 
 def fig7(
-    by_pc: pd.DataFrame,
-    by_pc_b2: pd.DataFrame,
-    models: list[str] | None,
-    why: Mapping[str, str],
-    fallback: Mapping[str, str],
+    by_pc: pd.DataFrame, by_pc_b2: pd.DataFrame, models: list[str] | None, why: Mapping[str, str], flags_on: FlagsOn
 ) -> list[Panel]:
     """Fig. 7: agreement per preference pair and contentiousness, all agents and B = 2, two panels per
     model ("m: (a) all agents"); the neutral (C = 1) interval is drawn as a band."""
     out = []
+    tables = (
+        (by_pc, "bootstrap_by_pref_pair_contentiousness", "(a) all agents"),
+        (by_pc_b2, "bootstrap_by_pref_pair_contentiousness_b2", "(b) B = 2"),
+    )
     for model in _models(by_pc, by_pc_b2, models=models):
-        for table, title in ((by_pc, "(a) all agents"), (by_pc_b2, "(b) B = 2")):
+        for table, name, title in tables:
             data = table[table["model"] == model]
             neutral = data[data["contentiousness"] == 1].dropna(subset=["lo", "hi"])
             drawn = bool(len(neutral)) or _means(data[data["contentiousness"] > 1])
-            note = [*flags_of(table, model, fallback), *_n_lines(table, [model], label=False)]
+            note = [*flag_lines(flags_on, name, [model]), *_n_lines(table, [model], label=False)]
             out.append(_panel(f"{model}: {title}", data, drawn, note, why.get(model, "")))
     return out
 
 
-def fig8(
-    by_open: pd.DataFrame, vs_base: pd.DataFrame, models: list[str] | None, fallback: Mapping[str, str]
-) -> list[Panel]:
+def fig8(by_open: pd.DataFrame, vs_base: pd.DataFrame, models: list[str] | None, flags_on: FlagsOn) -> list[Panel]:
     """Fig. 8: (a) agreement by O1 + O2, (b) the (1, 5) pairs' difference from the (0, 0) pairing."""
     models = _models(by_open, vs_base, models=models)
     many = len(models) > 1
-    note_a = [*_all_flags([by_open], models, fallback), *_n_lines(by_open, models, many)]
+    note_a = [*flag_lines(flags_on, "bootstrap_by_open_sum", models), *_n_lines(by_open, models, many)]
     b = vs_base.dropna(subset=["diff_from_0_0"]) if len(vs_base) else vs_base
-    note_b = [*_all_flags([vs_base], models, fallback), *_n_lines(vs_base, models, many)]
+    note_b = [*flag_lines(flags_on, "openness_vs_baseline", models), *_n_lines(vs_base, models, many)]
     return [
         _panel("(a) agreement by O1 + O2", by_open, _means(by_open), note_a),
         _panel(
@@ -176,25 +169,23 @@ def fig8(
     ]
 
 
-def plots(tables: Mapping[str, pd.DataFrame]) -> dict[str, list[Panel]]:
-    """Every figure's panels from the analysis tables."""
+def plots(tables: Mapping[str, pd.DataFrame], rep: Report) -> dict[str, list[Panel]]:
+    """Every figure's panels from the analysis tables, their notes' flags from `rep` (Report.flags_on:
+    call it after the report's flags are recorded)."""
     tests = tables["six_tests"]
     models = sorted(set(tests["model"])) if len(tests) else None
     why = reasons(tests)
-    supp = tables["suppression"]
-    # A model without rows in a table still has its inputs' flags: those of the suppression table
-    # (preferences, judge scores and calibration), which has rows for every model.
-    fallback = {m: f for m in (models or []) for f in flags_of(supp, m)[:1]}
+    supp, on = tables["suppression"], rep.flags_on
     by_c = tables["bootstrap_by_pref_pair_contentiousness"], tables["bootstrap_by_pref_pair_contentiousness_b2"]
     return dict(
         zip(
             FIGURES,
             (
-                fig4(tables["bootstrap_by_gap"], models, fallback),
-                fig5(supp, models, why),
-                fig6(tables["bootstrap_by_pref_pair"], models, why, fallback),
-                fig7(*by_c, models, why, fallback),
-                fig8(tables["bootstrap_by_open_sum"], tables["openness_vs_baseline"], models, fallback),
+                fig4(tables["bootstrap_by_gap"], models, on),
+                fig5(supp, models, why, on),
+                fig6(tables["bootstrap_by_pref_pair"], models, why, on),
+                fig7(*by_c, models, why, on),
+                fig8(tables["bootstrap_by_open_sum"], tables["openness_vs_baseline"], models, on),
             ),
         )
     )

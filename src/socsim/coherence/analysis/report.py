@@ -1,16 +1,20 @@
 """The coherence study's report (socsim.io.report.Report): the measured tables with their notes and
-flags, Table 4, the summary and every figure's plot table (`base`); its claims' findings, vs_paper
-rows and flags added by socsim.io.claims.assemble (`analyse`, the study's one analysis signature)."""
+flags, Table 4 and the summary (`base`); its claims' findings, vs_paper rows and flags added by
+socsim.io.claims.assemble, then each input's flags on the tables resting on it, then every figure's plot
+table, whose panel notes take their flags from the report (`analyse`, the study's one analysis
+signature)."""
 
 from __future__ import annotations
 
-from socsim.coherence import compare
+import pandas as pd
+
 from socsim.coherence.analysis.claims import CLAIMS
 from socsim.coherence.analysis.evidence import Evidence, gather
 from socsim.coherence.analysis.flags import TABLE_INPUTS, flags_of, unparsed_note
 from socsim.coherence.analysis.plots import plots
 from socsim.io.claims import assemble
 from socsim.io.report import AnalysisInputs, Report, Table
+from socsim.io.tables import tex_escape
 from socsim.stats import degeneracy as dg
 
 TITLE = "Coherence (paper 001): our run beside the paper's Tables 3 and 4"
@@ -35,6 +39,67 @@ TITLES = {
 }
 
 
+DEGENERATE = "degenerate input"
+INCONCLUSIVE = "inconclusive"
+
+
+def _cell(result: str, detail: str) -> str:
+    """The text a Table 4 cell stands for: the verdict, or n/a with its reason."""
+    return f"n/a: {detail}" if result == "n/a" and detail else result
+
+
+def table4(tests: pd.DataFrame) -> Table:
+    """Table 4: pass / fail per agent model and test. A cell that is neither says why: the values
+    (Parquet, CSV) hold the whole text ("inconclusive (...)", "degenerate input: ..." or "n/a: ..."),
+    Markdown and LaTeX a short mark with a numbered note below the table."""
+    tests = tests.assign(
+        cell=[_cell(r, d if isinstance(d, str) else "") for r, d in zip(tests["result"], tests["detail"])]
+    )
+    wide = tests.pivot(index="model", columns="test", values="cell").reindex(columns=range(1, 7))
+    df = wide.reset_index().rename(columns={t: f"test{t}" for t in range(1, 7)})
+    df.columns.name = None
+    notes: list[str] = []
+
+    def mark(cell: object, kind: str) -> str:
+        if cell == "pass":
+            return "✓" if kind == "md" else r"\checkmark"
+        if cell == "fail":
+            return "✗" if kind == "md" else r"$\times$"
+        text = cell if isinstance(cell, str) else "n/a: not computed"
+        if text not in notes:
+            notes.append(text)
+        short = next((s for s in (DEGENERATE, INCONCLUSIVE) if text.startswith(s)), "n/a")
+        return f"{short} [{notes.index(text) + 1}]"
+
+    md = ["| Model | " + " | ".join(f"Test {t}" for t in range(1, 7)) + " |", "|---" * 7 + "|"]
+    tex = [
+        r"\begin{tabular}{l" + "c" * 6 + "}",
+        r"\hline",
+        "Model & " + " & ".join(f"Test {t}" for t in range(1, 7)) + r" \\",
+        r"\hline",
+    ]
+    for model, r in wide.iterrows():
+        md.append(f"| {model} | " + " | ".join(mark(r[t], "md") for t in range(1, 7)) + " |")
+        tex.append(str(model).replace("_", r"\_") + " & " + " & ".join(mark(r[t], "tex") for t in range(1, 7)) + r" \\")
+    tex += [r"\hline", r"\end{tabular}"]
+    note_lines = [f"[{i}] {n}" for i, n in enumerate(notes, 1)]
+    md_text = "\n".join(md) + "\n\n" + "".join(f"{n}  \n" for n in note_lines)
+    rules = sorted({r for r in tests.loc[tests["test"] == 6, "rule"] if r}) if "rule" in tests.columns else []
+    rule_line = f"Test 6 rule: {'; '.join(rules)}." if rules else ""
+    md_text += f"\n{rule_line}\n" if rule_line else ""
+    md_text += (
+        "\nPass rules: see socsim.coherence.analysis (module docstring) and docs/coherence.md. A pass needs a "
+        "rejection in the claimed direction (Tests 2 and 4: no difference found with power >= 0.8); "
+        "a fail a rejection the other way; anything else is inconclusive. Units: agents (Tests 1, 5) and "
+        "topics (Test 4) by permutation, the paper's conversation-level p beside them.\n"
+    )
+    tex_text = "\n".join(tex) + "\n" + "".join(f"% {n}\n" for n in note_lines)
+    tex_text += f"% {rule_line}\n" if rule_line else ""
+    if notes:
+        tex_text += r"\par\footnotesize " + r" \\ ".join(tex_escape(n) for n in note_lines) + "\n"
+    return Table(df, "Table 4: the six tests per agent model", markdown=md_text, latex=tex_text)
+
+
 # The figure that draws each table (for the flags' `where`).
 FIGURE_OF = {
     "bootstrap_by_gap": "fig4_agreement_by_gap",
@@ -52,7 +117,7 @@ NOTED = ("six_tests", "suppression", "conversations", "final_judgments")
 
 def base(ev: Evidence) -> Report:
     """The report before its claims: every measured table (its title, the notes on conversations
-    without a usable final judgment, the flags of its inputs), Table 4, the summary and the plots."""
+    without a usable final judgment, the flags of its inputs), Table 4 and the summary."""
     rep = Report(TITLE, summary=ev.summary)
     finals = ev.tables["final_judgments"]
     notes = [n for n in (unparsed_note(r) for _, r in finals.iterrows()) if n]
@@ -64,8 +129,7 @@ def base(ev: Evidence) -> Report:
         else:
             table_flags = []
         rep.tables[name] = Table(df, TITLES.get(name, name), notes=notes if name in NOTED else [], flags=table_flags)
-    rep.tables["table4_tests"] = compare.table4(ev.tables["six_tests"])
-    rep.plots = plots(ev.tables)
+    rep.tables["table4_tests"] = table4(ev.tables["six_tests"])
     return rep
 
 
@@ -90,6 +154,7 @@ def analyse(inputs: AnalysisInputs) -> Report:
     ev = gather(inputs)
     rep = assemble(base(ev), CLAIMS, ev)
     flag_inputs(rep, ev)
+    rep.plots = plots(ev.tables, rep)  # after every flag is recorded: the panels' notes show them
     rep.design = list(dict.fromkeys(d for r in rep.vs_paper for d in (r.design or [])))
     s = rep.summary
     rep.metrics = {

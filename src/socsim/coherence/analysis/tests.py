@@ -131,12 +131,17 @@ def suppression_verdict(row: pd.Series, alpha: float, flags: Sequence[dg.Flag] =
     )
 
 
+def suppression_verdicts(part: pd.DataFrame, alpha: float, flags: Sequence[dg.Flag]) -> dict[int, Verdict]:
+    """ "Disagreement suppressed" at each gap 1-4 of one suppression panel (gap 0 is the reference)."""
+    return {int(r["gap"]): suppression_verdict(r, alpha, flags) for _, r in part.iterrows() if int(r["gap"]) > 0}
+
+
 def with_verdicts(
     part: pd.DataFrame, alpha: float, flags: Sequence[dg.Flag]
 ) -> tuple[pd.DataFrame, dict[int, Verdict]]:
     """A suppression table with each gap's verdict (gaps 1-4; gap 0 is the reference), whether it
-    holds, and the flags of its inputs; and the verdicts by gap."""
-    vs = {int(r["gap"]): suppression_verdict(r, alpha, flags) for _, r in part.iterrows() if int(r["gap"]) > 0}
+    holds, and the flags of its inputs; and the verdicts by gap (`suppression_verdicts`)."""
+    vs = suppression_verdicts(part, alpha, flags)
     table = part.assign(
         verdict=[vs[g].label if g in vs else "" for g in part["gap"]],
         holds=pd.array([vs[g].holds if g in vs else None for g in part["gap"]], dtype="boolean"),
@@ -227,7 +232,7 @@ def test2(df: pd.DataFrame, alpha: float, alternative: tuple[FloatArray, FloatAr
     n = min(len(g0), len(g4))
     unit = f"conversations a side (gap 0: {len(g0)}, gap 4: {len(g4)})"
     if n < MIN_GROUP:
-        detail = "needs gap-0 and gap-4 pairs" if n == 0 else "too few gap-0 or gap-4 pairs"
+        detail = "needs gap-0 and gap-4 pairs" if n == 0 else str(vd.too_few(n, MIN_GROUP, unit))
         return TestRow(vd.no_difference(None, None, n, MIN_GROUP, unit, alpha=alpha), detail=detail, n=n, unit=unit)
     with warnings.catch_warnings():  # ties: scipy's exact method falls back to the asymptotic one
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -265,7 +270,7 @@ def test3(df: pd.DataFrame, alpha: float) -> TestRow:
         detail = (
             "needs 1-1, 2-5, 3-5, 4-5 pairs; missing: " + ", ".join(missing)
             if missing
-            else "too few pairs: " + ", ".join(f"{m} {len(g)}" for m, g in groups.items())
+            else f"{vd.too_few(n, MIN_GROUP, unit)} (" + ", ".join(f"{m} {len(g)}" for m, g in groups.items()) + ")"
         )
         return TestRow(vd.effect(None, None, n, MIN_GROUP, unit, alpha=alpha), detail=detail, n=n, unit=unit)
     claimed = bonferroni([mwu_p(groups["1-1"], groups[m], "greater") for m in mixed])
@@ -389,7 +394,7 @@ def test6(df: pd.DataFrame, alpha: float, rule: str) -> TestRow:
         detail = (
             f"needs (1-5) pairs at two openness pairings (only {lowest})"
             if len(others) == 0
-            else f"too few (1-5) pairs: lowest openness {lowest} {len(base)}, other pairings {len(others)}"
+            else f"{vd.too_few(n, MIN_GROUP, unit)} (lowest openness {lowest} {len(base)}, others {len(others)})"
         )
         return TestRow(vd.effect(None, None, n, MIN_GROUP, unit, alpha=alpha), detail=detail, n=n, unit=unit)
     per = {pair: g["agreement"] for pair, g in others.groupby("open_pair")}
@@ -456,6 +461,52 @@ def _test_row(test: int, o: TestRow, found: list[dg.Flag], final: Verdict, test6
     }
 
 
+def outcomes(
+    df: pd.DataFrame,
+    alpha: float,
+    test6_rule: str = "strict",
+    empty_reason: str | None = None,
+    scope: str = "",
+    alternative: tuple[FloatArray, FloatArray] | None = None,
+    seed: int = 0,
+    permutations: int = units.AGENT_PERMUTATIONS,
+    topic_power_repeats: int = units.TOPIC_POWER_REPEATS,
+) -> dict[int, TestRow]:
+    """The six tests' outcomes on one model's conversation table, before its inputs' flags (`six_tests`
+    says what each argument is)."""
+    if test6_rule not in TEST6_RULES:
+        raise ValueError(f"unknown coherence.test6_rule {test6_rule!r} (one of {', '.join(TEST6_RULES)})")
+    label = f" ({scope})" if scope else ""
+    if empty_reason is not None or len(df) == 0:
+        return {t: TestRow(None, detail=empty_reason or "no conversations") for t in TEST_NAMES}
+    return {
+        1: correlation_test(df, 1, alpha, seed, permutations, label),
+        2: test2(df, alpha, alternative),
+        3: test3(df, alpha),
+        4: test4(df, alpha, seed, topic_power_repeats),
+        5: correlation_test(df, 5, alpha, seed, permutations, label),
+        6: test6(df, alpha, test6_rule),
+    }
+
+
+def found_flags(tests: dict[int, TestRow], flags: dict[int, list[dg.Flag]] | None = None) -> dict[int, list[dg.Flag]]:
+    """Each test's flags: those of its inputs (`flags`, test -> flags), then its own (constant gaps,
+    openness sums or scores)."""
+    return {t: dg.collect((flags or {}).get(t, []), *o.extra) for t, o in tests.items()}
+
+
+def verdict_of(o: TestRow, found: Sequence[dg.Flag]) -> Verdict:
+    """A test's verdict: its inputs' first flag (degenerate inputs first, even without data), else the
+    test's own, else inconclusive with why the test does not apply."""
+    return Verdict(None, found[0].message) if found else (o.verdict or Verdict(None, o.detail))
+
+
+def tests_table(tests: dict[int, TestRow], found: dict[int, list[dg.Flag]], test6_rule: str) -> pd.DataFrame:
+    """The six tests table: one row per test with its verdict (`verdict_of`) and its flags."""
+    rows = [_test_row(t, o, found[t], verdict_of(o, found[t]), test6_rule) for t, o in tests.items()]
+    return pd.DataFrame(rows, columns=TEST_COLUMNS).astype({"n": "Int64", "power": "float64", "p_paper": "float64"})
+
+
 def six_tests(
     df: pd.DataFrame,
     alpha: float,
@@ -468,40 +519,10 @@ def six_tests(
     permutations: int = units.AGENT_PERMUTATIONS,
     topic_power_repeats: int = units.TOPIC_POWER_REPEATS,
 ) -> pd.DataFrame:
-    """The six tests on one model's conversation table. `test6_rule`: strict (our reading of the paper's
-    text) or pooled (ours), the Test 6 row's `rule` column says which with TEST6_RULE_LABELS. `flags`:
-    degeneracy flags of the inputs each test depends on; `empty_reason`: why a model without
+    """The six tests table of one model's conversation table. `test6_rule`: strict (our reading of the
+    paper's text) or pooled (ours), the Test 6 row's `rule` column says which with TEST6_RULE_LABELS.
+    `flags`: degeneracy flags of the inputs each test depends on; `empty_reason`: why a model without
     conversations has none; `alternative`: the paper's (gap-0, gap-4) distributions, for Test 2's power
-    (`paper_suppression`; without it Test 2 cannot pass); `seed`: of the permutations (Tests 1, 4, 5).
-    The frame's attrs hold "flags" (every flag raised), "verdicts" (test -> Verdict, flags included)
-    and "test_flags" (test -> its inputs' flags)."""
-    if test6_rule not in TEST6_RULES:
-        raise ValueError(f"unknown coherence.test6_rule {test6_rule!r} (one of {', '.join(TEST6_RULES)})")
-    flags = flags or {}
-    label = f" ({scope})" if scope else ""
-    if empty_reason is not None or len(df) == 0:
-        outcomes = {t: TestRow(None, detail=empty_reason or "no conversations") for t in TEST_NAMES}
-    else:
-        outcomes = {
-            1: correlation_test(df, 1, alpha, seed, permutations, label),
-            2: test2(df, alpha, alternative),
-            3: test3(df, alpha),
-            4: test4(df, alpha, seed, topic_power_repeats),
-            5: correlation_test(df, 5, alpha, seed, permutations, label),
-            6: test6(df, alpha, test6_rule),
-        }
-    rows: list[dict[str, Any]] = []
-    raised: list[dg.Flag] = []
-    verdicts: dict[int, Verdict] = {}
-    found_by_test: dict[int, list[dg.Flag]] = {}
-    for test, o in outcomes.items():
-        found = dg.collect(flags.get(test, []), *o.extra)  # degenerate inputs first, even without data
-        final = Verdict(None, found[0].message) if found else (o.verdict or Verdict(None, o.detail))
-        rows.append(_test_row(test, o, found, final, test6_rule))
-        verdicts[test], found_by_test[test] = final, found
-        raised = dg.collect(raised, found)
-    out = pd.DataFrame(rows, columns=TEST_COLUMNS).astype({"n": "Int64", "power": "float64", "p_paper": "float64"})
-    out.attrs["flags"] = raised  # every degeneracy flag a test raised, for summary.json
-    out.attrs["verdicts"] = verdicts
-    out.attrs["test_flags"] = found_by_test  # test -> the flags of its own inputs
-    return out
+    (`paper_suppression`; without it Test 2 cannot pass); `seed`: of the permutations (Tests 1, 4, 5)."""
+    tests = outcomes(df, alpha, test6_rule, empty_reason, scope, alternative, seed, permutations, topic_power_repeats)
+    return tests_table(tests, found_flags(tests, flags), test6_rule)

@@ -17,7 +17,7 @@ claims (one judge function per paper claim; CLAIMS), plots (what each figure dra
 """
 
 from socsim.debate.analysis.claims import CLAIMS
-from socsim.debate.analysis.design import METRIC_USES, METRICS, RunDesign, variable_uses
+from socsim.debate.analysis.design import METRIC_USES, RunDesign, variable_uses
 from socsim.debate.analysis.measures import (
     INPUTS,
     TABLES,
@@ -45,6 +45,7 @@ from socsim.debate.analysis.tests import (
     topic_effect,
 )
 from socsim.debate.metrics import PAPER_ENCODER
+from socsim.debate.schemas import METRICS
 
 __all__ = [
     "CLAIMS",

@@ -18,7 +18,7 @@ import pandas as pd
 
 from socsim.debate import stats
 from socsim.debate.analysis import tests
-from socsim.debate.analysis.design import METRIC_USES, METRICS, union, variable_uses
+from socsim.debate.analysis.design import METRIC_USES, union, variable_uses
 from socsim.debate.analysis.measures import (
     APPENDIX_H_METRICS,
     TABLES,
@@ -34,6 +34,7 @@ from socsim.debate.analysis.measures import (
     paper_test,
     test_vars,
 )
+from socsim.debate.schemas import METRICS, OUTCOMES, QUANTITIES
 from socsim.io import vs_paper
 from socsim.io.claims import Claim, Judgement
 from socsim.io.report import Finding, Flagged, Table
@@ -417,7 +418,7 @@ def individual_level(ev: Evidence) -> Judgement:
     il = ev.paper.get("individual_level") or {}
     cells = []
     for r in ev.indiv.itertuples(index=False):
-        start, end = stats.OUTCOMES[r.outcome]
+        start, end = OUTCOMES[r.outcome]
         fl = s.flagged(
             union(ev.flags.variable(r.source, v) for v in (start, end)),
             f"individual_level.{r.source}.{r.outcome}.{r.predictor}",
@@ -513,7 +514,7 @@ def _model_written_claim(name: str, ev: Evidence) -> Judgement:
 
 
 def _sect6_design(ev: Evidence) -> list[str]:
-    every = [(x, v) for x in ("llm", "human") for v in stats.QUANTITIES]
+    every = [(x, v) for x in ("llm", "human") for v in QUANTITIES]
     return ev.run.differences(union(variable_uses(x, v) for x, v in every), ev.model)
 
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from socsim.debate.metrics import PAPER_ENCODER
+from socsim.debate.schemas import COMPARISON_ENCODER, METRICS
 from socsim.io import vs_paper
 from socsim.io.report import AnalysisInputs
 
-METRICS = ["s_sem", "d_stance", "d_signed_len", "d_abs_len", "rouge_l", "r_on_topic"]
 PAPER_DATA = "DEBATE (real)"
 PAPER_MODEL = "gpt-4o-mini"  # Sect. 6, the ablations (Tables 4, 10) and both annotators
 DATA_SOURCES = {"fixture": "fixture (synthetic)", "hub": PAPER_DATA, "local": PAPER_DATA}
@@ -59,9 +59,8 @@ class RunDesign:
     @classmethod
     def of(cls, inputs: AnalysisInputs) -> RunDesign:
         """The run's design from the analysis inputs: the provenance of `sessions` and `human_annotations`,
-        and the comparison folder's encoder.json."""
-        enc = inputs.dirs["comparison"] / "encoder.json" if "comparison" in inputs.dirs else None
-        encoder = json.loads(enc.read_text(encoding="utf-8")) if enc is not None and enc.is_file() else {}
+        and the comparison folder's encoder.json (the compare stage writes it every run: required)."""
+        encoder = json.loads((inputs.dirs["comparison"] / COMPARISON_ENCODER).read_text(encoding="utf-8"))
         prov = inputs.provenance
         return cls.from_provenance(prov.get("sessions") or {}, prov.get("human_annotations") or {}, encoder)
 

@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 
 from socsim.debate import stats
-from socsim.debate.analysis.design import METRICS, PAPER_MODEL, RunDesign, union
+from socsim.debate.analysis.design import PAPER_MODEL, RunDesign, union
 from socsim.debate.analysis.tests import group_claims
-from socsim.debate.schemas import COMPARISON_TABLES, SETTING
+from socsim.debate.schemas import COMPARISON_TABLES, OUTCOMES
 from socsim.io import report
 from socsim.io.report import AnalysisInputs, Finding
 from socsim.stats import agreement
@@ -427,23 +427,16 @@ class Evidence:
     @cached_property
     def outcome_flags(self) -> dict[str, list[dg.Flag]]:
         """Fig. 3 per outcome: the flags of its start and end variables, both sources."""
-        return {
-            o: union(self.flags.variable(s, v) for s in ("llm", "human") for v in stats.OUTCOMES[o])
-            for o in stats.OUTCOMES
-        }
+        return {o: union(self.flags.variable(s, v) for s in ("llm", "human") for v in OUTCOMES[o]) for o in OUTCOMES}
 
 
 def comparison(inputs: AnalysisInputs) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The compare stage's utterance metrics (both on-topic filters) and per-debate metrics, from the
-    comparison folder (its declared tables); without the per-debate table, an empty one (the findings
-    are then inconclusive)."""
+    """The compare stage's utterance metrics (both on-topic filters) and per-debate metrics: the
+    comparison folder's declared tables (schemas.COMPARISON_TABLES), which the compare stage always
+    writes (a folder without one is an error)."""
     d = inputs.dirs["comparison"]
-    metrics, per_debate = COMPARISON_TABLES
-    if (d / f"{per_debate}.parquet").is_file():
-        by_session = report.read(d, per_debate)
-    else:
-        by_session = pd.DataFrame(columns=[*SETTING, "session_id", *METRICS])
-    return report.read(d, metrics), by_session
+    metrics, per_debate = (report.read(d, name) for name in COMPARISON_TABLES)
+    return metrics, per_debate
 
 
 def evidence(inputs: AnalysisInputs) -> Evidence:

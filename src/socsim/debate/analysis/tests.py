@@ -34,6 +34,7 @@ import pandas as pd
 
 from socsim.debate import stats
 from socsim.debate.analysis.design import union
+from socsim.debate.schemas import OUTCOMES
 from socsim.io.report import Finding
 from socsim.stats import degeneracy as dg
 from socsim.stats import signflip, ttest
@@ -361,7 +362,7 @@ def partner_claim(
     test of the per-topic coefficient differences (stats.partner_difference_by_cluster), with at least
     MIN_BOOT_GROUPS groups. `flags`: outcome -> the flags of its variables. Also returns the parts."""
     rows, verdicts = [], []
-    for outcome in stats.OUTCOMES:
+    for outcome in OUTCOMES:
         r = stats.partner_difference(members, outcome)
         by_topic = stats.partner_difference_by_cluster(members, outcome, topics)
         sf = signflip.sign_flip(by_topic.to_numpy())

@@ -1,24 +1,18 @@
 """What Figs. 3-6 draw (socsim.io.report.Panel): each panel's rows, its note (flags of its inputs and
 its n, already worded) and why it has no data. socsim.facilitation.figures draws them and decides
-nothing; a panel's flags are the report's flags placed on it (`flags_on`)."""
+nothing. Built from the assembled report (after socsim.io.claims.assemble, so the claims' flags are in
+it): its tables, and a panel's flags are the report's flags placed on it (`Report.flags_on`)."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import pandas as pd
 
 from socsim.facilitation.analysis.measures import LEVELS, MAIN, UNITS, ablation_baseline, human_note
-from socsim.io.report import Flagged, Panel, n_range
+from socsim.io.report import Panel, Report, n_range
 from socsim.stats import verdict as vd
 from socsim.stats.regression import stars
 
 STAR_P = "p_holm"  # the stars of Fig. 3 show Holm-adjusted p (within each level)
-
-
-def flags_on(flags: Sequence[Flagged], *places: str) -> list[str]:
-    """The messages of the flags placed on any of `places` (the report's flags, in their order)."""
-    return [f.flag.message for f in flags if set(places) & set(f.where)]
 
 
 def _fig3_note(pw: pd.DataFrame, level: str, flags: list[str]) -> list[str]:
@@ -30,7 +24,7 @@ def _fig3_note(pw: pd.DataFrame, level: str, flags: list[str]) -> list[str]:
     return lines + [f for f in flags if not any(f in v for v in verdicts)]
 
 
-def fig3(pairwise: pd.DataFrame, flags: Sequence[Flagged]) -> list[Panel]:
+def fig3(pairwise: pd.DataFrame, rep: Report) -> list[Panel]:
     """One panel per test level: the difference of mean toxicity, row strategy minus column strategy,
     each cell labelled with stars from the Holm-adjusted p where the level carries a verdict."""
     pairwise = pairwise.assign(verdict=pairwise["verdict"].fillna(""))
@@ -47,7 +41,7 @@ def fig3(pairwise: pd.DataFrame, flags: Sequence[Flagged]) -> list[Panel]:
                 )
         data = pd.DataFrame(cells, columns=["row", "column", "diff", "label"])
         empty = not len(data) or not data["diff"].notna().any()
-        note = _fig3_note(pw, level, flags_on(flags, "fig3", f"fig3 ({level})"))
+        note = _fig3_note(pw, level, rep.flags_on("fig3", f"fig3 ({level})"))
         panels.append(Panel(level, data, note, "no pair of strategies with ratings" if empty else ""))
     return panels
 
@@ -100,7 +94,7 @@ def fig5(div: pd.DataFrame) -> list[Panel]:
 CELLS = [(p, t) for p in ("instruction prompt", "basic prompt") for t in ("with trolls", "without trolls")]
 
 
-def fig6(groups: pd.DataFrame, flags: Sequence[Flagged]) -> list[Panel]:
+def fig6(groups: pd.DataFrame, rep: Report) -> list[Panel]:
     """The proportion of non-troll comments at each toxicity level within each group (the basic-prompt
     ablation and the main-study cell of its model and strategy, with and without trolls), `group`
     naming each with its n; the note names the groups without data and the flags of the ratings."""
@@ -116,16 +110,15 @@ def fig6(groups: pd.DataFrame, flags: Sequence[Flagged]) -> list[Panel]:
     lines = ["n = non-troll comments per group (legend)"]
     lines += ["no data: " + "; ".join(missing)] if missing else []
     cols = ["model", "strategy", "group", "toxicity_level", "proportion"]
-    return [Panel("non-troll toxicity", data[cols], [*lines, *flags_on(flags, "fig6")])]
+    return [Panel("non-troll toxicity", data[cols], [*lines, *rep.flags_on("fig6")])]
 
 
-def plots(
-    pairwise: pd.DataFrame, interv: pd.DataFrame, div: pd.DataFrame, groups: pd.DataFrame, flags: Sequence[Flagged]
-) -> dict[str, list[Panel]]:
-    """Every figure's panels (its plot table plot_<name>), from the report's tables and flags."""
+def plots(rep: Report) -> dict[str, list[Panel]]:
+    """Every figure's panels (its plot table plot_<name>), from the assembled report's tables and flags."""
+    t = rep.tables
     return {
-        "fig3_pairwise_toxicity": fig3(pairwise, flags),
-        "fig4_interventions": fig4(interv),
-        "fig5_diversity": fig5(div),
-        "fig6_nontroll_toxicity": fig6(groups, flags),
+        "fig3_pairwise_toxicity": fig3(t["pairwise_ttests"].df, rep),
+        "fig4_interventions": fig4(t["interventions"].df),
+        "fig5_diversity": fig5(t["diversity"].df),
+        "fig6_nontroll_toxicity": fig6(t["nontroll_toxicity_groups"].df, rep),
     }

@@ -200,8 +200,7 @@ def report(
         raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
     m = measure(setups, comments, annotations, paper, time, human)
     rep = assemble(base_report(m, agreement, source), CLAIMS, m.ev)
-    t = rep.tables
-    rep.plots = plots(m.pairwise, m.ev.interv, m.ev.div, t["nontroll_toxicity_groups"].df, rep.flags)
+    rep.plots = plots(rep)  # after assemble: the claims' flags reach the panels (Report.flags_on)
     anova = m.ev.anova
     rep.metrics = {
         "ols_adj_r2": m.ev.ols.adj_r2,

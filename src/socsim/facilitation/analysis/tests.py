@@ -39,6 +39,7 @@ from socsim.facilitation.analysis.measures import (
 from socsim.facilitation.setups import NO_MODERATOR
 from socsim.stats import degeneracy as dg
 from socsim.stats import verdict as vd
+from socsim.stats.anova import one_way
 from socsim.stats.multitest import holm
 from socsim.stats.regression import OLSResult, ols_plain_and_clustered, stars, unavailable
 from socsim.stats.ttest import difference_of_effects, power_to_find
@@ -84,9 +85,9 @@ def toxicity_ols(
     constant = dg.near_constant(users["toxicity"], TOXICITY_SCOPE)
     if constant is not None:
         return unavailable(users, formula, "discussion_id", constant.message, flags, note)
-    few = dg.too_few(len(users), 2 * len(strategies) + 1, "Table 2 OLS", "ratings")
+    few = vd.too_few(len(users), 2 * len(strategies) + 1, "ratings")  # more ratings than the model's terms
     if few is not None:
-        return unavailable(users, formula, "discussion_id", few.message, dg.collect(flags, few), note)
+        return unavailable(users, formula, "discussion_id", few, flags, note)
     res = ols_plain_and_clustered(users, formula, cluster="discussion_id")
     perfect = None
     if res.resid_ss <= dg.VARIANCE_TOL * max(1, res.nobs):
@@ -217,15 +218,11 @@ def _anova(
     if excluded:
         anova["excluded"] = {"strategies": excluded, "reason": f"fewer than 2 {unit}"}
     if few is None and constant is None:
-        within = np.concatenate([v - v.mean() for v in usable.values()])
-        no_within = dg.near_constant(within, f"toxicity per {unit[:-1]} within strategies")
-        if no_within is not None:
-            anova_flags = dg.collect(
-                anova_flags, dg.Flag(no_within.scope, "no variance within any strategy: F is infinite")
-            )
+        fit = one_way(list(usable.values()), f"toxicity per {unit[:-1]} within strategies", "strategy")
+        if fit.flag is not None:
+            anova_flags = dg.collect(anova_flags, fit.flag)
         else:
-            f, p = sps.f_oneway(*usable.values())
-            anova.update(F=float(f), p=float(p))
+            anova.update(F=fit.F, p=fit.p)
     anova["verdict"] = dg.verdict(anova_flags, few.label if few else NO_VERDICT[level])
     anova["flags"] = dg.as_json(anova_flags)
     return anova

@@ -4,10 +4,11 @@ feed each number), `significance` (the paper's tests), `paper` (the run's design
 paper), `claims` (one judge per paper claim, `CLAIMS`), `plots` (what each figure draws, with its panels'
 notes) and `report` (`analyse(inputs) -> Report`, the base report assembled with the claims)."""
 
-from socsim.opinion_dynamics.analysis.claims import CLAIMS, Evidence, Outside, d_rises, findings, vs_paper_rows
+from socsim.opinion_dynamics.analysis.claims import CLAIMS, Evidence, Outside, d_rises
 from socsim.opinion_dynamics.analysis.measures import (
     CELL,
     FINAL_SCOPE,
+    SimFlags,
     aggregate,
     baseline_table,
     bias_diversity,
@@ -16,6 +17,7 @@ from socsim.opinion_dynamics.analysis.measures import (
     per_topic,
     show,
     show_per_topic,
+    sim_flags,
     trajectories,
 )
 from socsim.opinion_dynamics.analysis.paper import design, paper_world
@@ -28,6 +30,7 @@ __all__ = [
     "FINAL_SCOPE",
     "Evidence",
     "Outside",
+    "SimFlags",
     "aggregate",
     "analyse",
     "anova",
@@ -37,14 +40,13 @@ __all__ = [
     "classifier_flags",
     "d_rises",
     "design",
-    "findings",
     "paper_tests",
     "paper_world",
     "per_sim",
     "per_topic",
     "show",
     "show_per_topic",
+    "sim_flags",
     "tests",
     "trajectories",
-    "vs_paper_rows",
 ]

@@ -40,6 +40,7 @@ from socsim.opinion_dynamics.analysis.measures import (
     PAIRED_FAMILY,
     SCOPE,
     Flags,
+    SimFlags,
     ValueFlags,
     _float,
     _vf,
@@ -83,6 +84,7 @@ class Evidence:
     ps_all: pd.DataFrame | None = None  # None: ps
     classifier_all: Mapping[str, str] | None = None  # None: classifier
     outside: Outside | None = None
+    sims: SimFlags = field(default_factory=SimFlags)  # every world's simulations' flags (Fig. 5 rows)
 
     def __post_init__(self) -> None:
         if self.test_rows is None:
@@ -419,23 +421,6 @@ def judge_scopes(ev: Evidence) -> Judgement:
     return j
 
 
-def findings(
-    ps: pd.DataFrame,
-    tests_: list[TestRow],
-    flags: Flags,
-    paper: Mapping[str, Any],
-    alpha: float,
-    finals: ValueFlags | None = None,
-) -> dict[tuple[Any, ...], dict[str, Finding]]:
-    """Per scope: its findings by name (`false_negative`, `true_higher`, `d_rises`), as the claims judge them."""
-    ev = Evidence(ps, paper, alpha, flags, finals, test_rows=tests_)
-    out: dict[tuple[Any, ...], dict[str, Finding]] = {}
-    for s in scopes(ev):
-        found = {"false_negative": false_negative(s), "true_higher": true_higher(s), "d_rises": d_rises_of(s)}
-        out[s.key] = {k: v for k, v in found.items() if v is not None}
-    return out
-
-
 # -- Fig. 5 ---------------------------------------------------------------------------------------------
 
 
@@ -462,7 +447,7 @@ def judge_fig5(ev: Evidence) -> Judgement:
             f"{r.init} start, {r.framing} framing, {r.memory}, {r.bias} bias: final B"
         )
         dsg = [*design(main[main.sim_id == r.sim_id], classifier, ev.paper, "fig5"), *ev.layout]
-        flags = [m for m in f"{r.flags}; {r.final_flags}".split("; ") if m]
+        flags = ev.sims.of([r.sim_id])  # its ratings' and its own final values' flags
         nm = never_measured_note(r.never_measured_share)
         for source, key in (("seed text", "B"), ("arXiv v4", "B_v4")):
             if p.get(key) is None:
@@ -473,18 +458,11 @@ def judge_fig5(ev: Evidence) -> Judgement:
                     r.B,
                     p[key],
                     note="; ".join(x for x in (f"one run; the start's B is {p.get('B_start')}", nm) if x),
-                    flags=[_flag_of(m) for m in flags],  # per_sim carries its flags as messages
+                    flags=flags,
                     design=dsg,
                 )
             )
     return Judgement(rows=rows)
-
-
-def _flag_of(message: str) -> dg.Flag:
-    """A flag back from its message ("degenerate input: <scope>: <why>")."""
-    body = message.removeprefix("degenerate input: ")
-    scope, _, why = body.rpartition(": ")
-    return dg.Flag(scope, why)
 
 
 # -- Outside information --------------------------------------------------------------------------------
@@ -596,8 +574,3 @@ CLAIMS: list[Claim[Evidence]] = [
     Claim("fig5", judge_fig5, "Fig. 5"),
     Claim("outside_information", judge_outside_info, "Sect. 3.3; v4 App. L"),
 ]
-
-
-def vs_paper_rows(ev: Evidence) -> list[vs_paper.Row]:
-    """Every claim's vs_paper rows, in the report's order."""
-    return [r for _, j in judge_all(CLAIMS, ev) for r in j.rows]

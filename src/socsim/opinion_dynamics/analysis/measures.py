@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -156,6 +157,35 @@ def value_flags(ps: pd.DataFrame, values: pd.DataFrame, *bys: Sequence[str]) -> 
 def _vf(finals: ValueFlags | None, by: Sequence[str], row: Mapping[str, Any]) -> list[dg.Flag]:
     """The flags of one group's final values (`value_flags`), [] where none were judged."""
     return list((finals or {}).get((tuple(by), tuple(row[c] for c in by)), []))
+
+
+@dataclass(frozen=True)
+class SimFlags:
+    """Per simulation (of every world setting): the flags of its ratings (its model's classifier flags
+    for its condition, judged on its world's ratings) and of its own final values (main runs:
+    `value_flags` by sim_id), as flags, never as their messages. A simulation's own flags sit on its
+    per_sim row, its per_topic row, its vs_paper rows and its figure panels, not on the run's list."""
+
+    ratings: Mapping[str, list[dg.Flag]] = field(default_factory=dict)
+    own: Mapping[str, list[dg.Flag]] = field(default_factory=dict)
+
+    def __or__(self, other: SimFlags) -> SimFlags:
+        return SimFlags({**self.ratings, **other.ratings}, {**self.own, **other.own})
+
+    def of(self, sims: Iterable[str]) -> list[dg.Flag]:
+        """The ratings' flags of `sims`, then their own final values' (in order, without duplicates)."""
+        sims = [str(s) for s in sims]
+        return dg.collect(*(self.ratings.get(s, []) for s in sims), *(self.own.get(s, []) for s in sims))
+
+
+def sim_flags(setups: pd.DataFrame, flags: Flags, finals: ValueFlags) -> SimFlags:
+    """`SimFlags` of the simulations of one world setting (`setups`), from its classifier flags (per
+    model and condition) and its final values' flags (`value_flags`, by sim_id)."""
+    rows = list(setups.itertuples(index=False))
+    return SimFlags(
+        {str(s.sim_id): list(flags.get((s.model, s.condition), [])) for s in rows},
+        {str(s.sim_id): _vf(finals, ["sim_id"], {"sim_id": s.sim_id}) for s in rows if s.condition == MAIN},
+    )
 
 
 def per_sim(
@@ -411,17 +441,14 @@ def rating_shares(ratings: pd.DataFrame) -> list[dict[str, Any]]:
 TOPIC_KEY = ["model", "topology", "init", "memory", "world", "category", "topic", "framing", "bias"]
 
 
-def per_topic(ps: pd.DataFrame) -> pd.DataFrame:
+def per_topic(ps: pd.DataFrame, flags: SimFlags) -> pd.DataFrame:
     """B and D per topic and condition of the main runs (every start and world): the mean over
     repetitions, their SD, the share of agents never measured, and the flags of the simulations'
-    ratings and final values."""
+    ratings and final values (`flags`)."""
     main = ps[ps.condition == MAIN]
     cols = [*TOPIC_KEY, "B", "D", "D_pop", "D_sample", "reps", "rep_sd_B", "rep_sd_D", "never_measured_share", "flags"]
     rows = []
     for key, g in main.groupby(TOPIC_KEY, sort=True):
-        fl: list[str] = []
-        for cell in [*g["flags"], *g["final_flags"]]:
-            fl += [m for m in str(cell).split("; ") if m and m not in fl]
         rows.append(
             {
                 **dict(zip(TOPIC_KEY, key)),
@@ -433,7 +460,7 @@ def per_topic(ps: pd.DataFrame) -> pd.DataFrame:
                 "rep_sd_B": _float(g.B.std()) if len(g) > 1 else None,
                 "rep_sd_D": _float(g.D.std()) if len(g) > 1 else None,
                 "never_measured_share": float(g.never_measured.sum() / g.n_agents.sum()),
-                "flags": "; ".join(fl),
+                "flags": messages(flags.of(g.sim_id)),
             }
         )
     out = pd.DataFrame(rows, columns=cols)

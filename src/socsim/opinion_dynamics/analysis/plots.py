@@ -3,6 +3,11 @@ every panel's note already worded: its inputs' flags (the classifier's, judged o
 simulations' condition, and on the final values it shows) and, for the main runs, the share of agents
 never measured (their final opinion is their initial one). socsim.opinion_dynamics.figures draws them.
 
+Built after the claims are assembled: a panel's flags are the report's flags placed on it
+(`Report.flags_on`, with the place names below, which the report's flags use), and for a panel of
+one simulation (trajectories) or of a topic's repetitions (final_by_topic) also those simulations'
+own final-value flags (`SimFlags.own`: they sit on their panels, not on the run's list of flags).
+
 A plot table holds every figure of its kind; a panel's name says where it sits
 (socsim.opinion_dynamics.plot_layout), the panels of a figure written row by row. Figures:
 
@@ -19,26 +24,53 @@ A plot table holds every figure of its kind; a panel's name says where it sits
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from socsim.io.report import Panel, Report
-from socsim.opinion_dynamics.analysis.measures import MAIN, final_flags, never_measured_note
+from socsim.io.report import Panel, Report, n_range
+from socsim.opinion_dynamics.analysis.measures import MAIN, SimFlags, never_measured_note
 from socsim.opinion_dynamics.plot_layout import panel_name
+from socsim.stats import degeneracy as dg
 
 BIASES = ["none", "weak", "strong"]
 
 
-def _flags(cells: Iterable[Any]) -> list[str]:
-    """The distinct flag messages of per_sim / table rows' `flags` cells ("; "-separated)."""
-    out: list[str] = []
-    for c in cells:
-        if isinstance(c, str) and c:
-            out += [m for m in c.split("; ") if m and m not in out]
-    return out
+# -- where a flag is noted on the figures (the places of the report's flags) ---------------------------
+
+
+def main_panels(model: str, world: str | None = None) -> str:
+    """Every panel made of a model's main runs of a world setting (None: the paper's world, whose flag
+    also reaches Table 1's panels): where its main ratings' classifier flag is noted."""
+    if world is not None:
+        return f"figures: final_by_topic_{model}_* ({world} world)"
+    return (
+        f"figures: trajectories_{model}_*, final_distribution_{model}_*, final_by_topic_{model}_*, "
+        f"bias_diversity_{model}"
+    )
+
+
+def cell_panels(k: Mapping[str, Any]) -> list[str]:
+    """The panels made of one Table 1 cell's final values: its final_distribution panel (uniform start)
+    and its model's bias_diversity figure."""
+    m, top, mem = k["model"], k["topology"], k["memory"]
+    own = f"figures: final_distribution_{m}_{mem}_{top} (panel {k['framing']}, {k['bias']})"
+    return [*([own] if k["init"] == "uniform" else []), bias_diversity(m)]
+
+
+def bias_diversity(model: str) -> str:
+    return f"figures: bias_diversity_{model}"
+
+
+def control_panels_of(model: str, condition: str) -> str:
+    """A control's panels: its rows of the controls figures and its lines in bias_diversity."""
+    return f"figures: controls_{model}_* ({condition} rows), bias_diversity_{model} ({condition} lines)"
+
+
+def _messages(flags: Iterable[dg.Flag]) -> list[str]:
+    return [f.message for f in flags]
 
 
 def _never_measured(ps: pd.DataFrame) -> str:
@@ -46,13 +78,6 @@ def _never_measured(ps: pd.DataFrame) -> str:
     if "never_measured" not in ps or ps.never_measured.isna().all():
         return ""
     return never_measured_note(float(ps.never_measured.sum() / ps.n_agents[ps.never_measured.notna()].sum()))
-
-
-def _panel_notes(ps: pd.DataFrame, own: bool = False) -> list[str]:
-    """The rating flags of the simulations in `ps` and their never-measured share; with `own`, also
-    their own final-value flags (a panel of one simulation)."""
-    mine = _flags(ps.get("final_flags", [])) if own else []
-    return [*_flags(ps.get("flags", [])), *mine, _never_measured(ps)]
 
 
 def final_opinions(traj: pd.DataFrame, setups: pd.DataFrame) -> pd.DataFrame:
@@ -72,26 +97,37 @@ def _grid(g: pd.DataFrame) -> list[tuple[str, str]]:
     return [(f, b) for b in biases for f in framings]
 
 
-def plots(setups: pd.DataFrame, traj: pd.DataFrame, rep: Report, world: str, ddof: int) -> dict[str, list[Panel]]:
-    """Every figure's panels: from the report's per_sim (every world), table1 and baseline, the setups
-    and trajectories; all but `final_by_topic` on the paper's `world`."""
+def plots(
+    setups: pd.DataFrame, traj: pd.DataFrame, rep: Report, world: str, ddof: int, flags: SimFlags
+) -> dict[str, list[Panel]]:
+    """Every figure's panels: from the report's per_sim (every world), table1 and baseline and its
+    flags (built after the claims are assembled), the setups, the trajectories and the simulations'
+    own final-value flags (`flags.own`); all but `final_by_topic` on the paper's `world`."""
     all_ps = rep.tables["per_sim"].df
     setups_w = setups[setups.world == world] if len(setups) else setups
     ps = all_ps[all_ps.world == world] if len(all_ps) else all_ps
     final = final_opinions(traj, setups)
     d_label = "population SD" if ddof == 0 else "sample SD"
     return {
-        "trajectories": trajectory_panels(setups_w, traj, ps),
-        "controls": control_panels(setups_w, traj, ps),
-        "final_distribution": final_distribution_panels(ps, final),
-        "final_by_topic": final_by_topic_panels(all_ps, final),
+        "trajectories": trajectory_panels(setups_w, traj, ps, rep, flags),
+        "controls": control_panels(setups_w, traj, ps, rep),
+        "final_distribution": final_distribution_panels(ps, final, rep),
+        "final_by_topic": final_by_topic_panels(all_ps, final, rep, flags, world),
         "bias_diversity": bias_diversity_panels(
-            rep.tables["table1"].df, rep.tables["baseline"].df, ps[ps.condition != MAIN] if len(ps) else ps, d_label
+            rep.tables["table1"].df,
+            rep.tables["baseline"].df,
+            ps[ps.condition != MAIN] if len(ps) else ps,
+            d_label,
+            rep,
         ),
     }
 
 
-def trajectory_panels(setups: pd.DataFrame, traj: pd.DataFrame, ps: pd.DataFrame) -> list[Panel]:
+def trajectory_panels(
+    setups: pd.DataFrame, traj: pd.DataFrame, ps: pd.DataFrame, rep: Report, flags: SimFlags
+) -> list[Panel]:
+    """Per (model, topic, memory, start, topology), repetition 0: each panel one simulation, noting its
+    model's main ratings' flag, its own final values' flag and its agents never measured."""
     out = []
     by_sim = {k: g for k, g in traj.groupby("sim_id", sort=False)}
     ps_of = ps.set_index("sim_id") if len(ps) else ps
@@ -105,8 +141,12 @@ def trajectory_panels(setups: pd.DataFrame, traj: pd.DataFrame, ps: pd.DataFrame
                 out.append(Panel(name, pd.DataFrame(), no_data="this cell did not run"))
                 continue
             s = cell.iloc[0].to_dict()
-            sim = by_sim.get(s["sim_id"], pd.DataFrame())
-            note = _panel_notes(ps_of.loc[[s["sim_id"]]], own=True) if s["sim_id"] in ps_of.index else []
+            sid = s["sim_id"]
+            note = []
+            if sid in ps_of.index:
+                own = _messages(flags.own.get(str(sid), []))
+                note = [*rep.flags_on(main_panels(s["model"])), *own, _never_measured(ps_of.loc[[sid]])]
+            sim = by_sim.get(sid, pd.DataFrame())
             if sim.empty:
                 out.append(Panel(name, pd.DataFrame(), note, no_data="this cell did not run"))
                 continue
@@ -115,7 +155,9 @@ def trajectory_panels(setups: pd.DataFrame, traj: pd.DataFrame, ps: pd.DataFrame
     return out
 
 
-def control_panels(setups: pd.DataFrame, traj: pd.DataFrame, ps: pd.DataFrame) -> list[Panel]:
+def control_panels(setups: pd.DataFrame, traj: pd.DataFrame, ps: pd.DataFrame, rep: Report) -> list[Panel]:
+    """Per (model, topic), repetition 0: rows = control, columns = framing; each panel notes its
+    control's ratings' flag."""
     out = []
     by_sim = {k: g for k, g in traj.groupby("sim_id", sort=False)}
     ps_of = ps.set_index("sim_id") if len(ps) else ps
@@ -133,7 +175,7 @@ def control_panels(setups: pd.DataFrame, traj: pd.DataFrame, ps: pd.DataFrame) -
                     out.append(Panel(name, pd.DataFrame(), no_data="no classified report"))
                     continue
                 data = sim[["agent", "t", "opinion"]].assign(initial=[s["initial"][a] for a in sim.agent])
-                note = _flags(ps_of.loc[[s["sim_id"]]]["flags"]) if s["sim_id"] in ps_of.index else []
+                note = rep.flags_on(control_panels_of(key[0], c)) if s["sim_id"] in ps_of.index else []
                 out.append(Panel(name, data.reset_index(drop=True), note))
     return out
 
@@ -144,44 +186,50 @@ def _final_panel(name: str, cell: pd.DataFrame, f: str, b: str, note: list[str])
     return Panel(name, cell[["sim_id", "agent", "opinion", "measured"]].reset_index(drop=True), note)
 
 
-def final_distribution_panels(ps: pd.DataFrame, final: pd.DataFrame) -> list[Panel]:
-    """Each panel (a Table 1 cell) notes the degeneracy of its measured agents' final opinions (the
-    last classified value of each, `final_flags`), as Table 1's row does."""
+def final_distribution_panels(ps: pd.DataFrame, final: pd.DataFrame, rep: Report) -> list[Panel]:
+    """Each panel (a Table 1 cell of the uniform start) notes its model's main ratings' flag, the
+    degeneracy of its measured agents' final opinions (the cell's final-value flag, as Table 1's row)
+    and its agents never measured."""
     out = []
     main = ps[(ps.condition == MAIN) & (ps.init == "uniform")] if len(ps) else ps
     for key, g in main.groupby(["model", "memory", "topology"], sort=True):
         figure, title = "final_distribution_" + "_".join(key), " / ".join(key)
         for f, b in _grid(g):
-            sims = g[(g.bias == b) & (g.framing == f)].sim_id
-            cell = final[final.sim_id.isin(sims)].dropna(subset=["opinion"])
-            cell_key = dict(zip(["model", "memory", "topology"], key)) | {"init": "uniform", "framing": f, "bias": b}
-            own = [fl.message for fl in final_flags(cell[cell.measured].opinion.tolist(), cell_key)]
-            notes = _panel_notes(g[g.sim_id.isin(sims)])
-            out.append(_final_panel(panel_name(figure, title, f, b), cell, f, b, [*notes[:-1], *own, notes[-1]]))
+            sims = g[(g.bias == b) & (g.framing == f)]
+            cell = final[final.sim_id.isin(sims.sim_id)].dropna(subset=["opinion"])
+            k = dict(zip(["model", "memory", "topology"], key)) | {"init": "uniform", "framing": f, "bias": b}
+            note = [*rep.flags_on(main_panels(key[0])), *rep.flags_on(cell_panels(k)[0]), _never_measured(sims)]
+            out.append(_final_panel(panel_name(figure, title, f, b), cell, f, b, note))
     return out
 
 
-def final_by_topic_panels(ps: pd.DataFrame, final: pd.DataFrame) -> list[Panel]:
+def final_by_topic_panels(
+    ps: pd.DataFrame, final: pd.DataFrame, rep: Report, flags: SimFlags, world: str
+) -> list[Panel]:
+    """Per (model, topic, memory, start, topology, world): each panel a condition's repetitions pooled,
+    noting its world's main ratings' flag (`world`: the paper's), its simulations' own final-value
+    flags and its agents never measured."""
     out = []
     main = ps[ps.condition == MAIN] if len(ps) else ps
     for key, g in main.groupby(["model", "topic", "memory", "init", "topology", "world"], sort=True):
         figure, title = "final_by_topic_" + "_".join(map(str, key)), " / ".join(map(str, key))
+        rated = rep.flags_on(main_panels(key[0], None if key[-1] == world else key[-1]))
         for f, b in _grid(g):
             sims = g[(g.bias == b) & (g.framing == f)]
             cell = final[final.sim_id.isin(sims.sim_id)].dropna(subset=["opinion"])
-            out.append(_final_panel(panel_name(figure, title, f, b), cell, f, b, _panel_notes(sims, own=True)))
+            own = _messages(dg.collect(*(flags.own.get(str(sid), []) for sid in sims.sim_id)))
+            note = [*rated, *own, _never_measured(sims)]
+            out.append(_final_panel(panel_name(figure, title, f, b), cell, f, b, note))
     return out
 
 
 def bias_diversity_panels(
-    t1: pd.DataFrame, baseline: pd.DataFrame, controls: pd.DataFrame, d_label: str
+    t1: pd.DataFrame, baseline: pd.DataFrame, controls: pd.DataFrame, d_label: str, rep: Report
 ) -> list[Panel]:
     """Per model, B and D by condition: table1's rows (mean +- SE over topics, `label` on the x axis),
     the baselines and the controls (a control whose value is n/a, D of a bare control, not drawn and
     noted with its n); the notes: table1's flags, the controls', the never-measured share, the
     number of topics per cell."""
-    from socsim.io.report import n_range
-
     out = []
     for model, g in t1.groupby("model", sort=True):
         g = g.reset_index(drop=True)
@@ -227,9 +275,10 @@ def bias_diversity_panels(
                     )
                     continue
                 rows.append(pd.DataFrame({"kind": ["control"], "label": [name], "value": [v.mean()], "k": [k]}))
+            conds = sorted(set(ctrl.condition)) if len(ctrl) else []
             note = [
-                *_flags(g.get("flags", [])),
-                *(f"controls: {m}" for m in _flags(ctrl.get("flags", []))),
+                *rep.flags_on(main_panels(str(model)), bias_diversity(str(model))),
+                *(f"controls: {m}" for m in rep.flags_on(*(control_panels_of(str(model), c) for c in conds))),
                 *undrawn,
                 nm,
                 n_range([int(n) for n in g.n_topics], "topics per cell"),

@@ -2,17 +2,18 @@
 
 The base report holds the measured tables (per_sim, table1, table2, controls, tests, baseline,
 per_topic), the summary, the run's design differences, the flags with the tables, rows and figure
-panels they concern, and the figures' plot tables (socsim.opinion_dynamics.analysis.plots); the
-paper's claims (socsim.opinion_dynamics.analysis.claims) add their findings, vs_paper rows, flags
-and tables (socsim.io.claims.assemble).
+panels they concern; the paper's claims (socsim.opinion_dynamics.analysis.claims) add their
+findings, vs_paper rows, flags and tables (socsim.io.claims.assemble); then the figures' plot tables
+(socsim.opinion_dynamics.analysis.plots) are built, each panel noting the report's flags placed on it.
 
 Flags travel with their numbers. The classifier's degeneracy is judged per agent model on the
 ratings that feed each number; B and D at T are made of each measured agent's last classified
 report, so the same rule is judged on those final values per Table 1 cell, per Table 2 cell and
 per simulation (`value_flags`), and each flag goes to its own cell's rows, tests, findings, vs_paper
 rows and figure panels, and no higher: a simulation's own final-value flag sits on its per_sim row
-(`final_flags`), its v4 vs_paper rows and its trajectory panel, not on the run's list of flags
-(summary.json's `degeneracy_flags`, `degenerate`) nor below the whole per_sim table.
+(`final_flags`), its per_topic row, its v4 and Fig. 5 vs_paper rows and its trajectory and
+final_by_topic panels (`SimFlags`, flags never parsed back from their messages), not on the run's
+list of flags (summary.json's `degeneracy_flags`, `degenerate`) nor below the whole per_sim table.
 
 Where both world settings ran, the paper's tables, tests, findings, controls and baselines are the
 closed world's (the paper reports only it); per_sim and per_topic hold every world, and the
@@ -43,6 +44,7 @@ from socsim.opinion_dynamics.analysis.measures import (
     PAIRED_FAMILY,
     TITLE,
     Flags,
+    SimFlags,
     ValueFlags,
     aggregate,
     baseline_table,
@@ -54,6 +56,7 @@ from socsim.opinion_dynamics.analysis.measures import (
     rating_shares,
     show,
     show_per_topic,
+    sim_flags,
     value_flags,
     with_condition,
 )
@@ -89,11 +92,11 @@ def analyse(inputs: AnalysisInputs) -> Report:
             ddof,
             alpha,
         )
-        _other_worlds(rep, setups, traj, ratings, here, pw, ddof)
+        ev.sims = ev.sims | _other_worlds(rep, setups, traj, ratings, here, pw, ddof)
     else:
         rep, ev = world_report(setups, traj, ratings, baseline, paper, ddof, alpha)
     ps = rep.tables["per_sim"].df
-    pt = per_topic(ps)
+    pt = per_topic(ps, ev.sims)
     rep.tables["per_topic"] = Table(
         pt,
         "B and D per topic (mean over repetitions; Fig. 4 per topic)",
@@ -112,8 +115,8 @@ def analyse(inputs: AnalysisInputs) -> Report:
     ev.layout, ev.ps_all, ev.classifier_all = layout, ps, classifier_of(ratings)
     if "outside_info" in inputs.tables:
         ev.outside = Outside(inputs["outside_info"], setups, ps, od["outside_info"]["sample"], ev.classifier_all)
-    rep.plots = plots.plots(setups, traj, rep, pw, ddof)
     rep = assemble(rep, CLAIMS, ev)
+    rep.plots = plots.plots(setups, traj, rep, pw, ddof, ev.sims)  # after assemble: every flag placed
     rep.printed = [f.flag.message for f in rep.flags]
     rep.metrics = {
         "simulations": rep.summary["simulations"],
@@ -127,15 +130,25 @@ def analyse(inputs: AnalysisInputs) -> Report:
 
 def _other_worlds(
     rep: Report, setups: pd.DataFrame, traj: pd.DataFrame, ratings: pd.DataFrame, here: pd.Series, pw: str, ddof: int
-) -> None:
+) -> SimFlags:
     """per_sim with the other worlds' simulations (each with its own world's flags), in the setups'
-    order; the paper's tables note that they hold the paper's world only."""
+    order; the paper's tables note that they hold the paper's world only. Each other world's
+    classifier flags are recorded with the places they concern (its per_sim and per_topic rows, its
+    final_by_topic panels, its Fig. 5 vs_paper rows); returns its simulations' flags."""
     parts = [rep.tables["per_sim"].df]
-    for _, sw in setups[~here].groupby("world", sort=True):
+    out = SimFlags()
+    for world, sw in setups[~here].groupby("world", sort=True):
         ids = set(sw.sim_id)
         tw, rw = traj[traj.sim_id.isin(ids)], ratings[ratings.sim_id.isin(ids)]
         fl = classifier_flags(with_condition(rw, sw))
-        parts.append(per_sim(sw, tw, ddof, fl, value_flags(sw, final_values(sw, tw), ["sim_id"])))
+        finals = value_flags(sw, final_values(sw, tw), ["sim_id"])
+        parts.append(per_sim(sw, tw, ddof, fl, finals))
+        out = out | sim_flags(sw, fl, finals)
+        for (m, c), flags in fl.items():
+            main = [f"per_topic ({world} world)", plots.main_panels(m, str(world))] if c == MAIN else []
+            fig5 = [f"vs_paper (Fig. 5 rows of {m}, {world} world)"] if c == MAIN else []
+            for f in flags:
+                rep.flag(f, f"per_sim ({m}, {c}, {world} world)", *main, *fig5)
     order = {s: i for i, s in enumerate(setups.sim_id)}
     ps_all = pd.concat(parts, ignore_index=True)
     ps_all = ps_all.iloc[np.argsort([order[s] for s in ps_all.sim_id], kind="stable")].reset_index(drop=True)
@@ -145,6 +158,7 @@ def _other_worlds(
     )
     for name in ("table1", "table2", "tests", "controls", "baseline"):
         rep.tables[name].notes = [*rep.tables[name].notes, f"{pw} world only (the paper's); other worlds: per_sim"]
+    return out
 
 
 @dataclass
@@ -233,7 +247,9 @@ def world_report(
         "classifier_ratings": rating_shares(rated),
     }
     tst = rep.tables["tests"].df
-    return rep, Evidence(ps, paper, alpha, flags, finals, setups, classifier, test_rows, tst)
+    ev = Evidence(ps, paper, alpha, flags, finals, setups, classifier, test_rows, tst)
+    ev.sims = sim_flags(setups, flags, finals)
+    return rep, ev
 
 
 def _tables(rep: Report, w: World) -> None:
@@ -307,7 +323,7 @@ def _flag_places(rep: Report, w: World, test_rows: list[TestRow]) -> None:
                 "baseline (llm rows)",
                 f"findings ({m})",
                 f"vs_paper ({m}: Table 1, Table 2, v4 and finding rows)",
-                f"figures: trajectories_{m}_*, final_distribution_{m}_*, bias_diversity_{m}",
+                plots.main_panels(m),
             )
     for (by, key), fls in w.finals.items():
         k = dict(zip(by, key))
@@ -322,7 +338,7 @@ def _flag_places(rep: Report, w: World, test_rows: list[TestRow]) -> None:
                 f,
                 f"per_sim ({m}, {c})",
                 f"controls ({m}, {c})",
-                f"figures: controls_{m}_* ({c} rows), bias_diversity_{m} ({c} lines)",
+                plots.control_panels_of(m, c),
             )
     for _, fl in test_rows:
         for f in fl:
@@ -331,16 +347,16 @@ def _flag_places(rep: Report, w: World, test_rows: list[TestRow]) -> None:
 
 
 def _cell_places(k: dict[str, Any]) -> list[str]:
-    """The places a Table 1 cell's final-value flag concerns (its tests, findings and panels on the uniform start)."""
+    """The places a Table 1 cell's final-value flag concerns (its tests and findings on the uniform start,
+    its figure panels)."""
     m, top, mem = k["model"], k["topology"], k["memory"]
     start = (
         [
             f"tests ({m}, {top}, {mem}: the tests of this cell)",
             f"findings ({m}, {mem}, {top})",
             f"vs_paper (Table 1 rows and finding rows of {m}, {mem}, {top})",
-            f"figures: final_distribution_{m}_{mem}_{top} (panel {k['framing']}, {k['bias']})",
         ]
         if k["init"] == "uniform"
         else []
     )
-    return [f"table1 ({cell_label(k)})", f"baseline (llm row: {cell_label(k)})", *start, f"figures: bias_diversity_{m}"]
+    return [f"table1 ({cell_label(k)})", f"baseline (llm row: {cell_label(k)})", *start, *plots.cell_panels(k)]

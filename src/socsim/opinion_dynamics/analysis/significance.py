@@ -9,7 +9,6 @@ socsim.stats.verdict.too_few); a degenerate input: its flag."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,6 +29,8 @@ from socsim.opinion_dynamics.analysis.measures import (
 )
 from socsim.stats import degeneracy as dg
 from socsim.stats import verdict as vd
+from socsim.stats.anova import contrast, one_way
+from socsim.stats.multitest import bonferroni_fixed
 
 
 def _result(deg: list[dg.Flag], short: str | None, p: float | None, alpha: float) -> str:
@@ -101,11 +102,6 @@ def paper_tests(ps: pd.DataFrame, flags: Flags, alpha: float, finals: ValueFlags
     return out
 
 
-def bonferroni_fixed(p: float | None, family: int) -> float | None:
-    """A p Bonferroni-adjusted over a fixed family of `family` tests: min(1, family x p); None stays None."""
-    return None if p is None or pd.isna(p) else min(1.0, float(p) * family)
-
-
 def tests(ps: pd.DataFrame, flags: Flags, alpha: float, finals: ValueFlags | None = None) -> pd.DataFrame:
     """The paper's tests as a table, each row with its inputs' flags."""
     return pd.DataFrame([{**r, "flags": messages(fl)} for r, fl in paper_tests(ps, flags, alpha, finals)])
@@ -131,8 +127,8 @@ def anova_rows(main: pd.DataFrame, flags: Flags, alpha: float, finals: ValueFlag
             dg.near_constant(g.D, "D") if not short else None,
         )
         res = anova(groups) if not fl and not short else {}
-        if res and not np.isfinite(res["F"]):
-            fl.append(dg.Flag("ANOVA of D by bias", "no variance within bias levels"))
+        if res.get("flag") is not None:
+            fl.append(res["flag"])
             res = {}
         row = {
             "test": "one-way ANOVA: D by bias",
@@ -153,21 +149,18 @@ def anova_rows(main: pd.DataFrame, flags: Flags, alpha: float, finals: ValueFlag
 
 
 def anova(groups: dict[str, np.ndarray]) -> dict[str, Any]:
-    """F and p of a one-way ANOVA, and the planned contrasts of PLANNED_CONTRASTS on all three levels,
-    (-2, 1, 1) none vs bias and (0, -1, 1) weak vs strong, as the paper computes them (v4 App. M: t on
-    the pooled within-group mean square, the levels' topics taken as independent groups). The paper's
-    tests, without a verdict: "D rises" (`d_rises`) is judged by adjacent steps, paired within topic."""
-    vals = list(groups.values())
-    f, p = stats.f_oneway(*vals)
-    out = {"F": float(f), "p": float(p)}
+    """F and p of a one-way ANOVA (socsim.stats.anova.one_way; `flag` where no bias level varies
+    within), and the planned contrasts of PLANNED_CONTRASTS on all three levels, (-2, 1, 1) none vs
+    bias and (0, -1, 1) weak vs strong, as the paper computes them (v4 App. M: t on the pooled
+    within-group mean square, the levels' topics taken as independent groups). The paper's tests,
+    without a verdict: "D rises" (`d_rises`) is judged by adjacent steps, paired within topic."""
+    fit = one_way(list(groups.values()), "ANOVA of D by bias", "bias level")
+    if fit.flag is not None:
+        return {"flag": fit.flag}
+    out: dict[str, Any] = {"F": fit.F, "p": fit.p}
     if set(groups) == set(BIAS_ORDER):
-        n = sum(len(v) for v in vals)
-        mse = sum(((v - v.mean()) ** 2).sum() for v in vals) / (n - len(vals))
         for name, (_, c) in zip(("1", "2"), PLANNED_CONTRASTS, strict=True):
-            est = sum(c[b] * groups[b].mean() for b in groups)
-            se = math.sqrt(mse * sum(c[b] ** 2 / len(groups[b]) for b in groups))
-            t = est / se if se > 0 else float("nan")
-            out[f"c{name}"], out[f"p{name}"] = float(t), float(2 * stats.t.sf(abs(t), n - len(vals)))
+            out[f"c{name}"], out[f"p{name}"] = contrast(groups, c, fit)
     return out
 
 

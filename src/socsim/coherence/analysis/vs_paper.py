@@ -1,7 +1,7 @@
-"""Table 4 (pass / fail / inconclusive / n/a / degenerate input) and our run beside the paper's
-Tables 3 and 4 and the numbers of its Figs. 6, 7 and 9a (`data/coherence/paper.yaml`), as
-socsim.io.vs_paper rows: each row with the flags of its own inputs, its verdict by the one rule
-(socsim.stats.verdict) and the design differences between what we ran and what the paper ran (agent
+"""Our run beside the paper's Tables 3 and 4 and the numbers of its Figs. 6, 7 and 9a
+(`data/coherence/paper.yaml`), as socsim.io.vs_paper rows: each row with the flags of its own inputs,
+the verdict its claim's judge gives it (socsim.coherence.analysis.claims, by the one rule in
+socsim.stats.verdict) and the design differences between what we ran and what the paper ran (agent
 model, judge, statements per agent, topics, a test's unit or rule).
 
 Like with like (issue 20, item 4): a row with any design difference gives no verdict of agreement
@@ -16,31 +16,26 @@ paper's conversation-level p in the note. Test 6's rule is ours in every setting
 say whether every or any corrected comparison must be significant; `table4.test6_rule` is null): its
 rows always name "Test 6 rule" as a design difference, the "any" reading in the note.
 
-Each claim's rows (socsim.coherence.analysis.claims) are built here from the run's evidence
-(socsim.coherence.analysis.evidence.Evidence), per agent model (`model_rows`: the flags and design
-differences its rows share): `table3_rows`, `suppression_rows`, `table4_row`, `anchor_rows`,
-`contentiousness_row` and `self_bleu_row`."""
+Each claim's judge builds its rows here from the run's evidence (socsim.coherence.analysis.evidence.
+Evidence) and the verdicts it gave, per agent model (`model_rows`: the flags and design differences
+its rows share): `table3_rows`, `suppression_rows`, `table4_row`, `anchor_rows`, `contentiousness_row`
+and `self_bleu_row`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
-from socsim.io.report import Table
-from socsim.io.tables import tex_escape
+from socsim.coherence import descriptive
+from socsim.coherence.analysis.evidence import Evidence
+from socsim.coherence.analysis.flags import TABLE_INPUTS, flags_of
 from socsim.io.vs_paper import Row, differences
 from socsim.stats import degeneracy as dg
 from socsim.stats.verdict import Verdict
 
-if TYPE_CHECKING:
-    from socsim.coherence.analysis.evidence import Evidence
-
-DEGENERATE = "degenerate input"
-INCONCLUSIVE = "inconclusive"
-TABLE3_INPUTS = ("preferences", "scores", "calibration", "judgments")
 OUR_UNITS = {1: "agents", 4: "topics", 5: "agents"}  # where our test's unit is not the conversation
 RULE_NAMES = {"strict": "our reading of the paper's text", "pooled": "ours, not a reading of the paper's text"}
 
@@ -61,63 +56,6 @@ def design_of_unit(test: int, paper: dict[str, Any]) -> list[str]:
     if theirs is None or theirs == ours:
         return []
     return [f"Test {test} unit: ours {ours}, paper {theirs}"]
-
-
-def _cell(result: str, detail: str) -> str:
-    """The text a Table 4 cell stands for: the verdict, or n/a with its reason."""
-    return f"n/a: {detail}" if result == "n/a" and detail else result
-
-
-def table4(tests: pd.DataFrame) -> Table:
-    """Table 4: pass / fail per agent model and test. A cell that is neither says why: the values
-    (Parquet, CSV) hold the whole text ("inconclusive (...)", "degenerate input: ..." or "n/a: ..."),
-    Markdown and LaTeX a short mark with a numbered note below the table."""
-    tests = tests.assign(
-        cell=[_cell(r, d if isinstance(d, str) else "") for r, d in zip(tests["result"], tests["detail"])]
-    )
-    wide = tests.pivot(index="model", columns="test", values="cell").reindex(columns=range(1, 7))
-    df = wide.reset_index().rename(columns={t: f"test{t}" for t in range(1, 7)})
-    df.columns.name = None
-    notes: list[str] = []
-
-    def mark(cell: object, kind: str) -> str:
-        if cell == "pass":
-            return "✓" if kind == "md" else r"\checkmark"
-        if cell == "fail":
-            return "✗" if kind == "md" else r"$\times$"
-        text = cell if isinstance(cell, str) else "n/a: not computed"
-        if text not in notes:
-            notes.append(text)
-        short = next((s for s in (DEGENERATE, INCONCLUSIVE) if text.startswith(s)), "n/a")
-        return f"{short} [{notes.index(text) + 1}]"
-
-    md = ["| Model | " + " | ".join(f"Test {t}" for t in range(1, 7)) + " |", "|---" * 7 + "|"]
-    tex = [
-        r"\begin{tabular}{l" + "c" * 6 + "}",
-        r"\hline",
-        "Model & " + " & ".join(f"Test {t}" for t in range(1, 7)) + r" \\",
-        r"\hline",
-    ]
-    for model, r in wide.iterrows():
-        md.append(f"| {model} | " + " | ".join(mark(r[t], "md") for t in range(1, 7)) + " |")
-        tex.append(str(model).replace("_", r"\_") + " & " + " & ".join(mark(r[t], "tex") for t in range(1, 7)) + r" \\")
-    tex += [r"\hline", r"\end{tabular}"]
-    note_lines = [f"[{i}] {n}" for i, n in enumerate(notes, 1)]
-    md_text = "\n".join(md) + "\n\n" + "".join(f"{n}  \n" for n in note_lines)
-    rules = sorted({r for r in tests.loc[tests["test"] == 6, "rule"] if r}) if "rule" in tests.columns else []
-    rule_line = f"Test 6 rule: {'; '.join(rules)}." if rules else ""
-    md_text += f"\n{rule_line}\n" if rule_line else ""
-    md_text += (
-        "\nPass rules: see socsim.coherence.analysis (module docstring) and docs/coherence.md. A pass needs a "
-        "rejection in the claimed direction (Tests 2 and 4: no difference found with power >= 0.8); "
-        "a fail a rejection the other way; anything else is inconclusive. Units: agents (Tests 1, 5) and "
-        "topics (Test 4) by permutation, the paper's conversation-level p beside them.\n"
-    )
-    tex_text = "\n".join(tex) + "\n" + "".join(f"% {n}\n" for n in note_lines)
-    tex_text += f"% {rule_line}\n" if rule_line else ""
-    if notes:
-        tex_text += r"\par\footnotesize " + r" \\ ".join(tex_escape(n) for n in note_lines) + "\n"
-    return Table(df, "Table 4: the six tests per agent model", markdown=md_text, latex=tex_text)
 
 
 def _paper_model(paper: dict[str, Any], model: str) -> tuple[str, dict[str, Any]] | tuple[None, None]:
@@ -151,10 +89,6 @@ def _paper_design(paper: dict[str, Any]) -> dict[str, Any]:
         "statements per agent": d.get("statements_per_agent"),
         "topics": d.get("topics"),
     }
-
-
-def _flags_of(flags: dict[str, list[dg.Flag]], inputs: Sequence[str]) -> list[dg.Flag]:
-    return dg.collect(*(flags.get(k, []) for k in inputs))
 
 
 def _paper_says(entry_passes: bool, ours: Verdict) -> Verdict:
@@ -216,7 +150,7 @@ class ModelRows:
 
 def model_rows(ev: Evidence, model: str) -> ModelRows:
     ours = ev.design.get(model, {"agent model": model})
-    flags = _flags_of(ev.flags.get(model, {}), TABLE3_INPUTS)
+    flags = flags_of(ev.flags.get(model, {}), TABLE_INPUTS["suppression"])  # Table 3's inputs
     return ModelRows(model, flags, design_differences(ours, dict(ev.paper), _paper_design(dict(ev.paper))))
 
 
@@ -264,9 +198,10 @@ def table3_rows(ev: Evidence, m: ModelRows) -> list[Row]:
     return rows
 
 
-def suppression_rows(ev: Evidence, m: ModelRows) -> list[Row]:
+def suppression_rows(ev: Evidence, m: ModelRows, verdicts: Mapping[str, Mapping[int, Verdict]]) -> list[Row]:
     """Observed minus expected mean per gap under either shift, each with our run's verdict on
-    "disagreement suppressed" at that gap, and the linear shift's ratios (sect. 4.1)."""
+    "disagreement suppressed" at that gap (`verdicts`: shift -> gap -> verdict), and the linear shift's
+    ratios (sect. 4.1)."""
     sp, model = ev.paper.get("suppression", {}), m.model
     lin, sig = _panel(ev, model, "linear shift"), _panel(ev, model, "sigmoid shift")
     finding = sp.get("finding", "disagreement suppressed")
@@ -283,7 +218,7 @@ def suppression_rows(ev: Evidence, m: ModelRows) -> list[Row]:
             )
             r.finding = f"{finding} (here: at gap {gap})"
             # a model without a usable conversation: n/a (the note says why)
-            r.verdict = None if model in ev.summary["no_data"] else ev.suppressed[model][label][gap]
+            r.verdict = None if model in ev.summary["no_data"] else verdicts[label][gap]
             if m.design and r.verdict is not None:  # our run's verdict on the claim, not agreement
                 r.note = "; ".join(x for x in (r.note, ACROSS_DESIGN) if x)
             rows.append(r)
@@ -326,9 +261,10 @@ def _paper_claim(ev: Evidence, model: str, t: int) -> tuple[str, bool | None]:
     return "", None
 
 
-def table4_row(ev: Evidence, m: ModelRows, t: int) -> Row:
-    """Table 4's cell of Test t for a model, ours beside the paper's, with the test's own flags, its
-    unit and rule as design differences and what stands beside the verdict in the note."""
+def table4_row(ev: Evidence, m: ModelRows, t: int, ours: Verdict) -> Row:
+    """Table 4's cell of Test t for a model, ours beside the paper's (`ours`: our run's verdict), with
+    the test's own flags, its unit and rule as design differences and what stands beside the verdict
+    in the note."""
     paper, model = dict(ev.paper), m.model
     tests = ev.tables["six_tests"]
     r = tests[(tests["model"] == model) & (tests["test"] == t)].iloc[0]
@@ -339,8 +275,7 @@ def table4_row(ev: Evidence, m: ModelRows, t: int) -> Row:
     theirs = None if entry is None else float(entry["tests"][t - 1])
     na = r["raw_result"] == "n/a"
     text, paper_passes = _paper_claim(ev, model, t)
-    ours = None if na else ev.verdicts.get(model, {}).get(t)
-    finding, verdict, across = table4_claim(model, t, text, paper_passes, ours, row_design)
+    finding, verdict, across = table4_claim(model, t, text, paper_passes, None if na else ours, row_design)
     own_flags = ev.test_flags.get(model, {}).get(t, [])
     why = f"n/a: {r['detail']}" if na and not own_flags else ""
     where = "paper has no row for this model" if entry is None else f"paper row: {name}"
@@ -358,10 +293,9 @@ def table4_row(ev: Evidence, m: ModelRows, t: int) -> Row:
     )
 
 
-def anchor_rows(ev: Evidence, m: ModelRows) -> list[Row]:
-    """Fig. 6's anchor differences at gaps 0 and 3; gap 0 with Finding 3's claim, (1-1) below (5-5)."""
-    from socsim.coherence import descriptive
-
+def anchor_rows(ev: Evidence, m: ModelRows, finding3: Verdict) -> list[Row]:
+    """Fig. 6's anchor differences at gaps 0 and 3; gap 0 with Finding 3's claim, (1-1) below (5-5),
+    and its verdict (`finding3`)."""
     anchors, model, paper = ev.tables["anchors"], m.model, ev.paper
     paper_anchor = (paper.get("anchors") or {}).get("difference") or {}
     rows = []
@@ -375,7 +309,7 @@ def anchor_rows(ev: Evidence, m: ModelRows) -> list[Row]:
         row.flags, row.design, row.note = m.flags, m.design, note
         if gap == 0:
             row.finding = (paper.get("anchors") or {}).get("finding", "(1-1) pairs agree less than (5-5) pairs")
-            row.verdict = None if model in ev.summary["no_data"] else ev.finding3[model]
+            row.verdict = None if model in ev.summary["no_data"] else finding3
             if m.design and row.verdict is not None:
                 row.note = "; ".join(x for x in (row.note, ACROSS_DESIGN) if x)
         rows.append(row)
@@ -384,8 +318,6 @@ def anchor_rows(ev: Evidence, m: ModelRows) -> list[Row]:
 
 def contentiousness_row(ev: Evidence, m: ModelRows) -> Row:
     """Fig. 7a's count of preference pairs at C = 3 outside the neutral (C = 1) interval."""
-    from socsim.coherence import descriptive
-
     c = ev.paper.get("contentiousness") or {}
     k, n = descriptive.outside_count(ev.tables["contentiousness_vs_neutral"], m.model, "all", 3)
     return Row(
