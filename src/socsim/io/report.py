@@ -140,7 +140,8 @@ class Report:
     title: str  # vs_paper's title, e.g. "Facilitation (paper 000): ours vs the paper"
     tables: dict[str, Table] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
-    flags: list[Flagged] = field(default_factory=list)
+    flags: list[Flagged] = field(default_factory=list)  # the run's: summary's degeneracy_flags, `degenerate`
+    local_flags: list[Flagged] = field(default_factory=list)  # flags of some rows or panels only (`flag(local=)`)
     vs_paper: list[vs_paper.Row] = field(default_factory=list)
     design: list[str] = field(default_factory=list)  # the run's design differences from the paper
     # The data are the paper's own (its released data): `design` then says how they differ from the
@@ -155,20 +156,25 @@ class Report:
     provenance: dict[str, Any] = field(default_factory=dict)
     printed: list[str] = field(default_factory=list)
 
-    def flag(self, flag: dg.Flag | None, *where: str) -> None:
-        """Record a flag and where it applies (merged with the same flag's earlier places)."""
+    def flag(self, flag: dg.Flag | None, *where: str, local: bool = False) -> None:
+        """Record a flag and where it applies (merged with the same flag's earlier places). `local`: it
+        concerns only those rows or panels (one simulation's own values, say), not the run: it is kept
+        apart (`local_flags`, summary.json's `local_flags`) and does not make the run degenerate."""
         if flag is None:
             return
-        for f in self.flags:
+        kept = self.local_flags if local else self.flags
+        for f in kept:
             if f.flag == flag:
                 f.where += [w for w in where if w not in f.where]
                 return
-        self.flags.append(Flagged(flag, list(where)))
+        kept.append(Flagged(flag, list(where)))
 
     def flags_on(self, *places: str) -> list[str]:
         """The messages of the flags recorded on any of `places` (a table, a row, a figure panel, as the
-        flag's `where` names it): what a panel's note says. The one way flags reach a figure."""
-        return [f.flag.message for f in self.flags if set(places) & set(f.where)]
+        flag's `where` names it), the run's then the local ones: what a panel's note says. The one way
+        flags reach a figure."""
+        found = [f.flag.message for f in (*self.flags, *self.local_flags) if set(places) & set(f.where)]
+        return list(dict.fromkeys(found))
 
     @property
     def all_flags(self) -> list[dg.Flag]:
@@ -198,6 +204,7 @@ def write(report: Report, out_dir: str | Path) -> None:
         "findings": [f.as_dict() for f in report.findings],
         "degeneracy_flags": [f.as_dict() for f in report.flags],
         "degenerate": bool(report.flags),
+        **({"local_flags": [f.as_dict() for f in report.local_flags]} if report.local_flags else {}),
         "design_differences": list(report.design),
     }
     write_json(out / "summary.json", summary)

@@ -193,7 +193,10 @@ def test_per_topic_table_and_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         "save",
         lambda fig, out, name: saved.setdefault(name, [t.get_text() for ax in fig.axes for t in [ax.title]]),
     )
-    drawn = plots.final_by_topic_panels(ps, plots.final_opinions(traj, setups_df), Report("t"), sims, "closed")
+    rep = Report("t")
+    rep.flag(own, plots.own_place("b"), local=True)  # b's own flag: on its row and panels, not the run's
+    drawn = plots.final_by_topic_panels(ps, plots.final_opinions(traj, setups_df), rep, "closed")
+    assert not rep.flags
     assert [p.note for p in drawn if "global_warming" in p.name] == [
         [own.message, "never measured: 20 % of agents (final opinion = initial)"]
     ]

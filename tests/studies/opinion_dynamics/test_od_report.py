@@ -548,3 +548,5 @@ def test_a_simulations_own_flag_sits_on_that_simulation_only():
     assert not any(msg in x for fig in ("final_distribution", "bias_diversity") for p in rep.plots[fig] for x in p.note)
     summary = {"degenerate": bool(rep.flags), "flags": [f.as_dict() for f in rep.flags]}
     assert summary == {"degenerate": False, "flags": []}  # summary.json (io.report.write)
+    # it is a local flag of the report: where it sits, said in summary.json's local_flags
+    assert [(f.flag.reason, f.where) for f in rep.local_flags] == [(msg, [f"per_sim ({one['sim_id']}: final_flags)"])]

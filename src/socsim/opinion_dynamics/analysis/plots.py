@@ -4,9 +4,10 @@ simulations' condition, and on the final values it shows) and, for the main runs
 never measured (their final opinion is their initial one). socsim.opinion_dynamics.figures draws them.
 
 Built after the claims are assembled: a panel's flags are the report's flags placed on it
-(`Report.flags_on`, with the place names below, which the report's flags use), and for a panel of
-one simulation (trajectories) or of a topic's repetitions (final_by_topic) also those simulations'
-own final-value flags (`SimFlags.own`: they sit on their panels, not on the run's list of flags).
+(`Report.flags_on`, with the place names below, which the report's flags use); a panel of one
+simulation (trajectories) or of a topic's repetitions (final_by_topic) also shows those simulations'
+own final-value flags, local flags of the report on their per_sim rows (`own_place`): they sit on
+their rows and panels, not on the run's list of flags.
 
 A plot table holds every figure of its kind; a panel's name says where it sits
 (socsim.opinion_dynamics.plot_layout), the panels of a figure written row by row. Figures:
@@ -24,16 +25,15 @@ A plot table holds every figure of its kind; a panel's name says where it sits
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from socsim.io.report import Panel, Report, n_range
-from socsim.opinion_dynamics.analysis.measures import MAIN, SimFlags, never_measured_note
+from socsim.opinion_dynamics.analysis.measures import MAIN, never_measured_note
 from socsim.opinion_dynamics.plot_layout import panel_name
-from socsim.stats import degeneracy as dg
 
 BIASES = ["none", "weak", "strong"]
 
@@ -69,10 +69,6 @@ def control_panels_of(model: str, condition: str) -> str:
     return f"figures: controls_{model}_* ({condition} rows), bias_diversity_{model} ({condition} lines)"
 
 
-def _messages(flags: Iterable[dg.Flag]) -> list[str]:
-    return [f.message for f in flags]
-
-
 def _never_measured(ps: pd.DataFrame) -> str:
     """The never-measured note of the main runs in `ps` (pooled: agents never measured / agents)."""
     if "never_measured" not in ps or ps.never_measured.isna().all():
@@ -97,22 +93,25 @@ def _grid(g: pd.DataFrame) -> list[tuple[str, str]]:
     return [(f, b) for b in biases for f in framings]
 
 
-def plots(
-    setups: pd.DataFrame, traj: pd.DataFrame, rep: Report, world: str, ddof: int, flags: SimFlags
-) -> dict[str, list[Panel]]:
+def own_place(sim_id: object) -> str:
+    """Where a simulation's own final-value flags sit (local flags of the report: its per_sim row)."""
+    return f"per_sim ({sim_id}: final_flags)"
+
+
+def plots(setups: pd.DataFrame, traj: pd.DataFrame, rep: Report, world: str, ddof: int) -> dict[str, list[Panel]]:
     """Every figure's panels: from the report's per_sim (every world), table1 and baseline and its
-    flags (built after the claims are assembled), the setups, the trajectories and the simulations'
-    own final-value flags (`flags.own`); all but `final_by_topic` on the paper's `world`."""
+    flags (built after the claims are assembled, the simulations' own final-value flags among its local
+    flags), the setups and the trajectories; all but `final_by_topic` on the paper's `world`."""
     all_ps = rep.tables["per_sim"].df
     setups_w = setups[setups.world == world] if len(setups) else setups
     ps = all_ps[all_ps.world == world] if len(all_ps) else all_ps
     final = final_opinions(traj, setups)
     d_label = "population SD" if ddof == 0 else "sample SD"
     return {
-        "trajectories": trajectory_panels(setups_w, traj, ps, rep, flags),
+        "trajectories": trajectory_panels(setups_w, traj, ps, rep),
         "controls": control_panels(setups_w, traj, ps, rep),
         "final_distribution": final_distribution_panels(ps, final, rep),
-        "final_by_topic": final_by_topic_panels(all_ps, final, rep, flags, world),
+        "final_by_topic": final_by_topic_panels(all_ps, final, rep, world),
         "bias_diversity": bias_diversity_panels(
             rep.tables["table1"].df,
             rep.tables["baseline"].df,
@@ -123,9 +122,7 @@ def plots(
     }
 
 
-def trajectory_panels(
-    setups: pd.DataFrame, traj: pd.DataFrame, ps: pd.DataFrame, rep: Report, flags: SimFlags
-) -> list[Panel]:
+def trajectory_panels(setups: pd.DataFrame, traj: pd.DataFrame, ps: pd.DataFrame, rep: Report) -> list[Panel]:
     """Per (model, topic, memory, start, topology), repetition 0: each panel one simulation, noting its
     model's main ratings' flag, its own final values' flag and its agents never measured."""
     out = []
@@ -144,7 +141,7 @@ def trajectory_panels(
             sid = s["sim_id"]
             note = []
             if sid in ps_of.index:
-                own = _messages(flags.own.get(str(sid), []))
+                own = rep.flags_on(own_place(sid))
                 note = [*rep.flags_on(main_panels(s["model"])), *own, _never_measured(ps_of.loc[[sid]])]
             sim = by_sim.get(sid, pd.DataFrame())
             if sim.empty:
@@ -203,9 +200,7 @@ def final_distribution_panels(ps: pd.DataFrame, final: pd.DataFrame, rep: Report
     return out
 
 
-def final_by_topic_panels(
-    ps: pd.DataFrame, final: pd.DataFrame, rep: Report, flags: SimFlags, world: str
-) -> list[Panel]:
+def final_by_topic_panels(ps: pd.DataFrame, final: pd.DataFrame, rep: Report, world: str) -> list[Panel]:
     """Per (model, topic, memory, start, topology, world): each panel a condition's repetitions pooled,
     noting its world's main ratings' flag (`world`: the paper's), its simulations' own final-value
     flags and its agents never measured."""
@@ -217,7 +212,7 @@ def final_by_topic_panels(
         for f, b in _grid(g):
             sims = g[(g.bias == b) & (g.framing == f)]
             cell = final[final.sim_id.isin(sims.sim_id)].dropna(subset=["opinion"])
-            own = _messages(dg.collect(*(flags.own.get(str(sid), []) for sid in sims.sim_id)))
+            own = rep.flags_on(*(own_place(sid) for sid in sims.sim_id))
             note = [*rated, *own, _never_measured(sims)]
             out.append(_final_panel(panel_name(figure, title, f, b), cell, f, b, note))
     return out

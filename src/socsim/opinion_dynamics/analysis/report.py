@@ -116,7 +116,10 @@ def analyse(inputs: AnalysisInputs) -> Report:
     if "outside_info" in inputs.tables:
         ev.outside = Outside(inputs["outside_info"], setups, ps, od["outside_info"]["sample"], ev.classifier_all)
     rep = assemble(rep, CLAIMS, ev)
-    rep.plots = plots.plots(setups, traj, rep, pw, ddof, ev.sims)  # after assemble: every flag placed
+    for sid, own in ev.sims.own.items():  # a simulation's own flags: on its row and panels, not the run's
+        for f in own:
+            rep.flag(f, plots.own_place(sid), local=True)
+    rep.plots = plots.plots(setups, traj, rep, pw, ddof)  # after assemble: every flag placed
     rep.printed = [f.flag.message for f in rep.flags]
     rep.metrics = {
         "simulations": rep.summary["simulations"],
