@@ -106,8 +106,9 @@ def test_planning_answers_are_valid_and_bounded():
         # The paper's coherence grid (960 agents per cell, 2 million planned calls), facilitation's 144 discussions
         # (their echo check compares every intervention with the comments before it) and opinion dynamics' 360
         # simulations of T = 100 take minutes to plan: cut here (every model, strategy, world and topic stays), in
-        # full in the README. Its DEBATE data come from the Hub: the fixture has the same layout.
-        (
+        # full in the README. Its DEBATE data come from the Hub: the fixture has the same layout. Still 30 s:
+        # in the slow lane, so the fast lane stays under 5 minutes.
+        pytest.param(
             ["params.yaml", "params.paper.yaml"],
             [
                 "coherence.agents_per_cell=4",
@@ -116,6 +117,7 @@ def test_planning_answers_are_valid_and_bounded():
                 "opinion_dynamics.steps=10",
                 "debate.data.source=fixture",
             ],
+            marks=pytest.mark.slow,
         ),
     ],
 )
