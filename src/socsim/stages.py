@@ -25,7 +25,7 @@ from socsim.config import ParamsError, get_dotted, subset
 if TYPE_CHECKING:
     import pandas as pd
 
-    from socsim.io.report import AnalysisInputs, Report
+    from socsim.io.report import AnalysisInputs, Panel, Report
     from socsim.llm import LLMClient
     from socsim.models import ModelSpec
 
@@ -78,6 +78,12 @@ class Artifact:
 
     def at(self, shard: str) -> str:
         return self.path.replace(SHARD, shard)
+
+
+def analysis_folder(path: str, figures: Sequence[str]) -> Artifact:
+    """A study's analysis folder: its tables in the Snakemake report (CSV), one declared plot table per
+    figure (`plot_<figure>`, what the figures stage reads: StageContext.plots)."""
+    return Artifact(path, kind="dir", report="tables", pattern="{name}.csv", tables=tuple(f"plot_{f}" for f in figures))
 
 
 ShardFn = Callable[[Mapping[str, Any]], dict[str, dict[str, Any]]]  # params -> {shard id: {column: value}}
@@ -482,6 +488,13 @@ class StageContext:
         if name not in declared:
             raise KeyError(f"{self.label}: {folder} declares no table {name!r} (it declares {', '.join(declared)})")
         return report.read(self.path(folder), name)
+
+    def plots(self, folder: str = "analysis") -> dict[str, dict[str, Panel]]:
+        """Every declared plot table of a report folder as its figure's panels: figure -> {panel: Panel}."""
+        from socsim.io.figures import panels
+
+        declared = [t for t in self.study.artifacts[folder].tables if t.startswith("plot_")]
+        return {t.removeprefix("plot_"): panels(self.report_table(folder, t)) for t in declared}
 
     def write_metrics(self, **extra: Any) -> None:
         """The stage's metrics JSON (DVC metrics): `extra`, and for LLM stages the call accounting."""

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from socsim.coherence import schemas
-from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
+from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, analysis_folder, shard_table
 
 if TYPE_CHECKING:
     from socsim.llm import LLMClient
@@ -133,10 +133,9 @@ def run_analyse(ctx: StageContext) -> None:
 
 def run_figures(ctx: StageContext) -> None:
     from socsim.coherence import figures
-    from socsim.io.figures import panels
 
     out = ctx.path("figures")
-    figures.all_figures({f: panels(ctx.report_table("analysis", f"plot_{f}")) for f in schemas.FIGURES}, out)
+    figures.all_figures(ctx.plots(), out)
     ctx.write_metrics(figures=sorted(p.name for p in out.glob("*.png")))
 
 
@@ -162,13 +161,7 @@ ARTIFACTS = {
     "calibration": Artifact(
         f"{RESULTS}/judge_calibration.parquet", schemas.JUDGE_CALIBRATION, ("judge_model", "example")
     ),
-    "analysis": Artifact(
-        f"{RESULTS}/analysis",
-        kind="dir",
-        report="tables",
-        pattern="{name}.csv",
-        tables=tuple(f"plot_{f}" for f in schemas.FIGURES),
-    ),
+    "analysis": analysis_folder(f"{RESULTS}/analysis", schemas.FIGURES),
     "figures": Artifact(f"{RESULTS}/figures", kind="dir", report="figures"),
 }
 

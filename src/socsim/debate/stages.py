@@ -11,7 +11,7 @@ import pandas as pd
 
 from socsim.debate import schemas
 from socsim.debate.setups import settings
-from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
+from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, analysis_folder, shard_table
 
 if TYPE_CHECKING:
     from socsim.llm import LLMClient
@@ -215,10 +215,8 @@ def run_analyse(ctx: StageContext) -> None:
 
 def run_figures(ctx: StageContext) -> None:
     from socsim.debate import figures
-    from socsim.io.figures import panels
 
-    plots = {f: panels(ctx.report_table("analysis", f"plot_{f}")) for f in schemas.FIGURES}
-    names = figures.all_figures(plots, ctx.path("figures"))
+    names = figures.all_figures(ctx.plots(), ctx.path("figures"))
     ctx.write_metrics(figures=sorted(names))
 
 
@@ -262,13 +260,7 @@ ARTIFACTS = {
         ("session_id", "round", "kind", "dyad", "k", "speaker"),
     ),
     "comparison": Artifact(f"{RESULTS}/comparison", kind="dir", tables=schemas.COMPARISON_TABLES),
-    "analysis": Artifact(
-        f"{RESULTS}/analysis",
-        kind="dir",
-        report="tables",
-        pattern="{name}.csv",
-        tables=tuple(f"plot_{f}" for f in schemas.FIGURES),
-    ),
+    "analysis": analysis_folder(f"{RESULTS}/analysis", schemas.FIGURES),
     "figures": Artifact(f"{RESULTS}/figures", kind="dir", report="figures"),
 }
 

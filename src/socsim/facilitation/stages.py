@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from socsim.facilitation import materials, schemas
-from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
+from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, analysis_folder, shard_table
 
 DATA = "data/facilitation"
 RESULTS = "results/facilitation"
@@ -172,10 +172,9 @@ def run_analyse(ctx: StageContext) -> None:
 
 def run_figures(ctx: StageContext) -> None:
     from socsim.facilitation import figures
-    from socsim.io.figures import panels
 
     out = ctx.path("figures")
-    figures.all_figures({f: panels(ctx.report_table("analysis", f"plot_{f}")) for f in schemas.FIGURES}, out)
+    figures.all_figures(ctx.plots(), out)
     ctx.write_metrics(figures=sorted(p.name for p in out.glob("*.png")))
 
 
@@ -232,13 +231,7 @@ ARTIFACTS = {
     "annotations": Artifact(
         f"{RESULTS}/annotations/{SHARD}.parquet", schemas.ANNOTATIONS, ("discussion_id", "turn", "annotator_id")
     ),
-    "analysis": Artifact(
-        f"{RESULTS}/analysis",
-        kind="dir",
-        report="tables",
-        pattern="{name}.csv",
-        tables=tuple(f"plot_{f}" for f in schemas.FIGURES),
-    ),
+    "analysis": analysis_folder(f"{RESULTS}/analysis", schemas.FIGURES),
     "figures": Artifact(f"{RESULTS}/figures", kind="dir", report="figures"),
 }
 

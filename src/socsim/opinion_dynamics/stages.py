@@ -11,7 +11,7 @@ import pandas as pd
 from socsim.io.parquet import write_json
 from socsim.opinion_dynamics import schemas
 from socsim.opinion_dynamics.plot_layout import FIGURES
-from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, shard_table
+from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, analysis_folder, shard_table
 
 DATA = "data/opinion_dynamics"
 RESULTS = "results/opinion_dynamics"
@@ -212,11 +212,9 @@ def run_analyse(ctx: StageContext) -> None:
 
 
 def run_figures(ctx: StageContext) -> None:
-    from socsim.io.figures import panels
     from socsim.opinion_dynamics import figures
 
-    plots = {f: panels(ctx.report_table("analysis", f"plot_{f}")) for f in FIGURES}
-    ctx.write_metrics(figures=sorted(figures.draw(plots, ctx.path("figures"))))
+    ctx.write_metrics(figures=sorted(figures.draw(ctx.plots(), ctx.path("figures"))))
 
 
 def shards(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -266,13 +264,7 @@ ARTIFACTS = {
     "outside_info": Artifact(f"{RESULTS}/outside_info.parquet", schemas.OUTSIDE_INFO, ("sim_id", "t", "kind")),
     "trajectories": Artifact(f"{RESULTS}/trajectories.parquet", schemas.TRAJECTORIES, ("sim_id", "agent", "t")),
     "baseline": Artifact(f"{RESULTS}/baseline.parquet", schemas.BASELINE, ("sim_id", "baseline", "agent", "t")),
-    "analysis": Artifact(
-        f"{RESULTS}/analysis",
-        kind="dir",
-        report="tables",
-        pattern="{name}.csv",
-        tables=tuple(f"plot_{f}" for f in FIGURES),
-    ),
+    "analysis": analysis_folder(f"{RESULTS}/analysis", FIGURES),
     "figures": Artifact(f"{RESULTS}/figures", kind="dir", report="figures"),
 }
 
