@@ -142,9 +142,10 @@ def run_stage(args: argparse.Namespace) -> None:
     params = config.load(args.params or [stages.PARAMS_FILE], args.set)
     if not st.active(params):
         assert st.when is not None  # a stage without `when` is always active
-        key, value = st.when
+        key, values = st.when[0], stages.when_values(st)
+        shown = " or ".join(map(repr, values))
         raise ValueError(
-            f"{study.name} {st.name} is not part of a run on these params: it runs when {key} is {value!r}, "
+            f"{study.name} {st.name} is not part of a run on these params: it runs when {key} is {shown}, "
             f"and it is {config.get_dotted(params, key)!r}"
         )
     shard = stages.ALL

@@ -103,9 +103,10 @@ class Stage:
     models: ModelsFn | None = None  # LLM stages: the registry names it may call (socsim.models)
     length_depends_on_answers: bool = False  # episodes end on what is said ("Goodbye."): `socsim plan` bounds calls
     resources: Mapping[str, int] | None = None  # cluster resources (None: LLM_RESOURCES for LLM stages)
-    # (params key, value): the stage is part of a run only when the key has that value (where a study's
-    # data come from: made by the run, or imported); None: always. Stages that write the same artifact
-    # switch on the same key. The key is read to build the DAG, not by the stage (declare it to read it).
+    # (params key, value): the stage is part of a run only when the key has that value, or one of them when
+    # it is a tuple (where a study's data come from: made by the run, or imported); None: always. Stages that
+    # write the same artifact switch on the same key. The key is read to build the DAG, not by the stage
+    # (declare it to read it).
     when: tuple[str, Any] | None = None
     study: str = ""  # set by Study
 
@@ -141,7 +142,7 @@ class Stage:
 
     def active(self, params: Mapping[str, Any]) -> bool:
         """Whether the stage is part of a run on these params (Stage.when)."""
-        return self.when is None or get_dotted(params, self.when[0]) == self.when[1]
+        return self.when is None or get_dotted(params, self.when[0]) in when_values(self)
 
     def model_names(self, params: Mapping[str, Any]) -> dict[str, str]:
         """The registry names this stage may call on these params -> the params key that names each."""
@@ -271,9 +272,22 @@ class Study:
         return out
 
 
+def when_values(st: Stage) -> tuple[Any, ...]:
+    """The values of its `when` key for which a stage is part of a run (empty: no `when`)."""
+    if st.when is None:
+        return ()
+    value = st.when[1]
+    return value if isinstance(value, tuple) else (value,)
+
+
 def _exclusive(a: Stage, b: Stage) -> bool:
-    """Whether two stages are never in the same run: `when` on one key with different values."""
-    return a.when is not None and b.when is not None and a.when[0] == b.when[0] and a.when[1] != b.when[1]
+    """Whether two stages are never in the same run: `when` on one key with no value in common."""
+    return (
+        a.when is not None
+        and b.when is not None
+        and a.when[0] == b.when[0]
+        and not set(when_values(a)) & set(when_values(b))
+    )
 
 
 def _quote(part: str) -> str:
@@ -440,11 +454,12 @@ class StageContext:
         return self.models.metrics()
 
     # -- analysis ---------------------------------------------------------------------------
-    def analysis_inputs(self, *tables: str, params: str | None = None) -> AnalysisInputs:
+    def analysis_inputs(self, *tables: str, params: str | None = None, paper: str = "paper_file") -> AnalysisInputs:
         """What a study's `analyse` receives (socsim.io.report.AnalysisInputs): the named Parquet inputs
         (default: every Parquet input of the stage) as pandas tables with their provenance, the folder
-        inputs by name, `params` (default the study's) section of the params, the paper's numbers
-        (the `paper_file` input, if any) and the seed (0 unless the stage declares `seed`)."""
+        inputs by name, `params` (default the study's) section of the params (empty when the stage reads
+        none of it), the paper's numbers
+        (the `paper` input, if the stage reads it) and the seed (0 unless the stage declares `seed`)."""
         from socsim.io.parquet import read_provenance
         from socsim.io.report import AnalysisInputs
         from socsim.io.vs_paper import read_paper
@@ -458,9 +473,11 @@ class StageContext:
             p = self.paths[n]
             prov[n] = read_provenance(p[0] if isinstance(p, list) else p) if p else {}
         dirs = {n: self.path(n) for n in self.stage.inputs if arts[n].kind == "dir"}
-        paper = read_paper(self.path("paper_file")) if "paper_file" in self.stage.inputs else {}
+        numbers = read_paper(self.path(paper)) if paper in self.stage.inputs else {}
         seed = self.seed if "seed" in self.stage.declared else 0  # an analysis that draws declares the seed
-        return AnalysisInputs(read, self.params[params or self.study.name], paper, seed, prov, dirs)
+        section = params or self.study.name
+        reads = any(d == section or d.startswith(section + ".") for d in self.stage.declared)
+        return AnalysisInputs(read, self.params[section] if reads else {}, numbers, seed, prov, dirs)
 
     def write_report(self, rep: Report, out: str = "analysis") -> None:
         """A study's report written to its `out` folder (socsim.io.report.write), with the stage's

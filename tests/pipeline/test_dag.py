@@ -22,6 +22,7 @@ SHIPPED = [
     "params.paper.yaml",
     "params.laptop.yaml",
     "params.syndisco.yaml",
+    "params.syndisco-revised.yaml",
     "tests/params.tiny.yaml",
 ]
 

@@ -25,7 +25,7 @@ import json
 import re
 import subprocess
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,10 +103,13 @@ def data_folder(path: str | Path) -> Path:
     )
 
 
-def revision(path: str | Path, expected: str | None) -> dict[str, Any]:
+def revision(
+    path: str | Path, expected: str | None, folder: Callable[[str | Path], Path] = data_folder
+) -> dict[str, Any]:
     """The release's revision: its clone's commit, checked against `expected` (a prefix); a folder that
-    is not the root of a git clone is taken as the expected revision, unverified."""
-    root = data_folder(path).parent.resolve()  # the clone's root holds data/
+    is not the root of a git clone is taken as the expected revision, unverified. `folder` finds the
+    release's data folder (the paper-era release's by default)."""
+    root = folder(path).parent.resolve()  # the clone's root holds data/
     git = ["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"]
     out = subprocess.run(git, capture_output=True, text=True).stdout.split()
     # a folder inside another repository (e.g. a copy in a project) is no clone of the release
@@ -121,7 +124,7 @@ def revision(path: str | Path, expected: str | None) -> dict[str, Any]:
     return {"repository": REPOSITORY, "expected": expected, "commit": commit, "verified": bool(expected)}
 
 
-def _load(path: Path, fields: tuple[str, ...]) -> dict[str, Any]:
+def load_json(path: Path, fields: tuple[str, ...]) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -179,7 +182,7 @@ def _model(path: Path, logs: list[dict[str, Any]]) -> str:
 def _discussion(
     path: Path, folder: str, condition: tuple[str, str, str, bool, bool], prompts: dict[str, str]
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    d = _load(path, ("id", "users", "user_prompts", "moderator", "moderator_prompt", "ctx_length", "logs"))
+    d = load_json(path, ("id", "users", "user_prompts", "moderator", "moderator_prompt", "ctx_length", "logs"))
     logs = d["logs"]
     if not isinstance(logs, list) or len(logs) < 2 or any(not isinstance(e, dict) for e in logs):
         raise ReleaseError(f"{path}: logs: expected the seed and at least one comment, as objects")
@@ -261,7 +264,7 @@ def annotator_id(prompt: str) -> tuple[str, str]:
 
 
 def _ratings(path: Path, texts: dict[str, list[str]], out: Imported) -> None:
-    a = _load(path, ("conv_id", "annotator_prompt", "logs"))
+    a = load_json(path, ("conv_id", "annotator_prompt", "logs"))
     conv = a["conv_id"]
     if conv not in texts:
         raise ReleaseError(f"{path}: conv_id {conv!r} is no imported discussion")

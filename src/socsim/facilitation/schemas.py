@@ -100,3 +100,18 @@ ANNOTATIONS = pa.schema(
 
 # The figures (Figs. 3-6), each drawn from its plot table plot_<name>: tables the analysis declares.
 FIGURES = ("fig3_pairwise_toxicity", "fig4_interventions", "fig5_diversity", "fig6_nontroll_toxicity")
+
+# The revised study's released toxicity (Perspective API), one row per comment (facilitation.revision.data).
+SCORES = pa.schema(
+    [
+        pa.field("discussion_id", pa.string(), nullable=False),
+        pa.field("turn", pa.int32(), nullable=False),
+        pa.field("message_id", pa.string(), nullable=False),  # SynDisco's: md5 of "<discussion id>_<text>"
+        pa.field("message_order", pa.int32(), nullable=False),  # SynDisco's (consecutive equal ids share one)
+        pa.field("toxicity", pa.float64()),  # null: no released score for this message
+        pa.field("score_rows", pa.int32(), nullable=False),  # released rows (without an error) carrying its id
+    ]
+)
+
+# The revised study's figures, each drawn from its plot table plot_<name>.
+REVISION_FIGURES = ("toxicity_over_turns", "interventions", "model_effects")

@@ -122,19 +122,27 @@ def run_annotate(ctx: StageContext) -> None:
 SOURCE = "facilitation.data.source"
 GENERATED = (SOURCE, "generated")  # Stage.when of the stages that make the data
 RELEASE = (SOURCE, "syndisco_release")
+REVISION = (SOURCE, "syndisco_revision")  # the revised study's six-model release (facilitation.revision)
+RATED = (SOURCE, ("generated", "syndisco_release"))  # the data the paper-era analysis reads (LLM ratings)
+
+
+def _release_path(d: Mapping[str, Any], repository: str) -> str:
+    from socsim.config import ParamsError
+
+    if not d["path"]:
+        raise ParamsError(
+            f"facilitation.data.path: give the folder of a clone of https://github.com/{repository} "
+            f"(at commit {d['revision']})"
+        )
+    return str(d["path"])
 
 
 def run_import(ctx: StageContext) -> None:
-    from socsim.config import ParamsError
     from socsim.facilitation import release
 
     d = ctx.params["facilitation"]["data"]
-    if not d["path"]:
-        raise ParamsError(
-            "facilitation.data.path: give the folder of a clone of "
-            f"https://github.com/{release.REPOSITORY} (at commit {d['revision']})"
-        )
-    source = {"source": "syndisco_release", "path": str(d["path"]), **release.revision(d["path"], d["revision"])}
+    path = _release_path(d, release.REPOSITORY)
+    source = {"source": "syndisco_release", "path": path, **release.revision(path, d["revision"])}
     data = release.read(d["path"])
     ctx.write("setups", data.setups, data_source=source)
     ctx.write("comments", data.comments, data_source=source)
@@ -155,6 +163,54 @@ def run_import(ctx: StageContext) -> None:
     )
     for what, n in data.left_out.items():
         print(f"socsim: left out {n} files of {what}: the study has no place for them", file=sys.stderr)
+
+
+def run_import_revision(ctx: StageContext) -> None:
+    from socsim.facilitation import release
+    from socsim.facilitation.revision import data as revision
+
+    d = ctx.params["facilitation"]["data"]
+    path = _release_path(d, release.REPOSITORY)
+    commit = release.revision(path, d["revision"], folder=revision.data_folder)
+    source = {"source": "syndisco_revision", "path": path, "licence": revision.LICENCE, **commit}
+    data = revision.read(path)  # everything is read and checked before anything is written
+    ctx.write("setups", data.setups, data_source=source)
+    ctx.write("comments", data.comments, data_source=source)
+    ctx.write("scores", data.scores, data_source=source)
+    ctx.write_metrics(**data.counts, data_source=source)
+    c = data.counts
+    scored = sum(s["messages"] - s["messages_without_score"] for s in c["scores"].values())
+    print(
+        f"socsim: imported {sum(c['discussions'].values())} discussions ({c['comments']} turns, {c['silent_turns']} "
+        f"silent) and the released toxicity of {scored} messages; "
+        f"commit {source['commit'] or 'not a git checkout: unverified'}",
+        file=sys.stderr,
+    )
+    for name, s in c["scores"].items():
+        print(
+            f"socsim: {name}: {s['messages_without_score']} messages without a score, "
+            f"{s['scored_ids_without_message']} scored ids without a message, "
+            f"{s.get('rows_with_error', 0)} rows with an error and {s.get('repeated_header_lines', 0)} repeated "
+            "header lines dropped",
+            file=sys.stderr,
+        )
+
+
+def run_analyse_revision(ctx: StageContext) -> None:
+    from socsim.facilitation.revision import report
+
+    ctx.write_report(
+        report.analyse(ctx.analysis_inputs("setups", "comments", "scores", paper="paper_revision_file")),
+        "revision_analysis",
+    )
+
+
+def run_figures_revision(ctx: StageContext) -> None:
+    from socsim.facilitation.revision import figures
+
+    out = ctx.path("revision_figures")
+    figures.all_figures(ctx.plots("revision_analysis"), out)
+    ctx.write_metrics(figures=sorted(p.name for p in out.glob("*.png")))
 
 
 def run_analyse(ctx: StageContext) -> None:
@@ -233,6 +289,10 @@ ARTIFACTS = {
     ),
     "analysis": analysis_folder(f"{RESULTS}/analysis", schemas.FIGURES),
     "figures": Artifact(f"{RESULTS}/figures", kind="dir", report="figures"),
+    "paper_revision_file": Artifact(f"{DATA}/paper_revision.yaml"),
+    "scores": Artifact(f"{RESULTS}/scores.parquet", schemas.SCORES, ("discussion_id", "turn")),
+    "revision_analysis": analysis_folder(f"{RESULTS}/revision/analysis", schemas.REVISION_FIGURES),
+    "revision_figures": Artifact(f"{RESULTS}/revision/figures", kind="dir", report="figures"),
 }
 
 STUDY = Study(
@@ -315,6 +375,7 @@ STUDY = Study(
             inputs=("setups", "comments", "annotations", "paper_file"),
             outputs=("analysis",),
             params=("facilitation.analysis",),
+            when=RATED,
         ),
         Stage(
             "figures",
@@ -322,6 +383,36 @@ STUDY = Study(
             run_figures,
             inputs=("analysis",),
             outputs=("figures",),
+            when=RATED,
+        ),
+        Stage(
+            "import_revision",
+            "Paper 000's revised study (facilitation.data.source: syndisco_revision): the six-model release's "
+            "discussions and ablations as setups and comments, its released Perspective API toxicity joined on "
+            "the authors' message ids (md5 of discussion id and text); no LLM.",
+            run_import_revision,
+            outputs=("setups", "comments", "scores"),
+            params=("facilitation.data",),
+            when=REVISION,
+        ),
+        Stage(
+            "analyse_revision",
+            "The revised study re-analysed: the authors' mixed-effects toxicity table refit and checked against "
+            "the printed one, participation, interventions, and every claim judged per model and on all models "
+            "with discussions as units (claims_by_model, verdict_matrix), beside the paper.",
+            run_analyse_revision,
+            inputs=("setups", "comments", "scores", "paper_revision_file"),
+            outputs=("revision_analysis",),
+            when=REVISION,
+        ),
+        Stage(
+            "figures_revision",
+            "The revised study's figures (PNG + PDF): toxicity over turns by strategy and model, intervention "
+            "rates by model and strategy, per-model effects with intervals and verdicts.",
+            run_figures_revision,
+            inputs=("revision_analysis",),
+            outputs=("revision_figures",),
+            when=REVISION,
         ),
     ],
 )

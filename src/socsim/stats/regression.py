@@ -103,3 +103,43 @@ def stars(p: float) -> str:
     if p is None or not np.isfinite(p):
         return ""
     return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else "." if p < 0.1 else ""
+
+
+@dataclass
+class MixedResult:
+    """A linear mixed model with a random intercept per group (statsmodels MixedLM, REML)."""
+
+    table: pd.DataFrame  # one row per fixed-effect term: coef, se, z, p
+    nobs: int
+    n_groups: int
+    group_var: float
+    llf: float
+    converged: bool
+    formula: str
+
+
+def mixed_lm(data: pd.DataFrame, formula: str, groups: str) -> MixedResult:
+    """`formula` with a random intercept per value of `groups`, fit as statsmodels' MixedLM defaults do
+    (REML, lbfgs): the fit paper 000's revision printed. Warnings of a boundary fit (group variance near
+    0) are kept out of the console; `converged` says whether the optimiser converged."""
+    import warnings
+
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        result = smf.mixedlm(formula, data=data, groups=data[groups]).fit()
+    fe = result.fe_params
+    table = pd.DataFrame(
+        {"coef": fe, "se": result.bse_fe, "z": fe / result.bse_fe, "p": result.pvalues[fe.index]}, index=fe.index
+    )
+    table.index.name = "term"
+    return MixedResult(
+        table=table,
+        nobs=int(result.nobs),
+        n_groups=int(result.model.n_groups),
+        group_var=float(result.cov_re.iloc[0, 0]),
+        llf=_finite_or_nan(result.llf),
+        converged=bool(result.converged),
+        formula=formula,
+    )
