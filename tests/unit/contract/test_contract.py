@@ -178,6 +178,23 @@ def test_a_stale_shard_list_stops_the_consumer(capsys, monkeypatch):
     assert "socsim dvc export" in err
 
 
+def test_the_revision_switches_the_stages(params):
+    """Stage.when with a tuple: the paper-era analysis runs on generated or paper-era data, the revision's
+    three stages on the revision only; two writers of one artifact never share a value."""
+    fac = studies.study("facilitation")
+    rev = config.validate(config.deep_merge(params, {"facilitation": {"data": {"source": "syndisco_revision"}}}))
+    assert [st.name for st in fac.active(rev)] == ["import_revision", "analyse_revision", "figures_revision"]
+    paper_era = config.validate(config.deep_merge(params, {"facilitation": {"data": {"source": "syndisco_release"}}}))
+    assert [st.name for st in fac.active(paper_era)] == ["import", "analyse", "figures"]
+    assert fac.producer("setups", rev).name == "import_revision"
+    with pytest.raises(ValueError, match="runs when facilitation.data.source is 'generated' or 'syndisco_release'"):
+        cli.run_stage(
+            cli.build_parser().parse_args(
+                ["facilitation", "analyse", "--set", "facilitation.data.source=syndisco_revision"]
+            )
+        )
+
+
 def test_the_data_source_switches_the_stages_that_write_the_data(params, capsys):
     """Stage.when: the stages that make the facilitation data, or the one that imports the paper's own,
     never both; the rules, dvc.yaml's stages, targets and the analysis' inputs follow."""

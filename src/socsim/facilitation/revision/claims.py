@@ -4,8 +4,8 @@ models together, each scope by the one verdict rule (socsim.stats.verdict) with 
 
 - `strategies_lower_toxicity` (the table's strategy rows): each strategy's discussions' mean toxicity
   below No Facilitator's (Welch t over discussions), one verdict per strategy;
-- `toxicity_rises_with_turn` (its turn row): No Facilitator discussions' toxicity slopes over the turn
-  above 0 (one-sample t over discussions);
+- `toxicity_rises_with_turn` (its turn row): No Facilitator discussions' toxicity slopes per user turn
+  above 0 (one-sample t over discussions; the user turn, not the authors' message order: measures.TURN);
 - `strategy_turn_interactions` (its x Turn rows): each strategy's discussions' slopes below No
   Facilitator's (Welch t over discussions), one verdict per strategy;
 - `cannot_keep_silent` (Sect. 5.1, "intervene at almost any opportunity"): facilitated discussions'
@@ -15,7 +15,7 @@ models together, each scope by the one verdict rule (socsim.stats.verdict) with 
 - `instructions_raise_interventions` (Sect. 5.1): each instructed strategy's intervention rates above
   Minimal Instructions' (Welch t over discussions); both must hold;
 - `trolls_raise_toxicity` (the troll figure): the non-troll users' mean toxicity of a discussion rising
-  with its number of active trolls (OLS slope over discussions, every condition).
+  with its number of active trolls (OLS over discussions, strategy and model as covariates).
 
 Each judge returns its findings (one per scope and part), a vs_paper row per part on all models beside
 the paper's claim, and its rows of the per-model grid (`grid_<claim>`, joined by the report).
@@ -103,13 +103,18 @@ def sign_test(x: np.ndarray, mu: float) -> Tested:
     return Tested(float(np.median(x) - mu), ci, p, len(x))
 
 
-def slope_test(x: np.ndarray, y: np.ndarray) -> Tested:
-    """OLS slope of y on x with its t interval (n - 2 degrees of freedom)."""
-    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return Tested(None, None, None, len(x))
-    r = sps.linregress(x, y)
-    half = float(sps.t.ppf(0.975, len(x) - 2) * r.stderr)
-    return Tested(float(r.slope), (float(r.slope) - half, float(r.slope) + half), float(r.pvalue), len(x))
+def slope_test(df: pd.DataFrame, y: str, x: str, covariates: Sequence[str] = ()) -> Tested:
+    """The OLS coefficient of `x` on `y` over the rows, adjusted for categorical `covariates` (those with
+    more than one level), with its t interval; untestable (None) with too few rows or no variance."""
+    import statsmodels.formula.api as smf
+
+    df = df.dropna(subset=[y, x])
+    used = [c for c in covariates if df[c].nunique() > 1]
+    if len(df) < len(used) + 3 or np.ptp(df[x].to_numpy(dtype=float)) == 0 or np.ptp(df[y].to_numpy(dtype=float)) == 0:
+        return Tested(None, None, None, len(df))
+    fit = smf.ols(" + ".join([f"{y} ~ {x}", *(f"C({c})" for c in used)]), data=df).fit()
+    lo, hi = (float(v) for v in fit.conf_int().loc[x])
+    return Tested(float(fit.params[x]), (lo, hi), float(fit.pvalues[x]), len(df))
 
 
 def _values(df: pd.DataFrame, column: str, **where: Any) -> np.ndarray:
@@ -220,7 +225,7 @@ def toxicity_rises_with_turn(ev: Evidence) -> Judgement:
         ev,
         "toxicity_rises_with_turn",
         "toxicity rises with the turn without a facilitator",
-        "mean of No Facilitator discussions' toxicity slopes per turn",
+        "mean of No Facilitator discussions' toxicity slopes per user turn",
         "one-sample t over discussions' OLS slopes",
         [part],
         "Toxicity table, Discussion Turn > 0",
@@ -233,7 +238,7 @@ def strategy_turn_interactions(ev: Evidence) -> Judgement:
         ev,
         "strategy_turn_interactions",
         "each strategy slows the rise of toxicity over the turn (strategy x turn < 0)",
-        "strategy minus No Facilitator, discussions' toxicity slopes per turn",
+        "strategy minus No Facilitator, discussions' toxicity slopes per user turn",
         "Welch t over discussions' OLS slopes",
         parts,
         "Toxicity table, strategy x Turn < 0",
@@ -273,15 +278,14 @@ def instructions_raise_interventions(ev: Evidence) -> Judgement:
 
 def trolls_raise_toxicity(ev: Evidence) -> Judgement:
     def run(u: pd.DataFrame, _: pd.DataFrame) -> Tested:
-        u = u.dropna(subset=["nontroll_toxicity"])
-        return slope_test(u["active_trolls"].to_numpy(dtype=float), u["nontroll_toxicity"].to_numpy(dtype=float))
+        return slope_test(u, "nontroll_toxicity", "active_trolls", ("strategy", "model"))
 
     return _judge(
         ev,
         "trolls_raise_toxicity",
         "trolls raise the other users' toxicity",
-        "slope of non-troll users' mean toxicity per active troll",
-        "OLS slope over discussions (every condition)",
+        "non-troll users' mean toxicity per active troll",
+        "OLS over discussions, strategy (and model) as covariates",
         [Part("per active troll", run, +1)],
         "Troll figure, non-troll toxicity",
     )

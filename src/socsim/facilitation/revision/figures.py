@@ -22,7 +22,7 @@ Panels = Mapping[str, Panel]
 VERDICT_COLOURS = {"yes": "#1b7837", "no": "#b2182b", "inconclusive": "#878787"}
 TITLES = {
     "strategies_lower_toxicity": "strategy minus No Facilitator: mean toxicity (claimed < 0)",
-    "strategy_turn_interactions": "strategy minus No Facilitator: slope per turn (claimed < 0)",
+    "strategy_turn_interactions": "strategy minus No Facilitator: slope per user turn (claimed < 0)",
     "instructions_raise_interventions": "strategy minus Minimal Instructions: intervention rate (claimed > 0)",
 }
 

@@ -1,9 +1,9 @@
 """What the re-analysis of the revised study measures, once (setups, comments and scores as imported).
 
 - `user_comments`: one row per generated, non-silent user comment of the main study with its released
-  toxicity (the unit the claims aggregate: each discussion's mean and slope over its turns);
-- `discussions`: one row per main discussion: model, strategy, mean toxicity, its OLS slope over the turn
-  (SynDisco's message order, as the authors' regressor), active trolls, non-troll users' mean toxicity;
+  toxicity and its user turn (the claims aggregate them: each discussion's mean and slope over its turns);
+- `discussions`: one row per main discussion: model, strategy, mean toxicity, its OLS slope per user turn,
+  active trolls, non-troll users' mean toxicity;
 - `interventions`: one row per facilitated main discussion: facilitator turns and how many spoke;
 - `participation`: the authors' participation table (participation.tex), by model;
 - `authors_frame`: the rows of the authors' regression exactly as their join gives them.
@@ -20,8 +20,18 @@ import pandas as pd
 from socsim.facilitation.revision.data import MAIN, MODEL_LABELS, NO_FACILITATOR, authors_rows
 
 POOLED = "all models"  # the scope of a claim judged on every model's discussions together
+# The turn. The authors' regressor is SynDisco's message order, centred: it counts facilitator messages too,
+# so the k-th user comment is message ~k + 2 without a facilitator and ~2k + 2 with one, and a facilitated
+# discussion's slope per message is half its slope per user comment: the strategy x turn terms then read
+# a facilitator's mere presence as a slower rise. socsim's claims and fit use the user turn (1..15, the
+# comment's place among the discussion's user turns), the same clock in every condition (as the paper-era
+# Table 2's time = message_order // 2 + 1 did).
 TURN = "message_order_c"  # the authors' centred turn
-FORMULA = f"Toxicity ~ C(strategy, Treatment(reference='{NO_FACILITATOR}')) * {TURN}"
+USER_TURN = "user_turn_c"  # socsim's: the centred user turn
+
+
+def formula(turn: str) -> str:
+    return f"Toxicity ~ C(strategy, Treatment(reference='{NO_FACILITATOR}')) * {turn}"
 
 
 def scopes(setups: pd.DataFrame) -> list[str]:
@@ -43,7 +53,8 @@ def user_comments(comments: pd.DataFrame, scores: pd.DataFrame) -> tuple[pd.Data
     """Generated, non-silent user comments of the main study with their toxicity, and what was left out
     (silent user turns, comments without a score)."""
     c = _main(comments)
-    users = c[~c["is_seed"] & ~c["is_facilitator"]]
+    users = c[~c["is_seed"] & ~c["is_facilitator"]].sort_values(["discussion_id", "turn"])
+    users = users.assign(user_turn=users.groupby("discussion_id").cumcount() + 1)
     merged = users.merge(
         scores[["discussion_id", "turn", "message_order", "toxicity"]], on=["discussion_id", "turn"], how="left"
     )
@@ -54,7 +65,7 @@ def user_comments(comments: pd.DataFrame, scores: pd.DataFrame) -> tuple[pd.Data
 
 
 def _slope(g: pd.DataFrame) -> float:
-    x, y = g["message_order"].to_numpy(dtype=float), g["toxicity"].to_numpy(dtype=float)
+    x, y = g["user_turn"].to_numpy(dtype=float), g["toxicity"].to_numpy(dtype=float)
     if len(x) < 3 or np.ptp(x) == 0:
         return float("nan")
     return float(np.polyfit(x, y, 1)[0])
@@ -133,7 +144,7 @@ def authors_frame(comments: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def own_frame(uc: pd.DataFrame) -> pd.DataFrame:
-    """socsim's regression rows: one per non-silent comment (no repeats), the turn centred the same way."""
+    """socsim's regression rows: one per non-silent comment (no repeats), the user turn centred."""
     df = uc.rename(columns={"toxicity": "Toxicity"}).copy()
-    df[TURN] = df["message_order"] - df["message_order"].mean()
+    df[USER_TURN] = df["user_turn"] - df["user_turn"].mean()
     return df

@@ -28,8 +28,7 @@ def _mean_ci(g: pd.Series) -> pd.Series:
 
 
 def _over_turns(uc: pd.DataFrame, by: str) -> pd.DataFrame:
-    df = uc.sort_values(["discussion_id", "turn"]).assign(user_turn=lambda d: d.groupby("discussion_id").cumcount() + 1)
-    per = df.groupby([by, "discussion_id", "user_turn"], as_index=False)["toxicity"].mean()
+    per = uc.groupby([by, "discussion_id", "user_turn"], as_index=False)["toxicity"].mean()
     out = per.groupby([by, "user_turn"])["toxicity"].apply(_mean_ci).unstack().reset_index()
     out = out.rename(columns={by: "group"})
     if by == "model":

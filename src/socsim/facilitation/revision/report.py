@@ -32,11 +32,11 @@ def term_label(term: str) -> str:
     "<strategy> × Turn")."""
     if term == "Intercept":
         return "Constant"
-    if term == ms.TURN:
+    if term in (ms.TURN, ms.USER_TURN):
         return "Discussion Turn"
     m = re.search(r"\[T\.(.+?)\]", term)
     name = m.group(1) if m else term
-    return f"{name} × Turn" if term.endswith(f":{ms.TURN}") else name
+    return f"{name} × Turn" if term.endswith((f":{ms.TURN}", f":{ms.USER_TURN}")) else name
 
 
 def _authors_stars(p: float) -> str:
@@ -112,7 +112,7 @@ class Measured:
 
 
 def _own_fit(uc: pd.DataFrame) -> MixedResult:
-    return mixed_lm(ms.own_frame(uc), ms.FORMULA, "discussion_id")
+    return mixed_lm(ms.own_frame(uc), ms.formula(ms.USER_TURN), "discussion_id")
 
 
 def measure(setups: pd.DataFrame, comments: pd.DataFrame, scores: pd.DataFrame, paper: Mapping[str, Any]) -> Measured:
@@ -128,7 +128,7 @@ def measure(setups: pd.DataFrame, comments: pd.DataFrame, scores: pd.DataFrame, 
         ev,
         setups,
         comments,
-        mixed_lm(rows, ms.FORMULA, "discussion_id"),
+        mixed_lm(rows, ms.formula(ms.TURN), "discussion_id"),
         rows,
         own,
         ms.participation(comments, paper),
@@ -201,7 +201,8 @@ def tables(m: Measured, at: pd.DataFrame, paper: Mapping[str, Any]) -> dict[str,
         ),
         "socsim_mixedlm": Table(
             own,
-            "socsim's fit of the same model: one row per non-silent comment, per model and on all models",
+            "socsim's fit of the same model: one row per non-silent comment, the turn its user turn (1..15), "
+            "per model and on all models",
             flags=[f for fl in m.ev.flags.values() for f in fl],
         ),
         "participation": Table(m.participation, "Participation rate by model (participation.tex) beside the printed"),

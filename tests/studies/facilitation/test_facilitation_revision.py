@@ -1,0 +1,337 @@
+"""Paper 000's revised study: `socsim facilitation import_revision`, `analyse_revision` and
+`figures_revision` on a synthetic fixture in the six-model release's format (tests/data/syndisco_revision:
+no real rows, a known generator), against an independent computation the authors' way
+(revision_reference.py: hashlib, pandas and statsmodels on the JSON and CSV, no socsim).
+
+On a real clone at 4ecc4bfc (SOCSIM_SYNDISCO_REVISED=<path>), the last test checks the printed table."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from socsim.facilitation import release, schemas
+from socsim.facilitation.revision import data as revision
+from socsim.io.parquet import read_provenance, read_table
+from support.metrics import read_metrics
+from support.project import ROOT, copy_project, run_socsim, sh, tool_env
+
+FIXTURE = ROOT / "tests" / "data" / "syndisco_revision"
+TRUTH = json.loads((FIXTURE / "truth.json").read_text())
+_spec = importlib.util.spec_from_file_location("revision_reference", Path(__file__).with_name("revision_reference.py"))
+assert _spec is not None and _spec.loader is not None
+reference = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(reference)
+PARAMS = ("--params", "params.yaml", "--params", "params.syndisco-revised.yaml")
+
+
+def data_paths(tmp: Path) -> list[str]:
+    return [
+        "--setups",
+        str(tmp / "setups.parquet"),
+        "--comments",
+        str(tmp / "comments" / "all.parquet"),
+        "--scores",
+        str(tmp / "scores.parquet"),
+    ]
+
+
+def import_cmd(tmp: Path, path: Path, *extra: str) -> subprocess.CompletedProcess:
+    return run_socsim(
+        "facilitation",
+        "import_revision",
+        *PARAMS,
+        "--set",
+        f"facilitation.data.path={path}",
+        *extra,
+        *data_paths(tmp),
+        "--metrics",
+        str(tmp / "import.json"),
+    )
+
+
+@pytest.fixture(scope="module")
+def analysed(tmp_path_factory):
+    """The fixture imported, analysed and drawn by the CLI, as Snakemake would run the three stages."""
+    tmp = tmp_path_factory.mktemp("revision")
+    proc = import_cmd(tmp, FIXTURE)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp / "analysis"
+    metrics = ["--metrics", str(tmp / "analyse.json")]
+    a = run_socsim(
+        "facilitation", "analyse_revision", *PARAMS, *data_paths(tmp), "--revision-analysis", str(out), *metrics
+    )
+    assert a.returncode == 0, a.stderr
+    fig = [
+        "--revision-analysis",
+        str(out),
+        "--revision-figures",
+        str(tmp / "figures"),
+        "--metrics",
+        str(tmp / "fig.json"),
+    ]
+    f = run_socsim("facilitation", "figures_revision", *PARAMS, *fig)
+    assert f.returncode == 0, f.stderr
+    return tmp, proc.stderr + a.stdout
+
+
+def table(tmp: Path, name: str) -> pd.DataFrame:
+    return pd.read_parquet(tmp / "analysis" / f"{name}.parquet")
+
+
+def test_the_import_maps_every_discussion_and_counts_every_score_it_cannot_join(analysed):
+    tmp, printed = analysed
+    m = read_metrics(tmp / "import.json")
+    assert m["discussions"] == {
+        "main": 64,
+        "basic_instructions": 2,
+        "no_sdb": 2,
+        "no_seeds": 2,
+        "no_trolls": 2,
+        "tt_random": 2,
+        "tt_round_robin": 2,
+    }
+    assert set(m["discussions_per_model_strategy_main"].values()) == {8}
+    vmd, abl = m["scores"]["vmd.csv"], m["scores"]["ablation.csv"]
+    # one released row with an error, one repeated header line, one orphan score per file: counted, said
+    assert (vmd["rows_with_error"], vmd["repeated_header_lines"], vmd["scored_ids_without_message"]) == (1, 1, 1)
+    assert vmd["messages_without_score"] == vmd["generated_messages_without_score"] == 1
+    assert (abl["repeated_header_lines"], abl["scored_ids_without_message"], abl["messages_without_score"]) == (1, 1, 0)
+    assert vmd["released_rows"] == TRUTH["released_rows"]["main"] + 2  # + the header line and the orphan
+    assert "1 messages without a score, 1 scored ids without a message" in printed
+    setups = read_table(tmp / "setups.parquet", schemas.SETUPS).to_pandas()
+    comments = read_table(tmp / "comments" / "all.parquet", schemas.COMMENTS).to_pandas()
+    assert set(setups["model"]) == {"llama-3.1-70b", "qwen2.5-7b"} and (setups["seed"] == revision.UNSEEDED).all()
+    no_seeds = setups.loc[setups["condition"] == "no_seeds", "discussion_id"]
+    assert not comments.loc[comments["discussion_id"].isin(no_seeds), "is_seed"].any()
+    assert comments.groupby("discussion_id")["is_seed"].sum().max() == 2
+    silent = comments["text"] == '""'
+    assert (comments["is_silent"] == silent).all() and comments.loc[silent, "position"].isna().all()
+    roles = {p["role"] for ps in setups["participants"] for p in ps}
+    assert roles == {"troll", "normal_user"}
+    prov = read_provenance(tmp / "scores.parquet")["data_source"]
+    assert prov["source"] == "syndisco_revision" and prov["licence"] == "CC-BY-SA 4.0"
+    assert prov["expected"] == "4ecc4bfc" and prov["verified"] is False  # the fixture is no git clone
+
+
+def test_message_ids_and_orders_are_the_authors(analysed):
+    """Every comment's id and order equal SynDisco's post-processing (the reference's), main study."""
+    tmp, _ = analysed
+    scores = read_table(tmp / "scores.parquet", schemas.SCORES).to_pandas()
+    ref = reference.messages(FIXTURE / "data").rename(columns={"conv_id": "discussion_id"})
+    joined = ref.merge(scores, on=["discussion_id", "turn"], suffixes=("_ref", ""), validate="one_to_one")
+    assert len(joined) == len(ref) == TRUTH["released_rows"]["main"]
+    assert (joined["message_id_ref"] == joined["message_id"]).all()
+    assert (joined["message_order_ref"] == joined["message_order"]).all()
+    assert (joined["message_order"] < joined["turn"] + 1).any()  # equal consecutive texts share an order
+    assert scores.loc[scores["message_id"] == TRUTH["error_row_main"], "score_rows"].tolist() == [0]
+
+
+def test_the_authors_table_equals_their_computation(analysed):
+    """The authors' MixedLM on the authors' rows, as socsim refits it, equals the reference's fit of the
+    JSON and CSV the authors' way, term by term; so do the observations, groups and participation."""
+    tmp, _ = analysed
+    ours = table(tmp, "authors_table").set_index("term")
+    ref = reference.toxicity_table(FIXTURE / "data")
+    labels = {
+        "Intercept": "Constant",
+        "message_order_c": "Discussion Turn",
+    }
+    for term, coef in ref["params"].items():
+        name = labels.get(term) or term.split("[T.")[1].split("]")[0] + (" × Turn" if term.endswith("_c") else "")
+        assert ours.loc[name, "coef"] == pytest.approx(coef, abs=1e-8), name
+        assert ours.loc[name, "se"] == pytest.approx(ref["se"][term], abs=1e-8), name
+    summary = json.loads((tmp / "analysis" / "summary.json").read_text())["authors_table"]
+    assert (summary["observations"], summary["groups"]) == (ref["nobs"], ref["groups"])
+    # the authors' join repeats comments that share a text: more rows than comments with a score
+    assert ref["nobs"] > json.loads((tmp / "analysis" / "summary.json").read_text())["user_comments_main"]
+    part = table(tmp, "participation").set_index("model")["participation"]
+    ref_part = reference.participation(FIXTURE / "data")
+    assert part["llama-3.1-70b"] == pytest.approx(ref_part["llama70b"]) == 1.0
+    assert part["qwen2.5-7b"] == pytest.approx(ref_part["qwen7b"]) and part["Overall"] == pytest.approx(
+        ref_part["Overall"]
+    )
+    assert part["qwen2.5-7b"] < 0.95  # the null twin's users stay silent
+    # the printed table is the real release's: the fixture differs from it, and the report says so
+    assert not table(tmp, "authors_table")["equal_to_print"].any()
+
+
+def _verdicts(tmp: Path) -> pd.DataFrame:
+    grid = table(tmp, "claims_by_model")
+    return grid[grid["part"] != "all parts"]
+
+
+def test_every_planted_effect_holds_and_no_null_one_does(analysed):
+    """The generator's truth (truth.json `planted`): on the model with effects every claim holds part by
+    part; on its null twin no null claim holds; the twin's silent facilitators make "cannot keep silent" no."""
+    tmp, _ = analysed
+    grid = _verdicts(tmp)
+    names = {"llama70b": "llama-3.1-70b", "qwen7b": "qwen2.5-7b"}
+    assert set(grid["claim"]) == set(TRUTH["planted"])
+    for claim, by_model in TRUTH["planted"].items():
+        for model, kind in by_model.items():
+            cells = grid[(grid["claim"] == claim) & (grid["scope"] == names[model])]
+            assert len(cells), (claim, model)
+            holds = cells["holds"].tolist()
+            if kind == "planted":
+                assert all(h is True for h in holds), (claim, model, cells["verdict"].tolist())
+            elif kind == "null":
+                assert not any(h is True for h in holds), (claim, model, cells["verdict"].tolist())
+            else:
+                assert all(h is False for h in holds), (claim, model, cells["verdict"].tolist())
+    assert (grid["n"].dropna() >= 8).all() and set(grid["scope"]) == {"all models", *names.values()}
+    matrix = table(tmp, "verdict_matrix")
+    assert list(matrix.columns) == ["row", "all models", "llama-3.1-70b", "qwen2.5-7b"]
+
+
+def test_a_claim_is_the_welch_test_over_the_discussions_means(analysed):
+    """strategies_lower_toxicity for one model, recomputed from the JSON and CSV (non-silent generated user
+    comments, one row each, their released score; a discussion's mean; Welch t), equals the grid's cell."""
+    tmp, _ = analysed
+    msgs = reference.messages(FIXTURE / "data")
+    tox = pd.read_csv(FIXTURE / "data" / "eval_output" / "vmd.csv")
+    tox = tox[tox["error"].isna()].drop_duplicates("message_id")
+    users = msgs[(msgs["model"] == "llama70b") & ~msgs["is_moderator"] & (msgs["message"] != '""')]
+    users = users.merge(tox.assign(toxicity=pd.to_numeric(tox["toxicity"])), on="message_id")
+    means = users.groupby(["conv_id", "strategy"])["toxicity"].mean().reset_index()
+    a = means.loc[means["strategy"] == "Constructive Communications", "toxicity"]
+    b = means.loc[means["strategy"] == "No Facilitator", "toxicity"]
+    ref = sps.ttest_ind(a, b, equal_var=False)
+    grid = _verdicts(tmp)
+    cell = grid[
+        (grid["claim"] == "strategies_lower_toxicity")
+        & (grid["part"] == "Constructive Communications")
+        & (grid["scope"] == "llama-3.1-70b")
+    ].iloc[0]
+    assert cell["p"] == pytest.approx(ref.pvalue, rel=1e-9)
+    assert cell["estimate"] == pytest.approx(a.mean() - b.mean(), abs=1e-12)
+    lo, hi = ref.confidence_interval(0.95)
+    assert (cell["ci_low"], cell["ci_high"]) == pytest.approx((lo, hi), abs=1e-12)
+
+
+def test_the_report_stands_beside_the_paper_and_draws_three_figures(analysed):
+    tmp, _ = analysed
+    vs = table(tmp, "vs_paper")
+    assert vs["comparable"].str.startswith("yes: the paper's own data").all()
+    assert "discussions per model x strategy" in " ".join(vs["comparable"])  # the fixture's 8, the paper's 30
+    assert vs["quantity"].str.startswith("Toxicity table: ").sum() == 8 + 3  # terms; variance, observations, groups
+    claims = vs[vs["finding"] != ""]
+    assert len(claims) == 3 + 1 + 3 + 1 + 2 + 1 and claims["quantity"].str.contains("all models").all()
+    assert (vs["quantity"].str.startswith("Participation: ")).sum() == 3
+    for name in schemas.REVISION_FIGURES:
+        plot = pd.read_parquet(tmp / "analysis" / f"plot_{name}.parquet")
+        assert plot["has_data"].all(), name
+        assert (tmp / "figures" / f"{name}.png").stat().st_size > 10_000
+    turns = pd.read_parquet(tmp / "analysis" / "plot_toxicity_over_turns.parquet")
+    assert set(turns["panel"]) == {"by strategy", "by model"} and turns["user_turn"].max() == 15
+    assert turns["note"].str.contains("n = 16 discussions per strategy").any()
+    prov = json.loads((tmp / "analysis" / "provenance.json").read_text())
+    assert prov["data_source"]["source"] == "syndisco_revision"
+
+
+def fixture_copy(tmp_path: Path) -> Path:
+    dest = tmp_path / "clone"
+    shutil.copytree(FIXTURE / "data", dest / "data")
+    return dest
+
+
+def _first_main(rel: Path) -> Path:
+    return sorted((rel / "data/discussions_output/main/llama70b_vanilla.txt").glob("*.json"))[0]
+
+
+@pytest.mark.parametrize(
+    "damage,said",
+    [
+        (lambda rel: shutil.rmtree(rel / "data" / "eval_output"), "not the revised SynDisco release"),
+        (lambda rel: (rel / "data/eval_output/vmd.csv").unlink(), "vmd.csv: missing"),
+        (lambda rel: _first_main(rel).write_text("{not json"), "not readable JSON"),
+        (
+            lambda rel: (rel / "data/discussions_output/main/vanilla").mkdir(),
+            "vanilla: not a folder of the revised release",
+        ),
+        (
+            lambda rel: _first_main(rel).write_text(
+                json.dumps({**json.loads(_first_main(rel).read_text()), "moderator": None})
+            ),
+            "moderator is None in a Minimal Instructions folder",
+        ),
+    ],
+    ids=["wrong-folder", "no-vmd", "malformed-json", "paper-era-folder", "unmappable-field"],
+)
+def test_bad_input_stops_the_import_naming_it_and_writes_nothing(tmp_path, damage, said):
+    rel = fixture_copy(tmp_path)
+    damage(rel)
+    out = tmp_path / "out"
+    proc = import_cmd(out, rel)
+    assert proc.returncode != 0 and said in proc.stderr, proc.stderr[-2000:]
+    assert not out.exists() or not any(out.rglob("*.parquet"))
+
+
+def test_a_clone_at_another_commit_is_refused(tmp_path):
+    rel = fixture_copy(tmp_path)
+    sh(["git", "init", "-q"], rel)
+    sh(["git", "add", "-A"], rel)
+    sh(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "release"], rel)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=rel, capture_output=True, text=True).stdout.strip()
+    proc = import_cmd(tmp_path / "out", rel)
+    assert proc.returncode != 0 and f"at commit {head[:12]}, not facilitation.data.revision 4ecc4bfc" in proc.stderr
+    assert not (tmp_path / "out" / "setups.parquet").exists()
+    ok = release.revision(rel, head[:8], folder=revision.data_folder)
+    assert ok["verified"] is True and ok["commit"] == head
+
+
+@pytest.mark.slow
+def test_snakemake_imports_analyses_and_draws_the_revision(tmp_path):
+    """`snakemake --configfile params.syndisco-revised.yaml -- facilitation` on the fixture: three stages, no
+    model loaded, the default target."""
+    project = copy_project(tmp_path / "project")
+    (project / "revised.yaml").write_text(f"facilitation:\n  data:\n    path: {FIXTURE}\n")
+    cmd = [
+        "snakemake",
+        "--cores",
+        "2",
+        "--configfile",
+        "params.syndisco-revised.yaml",
+        "revised.yaml",
+        "--",
+        "facilitation",
+    ]
+    proc = subprocess.run(cmd, cwd=project, env=tool_env(), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = project / "results" / "facilitation"
+    assert {p.stem for p in (results / "metrics").glob("*.json")} == {
+        "import_revision",
+        "analyse_revision",
+        "figures_revision",
+    }
+    assert (results / "revision" / "figures" / "model_effects.png").is_file()
+    assert not (results / "annotations").exists() and not (results / "analysis").exists()
+
+
+REAL = os.environ.get("SOCSIM_SYNDISCO_REVISED")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not REAL, reason="set SOCSIM_SYNDISCO_REVISED to a clone of the release at 4ecc4bfc")
+def test_the_real_release_gives_the_printed_table(tmp_path):
+    """On the real clone: all 8 terms and the participation table equal the printed ones, 15,369
+    observations in 720 groups (the release's rows are never copied here: they are read in place)."""
+    assert REAL is not None
+    proc = import_cmd(tmp_path, Path(REAL))
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "analysis"
+    a = run_socsim("facilitation", "analyse_revision", *PARAMS, *data_paths(tmp_path), "--revision-analysis", str(out))
+    assert a.returncode == 0, a.stderr
+    at = pd.read_parquet(out / "authors_table.parquet")
+    assert at["equal_to_print"].all(), at
+    s = json.loads((out / "summary.json").read_text())
+    assert (s["authors_table"]["observations"], s["authors_table"]["groups"]) == (15369, 720)
+    assert s["participation_equal_to_print"] == 7
