@@ -13,6 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from socsim.io.figures import no_data, note, save  # noqa: E402
 from socsim.io.report import Panel  # noqa: E402
@@ -92,6 +93,7 @@ def model_effects(panels: Panels, out_dir: Path) -> list[Path]:
                 if np.isfinite(r.estimate):
                     ax.plot(r.estimate, yi, "o", color=colour, ms=4)
             ax.axvline(0, color="black", lw=0.8)
+            ax.xaxis.set_major_locator(MaxNLocator(5))
             ax.set_yticks(y, [f"{r.part} | {r.scope}" for r in d.itertuples(index=False)], fontsize=6)
             ax.set_xlabel("effect, 95% CI (green: holds, red: reversed, grey: inconclusive)")
         ax.set_title(TITLES.get(name, name), fontsize=8)
