@@ -166,11 +166,18 @@ def run_import(ctx: StageContext) -> None:
 
 
 def run_import_revision(ctx: StageContext) -> None:
+    from socsim.config import ParamsError
     from socsim.facilitation import release
     from socsim.facilitation.revision import data as revision
 
     d = ctx.params["facilitation"]["data"]
     path = _release_path(d, release.REPOSITORY)
+    if d["revision"] and revision.PAPER_ERA.startswith(str(d["revision"])[:8]):
+        raise ParamsError(
+            f"facilitation.data.revision is {d['revision']}, the paper-era data; the revised study is at "
+            f"{revision.COMMIT}: use params.syndisco-revised.yaml, or --set "
+            f"facilitation.data.revision={revision.COMMIT}"
+        )
     commit = release.revision(path, d["revision"], folder=revision.data_folder)
     source = {"source": "syndisco_revision", "path": path, "licence": revision.LICENCE, **commit}
     data = revision.read(path)  # everything is read and checked before anything is written

@@ -99,10 +99,12 @@ def unavailable(
     )
 
 
-def stars(p: float) -> str:
+def stars(p: float, marginal: bool = True) -> str:
+    """*** p < .001, ** p < .01, * p < .05, and "." for p < .1 when `marginal` (R's convention; some papers
+    print no such mark)."""
     if p is None or not np.isfinite(p):
         return ""
-    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else "." if p < 0.1 else ""
+    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else "." if marginal and p < 0.1 else ""
 
 
 @dataclass

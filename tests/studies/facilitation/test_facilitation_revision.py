@@ -14,13 +14,16 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as sps
 
 from socsim.facilitation import release, schemas
 from socsim.facilitation.revision import data as revision
+from socsim.facilitation.revision import report
 from socsim.io.parquet import read_provenance, read_table
+from socsim.stats import regression
 from support.metrics import read_metrics
 from support.project import ROOT, copy_project, run_socsim, sh, tool_env
 
@@ -164,6 +167,87 @@ def test_the_authors_table_equals_their_computation(analysed):
     assert not table(tmp, "authors_table")["equal_to_print"].any()
 
 
+def test_equal_to_print_means_every_printed_digit_and_star(analysed):
+    """authors_table's `equal_to_print` against a table printed from the fixture's own fit at three
+    decimals: equal; one coefficient, standard error or star off by the last printed digit: not equal."""
+    tmp, _ = analysed
+    at = table(tmp, "authors_table")
+    printed = {
+        r.term: {"coef": round(r.coef, 3), "se": round(r.se, 3), "stars": regression.stars(r.p, marginal=False)}
+        for r in at.itertuples(index=False)
+    }
+    fit = regression.MixedResult(
+        at.set_index("term")[["coef", "se", "p"]].rename_axis("term"), 1, 1, 0.0, 0.0, True, "f"
+    )
+    fit.table.index = [_statsmodels_name(t) for t in fit.table.index]
+    assert report.authors_table(fit, {"toxicity_regression": {"terms": printed}})["equal_to_print"].all()
+    for field, change in (("coef", 0.001), ("se", 0.001), ("stars", "*")):
+        off = {k: dict(v) for k, v in printed.items()}
+        off["Constant"][field] = off["Constant"][field] + change
+        eq = report.authors_table(fit, {"toxicity_regression": {"terms": off}}).set_index("term")["equal_to_print"]
+        assert not eq["Constant"] and eq.drop("Constant").all(), field
+
+
+def _statsmodels_name(label: str) -> str:
+    """A printed label back as statsmodels names the term (report.term_label's inverse)."""
+    strategy = "C(strategy, Treatment(reference='No Facilitator'))"
+    if label == "Constant":
+        return "Intercept"
+    if label == "Discussion Turn":
+        return "message_order_c"
+    name = label.removesuffix(" × Turn")
+    return f"{strategy}[T.{name}]" + (":message_order_c" if name != label else "")
+
+
+def test_the_authors_rows_and_clock_make_effects_the_null_twin_does_not_have(analysed):
+    """On the null twin (no strategy effect, no interaction planted), the authors' rows (silent users' '""'
+    repeated k x k times, more where facilitators are silent) and clock (the message order, counting
+    facilitator turns) give significant strategy and x turn terms; one row per comment with the user turn
+    gives none: the bias socsim's claims avoid. On the model with effects both fits find them."""
+    tmp, _ = analysed
+    fits = table(tmp, "mixedlm_by_model")
+    fits = fits[fits["term"] != "Constant"]
+    twin = fits[fits["scope"] == "qwen2.5-7b"]
+    authors = twin[twin["rows"].str.startswith("the authors'") & (twin["term"] != "Discussion Turn")]
+    own = twin[twin["rows"].str.startswith("one row") & (twin["term"] != "Discussion Turn")]
+    assert len(authors) == len(own) == 6
+    assert (authors["p"] < 0.05).sum() >= 4 and (authors["coef"] < 0).all()
+    assert not (own["p"] < 0.05).any()
+    planted = fits[(fits["scope"] == "llama-3.1-70b") & (fits["term"] != "Discussion Turn")]
+    assert (planted["p"] < 0.05).all() and (planted["coef"] < 0).all()
+
+
+def test_the_other_claims_are_their_tests_recomputed(analysed):
+    """The one-sample t of the No Facilitator slopes, the sign test of the intervention rates and the troll
+    OLS, recomputed for one model from the per-discussion tables with numpy and scipy, equal the grid's."""
+    tmp, _ = analysed
+    units = table(tmp, "discussions")
+    units = units[units["model"] == "llama-3.1-70b"]
+    grid = _verdicts(tmp).set_index(["claim", "scope"])
+    # slopes: each discussion's least-squares slope per user turn, then a one-sample t
+    slopes = units.loc[units["strategy"] == "No Facilitator", "slope"]
+    cell = grid.loc[("toxicity_rises_with_turn", "llama-3.1-70b")]
+    assert cell["p"] == pytest.approx(sps.ttest_1samp(slopes, 0.0).pvalue, rel=1e-9)
+    # interventions: rates above and below 0.9, a binomial test
+    rates = table(tmp, "interventions").query("model == 'llama-3.1-70b'")["rate"].to_numpy()
+    k, n = int((rates > 0.9).sum()), int((rates != 0.9).sum())
+    cell = grid.loc[("cannot_keep_silent", "llama-3.1-70b")]
+    assert cell["p"] == pytest.approx(sps.binomtest(k, n).pvalue, rel=1e-12)
+    assert cell["estimate"] == pytest.approx(float(np.median(rates)) - 0.9)
+    # trolls: least squares of non-troll toxicity on active trolls and strategy dummies
+    x = pd.get_dummies(units["strategy"], drop_first=True, dtype=float)
+    x.insert(0, "trolls", units["active_trolls"].astype(float))
+    x.insert(0, "const", 1.0)
+    y = units["nontroll_toxicity"].to_numpy()
+    beta, *_ = np.linalg.lstsq(x.to_numpy(), y, rcond=None)
+    resid = y - x.to_numpy() @ beta
+    dof = len(y) - x.shape[1]
+    se = np.sqrt(resid @ resid / dof * np.linalg.inv(x.T.to_numpy() @ x.to_numpy())[1, 1])
+    cell = grid.loc[("trolls_raise_toxicity", "llama-3.1-70b")]
+    assert cell["estimate"] == pytest.approx(beta[1], rel=1e-9)
+    assert cell["p"] == pytest.approx(2 * sps.t.sf(abs(beta[1] / se), dof), rel=1e-6)
+
+
 def _verdicts(tmp: Path) -> pd.DataFrame:
     grid = table(tmp, "claims_by_model")
     return grid[grid["part"] != "all parts"]
@@ -226,6 +310,8 @@ def test_the_report_stands_beside_the_paper_and_draws_three_figures(analysed):
     claims = vs[vs["finding"] != ""]
     assert len(claims) == 3 + 1 + 3 + 1 + 2 + 1 and claims["quantity"].str.contains("all models").all()
     assert (vs["quantity"].str.startswith("Participation: ")).sum() == 3
+    rates = table(tmp, "intervention_rates")
+    assert len(rates) == 2 * 3 and set(rates.columns) >= {"mean_rate", "median_rate", "pooled_rate", "echoes"}
     for name in schemas.REVISION_FIGURES:
         plot = pd.read_parquet(tmp / "analysis" / f"plot_{name}.parquet")
         assert plot["has_data"].all(), name
@@ -272,7 +358,13 @@ def test_bad_input_stops_the_import_naming_it_and_writes_nothing(tmp_path, damag
     out = tmp_path / "out"
     proc = import_cmd(out, rel)
     assert proc.returncode != 0 and said in proc.stderr, proc.stderr[-2000:]
-    assert not out.exists() or not any(out.rglob("*.parquet"))
+    assert not out.exists() or not [p for p in out.rglob("*") if p.is_file()]  # no Parquet, no metrics
+
+
+def test_the_paper_era_commit_is_refused_naming_the_revision(tmp_path):
+    proc = import_cmd(tmp_path / "out", FIXTURE, "--set", "facilitation.data.revision=fde36171")
+    assert proc.returncode != 0 and "the revised study is at 4ecc4bfc" in proc.stderr
+    assert "params.syndisco-revised.yaml" in proc.stderr and not (tmp_path / "out").exists()
 
 
 def test_a_clone_at_another_commit_is_refused(tmp_path):

@@ -133,6 +133,7 @@ class Part:
     run: Callable[[pd.DataFrame, pd.DataFrame], Tested]
     direction: int
     uses_toxicity: bool = True
+    note: str = ""  # what the vs_paper row says beside it (the paper's number, how the test differs)
 
 
 def _judge(
@@ -163,7 +164,7 @@ def _judge(
                         finding=label,
                         verdict=v,
                         flags=flags if part.uses_toxicity else (),
-                        note=_ci_note(t),
+                        note="; ".join(x for x in (_ci_note(t), part.note) if x),
                     )
                 )
         if len(parts) > 1:
@@ -206,8 +207,17 @@ def _versus_none(strategy: str, column: str) -> Callable[[pd.DataFrame, pd.DataF
     return lambda u, _: welch(_values(u, column, strategy=strategy), _values(u, column, strategy=NO_FACILITATOR))
 
 
+def _printed(ev: Evidence, term: str, clock: bool = False) -> str:
+    """The authors' printed coefficient of `term`, for a vs_paper note ("" when they print none)."""
+    ref = ((ev.paper.get("toxicity_regression") or {}).get("terms") or {}).get(term)
+    if not ref:
+        return ""
+    said = f"the authors' {term}: {ref['coef']:.3f}{ref.get('stars', '')} (MixedLM on their rows)"
+    return said + ("; their clock is the message order, socsim's the user turn" if clock else "")
+
+
 def strategies_lower_toxicity(ev: Evidence) -> Judgement:
-    parts = [Part(s, _versus_none(s, "mean_toxicity"), -1) for s in _strategies(ev)]
+    parts = [Part(s, _versus_none(s, "mean_toxicity"), -1, note=_printed(ev, s)) for s in _strategies(ev)]
     return _judge(
         ev,
         "strategies_lower_toxicity",
@@ -220,7 +230,12 @@ def strategies_lower_toxicity(ev: Evidence) -> Judgement:
 
 
 def toxicity_rises_with_turn(ev: Evidence) -> Judgement:
-    part = Part(NO_FACILITATOR, lambda u, _: one_sample(_values(u, "slope", strategy=NO_FACILITATOR), 0.0), +1)
+    part = Part(
+        NO_FACILITATOR,
+        lambda u, _: one_sample(_values(u, "slope", strategy=NO_FACILITATOR), 0.0),
+        +1,
+        note=_printed(ev, "Discussion Turn", clock=True),
+    )
     return _judge(
         ev,
         "toxicity_rises_with_turn",
@@ -233,7 +248,9 @@ def toxicity_rises_with_turn(ev: Evidence) -> Judgement:
 
 
 def strategy_turn_interactions(ev: Evidence) -> Judgement:
-    parts = [Part(s, _versus_none(s, "slope"), -1) for s in _strategies(ev)]
+    parts = [
+        Part(s, _versus_none(s, "slope"), -1, note=_printed(ev, f"{s} × Turn", clock=True)) for s in _strategies(ev)
+    ]
     return _judge(
         ev,
         "strategy_turn_interactions",
@@ -247,7 +264,13 @@ def strategy_turn_interactions(ev: Evidence) -> Judgement:
 
 def cannot_keep_silent(ev: Evidence) -> Judgement:
     thr = float(ev.paper.get("min_intervention_rate", 0.9))
-    part = Part(f"rate above {thr:g}", lambda _, i: sign_test(i["rate"].dropna().to_numpy(dtype=float), thr), +1, False)
+    part = Part(
+        f"rate above {thr:g}",
+        lambda _, i: sign_test(i["rate"].dropna().to_numpy(dtype=float), thr),
+        +1,
+        False,
+        "the paper gives no number: 'almost any' read as a rate above the threshold (paper_revision.yaml)",
+    )
     return _judge(
         ev,
         "cannot_keep_silent",
@@ -286,7 +309,15 @@ def trolls_raise_toxicity(ev: Evidence) -> Judgement:
         "trolls raise the other users' toxicity",
         "non-troll users' mean toxicity per active troll",
         "OLS over discussions, strategy (and model) as covariates",
-        [Part("per active troll", run, +1)],
+        [
+            Part(
+                "per active troll",
+                run,
+                +1,
+                note="the authors' troll figure also pools the basic-prompt ablation and keeps silent users' rows; "
+                "socsim: the main study's non-silent comments, strategy and model as covariates",
+            )
+        ],
         "Troll figure, non-troll toxicity",
     )
 

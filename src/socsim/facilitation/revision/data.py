@@ -41,7 +41,8 @@ from socsim.facilitation.release import REPOSITORY, ReleaseError, load_json
 from socsim.facilitation.setups import prompt_hash
 from socsim.facilitation.simulate import FACILITATOR
 
-COMMIT = "4ecc4bfc"  # the revision's commit (2026-03-03); the paper-era data are at release.py's fde36171
+COMMIT = "4ecc4bfc"  # the revision's commit (2026-03-03)
+PAPER_ERA = "fde36171"  # the paper-era data's commit (facilitation.release): not the revision
 LICENCE = "CC-BY-SA 4.0"
 # The release's model prefixes -> registry-style names (the revised paper's Table 1: unsloth 4-bit builds).
 MODELS = {
@@ -155,31 +156,45 @@ def _prompt(path: Path, where: str, text: Any) -> dict[str, Any]:
     return dict(p)
 
 
-def _discussion(
-    path: Path, part: str, model: str, strategy: str, design: tuple[str, str, str, bool, bool, bool]
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _checked(path: Path, strategy: str, model: str, seeded: bool) -> tuple[dict[str, Any], dict[str, str], int]:
+    """A discussion file read and checked: its JSON, each user's role (troll when its instructions name
+    one: the authors' rule) and its number of seed comments. ReleaseError names the file and the field."""
     d = load_json(path, ("id", "users", "user_prompts", "moderator", "moderator_prompt", "ctx_length", "logs"))
-    logs, conv = d["logs"], str(d["id"])
+    logs = d["logs"]
     if not isinstance(logs, list) or not logs or any(not isinstance(e, dict) for e in logs):
         raise ReleaseError(f"{path}: logs: expected a list of objects")
     if not isinstance(d["user_prompts"], list) or len(d["users"]) != len(d["user_prompts"]):
         raise ReleaseError(f"{path}: users and user_prompts differ in length")
-    condition, turn_taking, instructions, with_sdb, with_roles, seeded = design
-    moderated = d["moderator"] is not None
-    if moderated == (strategy == NO_FACILITATOR):
+    if not isinstance(d["ctx_length"], int):
+        raise ReleaseError(f"{path}: ctx_length {d['ctx_length']!r} is not an integer")
+    if (d["moderator"] is not None) == (strategy == NO_FACILITATOR):
         raise ReleaseError(f"{path}: moderator is {d['moderator']!r} in a {strategy} folder")
-    prompts = {u: _prompt(path, f"user_prompts of {u!r}", p) for u, p in zip(d["users"], d["user_prompts"])}
-    fac_prompt = _prompt(path, "moderator_prompt", d["moderator_prompt"]) if moderated else None
-    roles = {u: "troll" if "troll" in p["instructions"] else "normal_user" for u, p in prompts.items()}
+    if d["moderator"] is not None:
+        _prompt(path, "moderator_prompt", d["moderator_prompt"])
+    roles = {}
+    for u, text in zip(d["users"], d["user_prompts"]):
+        p = _prompt(path, f"user_prompts of {u!r}", text)
+        if p["persona"].get("username") != u:  # the authors match a message's prompt by the persona's username
+            raise ReleaseError(f"{path}: user_prompts: persona.username {p['persona'].get('username')!r} is not {u!r}")
+        roles[u] = "troll" if "troll" in p["instructions"] else "normal_user"
     seeds = 0
     while seeds < len(logs) and logs[seeds].get("model") == "hardcoded":
         seeds += 1
     if seeded != (seeds > 0):
-        raise ReleaseError(f"{path}: logs: {seeds} seed comments (model 'hardcoded') in a {condition} discussion")
+        raise ReleaseError(f"{path}: logs: {seeds} seed comments (model 'hardcoded') where seeded is {seeded}")
     answered = {e.get("model") for e in logs[seeds:]}
     expected = next(k for k, v in MODELS.items() if v == model)
     if answered - {expected}:
         raise ReleaseError(f"{path}: logs[].model: {sorted(map(str, answered))} in a folder of {expected}")
+    return d, roles, seeds
+
+
+def _discussion(
+    path: Path, part: str, model: str, strategy: str, design: tuple[str, str, str, bool, bool, bool]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    condition, turn_taking, instructions, with_sdb, with_roles, seeded = design
+    d, roles, seeds = _checked(path, strategy, model, seeded)
+    logs, conv, moderated = d["logs"], str(d["id"]), d["moderator"] is not None
     rows, position = [], 0
     for turn, entry in enumerate(logs):
         speaker, text = entry.get("name"), entry.get("text")
@@ -218,7 +233,7 @@ def _discussion(
         "strategy": strategy,
         "turn_taking": turn_taking,
         "p_respond": P_RESPOND,
-        "context_h": int(d["ctx_length"]),
+        "context_h": d["ctx_length"],
         "user_turns": sum(not r["is_facilitator"] and not r["is_seed"] for r in rows),
         "instructions": instructions,
         "with_sdb": with_sdb,
@@ -229,7 +244,7 @@ def _discussion(
             {"persona_id": u, "username": u, "role": roles[u], "system_prompt": d["user_prompts"][i]}
             for i, u in enumerate(d["users"])
         ],
-        "facilitator_prompt": d["moderator_prompt"] if fac_prompt is not None else None,
+        "facilitator_prompt": d["moderator_prompt"] if moderated else None,
         "seed": UNSEEDED,
     }
     return setup, rows

@@ -23,8 +23,11 @@ Panels = Mapping[str, Panel]
 VERDICT_COLOURS = {"yes": "#1b7837", "no": "#b2182b", "inconclusive": "#878787"}
 TITLES = {
     "strategies_lower_toxicity": "strategy minus No Facilitator: mean toxicity (claimed < 0)",
+    "toxicity_rises_with_turn": "No Facilitator: toxicity slope per user turn (claimed > 0)",
     "strategy_turn_interactions": "strategy minus No Facilitator: slope per user turn (claimed < 0)",
+    "cannot_keep_silent": "median intervention rate minus the threshold (claimed > 0)",
     "instructions_raise_interventions": "strategy minus Minimal Instructions: intervention rate (claimed > 0)",
+    "trolls_raise_toxicity": "non-troll toxicity per active troll (claimed > 0)",
 }
 
 
@@ -77,10 +80,14 @@ def interventions(panels: Panels, out_dir: Path) -> list[Path]:
 
 
 def model_effects(panels: Panels, out_dir: Path) -> list[Path]:
+    cols = min(len(panels), 3)
+    rows = -(-len(panels) // cols)
     fig, axes = plt.subplots(
-        1, len(panels), figsize=(7.0 * len(panels), 5.5), squeeze=False, gridspec_kw={"wspace": 0.75}
+        rows, cols, figsize=(7.0 * cols, 5.0 * rows), squeeze=False, gridspec_kw={"wspace": 0.75, "hspace": 0.45}
     )
-    for ax, (name, p) in zip(axes[0], panels.items()):
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
+    for ax, (name, p) in zip(axes.flat, panels.items()):
         if p.no_data:
             no_data(ax, p.no_data)
         else:

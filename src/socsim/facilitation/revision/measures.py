@@ -4,7 +4,8 @@
   toxicity and its user turn (the claims aggregate them: each discussion's mean and slope over its turns);
 - `discussions`: one row per main discussion: model, strategy, mean toxicity, its OLS slope per user turn,
   active trolls, non-troll users' mean toxicity;
-- `interventions`: one row per facilitated main discussion: facilitator turns and how many spoke;
+- `interventions`: one row per facilitated main discussion: facilitator turns, the turns it spoke (not
+  silent: the authors' rule) and its echoes, and `intervention_rates` by model and strategy;
 - `participation`: the authors' participation table (participation.tex), by model;
 - `authors_frame`: the rows of the authors' regression exactly as their join gives them.
 """
@@ -14,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from socsim.facilitation.analysis.measures import discussion_units
+from socsim.facilitation.analysis.measures import interventions as interventions_of
 from socsim.facilitation.revision.data import MAIN, MODEL_LABELS, NO_FACILITATOR, authors_rows
 
 POOLED = "all models"  # the scope of a claim judged on every model's discussions together
@@ -64,46 +66,54 @@ def user_comments(comments: pd.DataFrame, scores: pd.DataFrame) -> tuple[pd.Data
     return kept, left
 
 
-def _slope(g: pd.DataFrame) -> float:
-    x, y = g["user_turn"].to_numpy(dtype=float), g["toxicity"].to_numpy(dtype=float)
-    if len(x) < 3 or np.ptp(x) == 0:
-        return float("nan")
-    return float(np.polyfit(x, y, 1)[0])
-
-
 def discussions(uc: pd.DataFrame, setups: pd.DataFrame) -> pd.DataFrame:
-    """One row per main discussion (those without a scored comment keep NaN means)."""
-    main = setups[setups["condition"] == MAIN][["discussion_id", "model", "strategy"]]
-    rows: list[dict[str, Any]] = []
-    by = dict(tuple(uc.groupby("discussion_id")))
-    for d in main.itertuples(index=False):
-        g = by.get(d.discussion_id, uc.iloc[0:0])
-        troll = g["role"] == "troll"
-        rows.append(
-            {
-                "discussion_id": d.discussion_id,
-                "model": d.model,
-                "strategy": d.strategy,
-                "comments": len(g),
-                "mean_toxicity": float(g["toxicity"].mean()) if len(g) else float("nan"),
-                "slope": _slope(g),
-                "active_trolls": int(g.loc[troll, "speaker_id"].nunique()),
-                "nontroll_toxicity": float(g.loc[~troll, "toxicity"].mean()) if (~troll).any() else float("nan"),
-            }
-        )
-    return pd.DataFrame(rows).sort_values(["model", "strategy", "discussion_id"]).reset_index(drop=True)
+    """One row per main discussion: its mean toxicity and OLS slope per user turn (the study's
+    discussion_units), active trolls and non-troll users' mean toxicity (NaN where nothing was scored)."""
+    main = setups.loc[setups["condition"] == MAIN, ["discussion_id", "model", "strategy"]]
+    units = discussion_units(uc.assign(time=uc["user_turn"])).rename(columns={"mean": "mean_toxicity"})
+    troll = uc["role"] == "troll"
+    extra = pd.DataFrame(
+        {
+            "comments": uc.groupby("discussion_id").size(),
+            "active_trolls": uc[troll].groupby("discussion_id")["speaker_id"].nunique(),
+            "nontroll_toxicity": uc[~troll].groupby("discussion_id")["toxicity"].mean(),
+        }
+    )
+    out = main.merge(units.drop(columns="strategy"), on="discussion_id", how="left")
+    out = out.merge(extra, left_on="discussion_id", right_index=True, how="left")
+    out[["comments", "active_trolls"]] = out[["comments", "active_trolls"]].fillna(0).astype(int)
+    cols = [
+        "discussion_id",
+        "model",
+        "strategy",
+        "comments",
+        "mean_toxicity",
+        "slope",
+        "active_trolls",
+        "nontroll_toxicity",
+    ]
+    return out[cols].sort_values(["model", "strategy", "discussion_id"]).reset_index(drop=True)
 
 
 def interventions(comments: pd.DataFrame) -> pd.DataFrame:
-    """Per facilitated main discussion: facilitator turns, interventions (turns not silent) and their rate."""
-    fac = _main(comments)
-    fac = fac[fac["is_facilitator"]]
-    g = fac.groupby(["discussion_id", "model", "strategy"], as_index=False).agg(
-        opportunities=("turn", "size"), silent=("is_silent", "sum")
-    )
-    g["interventions"] = g["opportunities"] - g["silent"]
-    g["rate"] = g["interventions"] / g["opportunities"]
-    return g.drop(columns="silent").sort_values(["model", "strategy", "discussion_id"]).reset_index(drop=True)
+    """Per facilitated main discussion: facilitator turns (opportunities), the turns the facilitator spoke
+    (`interventions`: not silent, the authors' rule; the claim is about keeping silent), of which `echoes`
+    repeat an earlier comment (the study's echo rule, measures.interventions, which does not count those),
+    and the rate of speaking."""
+    out = interventions_of(_main(comments)).drop(columns="condition")
+    out["interventions"] = out["interventions"] + out["echoes"]
+    out["rate"] = out["interventions"] / out["opportunities"]
+    return out.sort_values(["model", "strategy", "discussion_id"]).reset_index(drop=True)
+
+
+def intervention_rates(interv: pd.DataFrame) -> pd.DataFrame:
+    """By model and strategy: discussions, mean and median per-discussion rate, interventions per turn."""
+    g = interv.groupby(["model", "strategy"])
+    out = g.agg(discussions=("rate", "size"), mean_rate=("rate", "mean"), median_rate=("rate", "median"))
+    sums = g[["interventions", "opportunities", "echoes"]].sum()
+    out["pooled_rate"] = sums["interventions"] / sums["opportunities"]
+    out["echoes"] = sums["echoes"]
+    return out.reset_index()
 
 
 def participation(comments: pd.DataFrame, paper: Mapping[str, Any]) -> pd.DataFrame:
@@ -134,17 +144,14 @@ def participation(comments: pd.DataFrame, paper: Mapping[str, Any]) -> pd.DataFr
 
 
 def authors_frame(comments: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
-    """The authors' regression rows (data.authors_rows on the main study) with their centred turn."""
+    """The authors' regression rows (data.authors_rows on the main study), toxicity as `Toxicity`."""
     main_ids = set(comments.loc[comments["condition"] == MAIN, "discussion_id"])
     c = comments[comments["discussion_id"].isin(main_ids)].to_dict("records")
     s = scores[scores["discussion_id"].isin(main_ids)].to_dict("records")
     df = pd.DataFrame(authors_rows(c, s), columns=[*comments.columns, "message_order", "toxicity"])
-    df[TURN] = df["message_order"] - df["message_order"].mean()
     return df.rename(columns={"toxicity": "Toxicity"})
 
 
 def own_frame(uc: pd.DataFrame) -> pd.DataFrame:
-    """socsim's regression rows: one per non-silent comment (no repeats), the user turn centred."""
-    df = uc.rename(columns={"toxicity": "Toxicity"}).copy()
-    df[USER_TURN] = df["user_turn"] - df["user_turn"].mean()
-    return df
+    """socsim's regression rows: one per non-silent comment (no repeats), toxicity as `Toxicity`."""
+    return uc.rename(columns={"toxicity": "Toxicity"})

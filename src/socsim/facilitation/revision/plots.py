@@ -4,8 +4,8 @@ and why a panel has no data. socsim.facilitation.revision.figures draws them and
 - `toxicity_over_turns`: mean toxicity at each user turn (1..15) by strategy, and by model, with a 95 %
   t interval over discussions (each discussion's comment at that turn);
 - `interventions`: the mean per-discussion intervention rate by model and strategy, with its interval;
-- `model_effects`: each claim part's effect with its 95 % interval, per model and on all models, coloured
-  by its verdict (claims_by_model).
+- `model_effects`: one panel per claim: each part's effect with its 95 % interval, per model and on all
+  models, coloured by its verdict (claims_by_model).
 """
 
 from __future__ import annotations
@@ -17,7 +17,13 @@ from scipy import stats as sps
 from socsim.facilitation.revision.data import MODEL_LABELS
 from socsim.io.report import Panel, Report, n_range
 
-EFFECT_CLAIMS = ("strategies_lower_toxicity", "strategy_turn_interactions", "instructions_raise_interventions")
+# The claims judged on toxicity: their panels carry the toxicity's flags.
+TOXICITY_CLAIMS = (
+    "strategies_lower_toxicity",
+    "toxicity_rises_with_turn",
+    "strategy_turn_interactions",
+    "trolls_raise_toxicity",
+)
 
 
 def _mean_ci(g: pd.Series) -> pd.Series:
@@ -63,12 +69,12 @@ def interventions(interv: pd.DataFrame) -> list[Panel]:
 
 def model_effects(grid: pd.DataFrame, rep: Report) -> list[Panel]:
     panels = []
-    for claim in EFFECT_CLAIMS:
+    for claim in dict.fromkeys(grid["claim"]):
         g = grid[(grid["claim"] == claim) & (grid["part"] != "all parts")]
         cols = ["part", "scope", "estimate", "ci_low", "ci_high", "n", "verdict", "holds"]
         data = g[cols].assign(word=g["verdict"].str.split(" ").str[0]).reset_index(drop=True)
         data["scope"] = data["scope"].map(lambda m: MODEL_LABELS.get(m, m))
-        flags = rep.flags_on("plot_model_effects") if claim != "instructions_raise_interventions" else []
+        flags = rep.flags_on("plot_model_effects") if claim in TOXICITY_CLAIMS else []
         empty = not len(data) or not data["estimate"].notna().any()
         panels.append(Panel(claim, data, flags, "no estimate" if empty else ""))
     return panels

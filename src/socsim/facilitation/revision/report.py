@@ -21,10 +21,11 @@ from socsim.io.report import AnalysisInputs, Report, Table
 from socsim.io.vs_paper import Row, differences
 from socsim.stats import degeneracy as dg
 from socsim.stats.regression import MixedResult, mixed_lm
+from socsim.stats.regression import stars as regression_stars
 
 TITLE = "Facilitation, revised study (paper 000 v4, six models): ours vs the paper"
 SOURCE = "syndisco_revision"
-TOXICITY_PLACES = ("socsim_mixedlm", "plot_toxicity_over_turns", "plot_model_effects")
+TOXICITY_PLACES = ("plot_toxicity_over_turns", "plot_model_effects")
 
 
 def term_label(term: str) -> str:
@@ -39,15 +40,24 @@ def term_label(term: str) -> str:
     return f"{name} × Turn" if term.endswith((f":{ms.TURN}", f":{ms.USER_TURN}")) else name
 
 
-def _authors_stars(p: float) -> str:
-    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
+AUTHORS_ROWS = "the authors' rows, message order"  # their join (repeats, silent users kept), their clock
+OWN_ROWS = "one row per comment, user turn"  # socsim's: non-silent comments once each, the user turn
+FIT_COLUMNS = ["scope", "rows", "term", "coef", "se", "z", "p", "nobs", "groups", "group_var", "converged", "note"]
 
 
-def _fit_table(fit: MixedResult, scope: str) -> pd.DataFrame:
+def _fit(df: pd.DataFrame, raw: str, turn: str) -> MixedResult:
+    """The model with `raw` centred over the rows as `turn` (as the authors centre theirs)."""
+    return mixed_lm(df.assign(**{turn: df[raw] - df[raw].mean()}), ms.formula(turn), "discussion_id")
+
+
+def _fit_table(fit: MixedResult | None, scope: str, rows: str, note: str = "") -> pd.DataFrame:
+    """A fit's terms as rows of mixedlm_by_model; a fit not made (a flagged scope) as one n/a row saying why."""
+    if fit is None:
+        return pd.DataFrame([{"scope": scope, "rows": rows, "term": "n/a", "note": note}], columns=FIT_COLUMNS)
     t = fit.table.reset_index()
-    t.insert(0, "term", t.pop("term").map(term_label))
-    t.insert(0, "scope", scope)
-    return t.assign(nobs=fit.nobs, groups=fit.n_groups, group_var=fit.group_var, converged=fit.converged)
+    t["term"] = t["term"].map(term_label)
+    t = t.assign(scope=scope, rows=rows, nobs=fit.nobs, groups=fit.n_groups, group_var=fit.group_var)
+    return t.assign(converged=fit.converged, note=note)[FIT_COLUMNS]
 
 
 def authors_table(fit: MixedResult, paper: Mapping[str, Any]) -> pd.DataFrame:
@@ -58,7 +68,7 @@ def authors_table(fit: MixedResult, paper: Mapping[str, Any]) -> pd.DataFrame:
     for term, r in fit.table.iterrows():
         label = term_label(str(term))
         ref = printed.get(label) or {}
-        stars = _authors_stars(float(r["p"]))
+        stars = regression_stars(float(r["p"]), marginal=False)  # the authors print no mark for p < .1
         equal = (
             bool(ref)
             and round(float(r["coef"]), 3) == round(float(ref["coef"]), 3)
@@ -103,16 +113,24 @@ class Measured:
     ev: Evidence
     setups: pd.DataFrame
     comments: pd.DataFrame
-    authors: MixedResult
+    authors: MixedResult  # the authors' fit, all models: their table
     authors_rows: pd.DataFrame
-    own: dict[str, MixedResult]  # scope -> socsim's fit on one row per comment
+    fits: pd.DataFrame  # mixedlm_by_model: the authors' rows and socsim's, per scope
     participation: pd.DataFrame
     uc: pd.DataFrame  # the user comments the claims rest on
     left_out: dict[str, int]
 
 
-def _own_fit(uc: pd.DataFrame) -> MixedResult:
-    return mixed_lm(ms.own_frame(uc), ms.formula(ms.USER_TURN), "discussion_id")
+def _fits(rows: pd.DataFrame, uc: pd.DataFrame, flags: Mapping[str, list[dg.Flag]]) -> pd.DataFrame:
+    """Both fits per scope (the authors' rows and clock; one row per comment and the user turn); a scope
+    whose toxicity is flagged keeps an n/a row with its flag instead of a fit."""
+    parts = []
+    for scope, fl in flags.items():
+        why = "; ".join(f.message for f in fl)
+        authors = None if fl else _fit(ms.in_scope(rows, scope), "message_order", ms.TURN)
+        own = None if fl else _fit(ms.own_frame(ms.in_scope(uc, scope)), "user_turn", ms.USER_TURN)
+        parts += [_fit_table(authors, scope, AUTHORS_ROWS, why), _fit_table(own, scope, OWN_ROWS, why)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=FIT_COLUMNS)
 
 
 def measure(setups: pd.DataFrame, comments: pd.DataFrame, scores: pd.DataFrame, paper: Mapping[str, Any]) -> Measured:
@@ -123,17 +141,9 @@ def measure(setups: pd.DataFrame, comments: pd.DataFrame, scores: pd.DataFrame, 
     }
     ev = Evidence(paper, ms.discussions(uc, setups), ms.interventions(comments), scopes, flags)
     rows = ms.authors_frame(comments, scores)
-    own = {s: _own_fit(ms.in_scope(uc, s)) for s in scopes if not flags[s]}
+    authors = _fit(rows, "message_order", ms.TURN)
     return Measured(
-        ev,
-        setups,
-        comments,
-        mixed_lm(rows, ms.formula(ms.TURN), "discussion_id"),
-        rows,
-        own,
-        ms.participation(comments, paper),
-        uc,
-        left,
+        ev, setups, comments, authors, rows, _fits(rows, uc, flags), ms.participation(comments, paper), uc, left
     )
 
 
@@ -184,7 +194,6 @@ def vs_paper_rows(m: Measured, paper: Mapping[str, Any], at: pd.DataFrame) -> li
 
 
 def tables(m: Measured, at: pd.DataFrame, paper: Mapping[str, Any]) -> dict[str, Table]:
-    own = pd.concat([_fit_table(f, s) for s, f in m.own.items()], ignore_index=True) if m.own else pd.DataFrame()
     repeated = len(m.authors_rows) - len(m.uc)
     return {
         "authors_table": Table(
@@ -199,15 +208,17 @@ def tables(m: Measured, at: pd.DataFrame, paper: Mapping[str, Any]) -> dict[str,
             ],
             markdown=_markdown(at, m.authors, paper),
         ),
-        "socsim_mixedlm": Table(
-            own,
-            "socsim's fit of the same model: one row per non-silent comment, the turn its user turn (1..15), "
-            "per model and on all models",
-            flags=[f for fl in m.ev.flags.values() for f in fl],
+        "mixedlm_by_model": Table(
+            m.fits,
+            "The authors' model per model and on all models: on the authors' rows with their clock (message "
+            "order), and on one row per non-silent comment with the user turn (1..15) as the clock",
         ),
         "participation": Table(m.participation, "Participation rate by model (participation.tex) beside the printed"),
         "interventions": Table(
             m.ev.interv, "Facilitator interventions per discussion (a silence: only quotes or space)"
+        ),
+        "intervention_rates": Table(
+            ms.intervention_rates(m.ev.interv), "Facilitator intervention rates by model and strategy"
         ),
         "discussions": Table(
             m.ev.units, "Per discussion: mean toxicity, slope per turn, active trolls, non-troll toxicity"
@@ -260,9 +271,9 @@ def report(setups: pd.DataFrame, comments: pd.DataFrame, scores: pd.DataFrame, p
     rep = Report(TITLE, design=design(setups, paper), own_data=True)
     rep.tables = tables(m, at, paper)
     rep.vs_paper = vs_paper_rows(m, paper, at)
-    for scope, fl in m.ev.flags.items():
+    for scope, fl in m.ev.flags.items():  # a model's own flag: its rows and the panels that draw it
         for f in fl:
-            rep.flag(f, *TOXICITY_PLACES, f"claims_by_model ({scope})")
+            rep.flag(f, *TOXICITY_PLACES, f"claims_by_model ({scope})", f"mixedlm_by_model ({scope})", local=True)
     rep.summary = summary(m, at)
     rep = assemble(rep, CLAIMS, m.ev)
     grid = claims_by_model(rep)
@@ -271,12 +282,18 @@ def report(setups: pd.DataFrame, comments: pd.DataFrame, scores: pd.DataFrame, p
     )
     rep.tables["verdict_matrix"] = Table(verdict_matrix(grid), "Verdicts at a glance (yes / no / inconclusive)")
     rep.plots = plots(rep, m.uc, m.ev.interv, grid)
+    # a claim of one part is judged whole by its part; of several, by its "all parts" row
+    several = set(grid.loc[grid["part"] == "all parts", "claim"])
+    parts = grid[grid["part"] != "all parts"]
+    whole = grid[(grid["part"] == "all parts") | ~grid["claim"].isin(several)]
     rep.metrics = {
         "authors_terms_equal_to_print": int(at["equal_to_print"].sum()),
         "authors_observations": m.authors.nobs,
         "authors_groups": m.authors.n_groups,
-        "claims_holding": int((grid["holds"] == True).sum()),  # noqa: E712 - holds is True, False or None
-        "claims_judged": int(len(grid)),
+        "claim_parts_holding": int((parts["holds"] == True).sum()),  # noqa: E712 - holds is True, False or None
+        "claim_parts_judged": int(len(parts)),
+        "claims_holding_every_part": int((whole["holds"] == True).sum()),  # noqa: E712
+        "claims_judged_whole": int(len(whole)),
         "degeneracy_flags": len(rep.flags),
     }
     eq = int(at["equal_to_print"].sum())
