@@ -9,13 +9,15 @@ stage: its mean call (prompt tokens re-used from the prefix cache, tokens evalua
 decoding rates measured at that shape (both change with the context's length: measured on this
 machine, a suffix after 650-800 cached tokens evaluates about a quarter slower per token than a fresh
 prompt, and decoding slows likewise), the ratio at them (ratio_shape), and
-the share of its limit that is decoding (decode_share: where batched decoding would pay). Last, the
+the share of its limit that is decoding (decode_share: where batched decoding would pay). Then, the
 limit with every call priced at its own shape (limit_calls_s, ratio_calls): the machine's time for one
 prompt evaluation is measured on a grid of (tokens in the KV cache, tokens evaluated) and decoding's
 time per token against its position (socsim.limits.measure_costs), and each bin of the stage's
 calls (its metrics' `shapes`) is priced at its mean call. This is the limit the target is about: a
 suffix of 16 tokens after 600 cached ones evaluates at about 200 tokens/s where one of 500 runs at
-300, so neither a fresh prompt's rates nor the mean call's stand for a stage of mixed calls.
+300, so neither a fresh prompt's rates nor the mean call's stand for a stage of mixed calls. Last, the
+run's total: its model seconds beside the sum of the stages' limits measured in the same run (the ratio
+factors the shared machine's speed of the moment out).
 
     python benchmarks/stage_limits.py [--results results] [--params params.yaml] [--out limits.json]
 
@@ -37,6 +39,7 @@ from socsim.limits import (
     measure_costs,
     measure_rates,
     measure_shape,
+    run_total,
     shape,
     stage_uses,
 )
@@ -116,8 +119,14 @@ def main() -> None:
             f"\nbiggest gap: {gap['study']} {gap['stage']} ({gap['actual_s'] - best_limit(gap):.1f} s over its "
             f"limit of {best_limit(gap):.1f} s; most of it in {gap.get('biggest_excess', 'untimed calls')})"
         )
+    total = run_total(rows)
+    if total is not None:
+        print(
+            f"\nrun: {total['stages']} LLM stages, {total['actual_s']:.1f} s of model time, {total['limit_s']:.1f} s "
+            f"at this machine's limit measured now: ratio {total['ratio']:.2f} (limit / actual)"
+        )
     if a.out:
-        a.out.write_text(json.dumps({"rates": rates_out, "stages": rows}, indent=2))
+        a.out.write_text(json.dumps({"rates": rates_out, "stages": rows, "run": total}, indent=2))
 
 
 if __name__ == "__main__":

@@ -163,6 +163,18 @@ def biggest_gap(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     return max(timed, key=lambda r: r["actual_s"] - best_limit(r)) if timed else None
 
 
+def run_total(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The run's model time beside this machine's limit for it: the timed stages' actual seconds summed,
+    their limits (best_limit) summed, and limit / actual (1 = the machine's raw rates; the machine's own
+    speed factored out, so two runs on a shared machine compare by it). None without a timed stage."""
+    timed = [r for r in rows if r.get("limit_s") is not None and r.get("actual_s")]
+    if not timed:
+        return None
+    actual = float(sum(r["actual_s"] for r in timed))
+    limit = float(sum(best_limit(r) for r in timed))
+    return {"stages": len(timed), "actual_s": actual, "limit_s": limit, "ratio": limit / actual}
+
+
 def best_limit(row: dict[str, Any]) -> float:
     """A row's limit with every call priced at its own shape where known, else at the fresh rates."""
     return float(row["limit_calls_s"] if row.get("limit_calls_s") is not None else row["limit_s"])

@@ -168,6 +168,7 @@ CASES = [
             r"^study \| stage \| calls \|",
             rf"^facilitation \| annotate \| 4 \| 400 \| 4\d% \| 40 \| 3\.0 \| {F} \| {F} \|",
             r"^biggest gap: facilitation annotate ",
+            rf"^run: 1 LLM stages, 3\.0 s of model time, {F} s at this machine's limit measured now: ratio {F} ",
         ],
     ),
     Case(

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from socsim.limits import CostGrid, Rates, biggest_gap, calls_limit, limit_row, shape, stage_uses
+from socsim.limits import CostGrid, Rates, biggest_gap, calls_limit, limit_row, run_total, shape, stage_uses
 from socsim.llm.accounting import Accounting, shape_bin
 from socsim.llm.types import Completion
 
@@ -47,6 +47,10 @@ def test_limit_row_known_answer(tmp_path):
     assert rows["converse"]["limit_s"] == pytest.approx(7.0) and "unknown" in rows["converse"]["note"]
     assert rows["classify"]["ratio"] is None and "cache" in rows["classify"]["note"]
     assert biggest_gap(list(rows.values()))["stage"] == "converse"  # 23 s lost against 6 s
+    # The run: judge 10 s against 4 s, converse 30 s against 7 s; classify (all cached) has no limit.
+    total = run_total(list(rows.values()))
+    assert total == {"stages": 2, "actual_s": 40.0, "limit_s": pytest.approx(11.0), "ratio": pytest.approx(11 / 40)}
+    assert run_total([rows["classify"]]) is None
 
 
 def test_limit_at_the_stages_own_shape_known_answer(tmp_path):
