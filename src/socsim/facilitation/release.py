@@ -223,37 +223,52 @@ def _discussion(
         "facilitator_prompt": d["moderator_prompt"] if moderated else None,
         "seed": UNSEEDED,
     }
+    rows = log_rows(path, d, roles, {"model": model, "strategy": strategy, "condition": name})
+    setup["user_turns"] = sum(not r["is_facilitator"] and not r["is_seed"] for r in rows)
+    return setup, rows
+
+
+def log_rows(
+    path: Path,
+    d: dict[str, Any],
+    roles: dict[str, str],
+    labels: dict[str, str],
+    seeds: int = 1,
+    silent: Callable[[str], bool] = lambda text: not text.strip(),
+) -> list[dict[str, Any]]:
+    """A released discussion's log as comments rows: one per entry, its turn the log index; the first `seeds`
+    entries are the seed; `silent` says which texts are silent turns (no position); `labels` holds the rows'
+    model, strategy and condition. A speaker who is neither a user (`roles`) nor the moderator stops it."""
+    moderated = d["moderator"] is not None
+    system = dict(zip(d["users"], d["user_prompts"]))
     rows, position = [], 0
-    for turn, entry in enumerate(logs):
+    for turn, entry in enumerate(d["logs"]):
         speaker, text = entry.get("name"), entry.get("text")
         if not isinstance(text, str) or not isinstance(speaker, str):
             raise ReleaseError(f"{path}: logs[{turn}]: name and text must be strings")
         is_fac = moderated and speaker == d["moderator"]
         if not is_fac and speaker not in roles:
             raise ReleaseError(f"{path}: logs[{turn}].name {speaker!r} is neither a user nor the moderator")
-        silent = not text.strip()
+        quiet = silent(text)
         rows.append(
             {
-                "discussion_id": d["id"],
+                "discussion_id": str(d["id"]),
                 "turn": turn,
-                "position": None if silent else position,
+                "position": None if quiet else position,
                 "speaker_id": FACILITATOR if is_fac else speaker,
                 "speaker_name": speaker,
                 "role": FACILITATOR if is_fac else roles[speaker],
                 "is_facilitator": is_fac,
-                "is_silent": silent,
-                "is_seed": turn == 0,
+                "is_silent": quiet,
+                "is_seed": turn < seeds,
                 "text": text,
-                "model": model,
-                "strategy": strategy,
-                "condition": name,
+                **{k: labels[k] for k in ("model", "strategy", "condition")},
                 "prompt_hash": prompt_hash(d["moderator_prompt"] if is_fac else system[speaker]),
                 "completion_tokens": 0,  # not in the release
             }
         )
-        position += not silent
-    setup["user_turns"] = sum(not r["is_facilitator"] and not r["is_seed"] for r in rows)
-    return setup, rows
+        position += not quiet
+    return rows
 
 
 def annotator_id(prompt: str) -> tuple[str, str]:

@@ -37,9 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from socsim.facilitation.release import REPOSITORY, ReleaseError, load_json
-from socsim.facilitation.setups import prompt_hash
-from socsim.facilitation.simulate import FACILITATOR
+from socsim.facilitation.release import REPOSITORY, ReleaseError, load_json, log_rows
 
 COMMIT = "4ecc4bfc"  # the revision's commit (2026-03-03)
 PAPER_ERA = "fde36171"  # the paper-era data's commit (facilitation.release): not the revision
@@ -195,36 +193,7 @@ def _discussion(
     condition, turn_taking, instructions, with_sdb, with_roles, seeded = design
     d, roles, seeds = _checked(path, strategy, model, seeded)
     logs, conv, moderated = d["logs"], str(d["id"]), d["moderator"] is not None
-    rows, position = [], 0
-    for turn, entry in enumerate(logs):
-        speaker, text = entry.get("name"), entry.get("text")
-        if not isinstance(text, str) or not isinstance(speaker, str):
-            raise ReleaseError(f"{path}: logs[{turn}]: name and text must be strings")
-        is_fac = moderated and speaker == d["moderator"]
-        if not is_fac and speaker not in roles:
-            raise ReleaseError(f"{path}: logs[{turn}].name {speaker!r} is neither a user nor the moderator")
-        silent = is_silent(text)
-        system = d["moderator_prompt"] if is_fac else d["user_prompts"][d["users"].index(speaker)]
-        rows.append(
-            {
-                "discussion_id": conv,
-                "turn": turn,
-                "position": None if silent else position,
-                "speaker_id": FACILITATOR if is_fac else speaker,
-                "speaker_name": speaker,
-                "role": FACILITATOR if is_fac else roles[speaker],
-                "is_facilitator": is_fac,
-                "is_silent": silent,
-                "is_seed": turn < seeds,
-                "text": text,
-                "model": model,
-                "strategy": strategy,
-                "condition": condition,
-                "prompt_hash": prompt_hash(system),
-                "completion_tokens": 0,  # not in the release
-            }
-        )
-        position += not silent
+    rows = log_rows(path, d, roles, {"model": model, "strategy": strategy, "condition": condition}, seeds, is_silent)
     topic = "\n\n".join(str(e.get("text", "")) for e in logs[:seeds])
     setup = {
         "discussion_id": conv,
