@@ -52,10 +52,16 @@ def copy_project(dest: Path) -> Path:
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
     (dest / "dvc.lock").unlink(missing_ok=True)
-    sh(["git", "init", "-q"], dest)
-    sh(["git", "add", "-A"], dest)
-    sh(["git", "commit", "-qm", "init"], dest)
+    git_commit_all(dest, "init")
     return dest
+
+
+def git_commit_all(folder: Path, message: str = "init") -> str:
+    """`folder` made a git repository holding all its files in one commit; returns the commit's hash."""
+    sh(["git", "init", "-q"], folder)
+    sh(["git", "add", "-A"], folder)
+    sh(["git", "commit", "-qm", message], folder)
+    return sh(["git", "rev-parse", "HEAD"], folder).stdout.strip()
 
 
 def write_params(path: Path, **sections) -> Path:

@@ -16,7 +16,7 @@ import pytest
 from socsim.facilitation import release, schemas
 from socsim.io.parquet import read_provenance, read_table
 from support.metrics import read_metrics
-from support.project import ROOT, copy_project, run_socsim, sh, tool_env
+from support.project import ROOT, copy_project, git_commit_all, run_socsim, tool_env
 
 FIXTURE = ROOT / "tests" / "data" / "syndisco_release"
 _spec = importlib.util.spec_from_file_location("syndisco_reference", Path(__file__).with_name("syndisco_reference.py"))
@@ -164,10 +164,7 @@ def test_what_cannot_be_mapped_stops_the_import_naming_file_and_field(tmp_path, 
 
 def test_the_revision_of_a_clone_is_checked(tmp_path):
     rel = fixture_copy(tmp_path)
-    sh(["git", "init", "-q"], rel)
-    sh(["git", "add", "-A"], rel)
-    sh(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "release"], rel)
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=rel, capture_output=True, text=True).stdout.strip()
+    head = git_commit_all(rel, "release")
     assert release.revision(rel, head[:8]) == {
         "repository": release.REPOSITORY,
         "expected": head[:8],

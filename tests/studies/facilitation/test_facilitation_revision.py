@@ -25,7 +25,7 @@ from socsim.facilitation.revision import report
 from socsim.io.parquet import read_provenance, read_table
 from socsim.stats import regression
 from support.metrics import read_metrics
-from support.project import ROOT, copy_project, run_socsim, sh, tool_env
+from support.project import ROOT, copy_project, git_commit_all, run_socsim, tool_env
 
 FIXTURE = ROOT / "tests" / "data" / "syndisco_revision"
 TRUTH = json.loads((FIXTURE / "truth.json").read_text())
@@ -369,10 +369,7 @@ def test_the_paper_era_commit_is_refused_naming_the_revision(tmp_path):
 
 def test_a_clone_at_another_commit_is_refused(tmp_path):
     rel = fixture_copy(tmp_path)
-    sh(["git", "init", "-q"], rel)
-    sh(["git", "add", "-A"], rel)
-    sh(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "release"], rel)
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=rel, capture_output=True, text=True).stdout.strip()
+    head = git_commit_all(rel, "release")
     proc = import_cmd(tmp_path / "out", rel)
     assert proc.returncode != 0 and f"at commit {head[:12]}, not facilitation.data.revision 4ecc4bfc" in proc.stderr
     assert not (tmp_path / "out" / "setups.parquet").exists()
