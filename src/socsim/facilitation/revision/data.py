@@ -188,7 +188,7 @@ def _checked(path: Path, strategy: str, model: str, seeded: bool) -> tuple[dict[
 
 
 def _discussion(
-    path: Path, part: str, model: str, strategy: str, design: tuple[str, str, str, bool, bool, bool]
+    path: Path, model: str, strategy: str, design: tuple[str, str, str, bool, bool, bool]
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     condition, turn_taking, instructions, with_sdb, with_roles, seeded = design
     d, roles, seeds = _checked(path, strategy, model, seeded)
@@ -280,7 +280,7 @@ def read(path: str | Path) -> Imported:
     by_part: dict[str, list[dict[str, Any]]] = {part: [] for part in SCORE_FILES}
     ids: set[str] = set()
     for f, part, model, strategy, design in _files(data):
-        setup, rows = _discussion(f, part, model, strategy, design)
+        setup, rows = _discussion(f, model, strategy, design)
         if setup["discussion_id"] in ids:
             raise ReleaseError(f"{f}: id {setup['discussion_id']} appears twice in the release")
         ids.add(setup["discussion_id"])

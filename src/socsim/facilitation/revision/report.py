@@ -112,9 +112,7 @@ def _markdown(t: pd.DataFrame, fit: MixedResult, paper: Mapping[str, Any]) -> st
 class Measured:
     ev: Evidence
     setups: pd.DataFrame
-    comments: pd.DataFrame
-    authors: MixedResult  # the authors' fit, all models: their table
-    authors_rows: pd.DataFrame
+    authors: MixedResult  # the authors' fit, all models: their table (nobs: the rows their join gives)
     fits: pd.DataFrame  # mixedlm_by_model: the authors' rows and socsim's, per scope
     participation: pd.DataFrame
     uc: pd.DataFrame  # the user comments the claims rest on
@@ -142,9 +140,7 @@ def measure(setups: pd.DataFrame, comments: pd.DataFrame, scores: pd.DataFrame, 
     ev = Evidence(paper, ms.discussions(uc, setups), ms.interventions(comments), scopes, flags)
     rows = ms.authors_frame(comments, scores)
     authors = _fit(rows, "message_order", ms.TURN)
-    return Measured(
-        ev, setups, comments, authors, rows, _fits(rows, uc, flags), ms.participation(comments, paper), uc, left
-    )
+    return Measured(ev, setups, authors, _fits(rows, uc, flags), ms.participation(comments, paper), uc, left)
 
 
 def _span(s: pd.Series) -> int | str:
@@ -194,7 +190,7 @@ def vs_paper_rows(m: Measured, paper: Mapping[str, Any], at: pd.DataFrame) -> li
 
 
 def tables(m: Measured, at: pd.DataFrame, paper: Mapping[str, Any]) -> dict[str, Table]:
-    repeated = len(m.authors_rows) - len(m.uc)
+    repeated = m.authors.nobs - len(m.uc)
     return {
         "authors_table": Table(
             at,
