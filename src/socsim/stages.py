@@ -458,8 +458,8 @@ class StageContext:
         """What a study's `analyse` receives (socsim.io.report.AnalysisInputs): the named Parquet inputs
         (default: every Parquet input of the stage) as pandas tables with their provenance, the folder
         inputs by name, `params` (default the study's) section of the params (empty when the stage reads
-        none of it), the paper's numbers
-        (the `paper` input, if the stage reads it) and the seed (0 unless the stage declares `seed`)."""
+        none of it), the paper's numbers (the `paper` input, if the stage reads it) and the seed (0 unless
+        the stage declares `seed`)."""
         from socsim.io.parquet import read_provenance
         from socsim.io.report import AnalysisInputs
         from socsim.io.vs_paper import read_paper
