@@ -152,6 +152,10 @@ def client(params: Mapping[str, Any], spec: ModelSpec, cache_path: str | Path | 
             name=spec.name,
             strict_roles=spec.strict_roles,
         )
+    from socsim.llm import replay
+
+    if (recorded := replay.recording()) is not None:  # a recorded run answers (SOCSIM_REPLAY), never the model
+        backend = replay.ReplayBackend(backend, recorded)
     path = cache_path if cache_path is not None else llm["cache_path"]
     return LLMClient(backend, CallCache(path) if path else None, sampling(params, spec))
 

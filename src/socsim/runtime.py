@@ -109,6 +109,7 @@ class ModelRuntime:
                 **c.accounting.as_metrics(),
                 "identity": c.identity(),
                 **({"server": servers[name]} if name in servers else {}),
+                **({"replayed_from": where} if (where := getattr(c.backend, "replayed_from", None)) else {}),
             }
             for name, c in self._clients.items()
             if c.answered

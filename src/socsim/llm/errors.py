@@ -24,3 +24,8 @@ class ModelIdentityError(LLMError):
 class UnparsedAnswersError(LLMError):
     """A model's first llm.parse_fail_fast constrained answers all failed to parse: its output constraint
     is not applied (or cannot be met), and a run would only record answers that never parse."""
+
+
+class ReplayMissError(LLMError):
+    """A replayed run (SOCSIM_REPLAY) asked for an answer its recording does not hold: a replay never calls
+    the model."""
