@@ -1,11 +1,12 @@
-"""Fixtures (a real llama.cpp HTTP server on loopback, a SLURM cluster, an environment without proxies) and
-the fast lane's guard. The helpers the tests import live in tests/support/ (`from support.project import
-ROOT`, ...)."""
+"""Fixtures (the recorded tiny run, a real llama.cpp HTTP server on loopback, a SLURM cluster, an environment
+without proxies) and the fast lane's guards (what a fast test may not do; where a slow test lives). The helpers
+the tests import live in tests/support/ (`from support.project import ROOT`, ...)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -32,9 +33,35 @@ def slow_reason(args) -> str | None:
     return None
 
 
+# The lane shows in the folder: tests/unit and tests/studies hold fast tests only; a slow test lives in
+# tests/pipeline (Snakemake, DVC, SLURM, servers the run starts), tests/real (the real model, a real server) or
+# tests/replicates (a statistic's known-answer rates over hundreds of simulated data sets). The first two need the
+# machine alone (cores, ports, daemons): they are `serial`, run one at a time after the others (`make test`).
+SERIAL_FOLDERS = ("pipeline", "real")
+SLOW_FOLDERS = (*SERIAL_FOLDERS, "replicates")
+TESTS = Path(__file__).resolve().parent
+
+
+def folder_of(item) -> str:
+    return Path(item.path).resolve().relative_to(TESTS).parts[0]
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("slow") and folder_of(item) in SERIAL_FOLDERS:
+            item.add_marker(pytest.mark.serial)
+
+
 @pytest.fixture(autouse=True)
 def _fast_tests_stay_fast(request, monkeypatch):
     if request.node.get_closest_marker("slow"):
+        folder = folder_of(request.node)
+        if folder not in SLOW_FOLDERS:
+            pytest.fail(
+                f"{request.node.nodeid} is slow: move it to tests/{' or tests/'.join(SLOW_FOLDERS)} (tests/{folder} "
+                "holds fast tests only)",
+                pytrace=False,
+            )
         return
     import socsim.llm.embedded as embedded
 
@@ -68,6 +95,20 @@ def slurm_cluster(tmp_path_factory):
     yield cluster
     cluster.stop()
     print(f"\nSLURM cluster stopped in {cluster.shutdown_seconds:.1f} s")
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory):
+    """The tiny config run once for real on the embedded model (support.recorded): the run the executor tests
+    replay instead of asking the model again. SOCSIM_TEST_RECORDED=<a recorded project> re-uses one of an earlier
+    session (while iterating on a pipeline test; of the same code and params, or the replays stop)."""
+    from support.recorded import TinyRun, record
+
+    if earlier := os.environ.get("SOCSIM_TEST_RECORDED"):
+        return TinyRun(Path(earlier), 0.0)
+    run = record(tmp_path_factory.mktemp("recorded") / "proj")
+    print(f"\nthe recorded tiny run: snakemake {run.seconds:.0f} s in {run.project}")
+    return run
 
 
 @pytest.fixture(scope="session")

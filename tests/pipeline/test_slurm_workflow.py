@@ -1,13 +1,13 @@
-"""The workflow on a real single-node SLURM cluster, through profiles/slurm and Snakemake's SLURM executor,
-every job talking to one loopback OpenAI-compatible server: one study (opinion dynamics, tiny config) for
-real: one SLURM job per LLM shard, a job cancelled mid-shard resumes from its own cache, and the artifacts
-equal a local `snakemake --cores all` run's; every study as a dry run through the same profile (what the
-executor would submit). The studies' own runs are tested elsewhere (locally, on Snakemake and DVC, on vLLM):
-here the executor is under test, not the model."""
+"""The workflow on a real single-node SLURM cluster, through profiles/slurm and Snakemake's SLURM executor: one
+study (opinion dynamics, tiny config) for real, its model answers replayed from the session's recorded tiny run
+(support.recorded: SOCSIM_REPLAY, each answer paced so that a job can be caught mid-shard): one SLURM job per
+LLM shard, a job cancelled mid-shard resumes from its own cache, and the artifacts equal the recorded local
+`snakemake` run's byte for byte; every study as a dry run through the same profile (what the executor would
+submit). The model is tested by the recorded run itself, servers by the served and vLLM runs: here the executor
+is under test."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -17,58 +17,31 @@ import yaml
 from slurm_cluster import job_ids_in_logs
 
 from socsim import config, studies
-from socsim.llm.local import LlamaServer
-from support.llm import served
 from support.metrics import cache_rows
-from support.project import copy_project, sh, tool_env
+from support.project import copy_project, sh
+from support.recorded import TINY, artifacts, differing
 
 pytestmark = pytest.mark.slow
 
-TINY = "tests/params.tiny.yaml"
-# The command of the README's cluster section (plus the test's params files), for the study run for real.
+# The command of the README's cluster section (plus the test's params file), for the study run for real.
 STUDY = "opinion_dynamics"
-PROFILE = ["snakemake", "--workflow-profile", "profiles/slurm", "--configfile", TINY, "server.yaml"]
+PROFILE = ["snakemake", "--workflow-profile", "profiles/slurm", "--configfile", TINY]
 CLUSTER = [*PROFILE, "--", STUDY]
-LOCAL = ["snakemake", "--cores", "all", "--configfile", TINY, "server.yaml", "--", STUDY]
+PACE = 0.3  # seconds per replayed answer: a shard of the study takes some seconds, as on a model
 # The shard cancelled mid-run, and its call cache (llm.cache_path's default layout).
 VICTIM_RULE, VICTIM_SHARD = "opinion_dynamics_simulate", "smollm2-135m.fire"
 VICTIM_CACHE = f".socsim-cache/opinion_dynamics/simulate/{VICTIM_SHARD}.sqlite"
 VICTIM_METRICS = f"results/opinion_dynamics/metrics/simulate/{VICTIM_SHARD}.json"
 
 
-@pytest.fixture(scope="module")
-def shared_server():
-    """The LLM server that every job shares (llama-cpp-python's server on the embedded GGUF)."""
-    server = LlamaServer().start()
-    yield server
-    server.stop()
-
-
-def prepare(dest: Path, server_url: str) -> Path:
-    project = copy_project(dest)
-    server = {"llm": {"concurrency": 2}, "models": {"smollm2-135m": served([server_url])}}
-    (project / "server.yaml").write_text(yaml.safe_dump(server))
-    return project
-
-
 def llm_shards(project: Path, study: str | None = None) -> dict[str, list[str]]:
     """Each sharded LLM rule's shard ids on the test's params (of one study, or all)."""
-    params = config.load([project / "params.yaml", project / TINY, project / "server.yaml"])
+    params = config.load([project / "params.yaml", project / TINY])
     return {
         st.rule_name: st.shard_ids(params)
         for s, st in studies.all_stages()
         if st.uses_llm and st.shards and (study is None or s.name == study)
     }
-
-
-def artifacts(project: Path) -> dict[str, bytes]:
-    """Every result file but the run-specific ones (logs, benchmarks, metrics with times and cache hits)."""
-    out = {}
-    for f in sorted((project / "results").rglob("*")):
-        rel = f.relative_to(project / "results")
-        if f.is_file() and not f.name.startswith(".") and not {"logs", "benchmarks", "metrics"} & set(rel.parts):
-            out[str(rel)] = f.read_bytes()
-    return out
 
 
 def squeue_job(comment_has: list[str]) -> str | None:
@@ -84,9 +57,9 @@ def squeue_job(comment_has: list[str]) -> str | None:
 def test_every_study_dry_runs_through_the_slurm_profile(slurm_cluster, tmp_path):
     """`snakemake --workflow-profile profiles/slurm -n` on every study: every rule of the tiny run, each LLM
     shard a job of its own, is what the executor would submit (no job runs, no server needed)."""
-    project = prepare(tmp_path / "dry", "http://127.0.0.1:9/v1")
+    project = copy_project(tmp_path / "dry")
     out = sh([*PROFILE, "--dry-run", "--quiet", "rules"], project, timeout=600).stdout
-    params = config.load([project / "params.yaml", project / TINY, project / "server.yaml"])
+    params = config.load([project / "params.yaml", project / TINY])
     for study in studies.all_studies():
         for st in study.active(params):
             row = next((line.split() for line in out.splitlines() if line.split()[:1] == [st.rule_name]), None)
@@ -94,8 +67,9 @@ def test_every_study_dry_runs_through_the_slurm_profile(slurm_cluster, tmp_path)
             assert int(row[1]) == len(st.shard_ids(params)), (st.rule_name, row)
 
 
-def test_one_study_through_slurm(slurm_cluster, shared_server, tmp_path):
-    project = prepare(tmp_path / "cluster", shared_server.url)
+def test_one_study_through_slurm(slurm_cluster, tiny_run, tmp_path):
+    project = copy_project(tmp_path / "cluster")
+    env = tiny_run.replay_env(delay=PACE)
     t0 = time.monotonic()
 
     # 1. Run on the cluster; cancel one LLM shard's job once some of its calls are in its cache.
@@ -103,7 +77,7 @@ def test_one_study_through_slurm(slurm_cluster, shared_server, tmp_path):
         proc = subprocess.Popen(
             CLUSTER,
             cwd=project,
-            env=tool_env(),
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -135,10 +109,11 @@ def test_one_study_through_slurm(slurm_cluster, shared_server, tmp_path):
 
     # 2. Run again: only the cancelled shard and what depends on it; the shard resumes from its cache.
     t1 = time.monotonic()
-    sh(CLUSTER, project, timeout=1800)
+    sh(CLUSTER, project, timeout=1800, env=env)
     second_run = time.monotonic() - t1
     m = yaml.safe_load((project / VICTIM_METRICS).read_text())
     assert m["cache_hits"] >= cached and m["calls"] < m["requests"], m  # finished calls not paid again
+    assert m["models"]["smollm2-135m"]["replayed_from"] == str(tiny_run.caches)  # and the others replayed
     rerun = sorted(str(p.relative_to(project)) for p, t in before.items() if p.stat().st_mtime_ns != t)
     assert not any(other_shard in r or not r.startswith("results/opinion_dynamics/") for r in rerun), (
         f"files of other shards or studies were written again: {rerun}"
@@ -154,22 +129,11 @@ def test_one_study_through_slurm(slurm_cluster, shared_server, tmp_path):
     all_ids = [i for ids in jobs.values() for i in ids]
     assert len(all_ids) == len(set(all_ids)), "two jobs share a SLURM job id"
 
-    # 4. The same artifacts as a local `snakemake --cores all` run on the same params. It starts from a
-    # copy of the cluster run's call caches, so that every model answer is the same: a server may
-    # answer the same request differently in another order (llama.cpp reuses the previous prompt's KV
-    # prefix), which is not what this compares.
-    local = prepare(tmp_path / "local", shared_server.url)
-    shutil.copytree(project / ".socsim-cache", local / ".socsim-cache")
-    t2 = time.monotonic()
-    sh(LOCAL, local, timeout=1800)
-    local_run = time.monotonic() - t2
-    for m in (local / "results").rglob("metrics/**/*.json"):
-        assert yaml.safe_load(m.read_text()).get("calls", 0) == 0, m  # the local run made no model call
-    got, want = artifacts(project), artifacts(local)
-    assert set(got) == set(want) and len(got) > 20
-    differ = sorted(k for k in got if got[k] != want[k])
-    assert differ == [], f"cluster and local artifacts differ: {differ}"
+    # 4. The same artifacts as the recorded local `snakemake --cores 2` run of the same params (all its studies;
+    # this one compared), byte for byte: the replay gives every job the recorded answers.
+    got, want = artifacts(project / "results", STUDY), artifacts(tiny_run.project / "results", STUDY)
+    assert len(got) > 20 and differing(got, want) == [], f"cluster and local artifacts differ: {differing(got, want)}"
     print(
-        f"\nSLURM: first run (a shard cancelled) {first_run:.0f} s, re-run {second_run:.0f} s, local run from "
-        f"the same calls {local_run:.0f} s; {len(all_ids)} SLURM jobs; {len(got)} artifacts identical"
+        f"\nSLURM: first run (a shard cancelled) {first_run:.0f} s, re-run {second_run:.0f} s; {len(all_ids)} SLURM "
+        f"jobs; {len(got)} artifacts identical to the recorded local run's"
     )

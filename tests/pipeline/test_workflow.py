@@ -1,7 +1,9 @@
-"""Snakemake and DVC on real runs, in a temporary copy of the project, on the tiny test config
-(tests/params.tiny.yaml: every stage of every study, small designs, fine shards): artifacts, logs, the
-report, DVC taking over, params and code changes re-running what they touch at no model cost, one
-shard against many, and the global resource that bounds LLM jobs. (The DAGs of every shipped params
+"""Snakemake and DVC on real runs, in temporary copies of the project, on the tiny test config
+(tests/params.tiny.yaml: every stage of every study, small designs, fine shards). The tiny run on the
+embedded model, recorded once per session (support.recorded): artifacts, logs, the plan beside the run,
+prefix reuse, the report. Its replay (no model call) byte for byte, then DVC taking over, params and code
+changes re-running what they touch at no model cost, one shard against many. The global resource that
+bounds LLM jobs, on a real server. (The DAGs of every shipped params
 file are checked without running them in test_dag.py.)"""
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ import pytest
 import yaml
 
 from socsim import config, studies, workflow
-from socsim.config import deep_merge
 from socsim.io.parquet import read_provenance, read_table
 from socsim.limits import stage_uses
 from socsim.llm.cache import CallCache
 from support.llm import served
 from support.project import ROOT, copy_project, sh
+from support.recorded import artifacts, differing, tiny_project
 
 
 @pytest.fixture
@@ -118,19 +120,11 @@ def check_prefix_reuse(project: Path) -> None:
 
 
 @pytest.mark.slow
-def test_tiny_run_snakemake_then_dvc(project):
-    # The tiny config is the project's params (so that DVC runs the same DAG), dvc.yaml re-exported.
-    params = yaml.safe_load((project / "params.yaml").read_text())
-    tiny = yaml.safe_load((ROOT / "tests/params.tiny.yaml").read_text())
-    (project / "params.yaml").write_text(yaml.safe_dump(deep_merge(params, tiny), sort_keys=False))
-    sh(["socsim", "dvc", "export"], project)  # the shard ids follow the topics
-    sh(["git", "commit", "-qam", "tiny"], project)
-
-    # 0. The plan, before the run (as `make run` does it).
-    sh(["socsim", "plan", "--json", "plan.json"], project)
-
-    # 1. Snakemake: every artifact of every stage, one log and one benchmark per job, a call cache per shard.
-    sh(["snakemake", "--cores", "2"], project)
+def test_the_tiny_run_on_the_embedded_model(tiny_run):
+    """The recorded tiny run (support.recorded), run for real by Snakemake on the embedded model: every artifact
+    of every stage, one log and one benchmark per job, a call cache per shard, the plan beside the run, the
+    prefix cache's reuse, the report."""
+    project = tiny_run.project
     params = config.load([project / "params.yaml"])
     check_plan_against_the_run(project)
     check_prefix_reuse(project)
@@ -188,9 +182,25 @@ def test_tiny_run_snakemake_then_dvc(project):
             made = {p.name for p in (project / "results" / study.name / kind).glob("*" + ext)}
             assert made and all(any(n.endswith("/" + m) for n in names) for m in made), (study.name, kind)
 
+
+@pytest.mark.slow
+def test_a_replay_of_the_tiny_run_then_dvc(tiny_run, tmp_path):
+    """The recorded tiny run replayed by Snakemake in a fresh copy (SOCSIM_REPLAY: no model call) writes its
+    artifacts byte for byte; then DVC takes over, and code and params changes re-run what they touch."""
+    project = tiny_project(tmp_path / "proj")
+    env = tiny_run.replay_env()
+
+    # 1. The replay: every artifact the recorded run's, every LLM call answered by the recording.
+    sh(["snakemake", "--cores", "2"], project, env=env)
+    assert differing(artifacts(project / "results"), artifacts(tiny_run.project / "results")) == []
+    params = config.load([project / "params.yaml"])
+    for study, st in studies.all_stages(params):
+        for metrics in model_calls(project, study.name, (st.name,)) if st.uses_llm else []:
+            assert all(m["replayed_from"] == str(tiny_run.caches) for m in metrics["models"].values()), st.rule_name
+
     # 2. DVC takes over what Snakemake produced: up to date, nothing re-run.
-    sh(["dvc", "commit", "--force", "--quiet"], project)
-    out = sh(["dvc", "repro"], project).stdout
+    sh(["dvc", "commit", "--force", "--quiet"], project, env=env)
+    out = sh(["dvc", "repro"], project, env=env).stdout
     assert "Data and pipelines are up to date" in out and not ran(out)
 
     # 3. A code change re-runs what it touches (Snakemake and DVC), and the call cache makes the re-run free.
@@ -199,7 +209,7 @@ def test_tiny_run_snakemake_then_dvc(project):
     dry = sh(["snakemake", "-n", "--cores", "1"], project).stdout
     assert "coherence converse:" in dry and "coherence figures:" in dry
     assert not re.search(r"^Job \d+: (facilitation|opinion_dynamics|debate) ", dry, re.M)
-    out = sh(["dvc", "repro"], project).stdout
+    out = sh(["dvc", "repro"], project, env=env).stdout
     assert ran(out) == {st.rule_name for st in studies.study("coherence").stages}
     for metrics in model_calls(project, "coherence", ("elicit", "converse", "judge", "calibrate")):
         assert metrics["calls"] == 0 and metrics["cache_hits"] > 0  # no model call paid again
@@ -209,7 +219,9 @@ def test_tiny_run_snakemake_then_dvc(project):
         "discussion_id,text\nh1,I think the bus is late again\nh1,The bus is never on time here\n"
         "h2,Taxes should be lower\nh2,Lower taxes mean fewer services\nh2,Services matter more than taxes\n"
     )
-    out = sh(["dvc", "exp", "run", "-S", "facilitation.analysis.human_reference=data/human.csv"], project).stdout
+    analysis_dir = project / "results/facilitation/analysis"
+    human = ["-S", "facilitation.analysis.human_reference=data/human.csv"]
+    out = sh(["dvc", "exp", "run", *human], project, env=env).stdout
     assert ran(out) == {"facilitation_analyse", "facilitation_figures"}, out
     div = pd.read_csv(analysis_dir / "diversity.csv")
     assert set(div.loc[div.source == "human", "discussion_id"]) == {"human.h1", "human.h2"}
@@ -225,7 +237,7 @@ def test_tiny_run_snakemake_then_dvc(project):
     sharded = {s.name: snapshot(project / "results" / s.name / "analysis") for s in studies.all_studies()}
     merge_shard_caches(project / ".socsim-cache")
     (project / "one.yaml").write_text("".join(f"{s.name}: {{shard_by: []}}\n" for s in studies.all_studies()))
-    sh(["snakemake", "--cores", "2", "--configfile", "one.yaml"], project)
+    sh(["snakemake", "--cores", "2", "--configfile", "one.yaml"], project, env=env)
     assert (project / "results/facilitation/comments/all.parquet").is_file()
     assert (project / "results/coherence/judgments/all.parquet").is_file()
     assert (project / "results/opinion_dynamics/ratings/all.parquet").is_file()
@@ -237,19 +249,25 @@ def test_tiny_run_snakemake_then_dvc(project):
     for study_name, files in sharded.items():
         assert snapshot(project / "results" / study_name / "analysis") == files, study_name
 
-    # 6. LLM-generated personas: everything downstream of personas re-runs, topics does not.
-    out = sh(
-        ["dvc", "exp", "run", "-S", "facilitation.personas.source=llm", "-S", "facilitation.personas.n=4"], project
-    ).stdout
-    assert "facilitation_personas" in ran(out) and "facilitation_topics" not in ran(out)
-    assert not any(name.startswith(("coherence_", "opinion_dynamics_", "debate_")) for name in ran(out))
-    assert {"facilitation_setups", "facilitation_simulate"} <= ran(out)
+    # 6. LLM-generated personas: everything downstream of personas would re-run, topics would not (DVC's dry
+    # run from the one-shard run's outputs, committed); the personas stage itself runs on the model (not
+    # replayed: these calls are new).
+    sh(["dvc", "commit", "--force", "--quiet"], project, env=env)
+    new = yaml.safe_load((project / "params.yaml").read_text())
+    new["facilitation"]["personas"].update(source="llm", n=4)
+    (project / "params.yaml").write_text(yaml.safe_dump(new, sort_keys=False))
+    would = ran(sh(["dvc", "repro", "--dry", "--force-downstream"], project, env=env).stdout)
+    assert "facilitation_personas" in would and "facilitation_topics" not in would, would
+    assert not any(name.startswith(("coherence_", "opinion_dynamics_", "debate_")) for name in would)
+    assert {"facilitation_setups", "facilitation_simulate"} <= would
+    out = sh(["dvc", "repro", "--single-item", "facilitation_personas"], project).stdout
+    assert ran(out) == {"facilitation_personas"}, out
     table = read_table(project / "results/facilitation/personas.parquet")
     assert table.num_rows == 4 and set(table.column("source").to_pylist()) == {"llm"}
     prov = read_provenance(project / "results/facilitation/personas.parquet")
     assert prov["model"]["smollm2-135m"]["backend"] == "embedded"  # registry name -> the identity that answered
     m = yaml.safe_load((project / "results/facilitation/metrics/personas.json").read_text())
-    assert m["calls"] + m["cache_hits"] == 4
+    assert m["calls"] + m["cache_hits"] == 4 and "replayed_from" not in m["models"]["smollm2-135m"]
 
 
 def test_snakemake_rejects_bad_params_naming_the_key(tmp_path):
