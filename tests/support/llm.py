@@ -133,3 +133,11 @@ def params_with(**registry) -> dict:
     from socsim import config
 
     return config.validate({"models": registry})
+
+
+def serve_spec(engine: str, **serve):
+    """The resolved registry entry `m` of a model the run serves with `engine` (`serve:` fields over defaults)."""
+    from socsim import config, models
+
+    entry = {"backend": "openai", "model_id": "meta-llama/Llama-3.1-8B-Instruct", "n_ctx": 8192}
+    return models.resolve(config.validate({"models": {"m": {**entry, "serve": {"engine": engine, **serve}}}}), "m")

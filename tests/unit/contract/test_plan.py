@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from socsim import cli, config, plan, studies
+from socsim import config, plan, studies
 from socsim.llm import counting
 from socsim.llm.constraints import Choice, IntRange, JsonSchema
+from support.plans import check_plan
 from support.project import ROOT
 
 
@@ -103,35 +104,8 @@ def test_planning_answers_are_valid_and_bounded():
         (["params.yaml"], []),
         (["params.yaml", "tests/params.tiny.yaml"], []),
         (["params.yaml", "params.laptop.yaml"], []),
-        # The paper's coherence grid (960 agents per cell, 2 million planned calls), facilitation's 144 discussions
-        # (their echo check compares every intervention with the comments before it) and opinion dynamics' 360
-        # simulations of T = 100 take minutes to plan: cut here (every model, strategy, world and topic stays), in
-        # full in the README. Its DEBATE data come from the Hub: the fixture has the same layout. Still 30 s:
-        # in the slow lane, so the fast lane stays under 5 minutes.
-        pytest.param(
-            ["params.yaml", "params.paper.yaml"],
-            [
-                "coherence.agents_per_cell=4",
-                "facilitation.discussions_per_cell=2",
-                "facilitation.ablations.discussions=2",
-                "opinion_dynamics.steps=10",
-                "debate.data.source=fixture",
-            ],
-            marks=pytest.mark.slow,
-        ),
     ],
 )
 def test_shipped_params_plan_without_error(files, overrides, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
-    out = tmp_path / "plan.json"
-    args = ["plan", *[a for f in files for a in ("--params", f)], "--json", str(out)]
-    rc = cli.main(args + [a for o in overrides for a in ("--set", o)])
-    text = capsys.readouterr().out
-    assert rc == 0, text
-    written = json.loads(out.read_text())
-    assert written["not_planned"] == [] and written["stages"]
-    assert {r["study"] for r in written["stages"]} == {s.name for s in studies.all_studies()}
-    assert "| study | stage | model | calls |" in text
-    params = plan.plan_params(files, overrides)
-    calling = {(s.name, st.name, m) for s, st in studies.all_stages() for m in st.model_names(params)}
-    assert {(r["study"], r["stage"], r["model"]) for r in written["stages"]} == calling  # every model call planned
+    check_plan(files, overrides, tmp_path, capsys)

@@ -5,7 +5,6 @@ mid-stage leaves no partial artifact and every finished call in the cache."""
 from __future__ import annotations
 
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -17,9 +16,7 @@ from socsim.io.parquet import atomic_write_bytes
 from socsim.llm.cache import APPLICATION_ID, SCHEMA_VERSION, CallCache, request_key
 from socsim.llm.errors import CacheFileError, LLMError
 from socsim.llm.types import Completion, Request
-from support.faults import signal_after_cached_calls
-from support.metrics import read_metrics
-from support.project import ROOT, run_socsim, socsim_cmd, write_params
+from support.project import ROOT, run_socsim, write_params
 
 MODEL = {"backend": "test"}
 
@@ -218,35 +215,6 @@ def test_artifacts_and_caches_get_the_mode_the_umask_gives(tmp_path, umask, mode
     assert {str(p): oct(p.stat().st_mode & 0o777) for p in files} == {str(p): oct(mode) for p in files}
     assert proc.stdout.split() == [f"{name}:{mode:o}" for name in ("llm.sqlite", "llm.sqlite-shm", "llm.sqlite-wal")]
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["a.json", "f.pdf", "f.png", "llm.sqlite"]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
-def test_a_signal_mid_stage_leaves_no_partial_artifact_and_the_finished_calls(tmp_path, sig, code):
-    n = 6
-    params = write_params(tmp_path / "params.yaml", facilitation={"personas": {"source": "llm", "n": n}})
-    out, metrics, cache = tmp_path / "personas.parquet", tmp_path / "metrics.json", tmp_path / "cache" / "llm.sqlite"
-    cmd = socsim_cmd(
-        "facilitation", "personas", "--params", str(params), "--personas", str(out), "--metrics", str(metrics)
-    )
-    proc = signal_after_cached_calls(cmd, cache, 3, sig)
-    name = signal.Signals(sig).name
-    assert proc.returncode == code, proc.stderr
-    assert f"socsim: interrupted ({name}); finished calls are in the cache {cache}; re-run to resume" in proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert not out.exists() and not metrics.exists()
-    assert [p.name for p in tmp_path.rglob(".*.tmp")] == []
-    assert not cache.with_name("llm.sqlite-wal").exists()  # closed cleanly (a SIGKILL leaves the WAL)
-    reopened = CallCache(cache)
-    done = len(reopened)
-    reopened.close()
-    assert 3 <= done < n
-
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    m = read_metrics(metrics)
-    assert m["cache_hits"] >= done and m["calls"] == n - m["cache_hits"]  # finished calls are not paid again
-    assert m["rows"] == n
 
 
 @pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError, None])

@@ -9,7 +9,6 @@ from collections import Counter
 
 import pytest
 
-from socsim import models
 from socsim.llm import IntRange, LLMClient, Request, Response, Sampling
 from socsim.seeds import derive_seed
 from socsim.sim import judge, policies, runner, stop, views
@@ -351,81 +350,6 @@ def test_run_grouped_starts_group_by_group_and_returns_rows_in_item_order():
     assert [r.label for r in backend.requests] == ["a1", "a3", "b0", "b2", "c4"]
     assert rows == [(0, "b0"), (1, "a1"), (1, "a1"), (2, "b2"), (3, "a3"), (3, "a3")]
     assert backend.closed == 1
-
-
-class Tracked(LLMClient):
-    """The real client, counting probes and closes and recording the seeds of its requests in order."""
-
-    def __init__(self, *args, **kw):
-        super().__init__(*args, **kw)
-        self.order, self.probes, self.closes = [], 0, 0
-
-    async def probe(self):
-        self.probes += 1
-        return await super().probe()
-
-    async def aclose(self):
-        self.closes += 1
-        await super().aclose()
-
-    async def generate(self, request):
-        self.order.append(request.seed)
-        return await super().generate(request)
-
-
-def _real_client(tmp_path, name) -> Tracked:
-    from socsim import config
-
-    return models.named_client(
-        config.validate(
-            {"llm": {"cache_path": str(tmp_path / name / "llm.sqlite")}, "models": {"smollm2-135m": {"n_ctx": 1024}}}
-        ),
-        cls=Tracked,
-    )
-
-
-def _episodes(n=3):
-    return [
-        Episode(
-            f"e{i}",
-            "smol",
-            100 + i,
-            (Speaker("a", "Ann", "You are Ann. Be brief."), Speaker("b", "Bob", "You are Bob. Be brief.")),
-            "Is tea better than coffee?",
-            ("test", f"e{i}"),
-        )
-        for i in range(n)
-    ]
-
-
-def _run_real(client: LLMClient) -> list[dict]:
-    async def one(ep):
-        return await play(
-            ep,
-            policies.Alternate("a", "b"),
-            stop.TurnBudget(4),
-            client,
-            client.sampling(max_tokens=4),
-            lambda sp, ts: views.as_chat(sp.system_prompt, ts, sp.id),
-        )
-
-    return asyncio.run(runner.run_all({"smol": client}, (one(ep) for ep in _episodes()), "test"))
-
-
-@pytest.mark.slow
-def test_runner_on_the_real_model_is_concurrent_closes_and_is_deterministic(tmp_path):
-    a = _real_client(tmp_path, "a")
-    rows_a = _run_real(a)
-    assert a.probes == 1 and a.closes == 1
-    assert len(rows_a) == 3 * 4 and [r["episode_id"] for r in rows_a] == [f"e{i}" for i in range(3) for _ in range(4)]
-    # concurrently: the first requests of every episode go out before any episode's second
-    first_of = [_episodes()[i].turn_seed(1) for i in range(3)]
-    assert sorted(a.order[:3]) == sorted(first_of)
-    assert a.accounting.calls == 9 and any(r["text"] for r in rows_a[1::4])
-    b = _real_client(tmp_path, "b")  # a fresh cache: real calls again
-    assert _run_real(b) == rows_a and b.accounting.calls == 9
-    again = _real_client(tmp_path, "a")  # the first cache: no calls
-    assert _run_real(again) == rows_a and again.accounting.calls == 0 and again.accounting.cache_hits == 9
 
 
 def test_transcripts_group_rows_by_episode_in_turn_order():
