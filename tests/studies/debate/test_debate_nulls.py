@@ -24,13 +24,13 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from debate_inputs import analyse
-from debate_synthetic import by_session, sect6
 from scipy import stats as sps
 
 from socsim.debate import analysis, stats
 from socsim.stats import ttest
 from socsim.stats import verdict as vd
+from support.studies.debate_inputs import analyse
+from support.studies.debate_synthetic import by_session, sect6
 
 NOMINAL = vd.ALPHA / 2  # a directional claim by a two-sided test at .05, in its direction
 # the humans' round-3 shift that makes the group-mean tweet change d_z = 0.4: the change of a group of 4 has

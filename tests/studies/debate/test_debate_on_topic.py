@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from debate_inputs import analyse
 
 from socsim.debate import analysis, annotate, metrics
 from socsim.io import report
@@ -21,6 +20,7 @@ from socsim.llm import LLMClient
 from socsim.stats import agreement
 from support.llm import Scripted
 from support.project import ROOT
+from support.studies.debate_inputs import analyse
 
 PROMPTS = yaml.safe_load((ROOT / "data/debate/prompts.yaml").read_text())
 PAPER = yaml.safe_load((ROOT / "data/debate/paper.yaml").read_text())

@@ -12,13 +12,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from debate_inputs import analyse, plots
 
 from socsim.debate import analysis, figures, stats
 from socsim.io import report
 from socsim.stats import ttest
 from socsim.stats.verdict import MIN_UNITS
 from support.project import ROOT
+from support.studies.debate_inputs import analyse, plots
 
 PAPER = yaml.safe_load((ROOT / "data/debate/paper.yaml").read_text())
 TWEET_MEAN_LLM = PAPER["group_level"]["tweet_mean"]["llm_change"]  # t = 2.23, p = .03: "rises"
@@ -563,9 +563,8 @@ def test_no_variance_in_the_changes_is_inconclusive_and_says_so():
 
 def test_every_finding_row_and_flag_comes_from_one_claim_in_the_claims_order():
     """The report is the base report plus each claim's judgement, in CLAIMS' order (socsim.io.claims)."""
-    from debate_inputs import analysis_inputs
-
     from socsim.debate.analysis import claims, measures
+    from support.studies.debate_inputs import analysis_inputs
 
     inputs = analysis_inputs(*_inputs(np.random.default_rng(7), groups=4, stance=0.5))
     rep = analysis.analyse(inputs)

@@ -12,7 +12,6 @@ import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
 import yaml
-from debate_synthetic import sect6
 from scipy import stats as sps
 
 from socsim.debate import analysis, stats
@@ -20,6 +19,7 @@ from socsim.debate.analysis import claims
 from socsim.stats import signflip
 from socsim.stats.verdict import MIN_UNITS
 from support.project import ROOT
+from support.studies.debate_synthetic import sect6
 
 PAPER = yaml.safe_load((ROOT / "data/debate/paper.yaml").read_text())
 REPLICATES = 40

@@ -1,10 +1,9 @@
 """Paper 000's own data: `socsim facilitation import` on a synthetic fixture in the release's format
 (tests/data/syndisco_release: no real rows), analysed, against an independent computation of Table 2
-the authors' way (syndisco_reference.py: pandas and statsmodels on the JSON, no socsim)."""
+the authors' way (support/studies/syndisco_reference.py: pandas and statsmodels on the JSON, no socsim)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -17,12 +16,9 @@ from socsim.facilitation import release, schemas
 from socsim.io.parquet import read_provenance, read_table
 from support.metrics import read_metrics
 from support.project import ROOT, copy_project, git_commit_all, run_socsim, tool_env
+from support.studies import syndisco_reference as reference
 
 FIXTURE = ROOT / "tests" / "data" / "syndisco_release"
-_spec = importlib.util.spec_from_file_location("syndisco_reference", Path(__file__).with_name("syndisco_reference.py"))
-assert _spec is not None and _spec.loader is not None
-reference = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(reference)
 MISMATCH_TARGET = "data/annotation_output/main/25-02-20-16-35.json"
 
 

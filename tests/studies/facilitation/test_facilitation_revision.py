@@ -1,13 +1,12 @@
 """Paper 000's revised study: `socsim facilitation import_revision`, `analyse_revision` and
 `figures_revision` on a synthetic fixture in the six-model release's format (tests/data/syndisco_revision:
 no real rows, a known generator), against an independent computation the authors' way
-(revision_reference.py: hashlib, pandas and statsmodels on the JSON and CSV, no socsim).
+(support/studies/revision_reference.py: hashlib, pandas and statsmodels on the JSON and CSV, no socsim).
 
 On a real clone at 4ecc4bfc (SOCSIM_SYNDISCO_REVISED=<path>), the last test checks the printed table."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -26,13 +25,10 @@ from socsim.io.parquet import read_provenance, read_table
 from socsim.stats import regression
 from support.metrics import read_metrics
 from support.project import ROOT, copy_project, git_commit_all, run_socsim, tool_env
+from support.studies import revision_reference as reference
 
 FIXTURE = ROOT / "tests" / "data" / "syndisco_revision"
 TRUTH = json.loads((FIXTURE / "truth.json").read_text())
-_spec = importlib.util.spec_from_file_location("revision_reference", Path(__file__).with_name("revision_reference.py"))
-assert _spec is not None and _spec.loader is not None
-reference = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(reference)
 PARAMS = ("--params", "params.yaml", "--params", "params.syndisco-revised.yaml")
 
 

@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from od_synthetic import analyse, findings, per_sim_rows, sim_row
 from scipy import stats
 
 from socsim import config, seeds
@@ -27,6 +26,7 @@ from socsim.opinion_dynamics.stages import STUDY
 from socsim.stats import degeneracy as dg
 from support.llm import Scripted
 from support.project import ROOT
+from support.studies.od_synthetic import analyse, findings, per_sim_rows, sim_row
 
 DATA = ROOT / "data" / "opinion_dynamics"
 PAPER = vs_paper.read_paper(DATA / "paper.yaml")

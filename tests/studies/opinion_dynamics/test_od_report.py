@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from od_synthetic import analyse, draw, findings, per_sim_rows
 
 from socsim import config
 from socsim.io import vs_paper
 from socsim.opinion_dynamics import analysis, figures, materials, setups
 from socsim.stats import degeneracy as dg
 from support.project import ROOT
+from support.studies.od_synthetic import analyse, draw, findings, per_sim_rows
 
 DATA = ROOT / "data" / "opinion_dynamics"
 PAPER = vs_paper.read_paper(DATA / "paper.yaml")

@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from od_synthetic import findings, per_sim_rows
 from scipy import stats
 
 from socsim.io import vs_paper
 from socsim.io.report import Finding
 from socsim.opinion_dynamics import analysis
 from support.project import ROOT
+from support.studies.od_synthetic import findings, per_sim_rows
 
 PAPER = vs_paper.read_paper(ROOT / "data" / "opinion_dynamics" / "paper.yaml")
 ALPHA = 0.05

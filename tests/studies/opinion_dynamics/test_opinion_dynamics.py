@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from od_synthetic import per_sim_rows
 
 from socsim import config
 from socsim.io import vs_paper
@@ -24,6 +23,7 @@ from support.faults import kill_after_cached_calls
 from support.llm import Scripted
 from support.metrics import cache_rows, read_metrics
 from support.project import ROOT, run_socsim, socsim_cmd, write_params
+from support.studies.od_synthetic import per_sim_rows
 
 DATA = ROOT / "data" / "opinion_dynamics"
 
