@@ -29,7 +29,7 @@ from scipy import stats as sps
 from socsim.debate import analysis, stats
 from socsim.stats import ttest
 from socsim.stats import verdict as vd
-from support.studies.debate_inputs import analyse
+from support.studies.debate_inputs import analysis_inputs
 from support.studies.debate_synthetic import by_session, sect6
 
 NOMINAL = vd.ALPHA / 2  # a directional claim by a two-sided test at .05, in its direction
@@ -218,7 +218,7 @@ def test_the_whole_analysis_on_the_moderation_null_says_no_sect6_yes():
     m = m.assign(worker_id=[f"{s}w{w[-1]}" for s, w in zip(m.session_id, m.worker_id)])
     m = m.assign(partner1=[f"{s}w{p[-1]}" for s, p in zip(m.session_id, m.partner1)])
     tables = _with_members(tables, m)
-    rep = analyse(metrics, tables, dp, paper, run, by_sess)
+    rep = analysis.analyse(analysis_inputs(metrics, tables, dp, paper, run, by_sess))
     twins = [f for f in rep.findings if f.claim.startswith("Sect. 6")]
     assert len(twins) == 3 and not any(f.verdict.holds is True for f in twins), [f.verdict.label for f in twins]
     row = next(r for r in rep.vs_paper if r.quantity.startswith("Sect. 6 (the paper's comparison): the twins' groups"))

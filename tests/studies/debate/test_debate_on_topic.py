@@ -20,7 +20,7 @@ from socsim.llm import LLMClient
 from socsim.stats import agreement
 from support.llm import Scripted
 from support.project import ROOT
-from support.studies.debate_inputs import analyse
+from support.studies.debate_inputs import analysis_inputs
 
 PROMPTS = yaml.safe_load((ROOT / "data/debate/prompts.yaml").read_text())
 PAPER = yaml.safe_load((ROOT / "data/debate/paper.yaml").read_text())
@@ -266,7 +266,7 @@ def test_human_on_topic_rows_and_table_in_the_report(tmp_path):
     tables["human_utterances"] = u[["session_id", "round", "dyad", "k"]].assign(
         validity=np.where(np.arange(len(u)) % 3 == 0, "INVALID", "VALID")
     )
-    rep = analyse(metrics_, tables, dp, paper, run, by_session)
+    rep = analysis.analyse(analysis_inputs(metrics_, tables, dp, paper, run, by_session))
     t = rep.tables["human_on_topic"].df.set_index("topic_set")
     expect = agreement.binary(u.on_topic.tolist(), [v == "VALID" for v in tables["human_utterances"].validity])
     assert t.loc["depth", "kappa"] == pytest.approx(expect["kappa"]) and t.loc["depth", "n"] == len(u)
@@ -387,7 +387,7 @@ def test_vs_paper_names_the_encoder_and_marks_s_sem_not_comparable_unless_it_is_
     metrics_, tables, dp, paper, _, by_session = _inputs(np.random.default_rng(12), groups=4)
     for encoder, comparable in ((metrics.DEFAULT_MODEL, False), (analysis.PAPER_ENCODER, True)):
         run = analysis.RunDesign("DEBATE (real)", "gpt-4o-mini", encoder)
-        rep = analyse(metrics_, tables, {**dp, "agent_models": ["m"]}, paper, run, by_session)
+        rep = analysis.analyse(analysis_inputs(metrics_, tables, {**dp, "agent_models": ["m"]}, paper, run, by_session))
         vs = report.vs_paper.table(rep.vs_paper, rep.design)
         s_sem = vs[vs.quantity.str.endswith(": s_sem")]
         assert len(s_sem) and s_sem.note.str.contains(f"encoder: {encoder}", regex=False).all()

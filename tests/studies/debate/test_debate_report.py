@@ -14,11 +14,13 @@ import pytest
 import yaml
 
 from socsim.debate import analysis, figures, stats
+from socsim.debate.schemas import FIGURES
 from socsim.io import report
 from socsim.stats import ttest
 from socsim.stats.verdict import MIN_UNITS
+from support.analysis import plots
 from support.project import ROOT
-from support.studies.debate_inputs import analyse, plots
+from support.studies.debate_inputs import analysis_inputs
 
 PAPER = yaml.safe_load((ROOT / "data/debate/paper.yaml").read_text())
 TWEET_MEAN_LLM = PAPER["group_level"]["tweet_mean"]["llm_change"]  # t = 2.23, p = .03: "rises"
@@ -84,7 +86,7 @@ def test_d_z_is_the_mean_change_over_its_sd_by_hand():
 
 
 def test_paper_d_z_is_t_over_sqrt_31_in_vs_paper_and_fig2_table(tmp_path: Path):
-    rep = analyse(*_inputs(np.random.default_rng(3), groups=6))
+    rep = analysis.analyse(analysis_inputs(*_inputs(np.random.default_rng(3), groups=6)))
     es = rep.tables["fig2_effect_sizes"].df.set_index(["quantity", "test"])
     assert es.loc[("tweet mean", "llm change"), "paper_d_z"] == pytest.approx(2.23 / math.sqrt(31))
     assert es.loc[("opinion SD", "llm change"), "paper_d_z"] == pytest.approx(-4.65 / math.sqrt(31))
@@ -115,7 +117,7 @@ def test_fig2_twin_tests_are_the_papers_comparison_without_a_verdict():
         ref = analysis.paper_test(PAPER, r.quantity, r.test) or TWEET_MEAN_LLM
         f = analysis.group_finding(r, ref, [])
         assert (f is None) == (r.test != "human change"), (r.quantity, r.test)
-    rep = analyse(*_inputs(np.random.default_rng(23), groups=7))
+    rep = analysis.analyse(analysis_inputs(*_inputs(np.random.default_rng(23), groups=7)))
     row = _row(rep, "Fig. 2 tweet mean: llm change")
     assert row.verdict is None and row.finding == "" and row.note.startswith(analysis.PAPERS_COMPARISON)
     assert row.paper == pytest.approx(2.23 / math.sqrt(31))  # the paper's number stays beside ours
@@ -363,7 +365,7 @@ def _row(rep: report.Report, start: str):
 
 
 def test_a_stance_flag_lands_only_on_stance_derived_numbers():
-    rep = analyse(*_inputs(np.random.default_rng(4), groups=7, stance=0.5))
+    rep = analysis.analyse(analysis_inputs(*_inputs(np.random.default_rng(4), groups=7, stance=0.5)))
     stance = [f.flag for f in rep.flags if f.flag.scope == "stance annotator (utterances)"]
     assert len(stance) == 1 and "100%" in stance[0].reason
     assert all(f.flag.scope == "stance annotator (utterances)" for f in rep.flags)  # nothing else is degenerate
@@ -380,7 +382,7 @@ def test_a_stance_flag_lands_only_on_stance_derived_numbers():
 
 
 def test_on_topic_and_tweet_flags_concern_their_own_rows():
-    rep = analyse(*_inputs(np.random.default_rng(5), groups=5, on_topic_all=True))
+    rep = analysis.analyse(analysis_inputs(*_inputs(np.random.default_rng(5), groups=5, on_topic_all=True)))
     (on_topic,) = [f.flag for f in rep.flags]
     assert on_topic.scope == "on-topic annotator"
     assert on_topic in _row(rep, "Table3 depth, m, mode 2, original: s_sem").flags
@@ -392,7 +394,7 @@ def test_on_topic_and_tweet_flags_concern_their_own_rows():
 
 def test_data_source_and_models_are_design_differences(tmp_path: Path):
     metrics, tables, dp, paper, run, by_session = _inputs(np.random.default_rng(6), groups=4)
-    rep = analyse(metrics, tables, dp, paper, run, by_session)
+    rep = analysis.analyse(analysis_inputs(metrics, tables, dp, paper, run, by_session))
     assert "data source: ours fixture (synthetic), paper DEBATE (real)" in rep.design
     assert "agent model: ours m, paper gpt-4o-mini" in rep.design
     assert "encoder: ours sentence-transformers/all-MiniLM-L6-v2, paper jinaai/jina-embeddings-v3" in rep.design
@@ -404,7 +406,7 @@ def test_data_source_and_models_are_design_differences(tmp_path: Path):
     assert not vs[vs.quantity.str.endswith(": rouge_l")].comparable.str.contains("encoder").any()
     # the real data: the humans' opinions use neither a model nor an annotator, so they compare
     real = analysis.RunDesign("DEBATE (real)", "gpt-4o-mini", analysis.PAPER_ENCODER)
-    rep = analyse(metrics, tables, dp, paper, real, by_session)
+    rep = analysis.analyse(analysis_inputs(metrics, tables, dp, paper, real, by_session))
     assert not _row(rep, "Fig. 2 opinion SD: human change").design
     assert _row(rep, "Fig. 2 opinion SD: llm change").design == ["agent model: ours m, paper gpt-4o-mini"]
     unknown = analysis.RunDesign.from_provenance({}, {}, {})
@@ -414,13 +416,13 @@ def test_data_source_and_models_are_design_differences(tmp_path: Path):
 
 
 def test_report_writes_parquet_and_figures_read_it_without_csv(tmp_path: Path):
-    rep = analyse(*_inputs(np.random.default_rng(7), groups=4, stance=0.5))
+    rep = analysis.analyse(analysis_inputs(*_inputs(np.random.default_rng(7), groups=4, stance=0.5)))
     report.write(rep, tmp_path / "analysis")
     for name in ("table3", "group_tests", "fig2_effect_sizes", "members", "group_level", "flags", "findings"):
         assert (tmp_path / "analysis" / f"{name}.parquet").is_file(), name
     for csv in (tmp_path / "analysis").glob("*.csv"):
         csv.unlink()  # figures read Parquet only
-    drawn = plots(tmp_path / "analysis")
+    drawn = plots(tmp_path / "analysis", FIGURES)
     names = figures.all_figures(drawn, tmp_path / "figures")
     assert set(names) == {"fig2_group_level", "fig2_effect_sizes", "fig3_individual", "table3_metrics"}
     assert all((tmp_path / "figures" / f"{n}.png").stat().st_size > 0 for n in names)
@@ -432,7 +434,7 @@ def test_report_writes_parquet_and_figures_read_it_without_csv(tmp_path: Path):
 
 def test_without_per_debate_metrics_the_findings_are_inconclusive():
     metrics, tables, dp, paper, run, _ = _inputs(np.random.default_rng(8), groups=4)
-    rep = analyse(metrics, tables, dp, paper, run, None)
+    rep = analysis.analyse(analysis_inputs(metrics, tables, dp, paper, run, None))
     utterance = [f for f in rep.findings if "semantic similarity" in f.claim or "longer" in f.claim]
     assert len(utterance) == 2
     (ablation,) = [f for f in rep.findings if "private profile" in f.claim]  # only `original` ran
@@ -510,7 +512,7 @@ def test_a_missing_final_opinion_is_noted_on_the_row_the_table_and_the_panel(tmp
     sim = tables["simulated"]
     lost = sim[sim.kind == "opinion"].index[[1, 6]]  # one twin in each of S00 and S01
     tables["simulated"] = sim.drop(lost)
-    rep = analyse(metrics, tables, dp, paper, run, by_session)
+    rep = analysis.analyse(analysis_inputs(metrics, tables, dp, paper, run, by_session))
     text = "o_final missing for 2 of 16 twins in 2 of 4 groups"
     for test in ("llm change", "llm change vs human change"):
         assert text in _row(rep, f"Fig. 2 opinion mean: {test}").note
@@ -530,7 +532,7 @@ def test_a_missing_final_opinion_is_noted_on_the_row_the_table_and_the_panel(tmp
         shown[name + ".panels"] = [title for title, body in panels.items() if text in body.replace("\n", " ")]
 
     monkeypatch.setattr(figures, "save", capture)
-    drawn = plots(tmp_path)
+    drawn = plots(tmp_path, FIGURES)
     figures.fig2(drawn["fig2_group_level"], tmp_path)
     figures.fig2_effect_sizes(drawn["fig2_effect_sizes"], tmp_path)
     assert sorted(shown["fig2_group_level.panels"]) == [
@@ -564,7 +566,6 @@ def test_no_variance_in_the_changes_is_inconclusive_and_says_so():
 def test_every_finding_row_and_flag_comes_from_one_claim_in_the_claims_order():
     """The report is the base report plus each claim's judgement, in CLAIMS' order (socsim.io.claims)."""
     from socsim.debate.analysis import claims, measures
-    from support.studies.debate_inputs import analysis_inputs
 
     inputs = analysis_inputs(*_inputs(np.random.default_rng(7), groups=4, stance=0.5))
     rep = analysis.analyse(inputs)
@@ -587,5 +588,5 @@ def test_figures_import_only_the_schemas_and_draw_declared_plot_tables(tmp_path:
     imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     assert not [m for m in imported if m.startswith("socsim.debate") and m != "socsim.debate.schemas"]
-    rep = analyse(*_inputs(np.random.default_rng(7), groups=4, stance=0.5))
+    rep = analysis.analyse(analysis_inputs(*_inputs(np.random.default_rng(7), groups=4, stance=0.5)))
     assert {f"plot_{f}" for f in rep.plots} == set(ARTIFACTS["analysis"].tables)

@@ -24,9 +24,10 @@ from socsim.opinion_dynamics import analysis, figures, materials, network, outsi
 from socsim.opinion_dynamics.analysis import claims, plots
 from socsim.opinion_dynamics.stages import STUDY
 from socsim.stats import degeneracy as dg
+from support.analysis import inputs
 from support.llm import Scripted
 from support.project import ROOT
-from support.studies.od_synthetic import analyse, findings, per_sim_rows, sim_row
+from support.studies.od_synthetic import NO_BASELINE, findings, per_sim_rows, sim_row
 
 DATA = ROOT / "data" / "opinion_dynamics"
 PAPER = vs_paper.read_paper(DATA / "paper.yaml")
@@ -370,7 +371,10 @@ def test_analyse_with_both_worlds_keeps_the_papers_tables_closed():
     st = pd.DataFrame(rows)
     items = outside_info.outputs(_events(rows, 0.25), rows)
     labels, _ = _judge(outside_info.sample(items, None, 5))
-    rep = analyse(st, traj, pd.DataFrame(ratings), PAPER, outside=pd.DataFrame(labels), sample=None)
+    tables = {"setups": st, "trajectories": traj, "ratings": pd.DataFrame(ratings), "baseline": NO_BASELINE}
+    rep = analysis.analyse(
+        inputs("opinion_dynamics", {**tables, "outside_info": pd.DataFrame(labels)}, outside_info={"sample": None})
+    )
     ps = rep.tables["per_sim"].df
     assert set(ps.world) == {"closed", "open"} and list(ps.sim_id) == list(st.sim_id)
     closed_main = st[(st.world == "closed") & (st.condition == "main")]
@@ -405,7 +409,8 @@ def test_the_other_worlds_classifier_flag_sits_on_that_world_and_its_panels():
         for t in range(1, s["steps"] + 1)
     ]
     traj = pd.DataFrame(analysis.trajectories(rows, ratings))
-    rep = analyse(pd.DataFrame(rows), traj, pd.DataFrame(ratings), PAPER)
+    tables = {"setups": pd.DataFrame(rows), "trajectories": traj, "ratings": pd.DataFrame(ratings)}
+    rep = analysis.analyse(inputs("opinion_dynamics", {**tables, "baseline": NO_BASELINE}))
     model = rows[0]["model"]
     (f,) = [f for f in rep.flags if f.flag.scope.startswith("opinion classifier")]
     assert f.flag.scope == f"opinion classifier on {model}'s reports (main simulations)"

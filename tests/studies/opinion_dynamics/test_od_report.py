@@ -20,8 +20,9 @@ from socsim import config
 from socsim.io import vs_paper
 from socsim.opinion_dynamics import analysis, figures, materials, setups
 from socsim.stats import degeneracy as dg
+from support.analysis import inputs
 from support.project import ROOT
-from support.studies.od_synthetic import analyse, draw, findings, per_sim_rows
+from support.studies.od_synthetic import NO_BASELINE, draw, findings, per_sim_rows
 
 DATA = ROOT / "data" / "opinion_dynamics"
 PAPER = vs_paper.read_paper(DATA / "paper.yaml")
@@ -140,7 +141,8 @@ def _run(main_values: MainValues, roleplay_values: list[int], bare_values: list[
             )
     traj = pd.DataFrame(analysis.trajectories(rows, ratings))
     st = pd.DataFrame(rows)
-    rep = analyse(st, traj, pd.DataFrame(ratings), PAPER)
+    tables = {"setups": st, "trajectories": traj, "ratings": pd.DataFrame(ratings), "baseline": NO_BASELINE}
+    rep = analysis.analyse(inputs("opinion_dynamics", tables))
     return {"setups": rows, "ratings": ratings, "traj": traj, "report": rep, "setups_df": st}
 
 
@@ -272,7 +274,10 @@ def test_uniform_start_is_an_input_and_design_differences_are_named():
     ]
     made_of_ratings = [r for r in rep.vs_paper if r.design is not None and not r.is_input]
     assert made_of_ratings and all(layout in r.design for r in made_of_ratings)
-    rep = analyse(run["setups_df"], run["traj"], pd.DataFrame(run["ratings"]), PAPER, layout="paper")  # App. I's
+    tables = {"setups": run["setups_df"], "trajectories": run["traj"], "ratings": pd.DataFrame(run["ratings"])}
+    rep = analysis.analyse(
+        inputs("opinion_dynamics", {**tables, "baseline": NO_BASELINE}, classifier={"layout": "paper"})  # App. I's
+    )
     assert rep.design == [d for d in rep.design if d != layout] and len(rep.design) == 3
     assert not any(layout in (r.design or []) for r in rep.vs_paper)
     vs = vs_paper.table(rep.vs_paper)
@@ -523,7 +528,8 @@ def test_a_simulations_own_flag_sits_on_that_simulation_only():
         for t in range(1, s["steps"] + 1)
     ]
     traj = pd.DataFrame(analysis.trajectories(rows, ratings))
-    rep = analyse(pd.DataFrame(rows), traj, pd.DataFrame(ratings), PAPER)
+    tables = {"setups": pd.DataFrame(rows), "trajectories": traj, "ratings": pd.DataFrame(ratings)}
+    rep = analysis.analyse(inputs("opinion_dynamics", {**tables, "baseline": NO_BASELINE}))
     measured = len(set(one["reviewers"]))
     msg = f"100% of {measured} answers are -2 (threshold 90%)"
     ps = rep.tables["per_sim"].df.set_index("sim_id")

@@ -1,6 +1,7 @@
 """The DEBATE analysis' inputs for tests: `analysis_inputs` gives what `analyse` receives in a run
-(socsim.io.report.AnalysisInputs) from in-memory tables, utterance metrics and a RunDesign: the
-comparison folder written to a temporary directory, the run's design as its inputs' provenance."""
+(socsim.io.report.AnalysisInputs, built by support.analysis.inputs) from in-memory tables, utterance
+metrics and a RunDesign: the comparison folder written to a temporary directory, the run's design as its
+inputs' provenance."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ from typing import Any
 import pandas as pd
 
 from socsim.debate import analysis
-from socsim.debate.schemas import COMPARISON_ENCODER, COMPARISON_TABLES, FIGURES, METRICS, SETTING
-from socsim.io import report, tables
-from socsim.io.figures import panels
+from socsim.debate.schemas import COMPARISON_ENCODER, COMPARISON_TABLES, METRICS, SETTING
+from socsim.io import tables
 from socsim.io.parquet import write_json
-from socsim.io.report import AnalysisInputs, Panel
+from socsim.io.report import AnalysisInputs
+from support.analysis import inputs
 
 _SOURCE = {"fixture (synthetic)": "fixture", "DEBATE (real)": "hub"}
 _TMP = Path(tempfile.mkdtemp(prefix="debate-inputs-"))
@@ -42,7 +43,8 @@ def analysis_inputs(
 ) -> AnalysisInputs:
     """`analyse`'s inputs: the compare stage's `metrics` and `by_session` (None: no debate's metrics,
     an empty table) in a comparison folder with the encoder of `run` (default: nothing known), as the
-    compare stage writes it."""
+    compare stage writes it; `tables_`, the paper's numbers `paper` and the debate params, the schema's
+    defaults with `dp`'s keys in their place (support.analysis.inputs)."""
     run = run or analysis.RunDesign()
     d = Path(tempfile.mkdtemp(dir=_TMP))
     if by_session is None:
@@ -50,14 +52,4 @@ def analysis_inputs(
     tables.write(metrics, d, COMPARISON_TABLES[0], "utterance metrics")
     tables.write(by_session, d, COMPARISON_TABLES[1], "utterance metrics by debate")
     write_json(d / COMPARISON_ENCODER, {"model": run.encoder, "human_on_topic": run.human_on_topic})
-    return AnalysisInputs(dict(tables_), dp, paper, 0, provenance(run), {"comparison": d})
-
-
-def analyse(*args: Any) -> report.Report:
-    """`analysis.analyse` on analysis_inputs(*args)."""
-    return analysis.analyse(analysis_inputs(*args))
-
-
-def plots(folder: Path) -> dict[str, dict[str, Panel]]:
-    """Every figure's panels, from a written report's plot tables (what the figures stage passes)."""
-    return {f: panels(report.read(folder, f"plot_{f}")) for f in FIGURES}
+    return inputs("debate", tables_, paper=paper, provenance=provenance(run), dirs={"comparison": d}, **dp)

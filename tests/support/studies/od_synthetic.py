@@ -1,10 +1,10 @@
 """Synthetic per-simulation rows of the opinion-dynamics study, for tests whose answer is known: the one
 builder of such rows (`row`): a design of one scope (`per_sim_rows`: the `per_sim` columns the paper's
 tests and the findings read, one row per framing x bias level x topic, B and D drawn around given
-means) or single rows with every per_sim column (`sim_row`). Also the analysis run the way its stage
-runs it (`analyse`: inputs by name), the findings per scope as the study's claims judge them
-(`findings`: socsim.io.claims.judge_all over analysis.CLAIMS) and every figure drawn from a report's
-plot tables (`draw`)."""
+means) or single rows with every per_sim column (`sim_row`). Also the findings per scope as the study's
+claims judge them (`findings`: socsim.io.claims.judge_all over analysis.CLAIMS), an empty baseline table
+(`NO_BASELINE`: the analysis' `baseline` input of a run without one) and every figure drawn from a
+report's plot tables (`draw`, as the figures stage draws them)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ import pandas as pd
 
 from socsim.io import report
 from socsim.io.claims import judge_all
-from socsim.io.figures import panels
-from socsim.io.report import AnalysisInputs, Finding, Report
+from socsim.io.report import Finding, Report
 from socsim.opinion_dynamics import analysis, figures
 from socsim.opinion_dynamics.plot_layout import FIGURES
+from support.analysis import plots
 
 SCOPE = {"model": "m", "topology": "complete", "init": "uniform", "memory": "cumulative"}
 NO_B = {"false": 0.0, "true": 0.0}
@@ -124,36 +124,11 @@ def findings(
     return out
 
 
-NO_BASELINE = pd.DataFrame(columns=["sim_id", "baseline", "agent", "t", "opinion"])
-
-
-def analyse(
-    setups: pd.DataFrame,
-    traj: pd.DataFrame,
-    ratings: pd.DataFrame,
-    paper: Mapping[str, Any],
-    baseline: pd.DataFrame = NO_BASELINE,
-    outside: pd.DataFrame | None = None,
-    sample: int | None = 0,
-    layout: str = "shared_first",
-    ddof: int = 0,
-    alpha: float = 0.05,
-) -> Report:
-    """`analysis.analyse` on these tables and params, as the stage calls it (outside_info read where given)."""
-    tables = {"setups": setups, "trajectories": traj, "ratings": ratings, "baseline": baseline}
-    if outside is not None:
-        tables["outside_info"] = outside
-    params = {
-        "metrics": {"ddof": ddof},
-        "alpha": alpha,
-        "outside_info": {"sample": sample},
-        "classifier": {"layout": layout},
-    }
-    return analysis.analyse(AnalysisInputs(tables, params, paper))
+NO_BASELINE = pd.DataFrame(columns=["sim_id", "baseline", "agent", "t", "opinion"])  # no baseline run
 
 
 def draw(rep: Report, out: Path) -> list[str]:
     """Every figure of the report, drawn as the figures stage draws them: from its written plot tables."""
     d = out / "analysis"
     report.write(rep, d)
-    return figures.draw({f: panels(report.read(d, f"plot_{f}")) for f in FIGURES}, out)
+    return figures.draw(plots(d, FIGURES), out)
