@@ -18,7 +18,6 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-import test_coherence as tc
 from scipy import stats as sps
 
 from socsim.coherence import agents as ag
@@ -29,8 +28,10 @@ from socsim.stats import permutation as pm
 from socsim.stats.multitest import bonferroni
 from socsim.stats.power import ks_power
 from socsim.stats.ranks import mwu_p
+from support.llm import scripted_client
+from support.project import ROOT
+from support.studies import coherence as tc  # the coherence tests' shared helpers
 
-ROOT = tc.ROOT
 ALPHA = 0.01
 
 
@@ -464,7 +465,7 @@ def test_paper_shaped_topic_and_suppression_nulls():
 def test_calibration_examples_are_held_out_from_the_judges_prompt():
     held = dialogue.held_out_examples(tc.PROMPTS)
     assert [e["score"] for e in held] == [1, 2, 3, 4, 5]
-    client = tc.scripted_client(lambda req: "3")
+    client = scripted_client(lambda req: "3")
     import asyncio
 
     rows = asyncio.run(dialogue.calibrate(tc.PROMPTS, client, "j", seed=1))
