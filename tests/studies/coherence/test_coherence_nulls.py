@@ -5,9 +5,9 @@ First the statistics behind them, against independent computations on data with 
 unrelated to the preference gap; agent agreeableness with the project's own pairing; topic differences
 without a contentiousness effect; no openness effect; coherent data for the suppression t), where it
 must hold at about its nominal rate, and under a true effect of each kind, where it must still pass.
-Small designs here; the paper-shaped ones are marked slow. Then the smaller items: held-out
-calibration examples, Finding 3's row, unparsed final judgments, the missing tables, the figure
-fixes and the docs' counts."""
+Small designs here; the paper-shaped ones, slow, in tests/real/studies/coherence. Then the smaller
+items: held-out calibration examples, Finding 3's row, unparsed final judgments, the missing tables,
+the figure fixes and the docs' counts."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from socsim.coherence import agents as ag
 from socsim.coherence import analysis as an
 from socsim.coherence import dialogue, units
 from socsim.coherence.analysis import tests as an_tests
@@ -31,9 +30,7 @@ from socsim.stats.ranks import mwu_p
 from support.llm import scripted_client
 from support.project import ROOT
 from support.studies import coherence as tc  # the coherence tests' shared helpers
-
-ALPHA = 0.01
-
+from support.studies.coherence import ALPHA, _agent_design, _agreeable, _conversations, _topics
 
 # -- the statistics, against independent computations -------------------------------------------------
 
@@ -100,26 +97,6 @@ def test_dyadic_variance_by_brute_force():
     alone = np.arange(2 * len(x)).reshape(-1, 2)
     hc0 = sm.OLS(y, sm.add_constant(x)).fit(cov_type="HC0").tvalues[1]
     assert pm.dyadic_t(x[None, :], y, *pm.dyad_matrices(alone))[0] == pytest.approx(hc0)
-
-
-def _conversations(sides, p, o, y, topic_of=None):
-    """A conversation table: agents' (P, O) by index, one row per pair of agent indices in `sides`."""
-    sides = np.asarray(sides)
-    rows = {
-        "P1": p[sides[:, 0]],
-        "P2": p[sides[:, 1]],
-        "O1": o[sides[:, 0]],
-        "O2": o[sides[:, 1]],
-        "contentiousness": 1,
-        "agreement": y,
-        "B1": 0,
-        "B2": 0,
-        "conversation_id": [f"c{i}" for i in range(len(sides))],
-        "agent1_id": [f"a{i}" for i in sides[:, 0]],
-        "agent2_id": [f"a{i}" for i in sides[:, 1]],
-        "topic": [topic_of(i) if topic_of else "t" for i in sides[:, 0]],
-    }
-    return an.finish_table(pd.DataFrame(rows))
 
 
 def test_agent_permutation_p_is_the_full_enumeration():
@@ -249,52 +226,6 @@ def test_test2_cannot_pass_on_scores_unrelated_to_the_gap():
     assert row.verdict.label.startswith("inconclusive (p = ") and f"but power {own.group(1)} < 0.8" in row.verdict.label
 
 
-LLM_LIKE_OPENNESS = [0.02, 0.03, 0.05, 0.4, 0.3, 0.1, 0.05, 0.03, 0.01, 0.01]  # most agents answer alike
-
-
-def _agent_design(n_agents=60, seed=0, preference=(0.3, 0.1, 0.1, 0.2, 0.3), openness=None):
-    """One topic, agents with skewed profiles paired by the project's own pairing (ag.pair_agents, one
-    conversation per profile pair): agents of rare profiles sit in many conversations. `openness`:
-    its distribution over 0-9 (None: binomial(9, 0.35))."""
-    rng = np.random.default_rng(seed)
-    agents, profiles = {}, []
-    for i in range(n_agents):
-        aid = f"t.{i}"
-        agents[aid] = {
-            "agent_id": aid,
-            "topic": "t",
-            "bias_level": int(rng.integers(0, 3)),
-            "persona_prompt": "p",
-            "bias_prompt": None,
-        }
-        profiles.append(
-            {
-                "agent_id": aid,
-                "model": "m",
-                "preference": int(rng.choice(5, p=preference)) + 1,
-                "openness": int(rng.binomial(9, 0.35) if openness is None else rng.choice(10, p=openness)),
-                "preference_ok": True,
-                "openness_ok": True,
-            }
-        )
-    pairing = {"unit": "profile", "k": 1, "max_pairs_per_topic": None}
-    pairs = ag.pair_agents(profiles, agents, pairing, seed, tc.T_TOPICS, tc.PROMPTS)
-    index = {p["agent_id"]: i for i, p in enumerate(profiles)}
-    sides = np.array([(index[p["agent1_id"]], index[p["agent2_id"]]) for p in pairs])
-    pref = np.array([p["preference"] for p in profiles])
-    open_ = np.array([p["openness"] for p in profiles])
-    return sides, pref, open_
-
-
-def _agreeable(sides, pref, open_, rng, beta_open=0.0, beta_gap=0.0):
-    """Final scores from each agent's own agreeableness (SD 1) plus noise, and the given effects."""
-    u = rng.normal(0, 1, len(pref))
-    gap, total = np.abs(pref[sides[:, 0]] - pref[sides[:, 1]]), open_[sides[:, 0]] + open_[sides[:, 1]]
-    latent = 3 + u[sides[:, 0]] + u[sides[:, 1]] + rng.normal(0, 1, len(sides))
-    latent += beta_open * (total - total.mean()) - beta_gap * (gap - gap.mean())
-    return _conversations(sides, pref, open_, np.clip(np.rint(latent), 1, 5).astype(int))
-
-
 def test_tests_1_and_5_hold_at_the_nominal_rate_with_agent_agreeableness():
     """No preference or openness effect, each agent its own agreeableness, the project's pairing: with
     the agent as unit Tests 1 and 5 reject at about alpha (0.1 here, for resolution); the paper's
@@ -324,25 +255,6 @@ def test_tests_1_and_5_pass_with_a_true_effect():
             for rep in range(8)
         ]
         assert results.count(True) >= 7, (t, results)
-
-
-def _topics(rng, n, topic_sd, effect=0.0):
-    """9 topics (3 a contentiousness level) x 5 preference pairs, n conversations a cell: each topic its
-    own shift (SD topic_sd of the residual's), contentiousness moving agreement by `effect` a level."""
-    shift = rng.normal(0, topic_sd, 9)
-    rows = []
-    for t in range(9):
-        c = 1 + t // 3
-        for p1, p2 in ((1, 1), (1, 5), (3, 3), (2, 4), (5, 5)):
-            latent = 4.5 - 0.8 * abs(p1 - p2) + shift[t] + effect * (c - 2) + rng.normal(0, 1, n)
-            rows += [(p1, p2, 3, 3, c, int(s), f"t{t}") for s in np.clip(np.rint(latent), 1, 5)]
-    df = pd.DataFrame(rows, columns=["P1", "P2", "O1", "O2", "contentiousness", "agreement", "topic"])
-    n_rows = len(df)
-    return an.finish_table(
-        df.assign(B1=0, B2=0, conversation_id=range(n_rows), agent1_id=[f"a{i}" for i in range(n_rows)]).assign(
-            agent2_id=[f"b{i}" for i in range(n_rows)]
-        )
-    )
 
 
 def test_test4_topic_differences_without_contentiousness():
@@ -414,49 +326,6 @@ def test_suppression_per_gap_on_coherent_data():
     assert max(per_gap.values()) <= 0.15 * reps and sum(per_gap.values()) <= 0.1 * 4 * reps, per_gap
     few, _ = tc._suppressed(tc._gaps(np.random.default_rng(0), 29, lambda g: expected[g]), level)
     assert few[1].label == "inconclusive (n = 29 conversations at gap 0, needs 30)"
-
-
-# -- paper-shaped nulls (slow) -----------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_paper_shaped_agent_null_tests_1_and_5():
-    """Paper-shaped: 800 agents of one topic with LLM-like skewed answers, the project's pairing (a rare
-    profile's agent in 80 or more conversations); each agent its own agreeableness, no preference or
-    openness effect. At alpha = 0.01 with the agent as unit, Tests 1 and 5 pass or fail in at most 3 of
-    100 test runs (nominal 1); the paper's conversation-level p, beside them, in many more."""
-    sides, pref, open_ = _agent_design(800, 1, (0.5, 0.05, 0.05, 0.1, 0.3), LLM_LIKE_OPENNESS)
-    assert np.bincount(sides.ravel()).max() >= 80
-    hits = paper = 0
-    for rep in range(50):
-        df = _agreeable(sides, pref, open_, np.random.default_rng(rep))
-        for t in (1, 5):
-            row = an.correlation_test(df, t, ALPHA, rep, 999, "")
-            hits += row.verdict.holds is not None
-            paper += row.p_paper < ALPHA
-    assert hits <= 3 and paper >= 10, (hits, paper)
-
-
-@pytest.mark.slow
-def test_paper_shaped_topic_and_suppression_nulls():
-    """Paper-shaped Test 4 null (9 topics, 5 preference pairs, 200 conversations a cell, topic SD 0.2):
-    the topic-level test rejects at alpha = 0.01 in at most 2 of 60 runs; suppression per gap on coherent
-    data at 30 and 100 a side: at most 3 % a gap over 200 runs (nominal 1 %)."""
-    rejected = 0
-    for rep in range(60):
-        df = _topics(np.random.default_rng(rep), 200, 0.2)
-        cells = units.topic_cells(df)
-        rejected += units.assignment_p(cells.counts, units.assignments(cells.levels, rep), an.MIN_GROUP)[1] < ALPHA
-    assert rejected <= 2
-    p0, _ = tc.ALT
-    expected = an.expected_distributions(p0, "linear")
-    for n in (30, 100):
-        per_gap = {g: 0 for g in (1, 2, 3, 4)}
-        for rep in range(200):
-            verdicts, _ = tc._suppressed(tc._gaps(np.random.default_rng(rep), n, lambda g: expected[g]), ALPHA)
-            for g, v in verdicts.items():
-                per_gap[g] += v.holds is True
-        assert max(per_gap.values()) <= 6, (n, per_gap)  # nominal 2 (sd 1.4); measured at most 4
 
 
 # -- the smaller items ---------------------------------------------------------------------------------------

@@ -15,70 +15,26 @@ nuisance structure a real run has (debate_synthetic):
   0.5 says "no change"; the equivalence test does not.
 
 Small designs run in the fast lane (each test a few seconds); the paper-shaped ones (31 groups over 7
-topics, 300 replicates) in the slow lane."""
+topics, 300 replicates) in the slow lane (tests/real/studies/debate/test_debate_paper_shaped_nulls.py); the
+helpers both use are in support/studies/debate.py."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
-import pytest
-from scipy import stats as sps
 
 from socsim.debate import analysis, stats
-from socsim.stats import ttest
-from socsim.stats import verdict as vd
+from support.studies.debate import (
+    SHIFT_DZ_04,
+    _group_claims,
+    _moderation_null,
+    _no_change,
+    _one_sample_yes,
+    _partner_parts,
+    limit,
+)
 from support.studies.debate_inputs import analysis_inputs
 from support.studies.debate_synthetic import by_session, sect6
-
-NOMINAL = vd.ALPHA / 2  # a directional claim by a two-sided test at .05, in its direction
-# the humans' round-3 shift that makes the group-mean tweet change d_z = 0.4: the change of a group of 4 has
-# SD sqrt(2 NOISE^2 / 4) = 0.354 (NOISE = 0.5; the latent stance cancels)
-SHIFT_DZ_04 = 0.4 * math.sqrt(2 * 0.5**2 / 4)
-
-
-def limit(reps: int, rate: float = NOMINAL) -> int:
-    """The most "yes" a verdict at nominal `rate` gives in `reps` replicates, bar a 1-in-1000 chance."""
-    return int(sps.binom.ppf(0.999, reps, rate))
-
-
-def _group_claims(members: pd.DataFrame, topics: dict[str, str]) -> tuple[bool, bool, pd.DataFrame]:
-    """(convergence holds, drift holds, the paper's Fig. 2 tests) on model-written points."""
-    per_group, tests = stats.group_level(members)
-    (conv, drift), _ = analysis.group_claims(per_group, topics, {})
-    return conv.verdict.holds is True, drift.verdict.holds is True, tests
-
-
-def _paper_rule(tests: pd.DataFrame, parts: list[tuple[str, str, int]]) -> bool:
-    """The paper's reading of its Fig. 2 tests (round 3 vs 1, from the humans' start): every part
-    significant at .05 in its direction (what the verdicts said before issue 34)."""
-    t = tests.set_index(["quantity", "test"])
-    return all(t.loc[(q, k), "p"] < vd.ALPHA and np.sign(t.loc[(q, k), "d_z"]) == d for q, k, d in parts)
-
-
-PAPER_CONVERGENCE = [
-    ("tweet SD", "llm change", -1),
-    ("opinion SD", "llm change", -1),
-    ("tweet SD", "llm change vs human change", -1),
-    ("opinion SD", "llm change vs human change", -1),
-]
-PAPER_DRIFT = [("tweet mean", "llm change", +1), ("tweet mean", "llm change vs human change", +1)]
-
-
-def _moderation_null(reps: int, groups: int, seed: int) -> dict[str, int]:
-    rng = np.random.default_rng(seed)
-    out = dict.fromkeys(("convergence", "drift", "partner", "paper convergence", "paper drift"), 0)
-    for _ in range(reps):
-        m, topics = sect6(rng, groups, moderate=True)
-        conv, drift, tests = _group_claims(m, topics)
-        partner, _ = analysis.partner_claim(m, topics, {})
-        out["convergence"] += conv
-        out["drift"] += drift
-        out["partner"] += partner.verdict.holds is True
-        out["paper convergence"] += _paper_rule(tests, PAPER_CONVERGENCE)
-        out["paper drift"] += _paper_rule(tests, PAPER_DRIFT)
-    return out
 
 
 def test_moderate_model_texts_without_dynamics_pass_no_sect6_claim():
@@ -96,14 +52,6 @@ def test_model_written_convergence_and_drift_pass_a_true_effect_even_when_modera
     drift = [_group_claims(*sect6(rng, groups, drift=0.6, moderate=True))[1] for _ in range(reps)]
     conv = [_group_claims(*sect6(rng, groups, converge=0.3))[0] for _ in range(reps)]
     assert sum(drift) >= 0.8 * reps and sum(conv) >= 0.8 * reps, (sum(drift), sum(conv))
-
-
-def _partner_parts(members: pd.DataFrame, topics: dict[str, str]) -> tuple[bool, bool]:
-    """(the partner claim holds, the paper's r of the change score with partner minus own: twins above
-    humans at .05, tweets and opinions, by its bootstrap over groups)."""
-    f, _ = analysis.partner_claim(members, topics, {})
-    paper = [stats.correlation_difference(members, o, "partner minus own", repeats=400) for o in ("tweet", "opinion")]
-    return f.verdict.holds is True, all(r["p"] is not None and r["p"] < vd.ALPHA and r["diff"] > 0 for r in paper)
 
 
 def test_twins_that_ignore_their_partner_show_no_partner_influence():
@@ -145,11 +93,6 @@ def test_topic_specific_effects_pass_no_claim_over_debates_or_groups():
         assert over_debates[k] >= 0.1 * reps, (k, over_debates)  # the null bites a test over debates (4x nominal)
 
 
-def _one_sample_yes(x: pd.Series, direction: int) -> bool:
-    mean, p, _, _ = ttest.one_sample_t(x.to_numpy(dtype=float))
-    return p is not None and p < vd.ALPHA and mean is not None and mean * direction > 0
-
-
 def test_topic_specific_drift_passes_no_drift_claim():
     rng = np.random.default_rng(105)
     reps = 80
@@ -179,20 +122,6 @@ def test_true_effects_over_topics_still_pass():
         held["longer"] += analysis.llm_longer(orig, topics, []).verdict.holds is True
         held["ablation"] += analysis.ablation_claim(s, "m", "depth", ran, {}, topics).verdict.holds is True
     assert all(v >= 0.8 * reps for v in held.values()), held
-
-
-def _no_change(members: pd.DataFrame) -> tuple[bool, bool]:
-    """(the humans' "tweet mean does not change" holds by the equivalence test, by the old power gate:
-    p >= .05 with power >= 0.8 to find d_z 0.5)."""
-    row = next(
-        r
-        for r in stats.group_level(members)[1].itertuples(index=False)
-        if r.quantity == "tweet mean" and r.test == "human change"
-    )
-    f = analysis.group_finding(row, {"t": -0.55, "p": 0.59}, [])
-    assert f is not None
-    old = vd.no_difference(row.p, vd.power_t(0.5, row.n_groups), row.n_groups, 3, "groups")
-    return f.verdict.holds is True, old.holds is True
 
 
 def test_a_true_change_of_d_z_04_is_not_called_no_change():
@@ -261,49 +190,3 @@ def _with_members(tables: dict[str, pd.DataFrame], m: pd.DataFrame) -> dict[str,
         ignore_index=True,
     )
     return out
-
-
-# --- paper-shaped: 31 groups over 7 topics (slow) -------------------------------------------------
-
-
-@pytest.mark.slow
-def test_paper_shaped_nulls_and_true_effects():
-    reps = 300
-    got = _moderation_null(reps, 31, seed=201)
-    for claim in ("convergence", "drift", "partner"):
-        assert got[claim] <= limit(reps), (claim, got)
-    assert got["paper convergence"] >= 0.8 * reps and got["paper drift"] >= 0.3 * reps, got
-
-    rng = np.random.default_rng(202)
-    runs = [_partner_parts(*sect6(rng, 31, twin_constant=0.5, human_partner=0.1)) for _ in range(100)]
-    assert sum(r[0] for r in runs) <= limit(100) and sum(r[1] for r in runs) >= 60
-    runs = [_partner_parts(*sect6(rng, 120, twin_constant=0.5, human_partner=0.1)) for _ in range(100)]
-    assert sum(r[0] for r in runs) <= limit(100) and sum(r[1] for r in runs) >= 90
-
-    drift, over_groups = 0, 0
-    for _ in range(reps):
-        m, topics = sect6(rng, 31, topic_sd=0.5)
-        drift += _group_claims(m, topics)[1]
-        changes = stats.group_changes(stats.group_level(m)[0], stats.MODEL_WRITTEN_TESTS)
-        over_groups += _one_sample_yes(changes[("tweet mean, rounds 2-3", "llm change")], +1)
-    assert drift <= limit(reps) and over_groups >= 0.1 * reps
-
-    counts = [0, 0, 0]
-    ran = {(m, a) for m in (1, 2) for a in ("original", "no_private_profile")}
-    for _ in range(reps):
-        s, topics = by_session(rng, 31, topic_sd=2.0, modes=(1, 2))
-        orig = s[s.ablation == "original"]
-        order = analysis.mode_order(orig, topics, [])
-        assert order is not None
-        counts[0] += order.verdict.holds is True
-        counts[1] += analysis.llm_longer(orig, topics, []).verdict.holds is True
-        counts[2] += analysis.ablation_claim(s, "m", "depth", ran, {}, topics).verdict.holds is True
-    assert max(counts) <= limit(reps), counts
-
-    runs = [_no_change(sect6(rng, 37, human_shift=SHIFT_DZ_04)[0]) for _ in range(reps)]
-    assert sum(r[0] for r in runs) <= limit(reps, analysis.EQUIVALENCE_ALPHA)
-
-    # true effects at the paper's shape
-    drift_true = [_group_claims(*sect6(rng, 31, drift=0.5, moderate=True))[1] for _ in range(50)]
-    conv_true = [_group_claims(*sect6(rng, 31, converge=0.4))[0] for _ in range(50)]
-    assert sum(drift_true) >= 40 and sum(conv_true) >= 40, (sum(drift_true), sum(conv_true))

@@ -1,6 +1,7 @@
 """Paper 000's own data: `socsim facilitation import` on a synthetic fixture in the release's format
 (tests/data/syndisco_release: no real rows), analysed, against an independent computation of Table 2
-the authors' way (support/studies/syndisco_reference.py: pandas and statsmodels on the JSON, no socsim)."""
+the authors' way (support/studies/syndisco_reference.py: pandas and statsmodels on the JSON, no socsim).
+Snakemake on the fixture: tests/real/studies/facilitation/test_facilitation_release_snakemake.py."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from socsim.facilitation import release, schemas
 from socsim.io.parquet import read_provenance, read_table
 from support.metrics import read_metrics
-from support.project import ROOT, copy_project, git_commit_all, run_socsim, tool_env
+from support.project import ROOT, git_commit_all, run_socsim
 from support.studies import syndisco_reference as reference
 
 FIXTURE = ROOT / "tests" / "data" / "syndisco_release"
@@ -171,22 +172,3 @@ def test_the_revision_of_a_clone_is_checked(tmp_path):
         release.revision(rel, "fde36171")
     with pytest.raises(release.ReleaseError, match="not a SynDisco release"):
         release.data_folder(tmp_path)
-
-
-@pytest.mark.slow
-def test_snakemake_imports_analyses_and_draws_the_release_with_no_llm_stage(tmp_path):
-    """`snakemake --configfile params.syndisco.yaml facilitation` on the fixture: import -> analyse -> figures,
-    no model loaded, vs_paper on the paper's own data."""
-    project = copy_project(tmp_path / "project")
-    override = project / "release.yaml"
-    override.write_text(f"facilitation:\n  data:\n    path: {FIXTURE}\n")
-    cmd = ["snakemake", "--cores", "2", "--configfile", "params.syndisco.yaml", "release.yaml", "--", "facilitation"]
-    proc = subprocess.run(cmd, cwd=project, env=tool_env(), capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = project / "results" / "facilitation"
-    ran = {p.stem for p in (results / "metrics").glob("*.json")}
-    assert ran == {"import", "analyse", "figures"}, ran
-    assert not (results / "personas.parquet").exists() and not (results / "logs" / "simulate").exists()
-    assert (results / "figures" / "fig3_pairwise_toxicity.png").is_file()
-    vs = pd.read_parquet(results / "analysis" / "vs_paper.parquet")
-    assert len(vs) and vs["comparable"].str.contains("paper's own data").all(), vs["comparable"].unique()

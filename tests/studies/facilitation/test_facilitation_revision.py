@@ -3,14 +3,13 @@
 no real rows, a known generator), against an independent computation the authors' way
 (support/studies/revision_reference.py: hashlib, pandas and statsmodels on the JSON and CSV, no socsim).
 
-On a real clone at 4ecc4bfc (SOCSIM_SYNDISCO_REVISED=<path>), the last test checks the printed table."""
+Snakemake on the fixture, and the printed table on a real clone at 4ecc4bfc (SOCSIM_SYNDISCO_REVISED=<path>):
+tests/real/studies/facilitation/test_facilitation_revision_end_to_end.py."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -24,37 +23,11 @@ from socsim.facilitation.revision import report
 from socsim.io.parquet import read_provenance, read_table
 from socsim.stats import regression
 from support.metrics import read_metrics
-from support.project import ROOT, copy_project, git_commit_all, run_socsim, tool_env
+from support.project import git_commit_all, run_socsim
 from support.studies import revision_reference as reference
+from support.studies.facilitation_revision import FIXTURE, PARAMS, data_paths, import_cmd
 
-FIXTURE = ROOT / "tests" / "data" / "syndisco_revision"
 TRUTH = json.loads((FIXTURE / "truth.json").read_text())
-PARAMS = ("--params", "params.yaml", "--params", "params.syndisco-revised.yaml")
-
-
-def data_paths(tmp: Path) -> list[str]:
-    return [
-        "--setups",
-        str(tmp / "setups.parquet"),
-        "--comments",
-        str(tmp / "comments" / "all.parquet"),
-        "--scores",
-        str(tmp / "scores.parquet"),
-    ]
-
-
-def import_cmd(tmp: Path, path: Path, *extra: str) -> subprocess.CompletedProcess:
-    return run_socsim(
-        "facilitation",
-        "import_revision",
-        *PARAMS,
-        "--set",
-        f"facilitation.data.path={path}",
-        *extra,
-        *data_paths(tmp),
-        "--metrics",
-        str(tmp / "import.json"),
-    )
 
 
 @pytest.fixture(scope="module")
@@ -371,52 +344,3 @@ def test_a_clone_at_another_commit_is_refused(tmp_path):
     assert not (tmp_path / "out" / "setups.parquet").exists()
     ok = release.revision(rel, head[:8], folder=revision.data_folder)
     assert ok["verified"] is True and ok["commit"] == head
-
-
-@pytest.mark.slow
-def test_snakemake_imports_analyses_and_draws_the_revision(tmp_path):
-    """`snakemake --configfile params.syndisco-revised.yaml -- facilitation` on the fixture: three stages, no
-    model loaded, the default target."""
-    project = copy_project(tmp_path / "project")
-    (project / "revised.yaml").write_text(f"facilitation:\n  data:\n    path: {FIXTURE}\n")
-    cmd = [
-        "snakemake",
-        "--cores",
-        "2",
-        "--configfile",
-        "params.syndisco-revised.yaml",
-        "revised.yaml",
-        "--",
-        "facilitation",
-    ]
-    proc = subprocess.run(cmd, cwd=project, env=tool_env(), capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = project / "results" / "facilitation"
-    assert {p.stem for p in (results / "metrics").glob("*.json")} == {
-        "import_revision",
-        "analyse_revision",
-        "figures_revision",
-    }
-    assert (results / "revision" / "figures" / "model_effects.png").is_file()
-    assert not (results / "annotations").exists() and not (results / "analysis").exists()
-
-
-REAL = os.environ.get("SOCSIM_SYNDISCO_REVISED")
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not REAL, reason="set SOCSIM_SYNDISCO_REVISED to a clone of the release at 4ecc4bfc")
-def test_the_real_release_gives_the_printed_table(tmp_path):
-    """On the real clone: all 8 terms and the participation table equal the printed ones, 15,369
-    observations in 720 groups (the release's rows are never copied here: they are read in place)."""
-    assert REAL is not None
-    proc = import_cmd(tmp_path, Path(REAL))
-    assert proc.returncode == 0, proc.stderr
-    out = tmp_path / "analysis"
-    a = run_socsim("facilitation", "analyse_revision", *PARAMS, *data_paths(tmp_path), "--revision-analysis", str(out))
-    assert a.returncode == 0, a.stderr
-    at = pd.read_parquet(out / "authors_table.parquet")
-    assert at["equal_to_print"].all(), at
-    s = json.loads((out / "summary.json").read_text())
-    assert (s["authors_table"]["observations"], s["authors_table"]["groups"]) == (15369, 720)
-    assert s["participation_equal_to_print"] == 7

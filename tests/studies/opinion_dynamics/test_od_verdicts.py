@@ -13,45 +13,29 @@ with scipy on the same data:
 
 A claim read in its direction from a two-sided test at alpha = 0.05 has a nominal rate of 2.5 %. The
 fast lane runs small designs; the paper-shaped ones (15 topics, 3 bias levels, 2 memories, the whole
-findings) are `slow`.
+findings) are `slow` (tests/real/studies/opinion_dynamics/test_od_paper_shaped_nulls.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
-from socsim.io import vs_paper
 from socsim.io.report import Finding
 from socsim.opinion_dynamics import analysis
-from support.project import ROOT
-from support.studies.od_synthetic import findings, per_sim_rows
+from support.studies.od_synthetic import per_sim_rows
+from support.studies.opinion_dynamics import ALPHA, KEY, NOMINAL, THREE, _at_most, _findings
 
-PAPER = vs_paper.read_paper(ROOT / "data" / "opinion_dynamics" / "paper.yaml")
-ALPHA = 0.05
-NOMINAL = ALPHA / 2  # a two-sided test at alpha, read in its claimed direction
-THREE = ["none", "weak", "strong"]
-KEY = ("m", "complete", "uniform", "cumulative")
 CLAIM = "D rises with confirmation bias (none < weak < strong)"
-
-
-def _at_most(count: int, reps: int, rate: float = NOMINAL) -> bool:
-    """`count` of `reps` is within replicate noise of a rate at most `rate` (binomial tail >= 0.001)."""
-    return bool(stats.binom.sf(count - 1, reps, rate) >= 0.001)
 
 
 def _about(count: int, reps: int, rate: float = NOMINAL) -> bool:
     """`count` of `reps` is within replicate noise of `rate` on either side (binomial tails >= 0.001)."""
     return _at_most(count, reps, rate) and bool(stats.binom.cdf(count, reps, rate) >= 0.001)
-
-
-def _findings(ps: pd.DataFrame) -> dict[tuple[Any, ...], dict[str, Finding]]:
-    return findings(ps, PAPER, alpha=ALPHA)
 
 
 def _d_rises(ps: pd.DataFrame, biases: list[str] = THREE) -> Finding:
@@ -215,54 +199,3 @@ def test_a_scopes_verdict_does_not_depend_on_the_scopes_the_run_adds():
             (row,) = [r for r in rows if (r["model"], r["memory"], r["bias"]) == ("m", "cumulative", b)]
             assert row["p"] == pytest.approx(t.pvalue) and row["p_adj"] == pytest.approx(min(1.0, 6 * t.pvalue))
     assert alone_yes >= 10 and old_added < old_alone, (alone_yes, old_alone, old_added)
-
-
-# -- paper-shaped, every finding under every null (slow) --------------------------------------------------
-
-# (D per bias level, B per framing, the findings whose claim is true in the design)
-DESIGNS: dict[str, tuple[dict[str, float], dict[str, float], set[str]]] = {
-    "d falls from none to weak": ({"none": 1.0, "weak": 0.8, "strong": 1.6}, {"false": 0.0, "true": 0.0}, set()),
-    "none = weak": ({"none": 1.0, "weak": 1.0, "strong": 1.6}, {"false": 0.0, "true": 0.0}, set()),
-    "negativity in both framings": (
-        {"none": 0.6, "weak": 1.0, "strong": 1.4},
-        {"false": -0.5, "true": -0.5},
-        {"d_rises"},
-    ),
-    "no effect at all": (dict.fromkeys(THREE, 1.0), {"false": 0.0, "true": 0.0}, set()),
-    "every claim true": (
-        {"none": 0.6, "weak": 1.0, "strong": 1.4},
-        {"false": -1.0, "true": 0.0},
-        {"d_rises", "false_negative", "true_higher"},
-    ),
-}
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("design", list(DESIGNS))
-def test_paper_shaped_nulls_say_yes_at_most_at_the_nominal_rate(design: str):
-    """15 topics x 2 framings x 3 bias levels x 2 memories (two scopes of the whole findings per run):
-    each finding whose claim is false says "yes" at most at 2.5 %, each true one holds in >= 90 % of runs,
-    and on "no effect at all" none says "no" above 2.5 % either."""
-    d_of, b_of, true = DESIGNS[design]
-    rng = np.random.default_rng(list(DESIGNS).index(design))
-    reps = 150
-    yes: dict[str, int] = {"false_negative": 0, "true_higher": 0, "d_rises": 0}
-    no = dict.fromkeys(yes, 0)
-    for _ in range(reps):
-        ps = pd.concat(
-            [per_sim_rows(rng, 15, d_of, b_of, topic_sd=0.3, memory=m) for m in ("cumulative", "reflective")],
-            ignore_index=True,
-        )
-        found = _findings(ps)
-        for scope in (KEY, (*KEY[:3], "reflective")):
-            for k in yes:
-                yes[k] += found[scope][k].verdict.holds is True
-                no[k] += found[scope][k].verdict.holds is False
-    n = 2 * reps
-    for k in yes:
-        if k in true:
-            assert yes[k] / n >= 0.9, (design, k, yes[k])
-        else:
-            assert _at_most(yes[k], n), (design, k, yes[k])
-    if design == "no effect at all":
-        assert all(_at_most(v, n) for v in no.values()), no

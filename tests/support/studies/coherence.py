@@ -1,7 +1,11 @@
 """The coherence tests' shared helpers: the prompts and a one-topic topic file, conversation tables built
 by hand (`_table`), the paper's numbers and its suppression (`PAPER`, `ALT`), a synthetic run's Parquet
 inputs (`synthetic_run`) with the analyse and figures stages run on them (`run_stages`) or its analysis'
-inputs (`analysis_inputs`), and final scores per gap with their suppression verdicts (`_gaps`, `_suppressed`)."""
+inputs (`analysis_inputs`), and final scores per gap with their suppression verdicts (`_gaps`, `_suppressed`).
+
+Then the null designs of test_coherence_nulls and its paper-shaped twins (tests/real/studies/coherence): their
+level (`ALPHA`), agents paired by the project's own pairing (`_agent_design`) with their own agreeableness
+(`_agreeable`, `_conversations`), and topics without a contentiousness effect (`_topics`)."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from socsim.coherence import agents as ag
 from socsim.coherence import analysis as an
 from socsim.config import read_yaml
 from socsim.io.vs_paper import read_paper
@@ -234,3 +239,91 @@ def _suppressed(df, alpha=0.05):
     from socsim.stats.verdict import all_of
 
     return verdicts, all_of(verdicts[g] for g in (1, 2, 3, 4))
+
+
+ALPHA = 0.01  # the null designs' level
+
+
+def _conversations(sides, p, o, y, topic_of=None):
+    """A conversation table: agents' (P, O) by index, one row per pair of agent indices in `sides`."""
+    sides = np.asarray(sides)
+    rows = {
+        "P1": p[sides[:, 0]],
+        "P2": p[sides[:, 1]],
+        "O1": o[sides[:, 0]],
+        "O2": o[sides[:, 1]],
+        "contentiousness": 1,
+        "agreement": y,
+        "B1": 0,
+        "B2": 0,
+        "conversation_id": [f"c{i}" for i in range(len(sides))],
+        "agent1_id": [f"a{i}" for i in sides[:, 0]],
+        "agent2_id": [f"a{i}" for i in sides[:, 1]],
+        "topic": [topic_of(i) if topic_of else "t" for i in sides[:, 0]],
+    }
+    return an.finish_table(pd.DataFrame(rows))
+
+
+LLM_LIKE_OPENNESS = [0.02, 0.03, 0.05, 0.4, 0.3, 0.1, 0.05, 0.03, 0.01, 0.01]  # most agents answer alike
+
+
+def _agent_design(n_agents=60, seed=0, preference=(0.3, 0.1, 0.1, 0.2, 0.3), openness=None):
+    """One topic, agents with skewed profiles paired by the project's own pairing (ag.pair_agents, one
+    conversation per profile pair): agents of rare profiles sit in many conversations. `openness`:
+    its distribution over 0-9 (None: binomial(9, 0.35))."""
+    rng = np.random.default_rng(seed)
+    agents, profiles = {}, []
+    for i in range(n_agents):
+        aid = f"t.{i}"
+        agents[aid] = {
+            "agent_id": aid,
+            "topic": "t",
+            "bias_level": int(rng.integers(0, 3)),
+            "persona_prompt": "p",
+            "bias_prompt": None,
+        }
+        profiles.append(
+            {
+                "agent_id": aid,
+                "model": "m",
+                "preference": int(rng.choice(5, p=preference)) + 1,
+                "openness": int(rng.binomial(9, 0.35) if openness is None else rng.choice(10, p=openness)),
+                "preference_ok": True,
+                "openness_ok": True,
+            }
+        )
+    pairing = {"unit": "profile", "k": 1, "max_pairs_per_topic": None}
+    pairs = ag.pair_agents(profiles, agents, pairing, seed, T_TOPICS, PROMPTS)
+    index = {p["agent_id"]: i for i, p in enumerate(profiles)}
+    sides = np.array([(index[p["agent1_id"]], index[p["agent2_id"]]) for p in pairs])
+    pref = np.array([p["preference"] for p in profiles])
+    open_ = np.array([p["openness"] for p in profiles])
+    return sides, pref, open_
+
+
+def _agreeable(sides, pref, open_, rng, beta_open=0.0, beta_gap=0.0):
+    """Final scores from each agent's own agreeableness (SD 1) plus noise, and the given effects."""
+    u = rng.normal(0, 1, len(pref))
+    gap, total = np.abs(pref[sides[:, 0]] - pref[sides[:, 1]]), open_[sides[:, 0]] + open_[sides[:, 1]]
+    latent = 3 + u[sides[:, 0]] + u[sides[:, 1]] + rng.normal(0, 1, len(sides))
+    latent += beta_open * (total - total.mean()) - beta_gap * (gap - gap.mean())
+    return _conversations(sides, pref, open_, np.clip(np.rint(latent), 1, 5).astype(int))
+
+
+def _topics(rng, n, topic_sd, effect=0.0):
+    """9 topics (3 a contentiousness level) x 5 preference pairs, n conversations a cell: each topic its
+    own shift (SD topic_sd of the residual's), contentiousness moving agreement by `effect` a level."""
+    shift = rng.normal(0, topic_sd, 9)
+    rows = []
+    for t in range(9):
+        c = 1 + t // 3
+        for p1, p2 in ((1, 1), (1, 5), (3, 3), (2, 4), (5, 5)):
+            latent = 4.5 - 0.8 * abs(p1 - p2) + shift[t] + effect * (c - 2) + rng.normal(0, 1, n)
+            rows += [(p1, p2, 3, 3, c, int(s), f"t{t}") for s in np.clip(np.rint(latent), 1, 5)]
+    df = pd.DataFrame(rows, columns=["P1", "P2", "O1", "O2", "contentiousness", "agreement", "topic"])
+    n_rows = len(df)
+    return an.finish_table(
+        df.assign(B1=0, B2=0, conversation_id=range(n_rows), agent1_id=[f"a{i}" for i in range(n_rows)]).assign(
+            agent2_id=[f"b{i}" for i in range(n_rows)]
+        )
+    )

@@ -1,0 +1,55 @@
+"""Coherence verdicts under paper-shaped nulls (issue 34): 800 agents of one topic with LLM-like answers and
+their own agreeableness (Tests 1 and 5 at the agent as unit), Test 4's topic-level test on 9 topics, and
+suppression per gap on coherent data; the small designs are in tests/studies/coherence/test_coherence_nulls.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from socsim.coherence import analysis as an
+from socsim.coherence import units
+from support.studies import coherence as tc  # the coherence tests' shared helpers
+from support.studies.coherence import ALPHA, LLM_LIKE_OPENNESS, _agent_design, _agreeable, _topics
+
+# -- paper-shaped nulls (slow) -----------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_paper_shaped_agent_null_tests_1_and_5():
+    """Paper-shaped: 800 agents of one topic with LLM-like skewed answers, the project's pairing (a rare
+    profile's agent in 80 or more conversations); each agent its own agreeableness, no preference or
+    openness effect. At alpha = 0.01 with the agent as unit, Tests 1 and 5 pass or fail in at most 3 of
+    100 test runs (nominal 1); the paper's conversation-level p, beside them, in many more."""
+    sides, pref, open_ = _agent_design(800, 1, (0.5, 0.05, 0.05, 0.1, 0.3), LLM_LIKE_OPENNESS)
+    assert np.bincount(sides.ravel()).max() >= 80
+    hits = paper = 0
+    for rep in range(50):
+        df = _agreeable(sides, pref, open_, np.random.default_rng(rep))
+        for t in (1, 5):
+            row = an.correlation_test(df, t, ALPHA, rep, 999, "")
+            hits += row.verdict.holds is not None
+            paper += row.p_paper < ALPHA
+    assert hits <= 3 and paper >= 10, (hits, paper)
+
+
+@pytest.mark.slow
+def test_paper_shaped_topic_and_suppression_nulls():
+    """Paper-shaped Test 4 null (9 topics, 5 preference pairs, 200 conversations a cell, topic SD 0.2):
+    the topic-level test rejects at alpha = 0.01 in at most 2 of 60 runs; suppression per gap on coherent
+    data at 30 and 100 a side: at most 3 % a gap over 200 runs (nominal 1 %)."""
+    rejected = 0
+    for rep in range(60):
+        df = _topics(np.random.default_rng(rep), 200, 0.2)
+        cells = units.topic_cells(df)
+        rejected += units.assignment_p(cells.counts, units.assignments(cells.levels, rep), an.MIN_GROUP)[1] < ALPHA
+    assert rejected <= 2
+    p0, _ = tc.ALT
+    expected = an.expected_distributions(p0, "linear")
+    for n in (30, 100):
+        per_gap = {g: 0 for g in (1, 2, 3, 4)}
+        for rep in range(200):
+            verdicts, _ = tc._suppressed(tc._gaps(np.random.default_rng(rep), n, lambda g: expected[g]), ALPHA)
+            for g, v in verdicts.items():
+                per_gap[g] += v.holds is True
+        assert max(per_gap.values()) <= 6, (n, per_gap)  # nominal 2 (sd 1.4); measured at most 4
