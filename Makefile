@@ -98,7 +98,7 @@ lint: setup
 	ruff format --check $(LINT_PATHS)
 	mypy
 
-# Tests that need no machine of their own (the fast lane, tests/replicates) run on every core (pytest-xdist);
+# Tests that need no machine of their own (the fast lane, tests/long) run on every core (pytest-xdist);
 # then the serial ones (tests/pipeline, tests/real: the real model, servers, Snakemake, DVC, SLURM), one at a time.
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 

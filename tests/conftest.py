@@ -35,10 +35,11 @@ def slow_reason(args) -> str | None:
 
 # The lane shows in the folder: tests/unit and tests/studies hold fast tests only; a slow test lives in
 # tests/pipeline (Snakemake, DVC, SLURM, servers the run starts), tests/real (the real model, a real server) or
-# tests/replicates (a statistic's known-answer rates over hundreds of simulated data sets). The first two need the
-# machine alone (cores, ports, daemons): they are `serial`, run one at a time after the others (`make test`).
+# tests/long (long computations without a model, server or tool: a statistic's known-answer rates over hundreds
+# of simulated data sets, the paper params' plan). The first two need the machine alone (cores, ports,
+# daemons): they are `serial`, run one at a time after the others (`make test`).
 SERIAL_FOLDERS = ("pipeline", "real")
-SLOW_FOLDERS = (*SERIAL_FOLDERS, "replicates")
+SLOW_FOLDERS = (*SERIAL_FOLDERS, "long")
 TESTS = Path(__file__).resolve().parent
 
 
@@ -102,10 +103,10 @@ def tiny_run(tmp_path_factory):
     """The tiny config run once for real on the embedded model (support.recorded): the run the executor tests
     replay instead of asking the model again. SOCSIM_TEST_RECORDED=<a recorded project> re-uses one of an earlier
     session (while iterating on a pipeline test; of the same code and params, or the replays stop)."""
-    from support.recorded import TinyRun, record
+    from support.recorded import TinyRun, record, source_commit
 
     if earlier := os.environ.get("SOCSIM_TEST_RECORDED"):
-        return TinyRun(Path(earlier), 0.0)
+        return TinyRun(Path(earlier), 0.0, source_commit())
     run = record(tmp_path_factory.mktemp("recorded") / "proj")
     print(f"\nthe recorded tiny run: snakemake {run.seconds:.0f} s in {run.project}")
     return run

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import yaml
 
 from socsim.config import deep_merge
@@ -20,10 +21,16 @@ from support.project import ROOT, copy_project, sh, tool_env
 TINY = "tests/params.tiny.yaml"
 
 
+def source_commit() -> str:
+    """The commit of the socsim that runs (every artifact's provenance records it: socsim.io.provenance)."""
+    return sh(["git", "rev-parse", "HEAD"], ROOT).stdout.strip()
+
+
 @dataclass(frozen=True)
 class TinyRun:
     project: Path  # its copy of the project: params.yaml holds the tiny config, results/ the run's outputs
     seconds: float  # the Snakemake run's wall time
+    commit: str  # the socsim commit it ran on
 
     @property
     def caches(self) -> Path:
@@ -31,7 +38,14 @@ class TinyRun:
         return self.project / ".socsim-cache"
 
     def replay_env(self, delay: float = 0.0) -> dict[str, str]:
-        """The environment of a run that replays this one (each answer `delay` seconds late)."""
+        """The environment of a run that replays this one (each answer `delay` seconds late). A commit since the
+        recording changes every artifact's provenance, so a byte-for-byte comparison could only fail: say so."""
+        if (now := source_commit()) != self.commit:
+            pytest.fail(
+                f"socsim was committed since the tiny run was recorded ({self.commit[:10]} -> {now[:10]}): every "
+                "artifact's provenance names the commit, so no replay can equal the recording; run the tests again",
+                pytrace=False,
+            )
         return {**tool_env(), replay.ENV: str(self.caches), replay.DELAY_ENV: str(delay)}
 
 
@@ -51,9 +65,9 @@ def record(dest: Path) -> TinyRun:
     """The tiny run for real: its plan first (as `make run` does), then `snakemake --cores 2`."""
     project = tiny_project(dest)
     sh(["socsim", "plan", "--json", "plan.json"], project)
-    t0 = time.monotonic()
+    commit, t0 = source_commit(), time.monotonic()
     sh(["snakemake", "--cores", "2"], project, timeout=3600)
-    return TinyRun(project, time.monotonic() - t0)
+    return TinyRun(project, time.monotonic() - t0, commit)
 
 
 def artifacts(results: Path, study: str | None = None) -> dict[str, bytes]:

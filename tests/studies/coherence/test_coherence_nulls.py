@@ -5,7 +5,7 @@ First the statistics behind them, against independent computations on data with 
 unrelated to the preference gap; agent agreeableness with the project's own pairing; topic differences
 without a contentiousness effect; no openness effect; coherent data for the suppression t), where it
 must hold at about its nominal rate, and under a true effect of each kind, where it must still pass.
-Small designs here; the paper-shaped ones, slow, in tests/real/studies/coherence. Then the smaller
+Small designs here; the paper-shaped ones, slow, in tests/long/studies/coherence. Then the smaller
 items: held-out calibration examples, Finding 3's row, unparsed final judgments, the missing tables,
 the figure fixes and the docs' counts."""
 

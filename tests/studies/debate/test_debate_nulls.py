@@ -15,7 +15,7 @@ nuisance structure a real run has (debate_synthetic):
   0.5 says "no change"; the equivalence test does not.
 
 Small designs run in the fast lane (each test a few seconds); the paper-shaped ones (31 groups over 7
-topics, 300 replicates) in the slow lane (tests/real/studies/debate/test_debate_paper_shaped_nulls.py); the
+topics, 300 replicates) in the slow lane (tests/long/studies/debate/test_debate_paper_shaped_nulls.py); the
 helpers both use are in support/studies/debate.py."""
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def test_a_true_change_of_d_z_04_is_not_called_no_change():
 def test_the_whole_analysis_on_the_moderation_null_says_no_sect6_yes():
     """Through `analyse` (tables in, report out): moderate twin texts and no dynamics at 42 groups. The
     paper's comparisons are in the report, without a verdict; no Sect. 6 finding about the twins says yes."""
-    from test_debate_report import _inputs
+    from support.studies.debate_inputs import random_inputs as _inputs
 
     rng = np.random.default_rng(108)
     metrics, tables, dp, paper, run, by_sess = _inputs(rng, groups=42)

@@ -256,7 +256,7 @@ def test_on_topic_validity_table_by_hand():
 
 
 def test_human_on_topic_rows_and_table_in_the_report(tmp_path):
-    from test_debate_report import _inputs
+    from support.studies.debate_inputs import random_inputs as _inputs
 
     metrics_, tables, dp, paper, run, by_session = _inputs(np.random.default_rng(11), groups=4)
     hann = tables["human_annotations"]
@@ -382,7 +382,7 @@ def test_the_default_encoder_loads_offline_from_its_package(fake_st):
 
 
 def test_vs_paper_names_the_encoder_and_marks_s_sem_not_comparable_unless_it_is_the_papers():
-    from test_debate_report import _inputs
+    from support.studies.debate_inputs import random_inputs as _inputs
 
     metrics_, tables, dp, paper, _, by_session = _inputs(np.random.default_rng(12), groups=4)
     for encoder, comparable in ((metrics.DEFAULT_MODEL, False), (analysis.PAPER_ENCODER, True)):

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from socsim.debate import analysis, figures, stats
 from socsim.debate.schemas import FIGURES
@@ -19,13 +18,10 @@ from socsim.io import report
 from socsim.stats import ttest
 from socsim.stats.verdict import MIN_UNITS
 from support.analysis import plots
-from support.project import ROOT
-from support.studies.debate_inputs import analysis_inputs
+from support.studies.debate_inputs import PAPER, analysis_inputs, by_session_rows, random_inputs
 
-PAPER = yaml.safe_load((ROOT / "data/debate/paper.yaml").read_text())
 TWEET_MEAN_LLM = PAPER["group_level"]["tweet_mean"]["llm_change"]  # t = 2.23, p = .03: "rises"
 TWEET_MEAN_HUMAN = PAPER["group_level"]["tweet_mean"]["human_change"]  # p = .59: "does not change"
-STANCES = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5])
 
 
 def _members(
@@ -86,7 +82,7 @@ def test_d_z_is_the_mean_change_over_its_sd_by_hand():
 
 
 def test_paper_d_z_is_t_over_sqrt_31_in_vs_paper_and_fig2_table(tmp_path: Path):
-    rep = analysis.analyse(analysis_inputs(*_inputs(np.random.default_rng(3), groups=6)))
+    rep = analysis.analyse(analysis_inputs(*random_inputs(np.random.default_rng(3), groups=6)))
     es = rep.tables["fig2_effect_sizes"].df.set_index(["quantity", "test"])
     assert es.loc[("tweet mean", "llm change"), "paper_d_z"] == pytest.approx(2.23 / math.sqrt(31))
     assert es.loc[("opinion SD", "llm change"), "paper_d_z"] == pytest.approx(-4.65 / math.sqrt(31))
@@ -117,7 +113,7 @@ def test_fig2_twin_tests_are_the_papers_comparison_without_a_verdict():
         ref = analysis.paper_test(PAPER, r.quantity, r.test) or TWEET_MEAN_LLM
         f = analysis.group_finding(r, ref, [])
         assert (f is None) == (r.test != "human change"), (r.quantity, r.test)
-    rep = analysis.analyse(analysis_inputs(*_inputs(np.random.default_rng(23), groups=7)))
+    rep = analysis.analyse(analysis_inputs(*random_inputs(np.random.default_rng(23), groups=7)))
     row = _row(rep, "Fig. 2 tweet mean: llm change")
     assert row.verdict is None and row.finding == "" and row.note.startswith(analysis.PAPERS_COMPARISON)
     assert row.paper == pytest.approx(2.23 / math.sqrt(31))  # the paper's number stays beside ours
@@ -211,153 +207,29 @@ def test_equivalence_p_against_a_monte_carlo_of_its_definition():
     assert ttest.equivalence_p(None, 10, 0.4) is None and ttest.equivalence_p(1.0, 1, 0.4) is None
 
 
-def _by_session(rng: np.random.Generator, debates: int, gap: float = 0.0, longer: float = 0.0) -> pd.DataFrame:
-    """Per-debate metrics of modes 1-3: S_sem falls by `gap` per mode; LLM longer by `longer` words."""
-    rows = []
-    for s in range(debates):
-        base = rng.normal(0.4, 0.05)
-        for mode in (1, 2, 3):
-            rows.append(
-                {
-                    "model": "m",
-                    "mode": mode,
-                    "ablation": "original",
-                    "topic_set": "depth",
-                    "session_id": f"S{s}",
-                    "s_sem": base - gap * mode + rng.normal(0, 0.02),
-                    "d_signed_len": -longer + rng.normal(0, 5.0),
-                }
-            )
-    return pd.DataFrame(rows)
-
-
 def test_mode_order_and_length_findings_null_true_tiny():
     rng = np.random.default_rng(30)
     topics = _topics(14, prefix="S", width=0)
-    null_order = [analysis.mode_order(_by_session(rng, 14), topics, []) for _ in range(100)]
-    null_len = [analysis.llm_longer(_by_session(rng, 14), topics, []) for _ in range(100)]
+    null_order = [analysis.mode_order(by_session_rows(rng, 14), topics, []) for _ in range(100)]
+    null_len = [analysis.llm_longer(by_session_rows(rng, 14), topics, []) for _ in range(100)]
     assert sum(f.verdict.holds is True for f in null_order) <= 3  # two pairs must both reject: < 2.5 %
     assert sum(f.verdict.holds is True for f in null_len) <= 7  # one direction: nominal 2.5 %
-    order = analysis.mode_order(_by_session(rng, 14, gap=0.04), topics, [])
-    longer = analysis.llm_longer(_by_session(rng, 14, longer=20.0), topics, [])
+    order = analysis.mode_order(by_session_rows(rng, 14, gap=0.04), topics, [])
+    longer = analysis.llm_longer(by_session_rows(rng, 14, longer=20.0), topics, [])
     assert order.verdict.holds is True and order.unit == "topics" and order.n == 7
     assert longer.verdict.holds is True and longer.value < 0
-    assert analysis.mode_order(_by_session(rng, 14, gap=-0.04), topics, []).verdict.holds is False
-    tiny = analysis.mode_order(_by_session(rng, 2, gap=0.04), topics, [])
+    assert analysis.mode_order(by_session_rows(rng, 14, gap=-0.04), topics, []).verdict.holds is False
+    tiny = analysis.mode_order(by_session_rows(rng, 2, gap=0.04), topics, [])
     assert tiny.verdict.label == f"inconclusive (n = 2 debates, needs {MIN_UNITS})"
-    assert analysis.llm_longer(_by_session(rng, 1, longer=20.0), topics, []).verdict.label.startswith(
+    assert analysis.llm_longer(by_session_rows(rng, 1, longer=20.0), topics, []).verdict.label.startswith(
         "inconclusive (n = 1"
     )
     # 8 debates of 2 topics: the debates nest in topics, too few for the claim's unit
-    two = analysis.mode_order(_by_session(rng, 8, gap=0.04), _topics(8, 2, "S", 0), [])
+    two = analysis.mode_order(by_session_rows(rng, 8, gap=0.04), _topics(8, 2, "S", 0), [])
     assert two.verdict.holds is None and two.verdict.reason.startswith(f"n = 2 topics, needs {analysis.MIN_TOPICS}")
 
 
 # --- a whole report on synthetic inputs ------------------------------------------------------------
-
-
-def _inputs(rng: np.random.Generator, groups: int, stance: float | None = None, on_topic_all: bool = False):
-    """(metrics, tables, dp, paper, run, by_session) of a run of model "m", modes 1-3, Depth: real
-    values everywhere, or a stance annotator answering `stance` for every utterance."""
-    sessions, part, tweets, sim, ann, hann = [], [], [], [], [], []
-    base = {"model": "m", "ablation": "original", "topic_set": "depth"}
-    for g in range(groups):
-        sid = f"S{g:02d}"
-        sessions.append({"session_id": sid, "topic_set": "depth", "topic_dir": f"T{g % 7}", "reverse": g % 2 == 1})
-        workers = [f"{sid}w{i}" for i in range(4)]
-        for i, w in enumerate(workers):
-            o = rng.choice(STANCES)
-            part.append({"session_id": sid, "worker_id": w, "o_init": o, "o_final": rng.choice(STANCES)})
-            tweets.append({"session_id": sid, "round": 1, "worker_id": w, "partner_id": workers[i ^ 1]})
-            for r in (1, 2, 3):
-                hann.append(
-                    {
-                        "session_id": sid,
-                        "round": r,
-                        "kind": "tweet",
-                        "speaker": w,
-                        "stance": rng.choice(STANCES),
-                        "on_topic": None,
-                    }
-                )
-                hann.append(
-                    {
-                        "session_id": sid,
-                        "round": r,
-                        "kind": "utterance",
-                        "speaker": w,
-                        "stance": stance if stance is not None else rng.choice(STANCES),
-                        "on_topic": bool(rng.random() < 0.7),
-                    }
-                )
-            sim.append(
-                {
-                    **base,
-                    "mode": 3,
-                    "session_id": sid,
-                    "round": 4,
-                    "kind": "opinion",
-                    "speaker": w,
-                    "opinion": rng.choice(STANCES),
-                }
-            )
-            for mode in (1, 2, 3):
-                for r in (1, 2, 3):
-                    ann.append(
-                        {
-                            **base,
-                            "mode": mode,
-                            "session_id": sid,
-                            "round": r,
-                            "kind": "utterance",
-                            "speaker": w,
-                            "stance": stance if stance is not None else rng.choice(STANCES),
-                            "on_topic": True if on_topic_all else bool(rng.random() < 0.7),
-                        }
-                    )
-            for r in (2, 3):
-                ann.append(
-                    {
-                        **base,
-                        "mode": 3,
-                        "session_id": sid,
-                        "round": r,
-                        "kind": "tweet",
-                        "speaker": w,
-                        "stance": rng.choice(STANCES),
-                        "on_topic": None,
-                    }
-                )
-    by_session = _by_session(rng, groups, gap=0.06, longer=10.0).assign(
-        session_id=lambda d: [f"S{int(s[1:]):02d}" for s in d.session_id],
-        d_stance=1.0,
-        d_abs_len=12.0,
-        rouge_l=0.1,
-        r_on_topic=0.7,
-        n_used=5,
-    )
-    agg = by_session.groupby(["model", "mode", "ablation", "topic_set"], as_index=False)[
-        [*analysis.METRICS, "n_used"]
-    ].mean()
-    agg = agg.assign(n_sim=12 * groups, n_on_topic=9 * groups, n_excluded=0)
-    metrics = pd.concat(
-        [agg.assign(on_topic_filter="annotated"), agg.assign(on_topic_filter="none")], ignore_index=True
-    )
-    tables = {
-        "sessions": pd.DataFrame(sessions),
-        "participants": pd.DataFrame(part),
-        "tweets": pd.DataFrame(tweets),
-        "simulated": pd.DataFrame(sim),
-        "annotations": pd.DataFrame(ann),
-        "human_annotations": pd.DataFrame(hann),
-    }
-    dp = {"agent_models": ["m"], "length_unit": "words", "group_sd_ddof": 1}
-    run = analysis.RunDesign.from_provenance(
-        {"data": {"source": "fixture"}},
-        {"params": {"debate.annotator": {"model": "m"}}},
-        {"model": "sentence-transformers/all-MiniLM-L6-v2", "human_on_topic": "annotate"},
-    )
-    return metrics, tables, dp, PAPER, run, by_session
 
 
 def _row(rep: report.Report, start: str):
@@ -365,7 +237,7 @@ def _row(rep: report.Report, start: str):
 
 
 def test_a_stance_flag_lands_only_on_stance_derived_numbers():
-    rep = analysis.analyse(analysis_inputs(*_inputs(np.random.default_rng(4), groups=7, stance=0.5)))
+    rep = analysis.analyse(analysis_inputs(*random_inputs(np.random.default_rng(4), groups=7, stance=0.5)))
     stance = [f.flag for f in rep.flags if f.flag.scope == "stance annotator (utterances)"]
     assert len(stance) == 1 and "100%" in stance[0].reason
     assert all(f.flag.scope == "stance annotator (utterances)" for f in rep.flags)  # nothing else is degenerate
@@ -382,7 +254,7 @@ def test_a_stance_flag_lands_only_on_stance_derived_numbers():
 
 
 def test_on_topic_and_tweet_flags_concern_their_own_rows():
-    rep = analysis.analyse(analysis_inputs(*_inputs(np.random.default_rng(5), groups=5, on_topic_all=True)))
+    rep = analysis.analyse(analysis_inputs(*random_inputs(np.random.default_rng(5), groups=5, on_topic_all=True)))
     (on_topic,) = [f.flag for f in rep.flags]
     assert on_topic.scope == "on-topic annotator"
     assert on_topic in _row(rep, "Table3 depth, m, mode 2, original: s_sem").flags
@@ -393,7 +265,7 @@ def test_on_topic_and_tweet_flags_concern_their_own_rows():
 
 
 def test_data_source_and_models_are_design_differences(tmp_path: Path):
-    metrics, tables, dp, paper, run, by_session = _inputs(np.random.default_rng(6), groups=4)
+    metrics, tables, dp, paper, run, by_session = random_inputs(np.random.default_rng(6), groups=4)
     rep = analysis.analyse(analysis_inputs(metrics, tables, dp, paper, run, by_session))
     assert "data source: ours fixture (synthetic), paper DEBATE (real)" in rep.design
     assert "agent model: ours m, paper gpt-4o-mini" in rep.design
@@ -416,7 +288,7 @@ def test_data_source_and_models_are_design_differences(tmp_path: Path):
 
 
 def test_report_writes_parquet_and_figures_read_it_without_csv(tmp_path: Path):
-    rep = analysis.analyse(analysis_inputs(*_inputs(np.random.default_rng(7), groups=4, stance=0.5)))
+    rep = analysis.analyse(analysis_inputs(*random_inputs(np.random.default_rng(7), groups=4, stance=0.5)))
     report.write(rep, tmp_path / "analysis")
     for name in ("table3", "group_tests", "fig2_effect_sizes", "members", "group_level", "flags", "findings"):
         assert (tmp_path / "analysis" / f"{name}.parquet").is_file(), name
@@ -433,7 +305,7 @@ def test_report_writes_parquet_and_figures_read_it_without_csv(tmp_path: Path):
 
 
 def test_without_per_debate_metrics_the_findings_are_inconclusive():
-    metrics, tables, dp, paper, run, _ = _inputs(np.random.default_rng(8), groups=4)
+    metrics, tables, dp, paper, run, _ = random_inputs(np.random.default_rng(8), groups=4)
     rep = analysis.analyse(analysis_inputs(metrics, tables, dp, paper, run, None))
     utterance = [f for f in rep.findings if "semantic similarity" in f.claim or "longer" in f.claim]
     assert len(utterance) == 2
@@ -508,7 +380,7 @@ def test_group_level_is_paired_over_the_members_with_both_values():
 
 
 def test_a_missing_final_opinion_is_noted_on_the_row_the_table_and_the_panel(tmp_path: Path, monkeypatch):
-    metrics, tables, dp, paper, run, by_session = _inputs(np.random.default_rng(41), groups=4)
+    metrics, tables, dp, paper, run, by_session = random_inputs(np.random.default_rng(41), groups=4)
     sim = tables["simulated"]
     lost = sim[sim.kind == "opinion"].index[[1, 6]]  # one twin in each of S00 and S01
     tables["simulated"] = sim.drop(lost)
@@ -547,7 +419,7 @@ def test_no_variance_in_the_changes_is_inconclusive_and_says_so():
     assert mean == pytest.approx(0.3) and p is None and n == 5 and why.startswith("no variance in the changes")
     assert ttest.one_sample_t(np.array([0.1, 0.4, 0.2]))[3] is None
     # per-debate length differences all the same: no t-test, and the verdict says why
-    by_session = _by_session(np.random.default_rng(42), 6).assign(d_signed_len=-7.0)
+    by_session = by_session_rows(np.random.default_rng(42), 6).assign(d_signed_len=-7.0)
     f = analysis.llm_longer(by_session, _topics(6, width=0), [])
     assert f.verdict.holds is None and f.n == 6
     assert f.verdict.label.startswith("inconclusive (no variance in the changes") and "n = 6 debates" in f.verdict.label
@@ -567,7 +439,7 @@ def test_every_finding_row_and_flag_comes_from_one_claim_in_the_claims_order():
     """The report is the base report plus each claim's judgement, in CLAIMS' order (socsim.io.claims)."""
     from socsim.debate.analysis import claims, measures
 
-    inputs = analysis_inputs(*_inputs(np.random.default_rng(7), groups=4, stance=0.5))
+    inputs = analysis_inputs(*random_inputs(np.random.default_rng(7), groups=4, stance=0.5))
     rep = analysis.analyse(inputs)
     ev = measures.evidence(inputs)
     judged = [c.judge(ev) for c in claims.CLAIMS]
@@ -588,5 +460,5 @@ def test_figures_import_only_the_schemas_and_draw_declared_plot_tables(tmp_path:
     imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     assert not [m for m in imported if m.startswith("socsim.debate") and m != "socsim.debate.schemas"]
-    rep = analysis.analyse(analysis_inputs(*_inputs(np.random.default_rng(7), groups=4, stance=0.5)))
+    rep = analysis.analyse(analysis_inputs(*random_inputs(np.random.default_rng(7), groups=4, stance=0.5)))
     assert {f"plot_{f}" for f in rep.plots} == set(ARTIFACTS["analysis"].tables)

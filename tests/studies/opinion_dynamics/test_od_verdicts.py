@@ -13,7 +13,7 @@ with scipy on the same data:
 
 A claim read in its direction from a two-sided test at alpha = 0.05 has a nominal rate of 2.5 %. The
 fast lane runs small designs; the paper-shaped ones (15 topics, 3 bias levels, 2 memories, the whole
-findings) are `slow` (tests/real/studies/opinion_dynamics/test_od_paper_shaped_nulls.py).
+findings) are `slow` (tests/long/studies/opinion_dynamics/test_od_paper_shaped_nulls.py).
 """
 
 from __future__ import annotations

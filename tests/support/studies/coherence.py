@@ -3,7 +3,7 @@ by hand (`_table`), the paper's numbers and its suppression (`PAPER`, `ALT`), a 
 inputs (`synthetic_run`) with the analyse and figures stages run on them (`run_stages`) or its analysis'
 inputs (`analysis_inputs`), and final scores per gap with their suppression verdicts (`_gaps`, `_suppressed`).
 
-Then the null designs of test_coherence_nulls and its paper-shaped twins (tests/real/studies/coherence): their
+Then the null designs of test_coherence_nulls and its paper-shaped twins (tests/long/studies/coherence): their
 level (`ALPHA`), agents paired by the project's own pairing (`_agent_design`) with their own agreeableness
 (`_agreeable`, `_conversations`), and topics without a contentiousness effect (`_topics`)."""
 

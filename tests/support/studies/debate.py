@@ -1,5 +1,5 @@
 """The DEBATE null-calibration helpers (issue 34) shared by the small designs (tests/studies/debate/
-test_debate_nulls.py) and the paper-shaped ones (tests/real/studies/debate): the most "yes" a verdict at
+test_debate_nulls.py) and the paper-shaped ones (tests/long/studies/debate): the most "yes" a verdict at
 its nominal rate gives (`limit`), and each claim judged on synthetic members or debates (support.studies.
 debate_synthetic) as the study's analysis judges it, beside the paper's own reading."""
 

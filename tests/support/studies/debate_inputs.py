@@ -12,7 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import yaml
 
 from socsim.debate import analysis
 from socsim.debate.schemas import COMPARISON_ENCODER, COMPARISON_TABLES, METRICS, SETTING
@@ -20,6 +22,7 @@ from socsim.io import tables
 from socsim.io.parquet import write_json
 from socsim.io.report import AnalysisInputs
 from support.analysis import inputs
+from support.project import ROOT
 
 _SOURCE = {"fixture (synthetic)": "fixture", "DEBATE (real)": "hub"}
 _TMP = Path(tempfile.mkdtemp(prefix="debate-inputs-"))
@@ -53,3 +56,131 @@ def analysis_inputs(
     tables.write(by_session, d, COMPARISON_TABLES[1], "utterance metrics by debate")
     write_json(d / COMPARISON_ENCODER, {"model": run.encoder, "human_on_topic": run.human_on_topic})
     return inputs("debate", tables_, paper=paper, provenance=provenance(run), dirs={"comparison": d}, **dp)
+
+
+STANCES = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5])
+PAPER = yaml.safe_load((ROOT / "data/debate/paper.yaml").read_text())
+
+
+def by_session_rows(rng: np.random.Generator, debates: int, gap: float = 0.0, longer: float = 0.0) -> pd.DataFrame:
+    """Per-debate metrics of modes 1-3: S_sem falls by `gap` per mode; LLM longer by `longer` words."""
+    rows = []
+    for s in range(debates):
+        base = rng.normal(0.4, 0.05)
+        for mode in (1, 2, 3):
+            rows.append(
+                {
+                    "model": "m",
+                    "mode": mode,
+                    "ablation": "original",
+                    "topic_set": "depth",
+                    "session_id": f"S{s}",
+                    "s_sem": base - gap * mode + rng.normal(0, 0.02),
+                    "d_signed_len": -longer + rng.normal(0, 5.0),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def random_inputs(rng: np.random.Generator, groups: int, stance: float | None = None, on_topic_all: bool = False):
+    """(metrics, tables, dp, paper, run, by_session) of a run of model "m", modes 1-3, Depth: real
+    values everywhere, or a stance annotator answering `stance` for every utterance."""
+    sessions, part, tweets, sim, ann, hann = [], [], [], [], [], []
+    base = {"model": "m", "ablation": "original", "topic_set": "depth"}
+    for g in range(groups):
+        sid = f"S{g:02d}"
+        sessions.append({"session_id": sid, "topic_set": "depth", "topic_dir": f"T{g % 7}", "reverse": g % 2 == 1})
+        workers = [f"{sid}w{i}" for i in range(4)]
+        for i, w in enumerate(workers):
+            o = rng.choice(STANCES)
+            part.append({"session_id": sid, "worker_id": w, "o_init": o, "o_final": rng.choice(STANCES)})
+            tweets.append({"session_id": sid, "round": 1, "worker_id": w, "partner_id": workers[i ^ 1]})
+            for r in (1, 2, 3):
+                hann.append(
+                    {
+                        "session_id": sid,
+                        "round": r,
+                        "kind": "tweet",
+                        "speaker": w,
+                        "stance": rng.choice(STANCES),
+                        "on_topic": None,
+                    }
+                )
+                hann.append(
+                    {
+                        "session_id": sid,
+                        "round": r,
+                        "kind": "utterance",
+                        "speaker": w,
+                        "stance": stance if stance is not None else rng.choice(STANCES),
+                        "on_topic": bool(rng.random() < 0.7),
+                    }
+                )
+            sim.append(
+                {
+                    **base,
+                    "mode": 3,
+                    "session_id": sid,
+                    "round": 4,
+                    "kind": "opinion",
+                    "speaker": w,
+                    "opinion": rng.choice(STANCES),
+                }
+            )
+            for mode in (1, 2, 3):
+                for r in (1, 2, 3):
+                    ann.append(
+                        {
+                            **base,
+                            "mode": mode,
+                            "session_id": sid,
+                            "round": r,
+                            "kind": "utterance",
+                            "speaker": w,
+                            "stance": stance if stance is not None else rng.choice(STANCES),
+                            "on_topic": True if on_topic_all else bool(rng.random() < 0.7),
+                        }
+                    )
+            for r in (2, 3):
+                ann.append(
+                    {
+                        **base,
+                        "mode": 3,
+                        "session_id": sid,
+                        "round": r,
+                        "kind": "tweet",
+                        "speaker": w,
+                        "stance": rng.choice(STANCES),
+                        "on_topic": None,
+                    }
+                )
+    by_session = by_session_rows(rng, groups, gap=0.06, longer=10.0).assign(
+        session_id=lambda d: [f"S{int(s[1:]):02d}" for s in d.session_id],
+        d_stance=1.0,
+        d_abs_len=12.0,
+        rouge_l=0.1,
+        r_on_topic=0.7,
+        n_used=5,
+    )
+    agg = by_session.groupby(["model", "mode", "ablation", "topic_set"], as_index=False)[
+        [*analysis.METRICS, "n_used"]
+    ].mean()
+    agg = agg.assign(n_sim=12 * groups, n_on_topic=9 * groups, n_excluded=0)
+    metrics = pd.concat(
+        [agg.assign(on_topic_filter="annotated"), agg.assign(on_topic_filter="none")], ignore_index=True
+    )
+    tables = {
+        "sessions": pd.DataFrame(sessions),
+        "participants": pd.DataFrame(part),
+        "tweets": pd.DataFrame(tweets),
+        "simulated": pd.DataFrame(sim),
+        "annotations": pd.DataFrame(ann),
+        "human_annotations": pd.DataFrame(hann),
+    }
+    dp = {"agent_models": ["m"], "length_unit": "words", "group_sd_ddof": 1}
+    run = analysis.RunDesign.from_provenance(
+        {"data": {"source": "fixture"}},
+        {"params": {"debate.annotator": {"model": "m"}}},
+        {"model": "sentence-transformers/all-MiniLM-L6-v2", "human_on_topic": "annotate"},
+    )
+    return metrics, tables, dp, PAPER, run, by_session
