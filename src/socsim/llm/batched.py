@@ -18,7 +18,7 @@ computed with other kernels (benchmarks/prefix_split.py measures both). So the p
 `read_plan`, and only prompt cells read in such pieces are re-used, never an answer's (decoded a token
 at a time): from the stream a slot still holds, or from a RAM cache of prompts' KV states. A request
 whose prefix another one is reading waits until it is read and takes it from there (prompts are read
-one at a time anyway). tests/unit/llm/test_batched.py checks it on the default model (SmolLM2-135M,
+one at a time anyway). tests/real/llm/test_batched.py checks it on the default model (SmolLM2-135M,
 Q4_1); another GGUF may switch kernels elsewhere: check it with benchmarks/batched_engine.py --gguf.
 
 What it costs and gains on this 2-core CPU (2026-11-24, benchmarks/batched_engine.py): without flash
