@@ -213,9 +213,9 @@ def ablation(ts: str, ev: Evidence) -> Judgement:
     model = ev.model
     mine = m[m.model == model]
     ran = {(int(r.mode), str(r.ablation)) for r in mine.itertuples(index=False)}
-    fl = {
+    fl = {  # in the settings' order: a set's order follows the string hash, which differs per process
         (mode, abl, metric): ev.flags.metric(metric, (model, mode, abl, ts))
-        for mode, abl in ran
+        for mode, abl in sorted(ran)
         for metric in ("s_sem", "d_stance")
     }
     finding = tests.ablation_claim(ev.by_session, model, ts, ran, fl, ev.topics)
