@@ -104,8 +104,9 @@ run: setup
 	socsim plan --json results/plan.json
 	snakemake --cores all
 	socsim plan --compare results/plan.json
-	# Record what Snakemake produced in dvc.lock, so `dvc repro` / `dvc status` start from it.
-	dvc commit --force --quiet
+	# Record what Snakemake produced in dvc.lock, so `dvc repro` / `dvc status` start from it (refused for
+	# outputs made from other params than params.yaml's: docs/dvc.md).
+	socsim dvc commit
 
 lint: setup
 	ruff check $(LINT_PATHS)

@@ -86,12 +86,34 @@ def build_parser() -> argparse.ArgumentParser:
     pss = ps.add_subparsers(dest="action", required=True)
     pv = pss.add_parser("validate", help="validate params files against the schema and print the result")
     pv.add_argument("files", nargs="*", default=["params.yaml"])
+    pc = pss.add_parser(
+        "check",
+        help="DVC's first stage: validate params.yaml; a refused value stops the run before any output is removed",
+    )
+    pc.add_argument("--params", default=stages.PARAMS_FILE)
+    pc.add_argument("--out", required=True, help="the check's output (the same bytes every time)")
+    pa = pss.add_parser(
+        "apply",
+        help="merge override files into params.yaml (comments kept), as Snakemake's --configfile merges them: "
+        "the way to run an override file with DVC",
+    )
+    pa.add_argument("files", nargs="+", metavar="OVERRIDE")
+    pa.add_argument("--params", default=stages.PARAMS_FILE)
 
     dv = sub.add_parser("dvc", help="dvc.yaml generated from the stage registry")
     dss = dv.add_subparsers(dest="action", required=True)
     de = dss.add_parser("export", help="write dvc.yaml")
     de.add_argument("--out", default="dvc.yaml")
     dss.add_parser("check", help="fail if dvc.yaml differs from the registry")
+    dx = dss.add_parser(
+        "compare",
+        help="the experiments (`dvc exp show`) side by side: the params that differ, the findings by verdict",
+    )
+    dx.add_argument("--claims", action="store_true", help="also each finding's verdict")
+    dss.add_parser(
+        "commit",
+        help="`dvc commit` of what Snakemake made, refused for outputs not made from params.yaml (an override)",
+    )
 
     pl = sub.add_parser(
         "plan",
@@ -266,7 +288,18 @@ def main(argv: list[str] | None = None) -> int:
 def run_args(args: argparse.Namespace) -> int:
     """Run parsed arguments; the exit code (2: an error with its message, 130/143: interrupted)."""
     try:
-        if args.study == "params":
+        if args.study == "params" and args.action == "check":
+            from socsim import dvc
+
+            dvc.params_check(args.params, args.out)
+        elif args.study == "params" and args.action == "apply":
+            from socsim import dvc
+
+            changed = dvc.apply(args.files, args.params)
+            print("\n".join([f"{args.params}: {len(changed)} key(s) changed", *changed]))
+            if changed:
+                print("then: `socsim dvc export` (the shards may change), `dvc repro` or `snakemake --cores all`")
+        elif args.study == "params":
             import yaml
 
             params = config.load(args.files)
@@ -289,6 +322,10 @@ def run_args(args: argparse.Namespace) -> int:
 
             if args.action == "export":
                 dvc.write(args.out)
+            elif args.action == "commit":
+                dvc.commit()
+            elif args.action == "compare":
+                print(dvc.show_experiments(args.claims))
             else:
                 dvc.check("dvc.yaml")
         else:

@@ -495,7 +495,9 @@ class StageContext:
         write_json(d / "provenance.json", self.provenance(**rep.provenance))
         for line in rep.printed:
             print(line)
-        self.write_metrics(**rep.metrics)
+        self.write_metrics(
+            **rep.metrics, **({"findings": report.findings_metrics(rep.findings)} if rep.findings else {})
+        )
 
     def report_table(self, folder: str, name: str) -> pd.DataFrame:
         """A table of a report folder input; only the tables the folder declares (Artifact.tables)."""

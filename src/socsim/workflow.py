@@ -179,6 +179,11 @@ def study_targets(params: Mapping[str, Any]) -> dict[str, list[str]]:
     return {study.name: study.targets(params) for study in studies.all_studies()}
 
 
+def reports(study: Study, st: Stage) -> bool:
+    """Whether a stage writes a study's report (its findings and their verdicts: an `analyse` stage)."""
+    return any(study.artifact(st, n).kind == "dir" and study.artifact(st, n).report == "tables" for n in st.outputs)
+
+
 def _foreach_item(s: str) -> str:
     """A sharded stage's "{shard}" as DVC's foreach item (only a sharded stage's own paths hold it)."""
     return s.replace(SHARD, "${item}")
@@ -201,7 +206,10 @@ def dvc_stages(params: Mapping[str, Any]) -> dict[str, Any]:
         entry["outs"] = [d for n in st.outputs for d in _foreach_items(paths[n])]
         metrics = paths["metrics"]
         assert isinstance(metrics, str)  # a stage's metrics is one file (per shard), never a list of shards
-        entry["metrics"] = [{_foreach_item(metrics): {"cache": False}}]
+        if reports(study, st):  # the findings' verdicts and values: what `dvc exp show` compares (cached, so an
+            entry["metrics"] = [{_foreach_item(metrics): {"cache": True}}]  # experiment's values can be read)
+        else:  # calls, tokens, times: kept beside the outputs, out of the comparison's columns
+            entry["outs"].append({_foreach_item(metrics): {"cache": False}})
         entry = {k: v for k, v in entry.items() if v is not None}
         out[st.rule_name] = {"foreach": st.shard_ids(params), "do": entry} if st.shards else entry
     return out

@@ -109,8 +109,9 @@ def test_shipped_params_build_one_dag_in_snakemake_and_dvc(configfile):
         assert st["desc"] == stage.summary
         message = next(m for m, c in jobs if c.startswith(f"socsim {study.name} {stage.name} "))
         assert message.startswith(f"{study.name} {stage.name}: {stage.summary}")
-        for out in [*st["outs"], *(next(iter(m)) for m in st["metrics"])]:
-            dvc_outputs[out] = rule
+        for out in [*st["outs"], *st.get("metrics", [])]:  # metrics files: {path: options}
+            dvc_outputs[out if isinstance(out, str) else next(iter(out))] = rule
+        assert ("metrics" in st) == workflow.reports(study, stage)  # only the findings are DVC metrics
         for dep in st["deps"]:
             assert (ROOT / dep).exists() or dep in outputs, (name, dep)  # a file of the repository or an output
     assert dvc_outputs == outputs

@@ -198,8 +198,8 @@ def test_a_replay_of_the_tiny_run_then_dvc(tiny_run, tmp_path):
         for metrics in model_calls(project, study.name, (st.name,)) if st.uses_llm else []:
             assert all(m["replayed_from"] == str(tiny_run.caches) for m in metrics["models"].values()), st.rule_name
 
-    # 2. DVC takes over what Snakemake produced: up to date, nothing re-run.
-    sh(["dvc", "commit", "--force", "--quiet"], project, env=env)
+    # 2. DVC takes over what Snakemake produced (`make run`'s commit): up to date, nothing re-run.
+    sh(["socsim", "dvc", "commit"], project, env=env)
     out = sh(["dvc", "repro"], project, env=env).stdout
     assert "Data and pipelines are up to date" in out and not ran(out)
 
@@ -227,6 +227,25 @@ def test_a_replay_of_the_tiny_run_then_dvc(tiny_run, tmp_path):
     assert set(div.loc[div.source == "human", "discussion_id"]) == {"human.h1", "human.h2"}
     metrics = sh(["dvc", "metrics", "show", "--json"], project).stdout
     assert "results/facilitation/metrics/analyse.json" in metrics and "ols_nobs" in metrics
+    assert "metrics/simulate" not in metrics  # calls and times are not what experiments are compared on
+    # The experiments side by side: the params that differ (and only those), every study's findings by verdict
+    # (DVC reads an experiment's metrics from its cache: `!` before, for every metric of every experiment).
+    table = sh(["socsim", "dvc", "compare"], project).stdout.splitlines()
+    assert table[0].startswith("| experiment | facilitation.analysis.human_reference | coherence (holds/no/"), table
+    exp = [line for line in table if line.startswith("|   ")]
+    assert len(exp) == 1 and "data/human.csv" in exp[0] and "not recorded" not in exp[0], table
+    # A value the schema refuses: DVC's first stage stops the experiment before any output is removed, and sets
+    # the key back to what dvc.lock records (DVC wrote it into params.yaml before running anything).
+    before = {p: p.read_bytes() for p in (project / "results/coherence").rglob("*") if p.is_file()}
+    bad = sh(
+        ["dvc", "exp", "run", "coherence_figures", "-S", "coherence.agents_per_cell=-1"], project, env=env, check=False
+    )
+    assert bad.returncode != 0 and "coherence.agents_per_cell: -1 -> " in bad.stdout + bad.stderr, bad.stdout
+    assert (
+        config.load([project / "params.yaml"])["coherence"]["agents_per_cell"] == params["coherence"]["agents_per_cell"]
+    )
+    assert {p: p.read_bytes() for p in (project / "results/coherence").rglob("*") if p.is_file()} == before
+    assert "Data and pipelines are up to date" in sh(["dvc", "status"], project).stdout
     # Snakemake sees the same params change (rerun trigger: params) and nothing else.
     dry = sh(["snakemake", "-n", "--cores", "1"], project).stdout
     assert "facilitation analyse:" in dry and "facilitation simulate:" not in dry
@@ -249,10 +268,19 @@ def test_a_replay_of_the_tiny_run_then_dvc(tiny_run, tmp_path):
     for study_name, files in sharded.items():
         assert snapshot(project / "results" / study_name / "analysis") == files, study_name
 
-    # 6. LLM-generated personas: everything downstream of personas would re-run, topics would not (DVC's dry
+    # 6. DVC records params.yaml's values: it refuses the outputs of a run on an override file; merged into
+    # params.yaml, the same outputs are recorded as they were made.
+    refused = sh(["socsim", "dvc", "commit"], project, env=env, check=False)
+    assert refused.returncode == 2 and "socsim params apply" in refused.stderr, refused.stderr
+    assert "shard_by" in refused.stderr
+    sh(["socsim", "params", "apply", "one.yaml"], project)
+    sh(["socsim", "dvc", "export"], project)
+    sh(["socsim", "dvc", "commit"], project, env=env)
+    assert "Data and pipelines are up to date" in sh(["dvc", "status"], project).stdout
+
+    # 7. LLM-generated personas: everything downstream of personas would re-run, topics would not (DVC's dry
     # run from the one-shard run's outputs, committed); the personas stage itself runs on the model (not
     # replayed: these calls are new).
-    sh(["dvc", "commit", "--force", "--quiet"], project, env=env)
     new = yaml.safe_load((project / "params.yaml").read_text())
     new["facilitation"]["personas"].update(source="llm", n=4)
     (project / "params.yaml").write_text(yaml.safe_dump(new, sort_keys=False))

@@ -24,6 +24,8 @@ Claims are judged and added to the report by `socsim.io.claims.assemble`.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,6 +181,39 @@ class Report:
     @property
     def all_flags(self) -> list[dg.Flag]:
         return [f.flag for f in self.flags]
+
+
+VERDICT_WORDS = ("holds", "no", "inconclusive", "degenerate")
+
+
+def verdict_word(v: Verdict) -> str:
+    """A verdict in one word: holds, no, inconclusive or degenerate (a degenerate input)."""
+    if v.degenerate:
+        return "degenerate"
+    return "holds" if v.holds is True else "no" if v.holds is False else "inconclusive"
+
+
+def claim_key(i: int, claim: str) -> str:
+    """A finding's short key in the analyse stage's metrics (a column of `dvc exp show`): its place in the
+    report and the claim's first words."""
+    slug = re.sub(r"[^a-z0-9]+", "_", claim.lower()).strip("_")
+    return f"{i + 1:02d}_{slug[:40].rstrip('_')}"
+
+
+def findings_metrics(findings: Sequence[Finding]) -> dict[str, Any]:
+    """What experiments are compared on (the analyse stage's DVC metrics): the findings counted by verdict,
+    and each finding's verdict and value (its statistic; the full claim, test and reason are in findings.csv)."""
+    words = [verdict_word(f.verdict) for f in findings]
+    return {
+        "verdicts": {w: words.count(w) for w in VERDICT_WORDS},
+        "claims": {
+            claim_key(i, f.claim): {
+                "verdict": w,
+                "value": f.value if f.value is not None and math.isfinite(f.value) else None,
+            }
+            for i, (f, w) in enumerate(zip(findings, words, strict=True))
+        },
+    }
 
 
 def findings_table(findings: Sequence[Finding]) -> pd.DataFrame:

@@ -64,7 +64,6 @@ def analyse(inputs: AnalysisInputs) -> Report:
     rep.printed = [f.flag.message for f in rep.flags]
     rep.metrics = {
         "degeneracy_flags": len(rep.flags),
-        "findings": {f.claim: f.verdict.label for f in rep.findings},
         "design_differences": rep.design,
     }
     return rep

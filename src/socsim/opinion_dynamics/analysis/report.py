@@ -125,7 +125,6 @@ def analyse(inputs: AnalysisInputs) -> Report:
         "simulations": rep.summary["simulations"],
         "degeneracy_flags": len(rep.flags),
         "never_measured_share": rep.summary["never_measured_share"],
-        "findings": {f.claim: f.verdict.label for f in rep.findings},
         "design_differences": rep.design,
     }
     return rep
