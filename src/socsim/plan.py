@@ -23,7 +23,9 @@ import contextlib
 import functools
 import json
 import os
+import sys
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,18 +89,84 @@ def _answer_dependent(study: Study, st: Stage, params: Mapping[str, Any]) -> boo
     return False
 
 
+SCRATCH_PREFIX = "socsim-plan-"
+
+
+def _remove_stale_scratch() -> None:
+    """Scratch folders of plans that were killed (kill -9, a lost session): their process is gone."""
+    import shutil
+
+    for folder in Path(tempfile.gettempdir()).glob(SCRATCH_PREFIX + "*"):
+        try:
+            pid = int((folder / ".pid").read_text())
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except (OSError, ValueError):
+            continue  # not ours to judge (no pid yet, another user's)
+
+
 @contextlib.contextmanager
 def _scratch(root: Path) -> Iterator[Path]:
-    """A scratch project: the repository's data/ and workflow/ linked, results/ fresh."""
-    with tempfile.TemporaryDirectory(prefix="socsim-plan-") as tmp:
-        for part in ("data", "workflow"):
-            os.symlink(root / part, Path(tmp) / part)
-        old = Path.cwd()
-        os.chdir(tmp)
-        try:
-            yield Path(tmp)
-        finally:
-            os.chdir(old)
+    """A scratch project: the repository's data/ and workflow/ linked, results/ fresh. Removed when the plan
+    ends, also on Ctrl-C and SIGTERM; one left by a killed plan is removed by the next."""
+    import signal
+
+    def stop(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    _remove_stale_scratch()
+    previous = signal.signal(signal.SIGTERM, stop) if threading.current_thread() is threading.main_thread() else None
+    try:
+        with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as tmp:
+            (Path(tmp) / ".pid").write_text(str(os.getpid()))
+            for part in ("data", "workflow"):
+                os.symlink(root / part, Path(tmp) / part)
+            old = Path.cwd()
+            os.chdir(tmp)
+            try:
+                yield Path(tmp)
+            finally:
+                os.chdir(old)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class _Progress:
+    """The plan's progress on stderr: stage shards planned of all, the one being planned, and the calls
+    counted so far (refreshed every few seconds while a large stage is planned: a paper-scale plan counts
+    millions of calls)."""
+
+    def __init__(self, total: int, tallies: list[Tally]):
+        from tqdm import tqdm
+
+        self.tallies = tallies
+        self.current = ""
+        self.bar = tqdm(total=total, desc="plan", unit="stage shard", file=sys.stderr, mininterval=1.0)
+        self.done = threading.Event()
+        self.ticker = threading.Thread(target=self._tick, daemon=True)
+        self.ticker.start()
+
+    def _postfix(self) -> str:
+        return f"{self.current}; {sum(t.calls for t in list(self.tallies)):,} calls counted"
+
+    def _tick(self) -> None:
+        while not self.done.wait(3.0):
+            self.bar.set_postfix_str(self._postfix())
+
+    def start(self, label: str) -> None:
+        self.current = label
+        self.bar.set_postfix_str(self._postfix())
+
+    def step(self) -> None:
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.done.set()
+        self.ticker.join()
+        self.bar.set_postfix_str(f"{sum(t.calls for t in self.tallies):,} calls counted")
+        self.bar.close()
 
 
 def run(params: Mapping[str, Any], root: Path | None = None) -> tuple[list[StagePlan], dict[str, str], list[str]]:
@@ -112,12 +180,18 @@ def run(params: Mapping[str, Any], root: Path | None = None) -> tuple[list[Stage
     counters: dict[str, TokenCounter] = {}
     plans: list[StagePlan] = []
     skipped: list[str] = []
-    with _scratch(root), quiet():
-        for study in studies.all_studies():
-            try:
-                plans += _plan_study(study, p, counters)
-            except DataUnavailableError as exc:  # its data cannot be had here: reported, the others planned
-                skipped.append(f"{study.name}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+    total = sum(len(st.shard_ids(p)) if st.shards else 1 for study in studies.all_studies() for st in _needed(study, p))
+    live: list[Tally] = []
+    bar = _Progress(total, live)
+    try:
+        with _scratch(root), quiet():
+            for study in studies.all_studies():
+                try:
+                    plans += _plan_study(study, p, counters, bar, live)
+                except DataUnavailableError as exc:  # its data cannot be had here: reported, the others planned
+                    skipped.append(f"{study.name}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+    finally:
+        bar.close()
     return plans, {n: c.how for n, c in counters.items()}, skipped
 
 
@@ -126,6 +200,7 @@ def _plan_client(
     counters: dict[str, TokenCounter],
     tallies: dict[tuple[str, str], Tally],
     shard: str,
+    live: list[Tally],
     spec: ModelSpec,
 ) -> LLMClient:
     """A client of the planning backend, counting into the (model, shard) tally."""
@@ -133,25 +208,31 @@ def _plan_client(
         counters[spec.name] = TokenCounter(
             spec.gguf if spec.backend == "embedded" else None, spec.backend == "embedded"
         )
-    tally = tallies.setdefault((spec.name, shard), Tally())
+    if (spec.name, shard) not in tallies:
+        live.append(tallies.setdefault((spec.name, shard), Tally()))
+    tally = tallies[(spec.name, shard)]
     # made-up answers: never stopped by llm.parse_fail_fast
     backend = PlanBackend(spec.name, spec.n_ctx, counters[spec.name], tally)
     return LLMClient(backend, None, sampling(params, spec), None, spec.name)
 
 
-def _plan_study(study: Study, params: dict[str, Any], counters: dict[str, TokenCounter]) -> list[StagePlan]:
+def _plan_study(
+    study: Study, params: dict[str, Any], counters: dict[str, TokenCounter], bar: _Progress, live: list[Tally]
+) -> list[StagePlan]:
     out: list[StagePlan] = []
     for st in _needed(study, params):
         tallies: dict[tuple[str, str], Tally] = {}
         for shard in st.shard_ids(params) if st.shards else [ALL]:
+            bar.start(f"{study.name} {st.name}" + (f" [{shard}]" if st.shards else ""))
             paths = study.paths(st, params, shard)
             resolved = {k: [Path(x) for x in v] if isinstance(v, list) else Path(v) for k, v in paths.items()}
-            factory = functools.partial(_plan_client, params, counters, tallies, shard)
+            factory = functools.partial(_plan_client, params, counters, tallies, shard, live)
             ctx = StageContext(study, st, params, resolved, shard, clients=factory)
             try:
                 st.run(ctx)
             finally:
                 ctx.close()
+            bar.step()
         if st.uses_llm:
             exact = not _answer_dependent(study, st, params) and not st.length_depends_on_answers
             by_model: dict[str, dict[str, Tally]] = {}
@@ -243,6 +324,7 @@ def rows(
                 "stage": sp.stage,
                 "model": sp.model,
                 "where": spec.where(),
+                "gpus": int((spec.serve or {}).get("gpus") or 0),  # a served model's GPUs (0: not served by the run)
                 "calls": t.calls,
                 "calls_exact": sp.exact_calls,
                 "prompt_tokens": t.prompt_tokens,
@@ -293,20 +375,43 @@ def table(plan_rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def summary(plan_rows: Sequence[Mapping[str, Any]]) -> str:
-    """Per model: where it must be, calls and tokens in all, and how tokens were counted."""
+    """Per model: where it must be, calls and tokens in all, expected time and GPU-hours (a model the run
+    serves on GPUs), how tokens were counted; then the run's total, and which models have no rate."""
     lines = []
+    known_s, gpu_h, unrated = 0.0, 0.0, []
     for name in sorted({r["model"] for r in plan_rows}):
         mine = [r for r in plan_rows if r["model"] == name]
         calls = sum(r["calls"] for r in mine)
         prompt = sum(r["prompt_tokens"] for r in mine)
         completion = sum(r["completion_tokens_max"] for r in mine)
         secs = [r["expected_s"] for r in mine]
-        total = _duration(sum(s for s in secs if s is not None)) if all(s is not None for s in secs) else "?"
+        rated = all(s is not None for s in secs)
+        seconds = sum(s for s in secs if s is not None)
+        gpus = int(mine[0].get("gpus") or 0)
+        if rated:
+            known_s += seconds
+            gpu_h += seconds * gpus / 3600
+        else:
+            unrated.append(name)
+        gpu = f" ({seconds * gpus / 3600:,.1f} GPU-hours on {gpus} GPU(s))" if rated and gpus else ""
         lines.append(
             f"- {name}: {mine[0]['where']}; {calls:,} calls, {prompt:,} prompt tokens, at most {completion:,} "
-            f"completion tokens; expected {total}; tokens by {mine[0]['tokens_counted_by']}"
+            f"completion tokens; expected {_duration(seconds) if rated else '?'}{gpu}; tokens by "
+            f"{mine[0]['tokens_counted_by']}"
         )
-    return "\n".join(lines)
+    calls = sum(r["calls"] for r in plan_rows)
+    total = (
+        f"- all models: {calls:,} calls, {sum(r['prompt_tokens'] for r in plan_rows):,} prompt tokens; expected "
+        + (f"{_duration(known_s)} of model time one model after another" if len(unrated) < len(lines) else "time ?")
+        + (f", {gpu_h:,.1f} GPU-hours" if gpu_h else "")
+        + (
+            f", not counting {len(unrated)} model(s) without a rate ({', '.join(unrated)}: give "
+            "--rate NAME=PROMPT_TOKENS_PER_S,COMPLETION_TOKENS_PER_S, or run a small design once to measure them)"
+            if unrated
+            else ""
+        )
+    )
+    return "\n".join([*lines, total])
 
 
 def write_json(

@@ -106,3 +106,21 @@ def test_no_ratings_at_all_is_said_so():
     )
     with pytest.raises(ValueError, match="no ratings at all"):
         analysis.check_ratings(empty)
+
+
+def test_lcs_cuts_the_common_prefix_and_suffix_and_still_equals_the_table():
+    """Against the plain dynamic programme on random word lists (shared ends included), and fast on near-copies
+    (a plan's filler answers: 1,000-word comments that differ in one word)."""
+    import random
+
+    from socsim.stats.text import _lcs_table
+
+    rng = random.Random(3)
+    for _ in range(300):
+        core = [rng.choice("abcd") for _ in range(rng.randint(0, 6))]
+        a = core + [rng.choice("abcd") for _ in range(rng.randint(0, 8))] + core[::-1]
+        b = core + [rng.choice("abcd") for _ in range(rng.randint(0, 8))] + core[::-1]
+        assert lcs_length(a, b) == (_lcs_table(a, b) if a and b else 0), (a, b)
+    long = [f"w{i % 50}" for i in range(1000)]
+    other = long[:500] + ["x"] + long[501:]
+    assert lcs_length(long, other) == 999 and lcs_length(long, long) == 1000

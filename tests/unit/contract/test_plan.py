@@ -109,3 +109,74 @@ def test_planning_answers_are_valid_and_bounded():
 def test_shipped_params_plan_without_error(files, overrides, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     check_plan(files, overrides, tmp_path, capsys)
+
+
+def test_the_summary_totals_every_model_with_gpu_hours_and_names_those_without_a_rate():
+    def row(model, seconds, gpus, calls=10):
+        return {
+            "model": model,
+            "where": "w",
+            "calls": calls,
+            "prompt_tokens": 100,
+            "completion_tokens_max": 5,
+            "expected_s": seconds,
+            "gpus": gpus,
+            "tokens_counted_by": "estimate",
+        }
+
+    rows = [row("big", 3600.0, 4), row("big", 1800.0, 4), row("small", 600.0, 0), row("new", None, 1)]
+    lines = plan.summary(rows).splitlines()
+    assert lines[0].startswith("- big: ") and "expected 1.5 h (6.0 GPU-hours on 4 GPU(s))" in lines[0]
+    assert "expected ?" in lines[1] and lines[1].startswith("- new: ")
+    assert "expected 10 min;" in lines[2] and "GPU-hours" not in lines[2]
+    assert lines[3].startswith("- all models: 40 calls, 400 prompt tokens; expected 1.7 h of model time")
+    assert ", 6.0 GPU-hours, not counting 1 model(s) without a rate (new: give --rate" in lines[3]
+    assert (
+        plan.summary([row("new", None, 1)])
+        .splitlines()[-1]
+        .startswith("- all models: 10 calls, 100 prompt tokens; expected time ?, not counting")
+    )
+
+
+def test_the_plan_shows_progress_and_leaves_no_scratch_even_when_terminated(tmp_path):
+    """A paper-scale plan runs for minutes: a bar on stderr (stage shards, the one being planned, calls counted);
+    SIGTERM (a scheduler's, a `kill`) removes its scratch folder, and a folder a killed plan left (kill -9)
+    is removed by the next plan."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    import time
+    from pathlib import Path
+
+    tmp = Path(tempfile.gettempdir())
+    stale = tmp / (plan.SCRATCH_PREFIX + "stale-test")
+    stale.mkdir(exist_ok=True)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (stale / ".pid").write_text(dead.stdout.strip())  # a process that has ended
+    before = set(tmp.glob(plan.SCRATCH_PREFIX + "*")) - {stale}
+    proc = subprocess.run(["socsim", "plan"], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert not stale.exists()
+    assert "plan: 100%" in proc.stderr and "calls counted" in proc.stderr and "stage shard" in proc.stderr
+    assert set(tmp.glob(plan.SCRATCH_PREFIX + "*")) == before
+
+    big = tmp_path / "big.yaml"
+    big.write_text("coherence: {agents_per_cell: 200}\n")  # long enough to be caught in the middle
+    running = subprocess.Popen(
+        ["socsim", "plan", "--params", "params.yaml", "--params", str(big)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (set(tmp.glob(plan.SCRATCH_PREFIX + "*")) - before) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    mine = set(tmp.glob(plan.SCRATCH_PREFIX + "*")) - before
+    assert len(mine) == 1 and running.poll() is None
+    time.sleep(1.0)
+    os.kill(running.pid, signal.SIGTERM)
+    running.wait(timeout=60)
+    assert running.returncode != 0
+    assert not any(p.exists() for p in mine)
