@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
+import time
 from collections.abc import Awaitable, Iterable, Iterator
-from typing import TypeVar
+from typing import Any, TextIO, TypeVar
 
 from tqdm import tqdm
 
@@ -29,9 +31,86 @@ def is_quiet() -> bool:
     return _QUIET[0]
 
 
+# A job of the workflow writes its stderr to its log; the workflow gives it the console too, as this file
+# descriptor (common.smk), with the log's path: the job then prints one progress line there now and then.
+CONSOLE_FD_ENV = "SOCSIM_CONSOLE_FD"
+LOG_ENV = "SOCSIM_LOG"
+CONSOLE_EVERY = 30.0  # seconds between a bar's lines on the console
+_CONSOLE: list[TextIO | None] = []
+
+
+def _console() -> TextIO | None:
+    """The console of a workflow job (None: not a job, or the console is not open)."""
+    if not _CONSOLE:
+        stream = None
+        fd = os.environ.get(CONSOLE_FD_ENV, "")
+        if fd.isdigit():
+            try:
+                stream = os.fdopen(int(fd), "w", buffering=1, closefd=False)
+            except OSError:
+                stream = None
+        _CONSOLE.append(stream)
+    return _CONSOLE[0]
+
+
+def _eta(seconds: float) -> str:
+    return (
+        f"{seconds:.0f} s"
+        if seconds < 90
+        else f"{seconds / 60:.0f} min"
+        if seconds < 5400
+        else f"{seconds / 3600:.1f} h"
+    )
+
+
+class Bar(tqdm):  # type: ignore[misc]
+    """A tqdm bar that also prints a line on a workflow job's console: when it starts (with the log's path,
+    once per job), every CONSOLE_EVERY seconds (done / total, rate, time left) and when it ends."""
+
+    _log_said = [False]
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._t0 = self._last_line = time.monotonic()
+        self._console_line(start=True)
+
+    def _console_line(self, start: bool = False, end: bool = False) -> None:
+        out = _console()
+        if out is None or self.disable or not self.total:
+            return
+        now = time.monotonic()
+        if not (start or end) and now - self._last_line < CONSOLE_EVERY:
+            return
+        self._last_line = now
+        elapsed = now - self._t0
+        line = f"{self.desc}: {self.n:,}/{self.total:,} {self.unit}s ({100 * self.n / self.total:.0f} %)"
+        if self.n and elapsed > 0 and not start:
+            rate = self.n / elapsed
+            line += f", {rate:.2f}/s" + ("" if end else f", ~{_eta((self.total - self.n) / rate)} left")
+            line += ", done" if end else ""
+        if start and not Bar._log_said[0] and os.environ.get(LOG_ENV):
+            line += f" (progress here every {CONSOLE_EVERY:.0f} s; the full log: {os.environ[LOG_ENV]})"
+            Bar._log_said[0] = True
+        try:
+            print(line, file=out, flush=True)
+        except OSError:
+            pass
+
+    def update(self, n: float | None = 1) -> bool | None:
+        shown: bool | None = super().update(n)
+        self._console_line()
+        return shown
+
+    def close(self) -> None:
+        if not self.disable and self.total:
+            self._console_line(end=True)
+        super().close()
+
+
 def progress_bar(total: int, desc: str, unit: str = "it") -> tqdm:
-    """On stderr; redrawn often on a terminal, every 10 s in a log (Snakemake, a cluster job)."""
-    return tqdm(
+    """On stderr; redrawn often on a terminal, every 10 s in a log (Snakemake, a cluster job), and a line
+    every CONSOLE_EVERY seconds on a workflow job's console (Bar)."""
+    return Bar(
         total=total,
         desc=desc,
         unit=unit,

@@ -166,7 +166,7 @@ def caption(study: Study, report: str, root: Path | None = None) -> str:
 def command_param(command: str) -> Callable[[Any], str]:
     """The command of one job as a Snakemake params function (the shard from the wildcards). The rules
     are made in a loop, so the shell directive, which Snakemake evaluates late, stays a constant
-    ("{params.command} > {log} 2>&1") and each rule's command is bound here, when it is made."""
+    (common.smk) and each rule's command is bound here, when it is made."""
     return lambda wildcards: command.replace(SHARD, wildcards.shard) if SHARD in command else command
 
 

@@ -75,7 +75,8 @@ for _rule in socsim_smk.rules(config, PARAMS_FILES, LLM_THREADS):
             llm_clients=_rule["llm_clients"],
             **_rule["resources"],
         shell:
-            "{params.command} > {log} 2>&1"
+            # the log takes stdout and stderr; the console (fd 3) a line of progress now and then (socsim.progress)
+            "SOCSIM_CONSOLE_FD=3 SOCSIM_LOG={log} {params.command} 3>&2 > {log} 2>&1"
 
 
 ALL_TARGETS = socsim_smk.targets(config)
