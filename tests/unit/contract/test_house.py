@@ -74,3 +74,30 @@ def test_figures_import_nothing_from_an_analysis_and_read_declared_plot_tables(n
     study = studies.study(name)
     declared = study.artifacts["analysis"].tables
     assert declared and all(t.startswith("plot_") for t in declared)
+
+
+def test_every_documented_snakemake_command_puts_a_target_where_snakemake_reads_one():
+    """Snakemake reads every word after --configfile as a config file: a target there stops the run on
+    FileNotFoundError before socsim can say anything. Every command the README, docs and params headers show
+    puts its target before --configfile or after `--`."""
+    import re
+    import shlex
+
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(ROOT.glob("params*.yaml"))]
+    files.append(ROOT / "tests/params.tiny.yaml")
+    seen = 0
+    for f in files:
+        for line in f.read_text(encoding="utf-8").splitlines():
+            m = re.search(r"snakemake [^`#|]*--configfile[^`#|]*", line)
+            if not m:
+                continue
+            seen += 1
+            words = shlex.split(m.group(0))
+            after = words[words.index("--configfile") + 1 :]
+            for w in after:
+                if w == "--" or w.startswith("-"):
+                    break
+                assert w.endswith((".yaml", ".yml")), (
+                    f"{f.name}: {line.strip()!r}: {w!r} would be read as a config file"
+                )
+    assert seen >= 10
