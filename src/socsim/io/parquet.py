@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 PROVENANCE_KEY = b"socsim.provenance"
@@ -115,7 +116,34 @@ def read_tables(paths: Sequence[str | Path], schema: pa.Schema | None = None, so
     if len(tables) == 1:
         return tables[0]
     table = pa.concat_tables([t.replace_schema_metadata(None) for t in tables])
-    return table.sort_by([(c, "ascending") for c in sort_by]) if len(table) and sort_by else table
+    return sort_rows(table, sort_by) if len(table) and sort_by else table
+
+
+LARGE = 1 << 30  # bytes of a table above which sorting goes by parts (Arrow's `string` offsets end at 2 GiB)
+
+
+def sort_rows(table: pa.Table, sort_by: Sequence[str]) -> pa.Table:
+    """A table's rows in `sort_by` order. Arrow's take concatenates a string column's chunks into one array,
+    whose 32-bit offsets overflow past 2 GiB of text (a paper-scale stage's utterances, a plan's filler
+    answers): a large table is taken part by part with its strings widened, each part narrowed back, so
+    that the result keeps its schema, in chunks. A small one is sorted at once, as always."""
+    keys = [(c, "ascending") for c in sort_by]
+    if table.nbytes < LARGE:
+        return table.sort_by(keys)
+    order = pc.sort_indices(table, sort_keys=keys)
+    wide = pa.schema(
+        [
+            f.with_type(pa.large_string())
+            if pa.types.is_string(f.type)
+            else f.with_type(pa.large_binary())
+            if pa.types.is_binary(f.type)
+            else f
+            for f in table.schema
+        ]
+    )
+    big = table.cast(wide)
+    rows = max(1, len(table) * (LARGE // 2) // max(table.nbytes, 1))
+    return pa.concat_tables([big.take(order.slice(i, rows)).cast(table.schema) for i in range(0, len(table), rows)])
 
 
 def read_provenance(path: str | Path) -> dict[str, Any]:
