@@ -106,7 +106,8 @@ def tiny_run(tmp_path_factory):
     from support.recorded import TinyRun, record, source_commit
 
     if earlier := os.environ.get("SOCSIM_TEST_RECORDED"):
-        return TinyRun(Path(earlier), 0.0, source_commit())
+        console = Path(earlier) / "console.txt"
+        return TinyRun(Path(earlier), 0.0, source_commit(), console.read_text() if console.is_file() else "")
     run = record(tmp_path_factory.mktemp("recorded") / "proj")
     print(f"\nthe recorded tiny run: snakemake {run.seconds:.0f} s in {run.project}")
     return run

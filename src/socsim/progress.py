@@ -37,6 +37,7 @@ CONSOLE_FD_ENV = "SOCSIM_CONSOLE_FD"
 LOG_ENV = "SOCSIM_LOG"
 CONSOLE_EVERY = 30.0  # seconds between a bar's lines on the console
 _CONSOLE: list[TextIO | None] = []
+JOB = [""]  # the stage (and shard) this process runs, as its console lines name it (set by the CLI)
 
 
 def _console() -> TextIO | None:
@@ -83,7 +84,8 @@ class Bar(tqdm):  # type: ignore[misc]
             return
         self._last_line = now
         elapsed = now - self._t0
-        line = f"{self.desc}: {self.n:,}/{self.total:,} {self.unit}s ({100 * self.n / self.total:.0f} %)"
+        job = f"{JOB[0]}: " if JOB[0] else ""
+        line = f"{job}{self.desc}: {self.n:,}/{self.total:,} {self.unit}s ({100 * self.n / self.total:.0f} %)"
         if self.n and elapsed > 0 and not start:
             rate = self.n / elapsed
             line += f", {rate:.2f}/s" + ("" if end else f", ~{_eta((self.total - self.n) / rate)} left")

@@ -126,6 +126,17 @@ def test_the_tiny_run_on_the_embedded_model(tiny_run):
     prefix cache's reuse, the report."""
     project = tiny_run.project
     params = config.load([project / "params.yaml"])
+    # Each LLM job's progress on the console (its bar in its log): a line when it starts, the first naming its
+    # log, and one when it ends.
+    console = tiny_run.console
+    assert re.search(
+        r"^coherence\.converse shard (\S+): conversations: 0/\d+ convs \(0 %\) \(progress here every 30 s; the full "
+        r"log: results/coherence/logs/converse/\1\.log\)$",
+        console,
+        re.M,
+    ), console[-3000:]
+    done = r"^debate\.annotate_human: annotate \(smollm2-135m\): (\d+)/\1 texts \(100 %\), [\d.]+/s, done$"
+    assert re.search(done, console, re.M), console[-3000:]
     check_plan_against_the_run(project)
     check_prefix_reuse(project)
     for path in workflow.targets(params):
@@ -270,10 +281,14 @@ def test_a_replay_of_the_tiny_run_then_dvc(tiny_run, tmp_path):
 
     # 6. DVC records params.yaml's values: it refuses the outputs of a run on an override file; merged into
     # params.yaml, the same outputs are recorded as they were made.
+    # (one.yaml's shard layout changed no output's values, as step 5 shows; an analysis key does.)
+    (project / "time.yaml").write_text("facilitation:\n  analysis:\n    time: position\n")
+    sh(["snakemake", "--cores", "2", "--configfile", "one.yaml", "time.yaml"], project, env=env)
     refused = sh(["socsim", "dvc", "commit"], project, env=env, check=False)
     assert refused.returncode == 2 and "socsim params apply" in refused.stderr, refused.stderr
-    assert "shard_by" in refused.stderr
-    sh(["socsim", "params", "apply", "one.yaml"], project)
+    assert "facilitation_analyse: results/facilitation/analysis/provenance.json" in refused.stderr, refused.stderr
+    assert "facilitation.analysis" in refused.stderr and "coherence" not in refused.stderr
+    sh(["socsim", "params", "apply", "one.yaml", "time.yaml"], project)
     sh(["socsim", "dvc", "export"], project)
     sh(["socsim", "dvc", "commit"], project, env=env)
     assert "Data and pipelines are up to date" in sh(["dvc", "status"], project).stdout
@@ -284,7 +299,9 @@ def test_a_replay_of_the_tiny_run_then_dvc(tiny_run, tmp_path):
     new = yaml.safe_load((project / "params.yaml").read_text())
     new["facilitation"]["personas"].update(source="llm", n=4)
     (project / "params.yaml").write_text(yaml.safe_dump(new, sort_keys=False))
-    would = ran(sh(["dvc", "repro", "--dry", "--force-downstream"], project, env=env).stdout)
+    # (from personas down: DVC's params check, upstream of every stage, also sees the change, and would force all)
+    dry = ["dvc", "repro", "--dry", "--downstream", "--force-downstream", "facilitation_personas"]
+    would = ran(sh(dry, project, env=env).stdout)
     assert "facilitation_personas" in would and "facilitation_topics" not in would, would
     assert not any(name.startswith(("coherence_", "opinion_dynamics_", "debate_")) for name in would)
     assert {"facilitation_setups", "facilitation_simulate"} <= would

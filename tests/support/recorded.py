@@ -31,6 +31,7 @@ class TinyRun:
     project: Path  # its copy of the project: params.yaml holds the tiny config, results/ the run's outputs
     seconds: float  # the Snakemake run's wall time
     commit: str  # the socsim commit it ran on
+    console: str = ""  # what Snakemake printed (stderr): its jobs' lines of progress among them
 
     @property
     def caches(self) -> Path:
@@ -66,8 +67,9 @@ def record(dest: Path) -> TinyRun:
     project = tiny_project(dest)
     sh(["socsim", "plan", "--json", "plan.json"], project)
     commit, t0 = source_commit(), time.monotonic()
-    sh(["snakemake", "--cores", "2"], project, timeout=3600)
-    return TinyRun(project, time.monotonic() - t0, commit)
+    proc = sh(["snakemake", "--cores", "2"], project, timeout=3600)
+    (project / "console.txt").write_text(proc.stderr)  # kept with the recording (SOCSIM_TEST_RECORDED)
+    return TinyRun(project, time.monotonic() - t0, commit, proc.stderr)
 
 
 def artifacts(results: Path, study: str | None = None) -> dict[str, bytes]:
