@@ -15,8 +15,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from socsim import config, stages, studies
+from socsim.io.lock import LockedError
 from socsim.io.parquet import SchemaError
 from socsim.llm.errors import LLMError
 
@@ -191,10 +193,17 @@ def run_stage(args: argparse.Namespace) -> None:
         for p in path_or_shards if isinstance(path_or_shards, list) else [path_or_shards]:
             if not p.exists():
                 raise FileNotFoundError(f"input --{name.replace('_', '-')} not found: {p}")
+    with stages.job_lock(st, paths, shard):  # one run of a shard at a time; a second stops here
+        _run_job(study, st, params, paths, shard)
+
+
+def _run_job(
+    study: stages.Study, st: stages.Stage, params: dict[str, Any], paths: dict[str, Path | list[Path]], shard: str
+) -> None:
     ctx = stages.StageContext(study, st, params, paths, shard)
     # Start and end times in the stage's log (Snakemake sends stderr there): when jobs of a cluster run
     # overlapped, and how long each waited, can be read off the logs.
-    name = f"{ctx.label}" + (f" shard {shard}" if st.shards else "")
+    name = st.job(shard)
     started = time.time()
     print(f"socsim: {name} started {_stamp(started)}", file=sys.stderr, flush=True)
     try:
@@ -330,7 +339,7 @@ def run_args(args: argparse.Namespace) -> int:
                 dvc.check("dvc.yaml")
         else:
             run_stage_on_signals(args)
-    except (config.ParamsError, LLMError, SchemaError, FileNotFoundError, ValueError) as exc:
+    except (config.ParamsError, LLMError, SchemaError, LockedError, FileNotFoundError, ValueError) as exc:
         print(f"socsim: error: {textwrap.indent(str(exc), '  ').strip()}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -113,6 +114,10 @@ class Stage:
     @property
     def rule_name(self) -> str:
         return f"{self.study}_{self.name}"
+
+    def job(self, shard: str) -> str:
+        """One run of the stage as logs and messages name it: "<study>.<stage>[ shard <id>]"."""
+        return f"{self.study}.{self.name}" + (f" shard {shard}" if self.shards else "")
 
     @property
     def job_resources(self) -> dict[str, int]:
@@ -270,6 +275,17 @@ class Study:
                 art = self.artifact(st, name)
                 out += [art.at(s) for s in st.shard_ids(params)] if art.sharded else [art.path]
         return out
+
+
+def job_lock(st: Stage, paths: Mapping[str, Path | list[Path]], shard: str) -> AbstractContextManager[None]:
+    """The lock a run of one stage shard holds while it runs (socsim.io.lock): a second run of the same shard
+    (a job of a killed Snakemake still running, `dvc repro` beside Snakemake) stops at once, touching no output.
+    Its file is beside the shard's metrics, the one output every stage writes, one per shard."""
+    from socsim.io.lock import exclusive
+
+    metrics = paths["metrics"]
+    assert isinstance(metrics, Path)  # one file per shard
+    return exclusive(metrics.parent / f".{metrics.name}.lock", st.job(shard))
 
 
 def when_values(st: Stage) -> tuple[Any, ...]:
@@ -528,7 +544,7 @@ class StageContext:
 
     def parse_summary(self) -> list[str]:
         """One line per model that answered: how many of its constrained answers did not parse."""
-        return self.models.parse_summary(self.label + (f" shard {self.shard}" if self.stage.shards else ""))
+        return self.models.parse_summary(self.stage.job(self.shard))
 
     def servers(self) -> dict[str, dict[str, Any]]:
         """Registry name -> how the run's own server of it was started (engine, version, command, URL),
