@@ -48,7 +48,8 @@ def scripted_client(reply, name="scripted"):
 class ScriptedServer:
     """The scripted backend served: a loopback server of `model_id`, OpenAI-compatible (GET /v1/models,
     POST /v1/chat/completions) and TGI-style (GET /info). Each chat request is answered with the next of
-    `replies` ((content, HTTP status) pairs, consumed in order), then with `reply(body)`; every request's
+    `replies` ((content, HTTP status) pairs, consumed in order; an error status sends the content as the
+    error's message), then with `reply(body)`; every request's
     path, headers and JSON body are kept. Started at once; `close()` (or the `with` block's end) stops it."""
 
     def __init__(
@@ -93,8 +94,8 @@ class ScriptedServer:
                     srv.bodies.append(body)
                     scripted = srv.replies.pop(0) if srv.replies else None
                 content, status = scripted or (srv.reply(body), 200)
-                if status != 200:
-                    self._send(status, {"error": {"message": "scripted failure"}})
+                if status != 200:  # the content is the error's message
+                    self._send(status, {"error": {"message": content or "scripted failure"}})
                     return
                 usage = {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}
                 if cached_tokens is not None:

@@ -8,7 +8,8 @@ structured-output shape (socsim.llm.constraints) and in what TGI needs of its sa
 
 The pool: each request goes to the least-busy live endpoint, with a bounded number in flight per
 endpoint. Connection errors, timeouts, 429 and 5xx are retried with exponential backoff and jitter,
-on another endpoint when one is ready. An endpoint that fails backs off (no request goes to it) and is
+on another endpoint when one is ready; an HTTP 500 whose body repeats that of the try before is a request
+the server cannot take (llama-cpp-python's server given OpenAI's json_schema), not retried further. An endpoint that fails backs off (no request goes to it) and is
 health-checked when its backoff ends; after `max_tries` failures in a row (one per backoff window) it
 is taken out of the pool and its requests go to the others. Only when every endpoint is out does a
 request fail, with an error naming each endpoint and its last error. An endpoint that does not answer the health
@@ -80,11 +81,11 @@ def request_body(request: Request, dialect: str, model: str | None, strict_roles
 
 
 class HTTPStatusError(LLMError):
-    """A server answered with an error status (kept with the first line of its body)."""
+    """A server answered with an error status (its message: the first line of its body)."""
 
     def __init__(self, status: int, text: str):
         super().__init__(f"HTTP {status}: {text.strip().splitlines()[0][:200] if text.strip() else ''}")
-        self.status = status
+        self.status, self.body = status, text
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,18 @@ def _retryable(exc: BaseException) -> bool:
 
 def _status(exc: BaseException) -> int | None:
     return exc.status if isinstance(exc, HTTPStatusError) else None
+
+
+def _same_500(a: BaseException | None, b: BaseException | None) -> bool:
+    """Two tries of one request answered HTTP 500 with the same body: the server refuses this request (e.g.
+    llama-cpp-python's server on a response_format it does not know), whereas an outage answers otherwise
+    (a connection error, 502, 503, 504, a timeout) and is retried."""
+    return (
+        isinstance(a, HTTPStatusError)
+        and isinstance(b, HTTPStatusError)
+        and a.status == b.status == 500
+        and a.body == b.body
+    )
 
 
 def _describe(exc: BaseException) -> str:
@@ -354,10 +367,23 @@ class ServerBackend:
         if self._changed is not None and not self._changed.done():
             self._changed.set_result(None)
 
-    def _all_down(self) -> EndpointUnavailableError:
+    def _all_down(self, hint: str = "") -> EndpointUnavailableError:
         listing = "; ".join(f"{ep.url} ({ep.last_error})" for ep in self._endpoints or [])
         return EndpointUnavailableError(
             f"every LLM endpoint failed after {self.retry.max_tries} tries and was taken out of the pool: {listing}"
+            + hint
+        )
+
+    def _hint(self, request: Request, exc: BaseException) -> str:
+        """What a request that failed on `exc` suggests: a constrained request in the `openai` dialect that ends on
+        HTTP 500 is what llama-cpp-python's server answers to OpenAI's json_schema (it takes json_object only)."""
+        if _status(exc) != 500 or request.constraint is None or self.dialect != "openai":
+            return ""
+        return (
+            f"\nThis constrained request went in dialect `openai` (response_format json_schema). llama-cpp-python's "
+            "server (`python -m llama_cpp.server`) takes only json_object with a schema, and answers json_schema with "
+            f"HTTP 500: if models.{self.name} is a llama.cpp server of that kind, set `dialect: llama_cpp` in its "
+            "registry entry (docs/servers.md)."
         )
 
     def _failed(self, ep: _Endpoint, exc: BaseException) -> None:
@@ -423,11 +449,14 @@ class ServerBackend:
     async def complete(self, request: Request) -> Completion:
         """One request: sent to the least-busy live endpoint; a retryable failure sends it to the next
         ready endpoint (or, with none ready, after the backoff). It fails when every endpoint is out,
-        or after `max_tries` tries per endpoint of the pool (endpoints that answer their health checks
-        but refuse every request)."""
+        after `max_tries` tries per endpoint of the pool (endpoints that answer their health checks
+        but refuse every request), or on a second HTTP 500 with the same body (_same_500); a constrained
+        request in the `openai` dialect that fails on HTTP 500 says what fixes it for a llama.cpp server."""
         if self._endpoints is None:
             await self.probe()
         errors: list[str] = []
+        before: BaseException | None = None  # the try before the last one's error
+        last: BaseException | None = None
         while True:
             ep = await self._acquire()
             try:
@@ -439,6 +468,7 @@ class ServerBackend:
                     raise LLMError(f"LLM request to {ep.url} failed: {_describe(exc)}") from exc
                 errors.append(f"{ep.url}: {_describe(exc)}")
                 self._failed(ep, exc)
+                before, last = last, exc
             else:
                 ep.calls += 1
                 ep.strikes, ep.retry_at = 0, 0.0
@@ -447,10 +477,17 @@ class ServerBackend:
                 ep.active -= 1
                 self._wake()
             if not self._live():
-                raise self._all_down()
+                raise self._all_down(self._hint(request, last))
+            if _same_500(before, last):
+                raise LLMError(
+                    f"LLM request to {ep.url} failed twice with the same HTTP 500 answer, so it is not retried: a "
+                    f"request the server cannot take, not an outage ({_describe(last)}){self._hint(request, last)}"
+                )
             if len(errors) >= self.retry.max_tries * len(self._endpoints or [1]):
                 raise EndpointUnavailableError(
-                    f"LLM request failed after {len(errors)} tries; last errors: " + " | ".join(errors[-3:])
+                    f"LLM request failed after {len(errors)} tries; last errors: "
+                    + " | ".join(errors[-3:])
+                    + self._hint(request, last)
                 )
             ep.retries += 1
             self.retries += 1

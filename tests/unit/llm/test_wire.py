@@ -165,6 +165,52 @@ def test_usage_cached_tokens_and_errors(tmp_path):
         rec.close()
 
 
+# What llama-cpp-python's server (`python -m llama_cpp.server`) answers to OpenAI's json_schema response_format: the
+# request model's validation error, wrapped by its route handler as HTTP 500 (llama_cpp/server/errors.py).
+LLAMA_CPP_PYTHON_500 = (
+    "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or "
+    "'json_object'\", 'input': 'json_schema'}]"
+)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "constraint", "hint"),
+    [("openai", Choice(("Yes", "No")), True), ("openai", None, False), ("llama_cpp", Choice(("Yes", "No")), False)],
+    ids=["openai-constrained", "openai-free", "llama_cpp-constrained"],
+)
+def test_the_same_http_500_twice_stops_and_a_constrained_openai_request_names_the_dialect(
+    tmp_path, dialect, constraint, hint
+):
+    """llama-cpp-python's server answers every json_schema request with the same HTTP 500: retried five times
+    it said nothing of why. The second identical 500 stops the request; in the openai dialect with a constraint
+    the message says what a llama.cpp server needs."""
+    with ScriptedServer(MODEL, replies=[(LLAMA_CPP_PYTHON_500, 500)] * 5) as rec:
+        c = client(tmp_path, rec.url, dialect, retries={"max_tries": 5, "backoff_base": 0.01})
+        with pytest.raises(LLMError) as info:
+            c.run([ask(constraint)])
+        posts = [p for p in rec.paths if p == "/v1/chat/completions"]
+    msg = str(info.value)
+    assert len(posts) == 2, msg  # the first try and one retry, not five
+    assert "failed twice with the same HTTP 500 answer, so it is not retried" in msg and "literal_error" in msg
+    assert ("set `dialect: llama_cpp` in its registry entry" in msg and "models.m " in msg) is hint, msg
+
+
+def test_http_500s_that_differ_are_retried_and_the_last_names_the_dialect(tmp_path):
+    """A 500 whose body changes (a server in trouble) is retried up to max_tries; when the retries end on 500 for
+    a constrained openai request, the error still says what a llama.cpp server needs."""
+    replies = [(f"overloaded ({i})", 500) for i in range(5)]
+    with ScriptedServer(MODEL, replies=replies) as rec:
+        c = client(tmp_path, rec.url, "openai", retries={"max_tries": 5, "backoff_base": 0.01})
+        with pytest.raises(LLMError) as info:
+            c.run([ask(Choice(("Yes", "No")))])
+        posts = [p for p in rec.paths if p == "/v1/chat/completions"]
+    msg = str(info.value)
+    assert len(posts) == 5 and "after 5 tries" in msg and 'HTTP 500: {"error": {"message": "overloaded (4)"}}' in msg, (
+        msg
+    )
+    assert "set `dialect: llama_cpp` in its registry entry (docs/servers.md)" in msg
+
+
 def test_api_root_with_v1(tmp_path, recorder):
     c = client(tmp_path, recorder.url + "/v1", "openai")  # a base URL such as https://api.openai.com/v1
     c.run([ask()])
