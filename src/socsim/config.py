@@ -11,7 +11,7 @@ import copy
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,20 +94,61 @@ def _describe(schema: Mapping[str, Any]) -> str:
     return ", ".join(parts) or "a valid value"
 
 
-def _format_error(err: jsonschema.ValidationError) -> str:
-    key = ".".join(str(p) for p in err.absolute_path) or "<top level>"
+def _format_error(err: jsonschema.ValidationError, origin: Callable[[list[Any]], str] = lambda path: "") -> str:
+    """One line per bad key; `origin(path)`: where the key was set (" (set in <file>)"), or ""."""
+    path = list(err.absolute_path)
+    key = ".".join(str(p) for p in path) or "<top level>"
     if err.validator == "additionalProperties":
         allowed = sorted(err.schema.get("properties", {}))
         extra = sorted(set(err.instance) - set(allowed))
         prefix = "" if key == "<top level>" else key + "."
-        return "; ".join(f"{prefix}{k}: unknown key (allowed here: {', '.join(allowed) or 'none'})" for k in extra)
+        return "; ".join(
+            f"{prefix}{k}: unknown key (allowed here: {', '.join(allowed) or 'none'}){origin([*path, k])}"
+            for k in extra
+        )
     if err.validator == "required":
-        return f"{key}: {err.message}"
-    return f"{key}: expected {_describe(err.schema)}, got {json.dumps(err.instance)}"
+        return f"{key}: {err.message}{origin(path)}"
+    return f"{key}: expected {_describe(err.schema)}, got {json.dumps(err.instance)}{origin(path)}"
 
 
-def validate(params: dict[str, Any] | None, schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Return a validated deep copy of params with every default filled in."""
+Source = tuple[str, Mapping[str, Any]]  # a params file's name (or a --set override) and what it sets
+
+
+def sources(files: Iterable[str | os.PathLike[str]], missing_ok: bool = False) -> list[Source]:
+    """Params files read, each with its name: where validate() says a bad key was set (`missing_ok`: a file
+    that is not there is left out, as Snakemake leaves out its configfile when --configfile gives others)."""
+    return [(str(f), read_yaml(f)) for f in files if not missing_ok or Path(f).is_file()]
+
+
+def _origin(path: list[Any], given: Sequence[Source]) -> str:
+    """Where the key at `path` was set: " (set in <the last source that sets it>)", or "" (none does: a default).
+    A source sets it when it holds the whole path, or a value that is not a mapping on the way (it replaces)."""
+    for name, data in reversed(given):
+        node: Any = data
+        for part in path:
+            if not isinstance(node, Mapping):
+                break
+            node = node.get(part, _UNSET)
+        if node is not _UNSET:
+            return f" (set in {name})"
+    return ""
+
+
+_UNSET = object()
+
+
+def in_files(files: Sequence[str | os.PathLike[str]], exc: Exception) -> ParamsError:
+    """A params error prefixed by the file(s) whose merge it is about."""
+    names = [str(f) for f in files]
+    where = names[0] if len(names) == 1 else f"{', '.join(names)} (merged in this order)"
+    return ParamsError(f"{where}: {exc}")
+
+
+def validate(
+    params: dict[str, Any] | None, schema: Mapping[str, Any] | None = None, given: Sequence[Source] = ()
+) -> dict[str, Any]:
+    """Return a validated deep copy of params with every default filled in. `given`: the sources params were
+    merged from (sources()), so that each bad key says where it was set."""
     schema = schema if schema is not None else load_schema()
     params = copy.deepcopy(params) if params is not None else {}
     if not isinstance(params, dict):
@@ -119,7 +160,7 @@ def validate(params: dict[str, Any] | None, schema: Mapping[str, Any] | None = N
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(params), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     if errors:
-        lines = [_format_error(e) for e in errors]
+        lines = [_format_error(e, lambda path: _origin(path, given)) for e in errors]
         raise ParamsError("invalid params:\n  " + "\n  ".join(lines))
     _check_semantics(params)
     return params
@@ -161,15 +202,24 @@ def load(
     """Read params files (later ones override earlier ones), apply key=value overrides
     (values parsed as YAML), validate and fill defaults."""
     paths = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
+    given = sources(paths)
     params: dict[str, Any] = {}
-    for path in paths:
-        params = deep_merge(params, read_yaml(path))
+    for _, data in given:
+        params = deep_merge(params, data)
     for item in overrides:
         key, sep, raw = item.partition("=")
         if not sep:
             raise ParamsError(f"override {item!r}: expected key=value")
+        parts = _dotted_parts(params, key)
         set_dotted(params, key, yaml.safe_load(raw))
-    return validate(params, load_schema(paths[0]))
+        one: dict[str, Any] = {parts[-1]: True}  # where the key is, for the message
+        for part in reversed(parts[:-1]):
+            one = {part: one}
+        given.append((f"--set {item}", one))
+    try:
+        return validate(params, load_schema(paths[0]), given)
+    except ParamsError as exc:
+        raise in_files(paths, exc) from None
 
 
 def get_dotted(params: Mapping[str, Any], key: str) -> Any:
@@ -181,14 +231,20 @@ def get_dotted(params: Mapping[str, Any], key: str) -> Any:
     return node
 
 
-def set_dotted(params: dict[str, Any], key: str, value: Any) -> None:
+def _dotted_parts(params: Mapping[str, Any], key: str) -> list[str]:
+    """A dotted key's path in params: registry names may hold dots (qwen2.5-7b)."""
     parts = key.split(".")
     registry = params.get("models")
-    if parts[0] == "models" and isinstance(registry, dict):  # registry names may hold dots (qwen2.5-7b)
+    if parts[0] == "models" and isinstance(registry, dict):
         rest = key.removeprefix("models.")
         name = max((n for n in registry if rest == n or rest.startswith(n + ".")), key=len, default=None)
         if name is not None:
             parts = ["models", name, *[p for p in rest.removeprefix(name).split(".") if p]]
+    return parts
+
+
+def set_dotted(params: dict[str, Any], key: str, value: Any) -> None:
+    parts = _dotted_parts(params, key)
     node = params
     for part in parts[:-1]:
         node = node.setdefault(part, {})

@@ -10,21 +10,22 @@ from socsim import workflow as socsim_smk
 from socsim import studies as socsim_studies
 from socsim import serving as socsim_serving
 
-try:
-    _validated = socsim_config.validate(config, socsim_config.load_schema(workflow.basedir + "/params.yaml"))
-    socsim_studies.check_models(_validated)  # every model a stage names resolves in the registry
-except (socsim_config.ParamsError, ValueError) as exc:
-    raise WorkflowError(f"params.yaml is invalid:\n{exc}")
-config.clear()
-config.update(_validated)
-socsim_serving.run_environment(config)  # the run's API key for servers it starts off loopback (environment only)
-
 # params.yaml, then any --configfile override, exactly as Snakemake merged them.
 PARAMS_FILES = tuple(
     dict.fromkeys(
         ["params.yaml"] + [os.path.relpath(f) for f in getattr(workflow, "overwrite_configfiles", None) or []]
     )
 )
+
+try:  # a bad key is named with the file that set it
+    _sources = socsim_config.sources(PARAMS_FILES, missing_ok=True)
+    _validated = socsim_config.validate(config, socsim_config.load_schema(workflow.basedir + "/params.yaml"), _sources)
+    socsim_studies.check_models(_validated)  # every model a stage names resolves in the registry
+except (socsim_config.ParamsError, ValueError) as exc:
+    raise WorkflowError(str(socsim_config.in_files(PARAMS_FILES, exc)))
+config.clear()
+config.update(_validated)
+socsim_serving.run_environment(config)  # the run's API key for servers it starts off loopback (environment only)
 
 
 def _total_cores():

@@ -6,7 +6,8 @@ import sys
 import pytest
 import yaml
 
-from socsim import config
+from socsim import cli, config
+from support.project import sh
 
 ROOT = config.schema_path().parents[2]
 
@@ -100,3 +101,49 @@ def test_stage_help_names_inputs_outputs_and_params():
         "seed",
     ):
         assert needle in proc.stdout
+
+
+def test_a_bad_key_names_the_files_merged_and_the_one_that_set_it(tmp_path, capsys):
+    """`--params a.yaml --params b.yaml`: the message names both files, and each bad key the file (or the --set)
+    it came from; a key's own file, not the last file holding its section."""
+    base = tmp_path / "params.yaml"
+    base.write_text((ROOT / "params.yaml").read_text())
+    over = tmp_path / "over.yaml"
+    over.write_text("llm:\n  concurrency: -4\n  timeout: 5\ncoherence:\n  agents_per_cel: 3\n")
+    with pytest.raises(config.ParamsError) as info:
+        config.load([base, over], ["facilitation.personas.n=0"])
+    msg = str(info.value)
+    assert msg.startswith(f"{base}, {over} (merged in this order): invalid params:\n"), msg
+    assert f"llm.concurrency: expected integer, >= 1, <= 1024, got -4 (set in {over})" in msg
+    assert "coherence.agents_per_cel: unknown key (allowed here: " in msg and f"(set in {over})\n" in msg
+    assert "personas.n: expected integer, >= 1, <= 10000, got 0 (set in --set facilitation.personas.n=0)" in msg
+    with pytest.raises(config.ParamsError, match=rf"^{base}: invalid params:\n  seed: .* \(set in {base}\)$"):
+        base.write_text("seed: x\n")
+        config.load([base])
+    # the CLI says the same
+    base.write_text((ROOT / "params.yaml").read_text())
+    assert cli.main(["params", "validate", str(base), str(over)]) == 2
+    err = capsys.readouterr().err
+    assert f"socsim: error: {base}, {over} (merged in this order): invalid params:" in err
+    assert f"got -4 (set in {over})" in err
+
+
+def dry_run(project, *args):
+    """`snakemake -n` of the repository's workflow on the params files of `project` (its working folder)."""
+    return sh(
+        ["snakemake", "-n", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(project), *args],
+        project,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_snakemake_names_the_override_file_a_bad_key_came_from(tmp_path):
+    (tmp_path / "params.yaml").write_text((ROOT / "params.yaml").read_text())
+    (tmp_path / "over.yaml").write_text("llm:\n  concurrency: -4\n")
+    proc = dry_run(tmp_path, "--configfile", "over.yaml")
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "params.yaml, over.yaml (merged in this order): invalid params:" in out, out
+    assert "llm.concurrency: expected integer, >= 1, <= 1024, got -4 (set in over.yaml)" in out, out
+    assert "params.yaml is invalid" not in out
