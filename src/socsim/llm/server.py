@@ -6,14 +6,14 @@ exactly what `request_body` builds: no client library in between rewrites it. (h
 "any JSON object": every constrained answer came back `{}`.) The dialects differ only in their
 structured-output shape (socsim.llm.constraints) and in what TGI needs of its sampling fields.
 
-The pool: each request goes to the least-busy live endpoint, with a bounded number in flight per
-endpoint. Connection errors, timeouts, 429 and 5xx are retried with exponential backoff and jitter,
-on another endpoint when one is ready; an HTTP 500 whose body repeats that of the try before is a request
-the server cannot take (llama-cpp-python's server given OpenAI's json_schema), not retried further. An endpoint that fails backs off (no request goes to it) and is
-health-checked when its backoff ends; after `max_tries` failures in a row (one per backoff window) it
-is taken out of the pool and its requests go to the others. Only when every endpoint is out does a
-request fail, with an error naming each endpoint and its last error. An endpoint that does not answer the health
-probe at the start is left out the same way (with a warning), as long as one does answer.
+The pool: each request goes to the least-busy live endpoint, with a bounded number in flight per endpoint.
+Connection errors, timeouts, 429 and 5xx are retried with exponential backoff and jitter, on another endpoint
+when one is ready; an HTTP 500 whose body repeats that of the try before is a request the server cannot take
+(llama-cpp-python's server given OpenAI's json_schema), not retried further. An endpoint that fails backs off
+(no request goes to it) and is health-checked when its backoff ends; after `max_tries` failures in a row (one
+per backoff window) it is taken out of the pool and its requests go to the others. Only when every endpoint is
+out does a request fail, with an error naming each endpoint and its last error. An endpoint that does not
+answer the health probe at the start is left out the same way (with a warning), as long as one does answer.
 
 API keys: a server that requires one (vLLM's --api-key, a hosted endpoint) gets it from the
 environment variable that params name (`api_key_env` of the models entry, or of one endpoint). The key
