@@ -2,6 +2,19 @@
 # Paper-scale settings: `snakemake --cores all --configfile params.paper.yaml` (see README).
 # The rules are generated from the study registry (src/socsim/studies.py) in workflow/rules/common.smk.
 
+import os
+
+from snakemake.exceptions import WorkflowError
+
+from socsim import config as _params
+
+if os.path.exists("params.yaml"):  # a YAML error named with its file and line (Snakemake's own names neither)
+    try:
+        _params.read_yaml("params.yaml")
+    except _params.ParamsError as exc:
+        raise WorkflowError(str(exc))
+
+
 configfile: "params.yaml"
 
 

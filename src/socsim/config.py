@@ -181,6 +181,15 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
     return out
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error in one line: where (line and column, 1-based), what, and what it was reading."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return " ".join(str(exc).split())
+    mark, ctx = exc.problem_mark, exc.context_mark
+    during = f" ({exc.context} at line {ctx.line + 1}, column {ctx.column + 1})" if exc.context and ctx else ""
+    return f"line {mark.line + 1}, column {mark.column + 1}: {exc.problem}{during}"
+
+
 def read_yaml(path: str | os.PathLike[str], what: str = "params file") -> dict[str, Any]:
     """A YAML file holding a mapping (params, study materials), with errors that name the file."""
     path = Path(path)
@@ -190,7 +199,7 @@ def read_yaml(path: str | os.PathLike[str], what: str = "params file") -> dict[s
         try:
             data = yaml.safe_load(fh) or {}
         except yaml.YAMLError as exc:
-            raise ParamsError(f"{path}: not valid YAML: {exc}") from exc
+            raise ParamsError(f"{what} {path} is not valid YAML: {_yaml_problem(exc)}") from None
     if not isinstance(data, dict):
         raise ParamsError(f"{path}: expected a mapping of keys to values")
     return data

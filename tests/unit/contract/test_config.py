@@ -147,3 +147,20 @@ def test_snakemake_names_the_override_file_a_bad_key_came_from(tmp_path):
     assert "params.yaml, over.yaml (merged in this order): invalid params:" in out, out
     assert "llm.concurrency: expected integer, >= 1, <= 1024, got -4 (set in over.yaml)" in out, out
     assert "params.yaml is invalid" not in out
+
+
+YAML_SYNTAX_ERROR = "seed: 1\nllm:\n  concurrency: [1, 2\n  timeout: 3\n"
+WHERE = "line 4, column 10: expected ',' or ']', but got ':' (while parsing a flow sequence at line 3, column 16)"
+
+
+def test_a_yaml_syntax_error_names_the_file_and_the_line(tmp_path):
+    bad = tmp_path / "over.yaml"
+    bad.write_text(YAML_SYNTAX_ERROR)
+    with pytest.raises(config.ParamsError) as info:
+        config.load([ROOT / "params.yaml", bad])
+    assert str(info.value) == f"params file {bad} is not valid YAML: {WHERE}"
+    # and through Snakemake, for params.yaml (an override file Snakemake reads before any of the workflow's code)
+    (tmp_path / "params.yaml").write_text(YAML_SYNTAX_ERROR)
+    proc = dry_run(tmp_path)
+    assert proc.returncode != 0
+    assert f"params file params.yaml is not valid YAML: {WHERE}" in proc.stdout + proc.stderr, proc.stderr
