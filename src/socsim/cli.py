@@ -17,7 +17,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from socsim import config, stages, studies
+from socsim import config, progress, stages, studies
 from socsim.io.lock import LockedError
 from socsim.io.parquet import SchemaError
 from socsim.llm.errors import LLMError
@@ -204,6 +204,7 @@ def _run_job(
     # Start and end times in the stage's log (Snakemake sends stderr there): when jobs of a cluster run
     # overlapped, and how long each waited, can be read off the logs.
     name = st.job(shard)
+    progress.JOB[0] = name  # the job named on each of its console lines of progress
     started = time.time()
     print(f"socsim: {name} started {_stamp(started)}", file=sys.stderr, flush=True)
     try:
