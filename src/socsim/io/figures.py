@@ -10,14 +10,19 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.collections import Collection  # noqa: E402
+from matplotlib.container import Container  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 
 from socsim.io.parquet import atomic_write_bytes  # noqa: E402
 from socsim.io.report import PLOT_COLUMNS, Panel  # noqa: E402
@@ -84,6 +89,29 @@ def note(ax: Axes, lines: Sequence[str], where: str = "top") -> None:
         bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "firebrick", "alpha": 0.9},
         zorder=10,
     )
+
+
+def _drawn(artist: Any) -> bool:
+    """Whether an artist shows anything: a line or collection with a finite point, a container (error
+    bars) with a part that does; other artists (patches, texts) are taken as drawn."""
+    if isinstance(artist, Container):
+        return any(_drawn(a) for a in artist if a is not None)
+    if isinstance(artist, Line2D):
+        points = np.asarray(artist.get_xydata(), dtype=float)
+    elif isinstance(artist, Collection):
+        paths = [p.vertices for p in artist.get_paths()]
+        points = np.vstack(paths) if paths else np.empty((0, 2))
+    else:
+        return True
+    return bool(len(points)) and bool(np.isfinite(points).all(axis=1).any())
+
+
+def legend(ax: Axes, **kwargs: Any) -> None:
+    """The panel's legend, of what the panel draws: an artist without a finite point (a line of n/a
+    values) is left out; nothing drawn with a label, no legend."""
+    entries = [(h, lab) for h, lab in zip(*ax.get_legend_handles_labels()) if _drawn(h)]
+    if entries:
+        ax.legend(*map(list, zip(*entries)), **kwargs)
 
 
 def no_data(ax: Axes, why: str) -> None:

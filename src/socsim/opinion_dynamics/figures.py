@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from socsim.io.figures import no_data, note, save  # sets the Agg backend
+from socsim.io.figures import legend, no_data, note, save  # sets the Agg backend
 from socsim.io.report import Panel
 from socsim.opinion_dynamics.plot_layout import Where, by_figure
 
@@ -185,7 +185,8 @@ def _final_histogram(ax: Any, p: Panel, framing: str, bias: str, d_label: str) -
 
 def bias_diversity_figure(panels: Panels, out: Path) -> list[str]:
     """B and D (mean +- SE over topics) by condition, with the numeric baselines and the controls;
-    each panel's note below it (flags, controls not drawn, never-measured share, topics per cell)."""
+    each panel's legend lists the lines it draws (io.figures.legend), its note below it (flags, controls
+    not drawn, never-measured share, topics per cell)."""
     names = []
     for name, cells in by_figure(panels).items():
         n = int((cells[0][1].data.kind == "llm").sum())
@@ -196,11 +197,7 @@ def bias_diversity_figure(panels: Panels, out: Path) -> list[str]:
             note(ax, list(p.note), "below")
             ax.set_title(w.row, fontsize=9)
             ax.axhline(0, color="grey", lw=0.5)
-        legend: dict[str, Any] = {}  # both panels' entries: a control not drawn on D is still on B
-        for ax in axes:
-            for h, lab in zip(*ax.get_legend_handles_labels()):
-                legend.setdefault(lab, h)
-        axes[1].legend(list(legend.values()), list(legend), fontsize=6, loc="best")
+            legend(ax, fontsize=6, loc="best")  # its own lines: a control not drawn on D is on B's legend only
         fig.suptitle(f"B and D by condition ({cells[0][0].title}); error bars: SE over topics", fontsize=9)
         save(fig, out, name)
         names.append(name)
