@@ -401,7 +401,9 @@ class StageContext:
 
         art = self.study.artifacts[name]
         p = self.paths[name]
-        table = read_tables(p if isinstance(p, list) else [p], art.schema, art.keys)
+        producer = self.study.producer(name, self._params)  # named in the error on a corrupt file
+        made_by = producer.rule_name if producer is not None else None
+        table = read_tables(p if isinstance(p, list) else [p], art.schema, art.keys, made_by)
         if in_shard and self.shard_values:
             import pyarrow.compute as pc
 

@@ -21,6 +21,26 @@ class SchemaError(ValueError):
     """A Parquet file does not have the columns a stage expects."""
 
 
+class UnreadableError(ValueError):
+    """A file that is not a whole Parquet file: truncated, corrupt, or not Parquet at all."""
+
+
+def _arrow_failure(exc: BaseException) -> bool:
+    """Arrow could not read a file's contents (its OSError carries no errno), not: no such file, no permission."""
+    return not isinstance(exc, OSError) or exc.errno is None
+
+
+def unreadable(path: Path, exc: BaseException, made_by: str | None = None) -> UnreadableError:
+    """The error for an artifact Arrow cannot read: which file, that it is truncated or corrupt, how to make it
+    again (`made_by`: the rule, and DVC stage, that writes it)."""
+    rule = f" (rule {made_by}; `--forcerun {made_by}` re-runs it whatever is there)" if made_by else ""
+    return UnreadableError(
+        f"{path} is unreadable: a truncated or corrupt Parquet file ({' '.join(str(exc).split())}).\n"
+        f"Rebuild it: delete it (`rm {path}`) and run again: `snakemake --cores all` makes it again{rule}, "
+        f"and so does `dvc repro`; or `dvc checkout {path}` restores the version DVC recorded."
+    )
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write to a temporary file in the same folder, fsync, then rename over the target: a reader,
     or a run that stops midway (an error, Ctrl-C, a scheduler's SIGTERM), sees the old file or the
@@ -88,12 +108,18 @@ def write_table(
     return table
 
 
-def read_table(path: str | Path, schema: pa.Schema | None = None) -> pa.Table:
-    """Read a Parquet artifact; with `schema`, check it has every column with the right type."""
+def read_table(path: str | Path, schema: pa.Schema | None = None, made_by: str | None = None) -> pa.Table:
+    """Read a Parquet artifact; with `schema`, check it has every column with the right type. A file Arrow cannot
+    read is an UnreadableError that says how to rebuild it (`made_by`: the rule that writes it)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"input not found: {path}")
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        if not _arrow_failure(exc):
+            raise
+        raise unreadable(path, exc, made_by) from None
     if schema is not None:
         problems = []
         for field in schema:
@@ -109,10 +135,15 @@ def read_table(path: str | Path, schema: pa.Schema | None = None) -> pa.Table:
     return table
 
 
-def read_tables(paths: Sequence[str | Path], schema: pa.Schema | None = None, sort_by: Sequence[str] = ()) -> pa.Table:
+def read_tables(
+    paths: Sequence[str | Path],
+    schema: pa.Schema | None = None,
+    sort_by: Sequence[str] = (),
+    made_by: str | None = None,
+) -> pa.Table:
     """Shard files of one artifact as one table, rows in `sort_by` order: the same table whether the
     artifact was written as one shard or many."""
-    tables = [read_table(p, schema) for p in sorted(map(str, paths))]
+    tables = [read_table(p, schema, made_by) for p in sorted(map(str, paths))]
     if len(tables) == 1:
         return tables[0]
     table = pa.concat_tables([t.replace_schema_metadata(None) for t in tables])
@@ -147,6 +178,11 @@ def sort_rows(table: pa.Table, sort_by: Sequence[str]) -> pa.Table:
 
 
 def read_provenance(path: str | Path) -> dict[str, Any]:
-    meta = pq.read_schema(path).metadata or {}
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except (pa.ArrowException, OSError) as exc:
+        if not _arrow_failure(exc):
+            raise
+        raise unreadable(Path(path), exc) from None
     raw = meta.get(PROVENANCE_KEY)
     return json.loads(raw) if raw else {}

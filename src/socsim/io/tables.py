@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from socsim.io.parquet import atomic_write_bytes
+from socsim.io.parquet import atomic_write_bytes, read_table
 
 
 def tex_escape(s: str) -> str:
@@ -58,7 +58,7 @@ def read(out_dir: str | Path, name: str) -> pd.DataFrame:
     path = Path(out_dir) / f"{name}.parquet"
     if not path.is_file():
         raise FileNotFoundError(f"table not found: {path}")
-    return pq.read_table(path).to_pandas()
+    return read_table(path).to_pandas()
 
 
 def cell(v: object, fmt: str = ".4g") -> str:

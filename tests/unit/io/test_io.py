@@ -8,7 +8,15 @@ import os
 import pyarrow as pa
 import pytest
 
-from socsim.io.parquet import SchemaError, atomic_write_bytes, read_provenance, read_table, write_table
+from socsim import cli
+from socsim.io.parquet import (
+    SchemaError,
+    UnreadableError,
+    atomic_write_bytes,
+    read_provenance,
+    read_table,
+    write_table,
+)
 from socsim.llm.cache import CallCache, request_key
 from socsim.llm.types import Completion, Request
 
@@ -33,6 +41,45 @@ def test_schema_mismatch_is_reported(tmp_path):
     with pytest.raises(ValueError):  # a row that does not fit the schema never reaches disk
         write_table(tmp_path / "bad.parquet", [{"id": "a", "x": "not an int"}], SCHEMA, ["id"], {})
     assert not (tmp_path / "bad.parquet").exists()
+
+
+@pytest.mark.parametrize("cut", ["half", "tail", "empty", "footer"])
+def test_a_truncated_parquet_names_the_file_and_how_to_rebuild_it(tmp_path, cut):
+    """Cut short (Arrow's ArrowInvalid), or its footer overwritten (Arrow's OSError, "Couldn't deserialize
+    thrift")."""
+    path = tmp_path / "t.parquet"
+    write_table(path, [{"id": f"r{i}", "x": i} for i in range(2000)], SCHEMA, ["id"], {"seed": 3})
+    data = path.read_bytes()
+    footer = data[:-200] + b"\xff" * 192 + data[-8:]  # the footer's length and magic bytes kept
+    path.write_bytes({"half": data[: len(data) // 2], "tail": data[:-7], "empty": b"", "footer": footer}[cut])
+    for read in (lambda: read_table(path, SCHEMA, made_by="study_stage"), lambda: read_provenance(path)):
+        with pytest.raises(UnreadableError) as info:
+            read()
+        msg = str(info.value)
+        assert msg.startswith(f"{path} is unreadable: a truncated or corrupt Parquet file ("), msg
+        assert f"`rm {path}`) and run again: `snakemake --cores all` makes it again" in msg
+        assert f"`dvc checkout {path}` restores the version DVC recorded" in msg
+    assert "(rule study_stage; `--forcerun study_stage` re-runs it whatever is there)" in str(
+        pytest.raises(UnreadableError, read_table, path, SCHEMA, made_by="study_stage").value
+    )
+
+
+def test_a_stage_on_a_truncated_input_names_it_and_the_rule_that_makes_it(tmp_path, capsys):
+    """A real intermediate (the personas stage's output) cut short: the next stage stops with a message, not a
+    traceback, writes nothing, and says which rule makes the file again."""
+    out = {n: tmp_path / f"{n}.parquet" for n in ("personas", "topics", "setups")}
+    for stage in ("personas", "topics"):
+        argv = ["facilitation", stage, f"--{stage}", str(out[stage]), "--metrics", str(tmp_path / f"{stage}.json")]
+        assert cli.main(argv) == 0
+    data = out["personas"].read_bytes()
+    out["personas"].write_bytes(data[: len(data) // 2])
+    capsys.readouterr()
+    argv = ["facilitation", "setups", "--personas", str(out["personas"]), "--topics", str(out["topics"])]
+    assert cli.main([*argv, "--setups", str(out["setups"]), "--metrics", str(tmp_path / "setups.json")]) == 2
+    err = capsys.readouterr().err
+    assert f"socsim: error: {out['personas']} is unreadable: a truncated or corrupt Parquet file" in err, err
+    assert "(rule facilitation_personas; `--forcerun facilitation_personas` re-runs it" in err
+    assert "Traceback" not in err and not out["setups"].exists() and not (tmp_path / "setups.json").exists()
 
 
 def test_atomic_write_leaves_old_file_when_writing_fails(tmp_path, monkeypatch):
