@@ -186,14 +186,19 @@ def fig6_anchors(panels: Panels, out: Path) -> list[Path]:
     return save(fig, out, "fig6_anchors")
 
 
-def _contentiousness(ax: Axes, data: pd.DataFrame) -> None:
-    """Each preference pair's means at C = 2 and 3 against the neutral (C = 1) interval, a gray band."""
+NEUTRAL_BAND = "1 (neutral): interval"  # the band's entry in a panel's legend (titled "contentiousness")
+
+
+def _contentiousness(ax: Axes, data: pd.DataFrame) -> bool:
+    """Each preference pair's means at C = 2 and 3 against the neutral (C = 1) interval, a gray band
+    (named in the legend). Returns whether a band was drawn: a run without a neutral topic has none."""
     order = categories(data["pref_pair"])
     pos = {c: k for k, c in enumerate(order)}
     neutral = data[data["contentiousness"] == 1].dropna(subset=["lo", "hi"])
-    for _, r in neutral.iterrows():
+    for j, (_, r) in enumerate(neutral.iterrows()):
         k = pos[str(r["pref_pair"])]
-        ax.fill_between([k - 0.3, k + 0.3], [r["lo"]] * 2, [r["hi"]] * 2, color="gray", alpha=0.3)
+        label = NEUTRAL_BAND if j == 0 else None
+        ax.fill_between([k - 0.3, k + 0.3], [r["lo"]] * 2, [r["hi"]] * 2, color="gray", alpha=0.3, label=label)
     if not _errorbars(ax, data[data["contentiousness"] > 1], "pref_pair", "contentiousness", order=order):
         ax.set_xticks(range(len(order)), order)
         ax.text(
@@ -205,21 +210,25 @@ def _contentiousness(ax: Axes, data: pd.DataFrame) -> None:
             fontsize=8,
             color="dimgray",
         )
+    return bool(len(neutral))
 
 
 def fig7_contentiousness(panels: Panels, out: Path) -> list[Path]:
     grid = _grid(panels, 2)
     fig, axes = plt.subplots(len(grid), 2, figsize=(12, 4 * len(grid)), sharey=True, squeeze=False)
+    band = False
     for row, ax_row in zip(grid, axes):
         for ax, p in zip(ax_row, row):
             if p.no_data or not len(p.data):
                 no_data(ax, p.no_data)
             else:
-                _contentiousness(ax, _whole(p.data, "contentiousness"))
+                band |= _contentiousness(ax, _whole(p.data, "contentiousness"))
             note(ax, p.note)
             ax.set(title=p.name, xlabel="preference pair", ylabel="mean agreement", ylim=SCORE_RANGE)
             ax.tick_params(axis="x", rotation=45)
-    fig.suptitle("Fig. 7: contentiousness per preference pair (gray: the neutral topics' interval)")
+    # the title says what is drawn: the band where a panel has a neutral interval, else that none has one
+    said = "gray band: the neutral (C = 1) topics' interval" if band else "no neutral (C = 1) interval to draw"
+    fig.suptitle(f"Fig. 7: contentiousness per preference pair ({said})")
     return save(fig, out, "fig7_contentiousness")
 
 
