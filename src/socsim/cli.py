@@ -42,6 +42,42 @@ def _stage_help(study: stages.Study, stage: stages.Stage) -> str:
     return "\n".join(lines)
 
 
+def _add_params_and_dvc(sub: Any) -> None:
+    """`socsim params ...` and `socsim dvc ...`."""
+    ps = sub.add_parser("params", help="check params.yaml")
+    pss = ps.add_subparsers(dest="action", required=True)
+    pv = pss.add_parser("validate", help="validate params files against the schema and print the result")
+    pv.add_argument("files", nargs="*", default=["params.yaml"])
+    pc = pss.add_parser(
+        "check",
+        help="DVC's first stage: validate params.yaml; a refused value stops the run before any output is removed",
+    )
+    pc.add_argument("--params", default=stages.PARAMS_FILE)
+    pc.add_argument("--out", required=True, help="the check's output (the same bytes every time)")
+    pa = pss.add_parser(
+        "apply",
+        help="merge override files into params.yaml (comments kept), as Snakemake's --configfile merges them: "
+        "the way to run an override file with DVC",
+    )
+    pa.add_argument("files", nargs="+", metavar="OVERRIDE")
+    pa.add_argument("--params", default=stages.PARAMS_FILE)
+
+    dv = sub.add_parser("dvc", help="dvc.yaml generated from the stage registry")
+    dss = dv.add_subparsers(dest="action", required=True)
+    de = dss.add_parser("export", help="write dvc.yaml")
+    de.add_argument("--out", default="dvc.yaml")
+    dss.add_parser("check", help="fail if dvc.yaml differs from the registry")
+    dx = dss.add_parser(
+        "compare",
+        help="the experiments (`dvc exp show`) side by side: the params that differ, the findings by verdict",
+    )
+    dx.add_argument("--claims", action="store_true", help="also each finding's verdict")
+    dss.add_parser(
+        "commit",
+        help="`dvc commit` of what Snakemake made, refused for outputs not made from params.yaml (an override)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="socsim", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -84,38 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
                 )
             p.set_defaults(_study=study, _stage=st)
 
-    ps = sub.add_parser("params", help="check params.yaml")
-    pss = ps.add_subparsers(dest="action", required=True)
-    pv = pss.add_parser("validate", help="validate params files against the schema and print the result")
-    pv.add_argument("files", nargs="*", default=["params.yaml"])
-    pc = pss.add_parser(
-        "check",
-        help="DVC's first stage: validate params.yaml; a refused value stops the run before any output is removed",
-    )
-    pc.add_argument("--params", default=stages.PARAMS_FILE)
-    pc.add_argument("--out", required=True, help="the check's output (the same bytes every time)")
-    pa = pss.add_parser(
-        "apply",
-        help="merge override files into params.yaml (comments kept), as Snakemake's --configfile merges them: "
-        "the way to run an override file with DVC",
-    )
-    pa.add_argument("files", nargs="+", metavar="OVERRIDE")
-    pa.add_argument("--params", default=stages.PARAMS_FILE)
-
-    dv = sub.add_parser("dvc", help="dvc.yaml generated from the stage registry")
-    dss = dv.add_subparsers(dest="action", required=True)
-    de = dss.add_parser("export", help="write dvc.yaml")
-    de.add_argument("--out", default="dvc.yaml")
-    dss.add_parser("check", help="fail if dvc.yaml differs from the registry")
-    dx = dss.add_parser(
-        "compare",
-        help="the experiments (`dvc exp show`) side by side: the params that differ, the findings by verdict",
-    )
-    dx.add_argument("--claims", action="store_true", help="also each finding's verdict")
-    dss.add_parser(
-        "commit",
-        help="`dvc commit` of what Snakemake made, refused for outputs not made from params.yaml (an override)",
-    )
+    _add_params_and_dvc(sub)
 
     pl = sub.add_parser(
         "plan",
