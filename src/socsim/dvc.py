@@ -94,6 +94,24 @@ def _recorded_params(lock: Path) -> dict[str, Any] | None:
     return recorded if isinstance(recorded, dict) else None
 
 
+def _committed_params(params_file: str | Path) -> dict[str, Any] | None:
+    """The params file as git's HEAD holds it (before any run has written a dvc.lock)."""
+    try:
+        proc = subprocess.run(
+            ["git", "show", f"HEAD:./{Path(params_file).as_posix()}"], capture_output=True, text=True, check=False
+        )
+        committed = yaml.safe_load(proc.stdout) if proc.returncode == 0 else None
+    except (OSError, yaml.YAMLError):
+        return None
+    return committed if isinstance(committed, dict) else None
+
+
+def _names(key: tuple[str, ...], error: str) -> bool:
+    """Whether a refusal names this key, or an item inside it (a list's `coherence.topics.2: ...`)."""
+    dotted = _dotted(key)
+    return any(f"{dotted}{end}" in error for end in (":", " ", "."))
+
+
 def params_check(params_file: str | Path, out: str | Path, lock: str | Path = LOCK) -> list[str]:
     """Validate a params file and write the (constant) check file. Under DVC (a refused value: DVC runs
     nothing after this stage), each refused key that differs from what dvc.lock records is set back to the
@@ -104,14 +122,18 @@ def params_check(params_file: str | Path, out: str | Path, lock: str | Path = LO
         studies.check_models(params)
     except (config.ParamsError, ValueError) as exc:
         restored = []
-        recorded = _recorded_params(Path(lock)) if os.environ.get("DVC_STAGE") else None
+        recorded, source = None, ""
+        if os.environ.get("DVC_STAGE"):
+            recorded, source = _recorded_params(Path(lock)), f"the values {lock} records (the outputs' params)"
+            if recorded is None:  # no run recorded yet: the committed file
+                recorded, source = _committed_params(params_file), "the values git's HEAD holds (no dvc.lock yet)"
         if recorded is not None:
             current = _leaves(config.read_yaml(params_file))
             before = _leaves(recorded)
             refused = [
                 k for k in sorted(set(current) | set(before)) if current.get(k, _MISSING) != before.get(k, _MISSING)
             ]
-            refused = [k for k in refused if f"{_dotted(k)}:" in str(exc) or f"{_dotted(k)} " in str(exc)]
+            refused = [k for k in refused if _names(k, str(exc))]
             if refused:
                 _set_back(Path(params_file), recorded, refused)
                 restored = [
@@ -120,10 +142,7 @@ def params_check(params_file: str | Path, out: str | Path, lock: str | Path = LO
                 ]
         msg = str(exc)
         if restored:
-            msg += (
-                f"\n{params_file} set back to the values {lock} records (the outputs' params), so that nothing "
-                "changed:\n  " + "\n  ".join(restored)
-            )
+            msg += f"\n{params_file} set back to {source}, so that nothing changed:\n  " + "\n  ".join(restored)
         raise config.ParamsError(msg) from exc
     atomic_write_bytes(out, (json.dumps({"params": str(params_file), "valid": True}) + "\n").encode("utf-8"))
     return []
@@ -144,6 +163,7 @@ def _set_back(path: Path, recorded: Mapping[str, Any], keys: list[tuple[str, ...
     rt = YAML()
     rt.preserve_quotes = True
     rt.width = 4096  # no line of the file re-wrapped
+    rt.indent(mapping=2, sequence=4, offset=2)  # params.yaml's block lists: "  key:" then "    - item"
     rt.representer.add_representer(type(None), lambda r, _: r.represent_scalar("tag:yaml.org,2002:null", "null"))
     doc = rt.load(path.read_text(encoding="utf-8"))
     for parts in keys:
@@ -232,7 +252,10 @@ def apply(files: list[str], params_file: str | Path = PARAMS_FILE) -> list[str]:
     merged: dict[str, Any] = before
     for f in files:
         merged = config.deep_merge(merged, config.read_yaml(f))
-    config.validate(json.loads(json.dumps(merged)), config.load_schema(path))  # refuses before writing
+    try:  # refuses before writing
+        studies.check_models(config.validate(json.loads(json.dumps(merged)), config.load_schema(path)))
+    except (config.ParamsError, ValueError) as exc:
+        raise config.ParamsError(f"{path} with {', '.join(files)} merged in: {exc}\n{path} was not changed") from exc
     old, new = _leaves(before), _leaves(merged)
     changed = sorted(k for k in set(old) | set(new) if old.get(k, _MISSING) != new.get(k, _MISSING))
     if changed:
@@ -267,12 +290,13 @@ def _findings(data: Mapping[str, Any]) -> dict[str, Any]:
 def compare(shown: list[dict[str, Any]], claims: bool = False) -> str:
     """`dvc exp show --json` as a short Markdown table: one row per experiment, the params keys whose values
     differ between the rows, and per study the findings by verdict (holds / no / inconclusive / degenerate);
-    with `claims`, each finding's verdict. A row without recorded metrics (a baseline commit without its
+    with `claims`, each finding's verdict and value. A row without recorded metrics (a baseline commit without its
     dvc.lock, a failed experiment) says so."""
     rows = _rows(shown)
     params = [_leaves(((d.get("params") or {}).get(PARAMS_FILE) or {}).get("data") or {}) for _, d in rows]
     keys = sorted({k for p in params for k in p})
-    varying = [k for k in keys if len({json.dumps(p.get(k), sort_keys=True, default=str) for p in params}) > 1]
+    known = [p for p in params if p != {(): {}}]  # a row without params (a failed experiment) differs in nothing
+    varying = [k for k in keys if len({json.dumps(p.get(k), sort_keys=True, default=str) for p in known}) > 1]
     found = [_findings(d) for _, d in rows]
     study_names = sorted({s for f in found for s in f})
     columns = [_dotted(k) for k in varying] + [f"{s} (holds/no/inconclusive/degenerate)" for s in study_names]
@@ -293,7 +317,9 @@ def compare(shown: list[dict[str, Any]], claims: bool = False) -> str:
                 else "not recorded"
             )
         for s, c in claim_cols:
-            cells.append((((f.get(s) or {}).get("claims") or {}).get(c) or {}).get("verdict", ""))
+            claim = ((f.get(s) or {}).get("claims") or {}).get(c) or {}
+            value = claim.get("value")
+            cells.append(claim.get("verdict", "") + (f" ({value:.3g})" if isinstance(value, (int, float)) else ""))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -23,6 +23,7 @@ import contextlib
 import functools
 import json
 import os
+import socket
 import sys
 import tempfile
 import threading
@@ -98,8 +99,10 @@ def _remove_stale_scratch() -> None:
 
     for folder in Path(tempfile.gettempdir()).glob(SCRATCH_PREFIX + "*"):
         try:
-            pid = int((folder / ".pid").read_text())
-            os.kill(pid, 0)
+            host, _, pid = (folder / ".pid").read_text().rpartition(" ")
+            if host != socket.gethostname():
+                continue  # a plan on another machine sharing this folder: its pid means nothing here
+            os.kill(int(pid), 0)
         except ProcessLookupError:
             shutil.rmtree(folder, ignore_errors=True)
         except (OSError, ValueError):
@@ -119,7 +122,7 @@ def _scratch(root: Path) -> Iterator[Path]:
     previous = signal.signal(signal.SIGTERM, stop) if threading.current_thread() is threading.main_thread() else None
     try:
         with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as tmp:
-            (Path(tmp) / ".pid").write_text(str(os.getpid()))
+            (Path(tmp) / ".pid").write_text(f"{socket.gethostname()} {os.getpid()}")
             for part in ("data", "workflow"):
                 os.symlink(root / part, Path(tmp) / part)
             old = Path.cwd()

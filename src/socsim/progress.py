@@ -89,7 +89,8 @@ class Bar(tqdm):  # type: ignore[misc]
         if self.n and elapsed > 0 and not start:
             rate = self.n / elapsed
             line += f", {rate:.2f}/s" + ("" if end else f", ~{_eta((self.total - self.n) / rate)} left")
-            line += ", done" if end else ""
+        if end:  # closed on an error or Ctrl-C too (gather_with_progress's finally)
+            line += ", done" if self.n >= self.total else ", stopped"
         if start and not Bar._log_said[0] and os.environ.get(LOG_ENV):
             line += f" (progress here every {CONSOLE_EVERY:.0f} s; the full log: {os.environ[LOG_ENV]})"
             Bar._log_said[0] = True

@@ -420,6 +420,14 @@ class StageContext:
 
         return read_yaml(self.path(name), "materials file")
 
+    def distinct(self, name: str, column: str) -> list[Any]:
+        """The distinct values of one column of a Parquet artifact (all its shards), sorted: that column alone
+        is read."""
+        from socsim.io.parquet import read_column
+
+        p = self.paths[name]
+        return sorted({v for path in (p if isinstance(p, list) else [p]) for v in read_column(path, column)})
+
     def rows(self, name: str, in_shard: bool = False) -> list[dict[str, Any]]:
         return cast(list[dict[str, Any]], self.read(name, in_shard).to_pylist())  # pyarrow is untyped
 

@@ -163,6 +163,14 @@ def caption(study: Study, report: str, root: Path | None = None) -> str:
     return str(path.resolve())
 
 
+def shell_line() -> str:
+    """Every rule's shell directive: the log takes the job's stdout and stderr; the console, given to the job as
+    fd 3 with the log's path, takes its lines of progress (socsim.progress)."""
+    from socsim.progress import CONSOLE_FD_ENV, LOG_ENV
+
+    return f"{CONSOLE_FD_ENV}=3 {LOG_ENV}={{log}} {{params.command}} 3>&2 > {{log}} 2>&1"
+
+
 def command_param(command: str) -> Callable[[Any], str]:
     """The command of one job as a Snakemake params function (the shard from the wildcards). The rules
     are made in a loop, so the shell directive, which Snakemake evaluates late, stays a constant

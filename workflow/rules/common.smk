@@ -53,6 +53,8 @@ def _outputs(spec):
     return out
 
 
+SHELL_LINE = socsim_smk.shell_line()  # the log takes stdout and stderr, the console lines of progress
+
 for _rule in socsim_smk.rules(config, PARAMS_FILES, LLM_THREADS):
 
     rule:
@@ -76,8 +78,7 @@ for _rule in socsim_smk.rules(config, PARAMS_FILES, LLM_THREADS):
             llm_clients=_rule["llm_clients"],
             **_rule["resources"],
         shell:
-            # the log takes stdout and stderr; the console (fd 3) a line of progress now and then (socsim.progress)
-            "SOCSIM_CONSOLE_FD=3 SOCSIM_LOG={log} {params.command} 3>&2 > {log} 2>&1"
+            SHELL_LINE
 
 
 ALL_TARGETS = socsim_smk.targets(config)

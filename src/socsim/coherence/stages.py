@@ -72,12 +72,11 @@ def run_converse(ctx: StageContext) -> None:
     )
 
 
-def _judges(ctx: StageContext, utterances: list[dict[str, Any]]) -> tuple[dict[str, LLMClient], dict[str, str]]:
-    """The judge clients for the agent models that have conversations, and agent model -> judge name."""
+def _judges(ctx: StageContext, present: list[str]) -> tuple[dict[str, LLMClient], dict[str, str]]:
+    """The judge clients for the agent models that have conversations (`present`), and agent model -> judge."""
     from socsim.coherence import dialogue
 
     cp = ctx.params["coherence"]
-    present = sorted({u["model"] for u in utterances})
     # Validate the mapping against every agent model, but judge (and calibrate) only those with conversations.
     agent_models = list(dict.fromkeys([*cp["agent_models"], *present]))
     judge_of = dialogue.judges_for(agent_models, cp["judge_model"], cp["judge_models"], ctx.params["models"])
@@ -106,7 +105,7 @@ def run_judge(ctx: StageContext) -> None:
     from socsim.coherence import dialogue
 
     utterances = ctx.rows("utterances")
-    clients, judge_of = _judges(ctx, utterances)
+    clients, judge_of = _judges(ctx, sorted({u["model"] for u in utterances}))
     rows = asyncio.run(
         dialogue.run_judge(utterances, ctx.yaml("prompts_file"), ctx.params["coherence"], clients, judge_of, ctx.seed)
     )
@@ -117,7 +116,8 @@ def run_judge(ctx: StageContext) -> None:
 def run_calibrate(ctx: StageContext) -> None:
     from socsim.coherence import dialogue
 
-    clients, judge_of = _judges(ctx, ctx.rows("utterances"))
+    # the models only: every utterance of a paper-scale run is gigabytes (a plan of params.paper.yaml: 16.5 GB)
+    clients, judge_of = _judges(ctx, ctx.distinct("utterances", "model"))
     rows = asyncio.run(dialogue.run_calibration(ctx.yaml("prompts_file"), clients, ctx.seed))
     ctx.write("calibration", rows, judge_of=judge_of)
     ctx.write_metrics(

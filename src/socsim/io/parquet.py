@@ -135,6 +135,17 @@ def read_table(path: str | Path, schema: pa.Schema | None = None, made_by: str |
     return table
 
 
+def read_column(path: str | Path, column: str) -> list[Any]:
+    """One column of a Parquet artifact, that column alone read."""
+    try:
+        return list(pq.read_table(path, columns=[column]).column(column).to_pylist())
+    except (pa.ArrowInvalid, OSError) as exc:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"input not found: {path}") from exc
+        read_table(path)  # an unreadable file: its error says how to rebuild it
+        raise
+
+
 def read_tables(
     paths: Sequence[str | Path],
     schema: pa.Schema | None = None,
@@ -173,8 +184,18 @@ def sort_rows(table: pa.Table, sort_by: Sequence[str]) -> pa.Table:
         ]
     )
     big = table.cast(wide)
-    rows = max(1, len(table) * (LARGE // 2) // max(table.nbytes, 1))
-    return pa.concat_tables([big.take(order.slice(i, rows)).cast(table.schema) for i in range(0, len(table), rows)])
+    # parts of at most LARGE / 2 bytes of text each, in the sorted order (sorting can gather the long texts)
+    import numpy as np
+
+    size = np.zeros(len(table), dtype=np.int64)
+    for f in wide:
+        if f.type in (pa.large_string(), pa.large_binary()):
+            size += pc.fill_null(pc.binary_length(big.column(f.name)), 0).to_numpy()
+    part = np.cumsum(size[order.to_numpy()]) // (LARGE // 2)
+    cuts = [0, *(np.flatnonzero(np.diff(part)) + 1).tolist(), len(table)]
+    return pa.concat_tables(
+        [big.take(order[a:b]).cast(table.schema) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+    )
 
 
 def read_provenance(path: str | Path) -> dict[str, Any]:

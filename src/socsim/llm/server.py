@@ -450,7 +450,7 @@ class ServerBackend:
         """One request: sent to the least-busy live endpoint; a retryable failure sends it to the next
         ready endpoint (or, with none ready, after the backoff). It fails when every endpoint is out,
         after `max_tries` tries per endpoint of the pool (endpoints that answer their health checks
-        but refuse every request), or on a second HTTP 500 with the same body (_same_500); a constrained
+        but refuse every request), or, constrained, on a second HTTP 500 with the same body (_same_500); a constrained
         request in the `openai` dialect that fails on HTTP 500 says what fixes it for a llama.cpp server."""
         if self._endpoints is None:
             await self.probe()
@@ -478,7 +478,8 @@ class ServerBackend:
                 self._wake()
             if not self._live():
                 raise self._all_down(self._hint(request, last))
-            if _same_500(before, last):
+            if request.constraint is not None and _same_500(before, last):  # (an unconstrained one: an outage's
+                # generic "Internal Server Error" page looks the same each time, and is retried)
                 raise LLMError(
                     f"LLM request to {ep.url} failed twice with the same HTTP 500 answer, so it is not retried: a "
                     f"request the server cannot take, not an outage ({_describe(last)}){self._hint(request, last)}"

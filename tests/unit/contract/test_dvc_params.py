@@ -159,3 +159,27 @@ def test_experiments_compare_on_the_params_that_differ_and_the_verdicts():
     table = dvc.compare(shown).splitlines()
     assert table[0] == "| experiment | seed | coherence (holds/no/inconclusive/degenerate) |"
     assert table[2:] == ["| workspace | 2 | 1/0/2/0 |", "| main | 1 | not recorded |", "|   exp-a | 2 | 1/0/2/0 |"]
+
+
+def test_a_refused_list_item_is_set_back_and_without_a_lock_the_committed_value_is_used(project, monkeypatch):
+    """`dvc exp run -S 'coherence.topics=[taxes, nosuch]'` on a fresh clone (no run yet, so no dvc.lock): the
+    schema names the item (`coherence.topics.1`), the list is set back to git's HEAD."""
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    subprocess.run(["git", "add", "params.yaml"], cwd=project, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "p"], cwd=project, check=True)
+    edited = PARAMS.replace("topics: [taxes, remote_work, favorite_beverage]", "topics: [taxes, nosuch]")
+    assert edited != PARAMS
+    (project / "params.yaml").write_text(edited)
+    monkeypatch.setenv("DVC_STAGE", dvc.CHECK_STAGE)
+    with pytest.raises(config.ParamsError) as err:
+        dvc.params_check("params.yaml", "checked.json")
+    assert "git's HEAD" in str(err.value) and 'coherence.topics: ["taxes", "nosuch"] -> ' in str(err.value)
+    assert config.load(["params.yaml"])["coherence"]["topics"] == ["taxes", "remote_work", "favorite_beverage"]
+
+
+def test_an_override_naming_a_model_the_registry_lacks_changes_nothing(project):
+    (project / "bad.yaml").write_text("coherence:\n  agent_models: [nosuch]\n")
+    with pytest.raises(config.ParamsError, match="bad.yaml") as err:
+        dvc.apply(["bad.yaml"])
+    assert "nosuch" in str(err.value) and "was not changed" in str(err.value)
+    assert (project / "params.yaml").read_text() == PARAMS

@@ -144,19 +144,23 @@ def test_the_plan_shows_progress_and_leaves_no_scratch_even_when_terminated(tmp_
     is removed by the next plan."""
     import os
     import signal
+    import socket
     import subprocess
     import sys
-    import tempfile
     import time
-    from pathlib import Path
 
-    tmp = Path(tempfile.gettempdir())
+    tmp = tmp_path / "tmp"  # the plans' own temporary folder (other tests plan beside this one)
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
     stale = tmp / (plan.SCRATCH_PREFIX + "stale-test")
-    stale.mkdir(exist_ok=True)
+    stale.mkdir()
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    (stale / ".pid").write_text(dead.stdout.strip())  # a process that has ended
-    before = set(tmp.glob(plan.SCRATCH_PREFIX + "*")) - {stale}
-    proc = subprocess.run(["socsim", "plan"], cwd=ROOT, capture_output=True, text=True, check=True)
+    (stale / ".pid").write_text(f"{socket.gethostname()} {dead.stdout.strip()}")  # a process that has ended
+    elsewhere = tmp / (plan.SCRATCH_PREFIX + "other-host")
+    elsewhere.mkdir()
+    (elsewhere / ".pid").write_text(f"another-host {dead.stdout.strip()}")  # not this machine's to judge
+    before = {elsewhere}
+    proc = subprocess.run(["socsim", "plan"], cwd=ROOT, capture_output=True, text=True, check=True, env=env)
     assert not stale.exists()
     assert "plan: 100%" in proc.stderr and "calls counted" in proc.stderr and "stage shard" in proc.stderr
     assert set(tmp.glob(plan.SCRATCH_PREFIX + "*")) == before
@@ -166,8 +170,9 @@ def test_the_plan_shows_progress_and_leaves_no_scratch_even_when_terminated(tmp_
     running = subprocess.Popen(
         ["socsim", "plan", "--params", "params.yaml", "--params", str(big)],
         cwd=ROOT,
+        env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
     )
     deadline = time.monotonic() + 60

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from types import SimpleNamespace
 
 SCRIPT = """
 import time
@@ -19,13 +20,18 @@ bar.close()
 bar = progress.progress_bar(3, "coherence judge", unit="call")
 bar.update(3)
 bar.close()
+bar = progress.progress_bar(4, "failing", unit="call")
+bar.update(1)
+bar.close()  # as gather_with_progress's finally closes it on an error
 """
 
 
 def test_a_job_prints_its_progress_on_the_console_and_the_bar_in_its_log(tmp_path):
     log = tmp_path / "job.log"
     # exactly the shell line of every rule (workflow/rules/common.smk), the console being this test's pipe
-    shell = f'SOCSIM_CONSOLE_FD=3 SOCSIM_LOG={log} "{sys.executable}" -c "$SCRIPT" 3>&2 > {log} 2>&1'
+    from socsim.workflow import shell_line
+
+    shell = shell_line().format(log=log, params=SimpleNamespace(command=f'"{sys.executable}" -c "$SCRIPT"'))
     proc = subprocess.run(
         ["bash", "-c", shell],
         env={"SCRIPT": SCRIPT, "PATH": "/usr/bin:/bin"},
@@ -37,10 +43,11 @@ def test_a_job_prints_its_progress_on_the_console_and_the_bar_in_its_log(tmp_pat
     assert lines[0] == (
         f"coherence converse [shard m]: 0/10 calls (0 %) (progress here every 0 s; the full log: {log})"
     ), lines
-    assert any("/10 calls" in line and "/s, ~" in line and "left" in line for line in lines[1:-3]), lines
-    assert lines[-3].startswith("coherence converse [shard m]: 10/10 calls (100 %), ") and lines[-3].endswith("done")
-    assert lines[-2] == "coherence judge: 0/3 calls (0 %)"  # the log's path said once per job
-    assert lines[-1].startswith("coherence judge: 3/3 calls (100 %)")
+    assert any("/10 calls" in line and "/s, ~" in line and "left" in line for line in lines[1:-5]), lines
+    assert lines[-5].startswith("coherence converse [shard m]: 10/10 calls (100 %), ") and lines[-5].endswith("done")
+    assert lines[-4] == "coherence judge: 0/3 calls (0 %)"  # the log's path said once per job
+    assert lines[-3].startswith("coherence judge: 3/3 calls (100 %)") and lines[-3].endswith("done")
+    assert lines[-1].startswith("failing: 1/4 calls (25 %), ") and lines[-1].endswith("/s, stopped"), lines
     assert "10/10" in log.read_text() and "left" not in log.read_text()  # the tqdm bar went to the log
 
 

@@ -29,3 +29,18 @@ def test_sorting_by_parts_equals_sorting_at_once(monkeypatch):
     assert by_parts.schema == table.schema and by_parts.num_rows == n
     assert by_parts.column("text").num_chunks > 1  # really taken in parts
     assert by_parts.equals(at_once)
+
+
+def test_one_column_of_shards_is_read_alone(tmp_path):
+    """What coherence's calibrate needs of every utterance, the agent models present (a plan of the paper params
+    read all 13 GB of them into Python rows): one column, its values as they are."""
+    for name, models in (("a", ["m2", "m1", "m2"]), ("b", ["m3"])):
+        parquet.pq.write_table(
+            pa.table({"model": models, "text": ["x" * 10] * len(models)}), tmp_path / f"{name}.parquet"
+        )
+    assert parquet.read_column(tmp_path / "a.parquet", "model") == ["m2", "m1", "m2"]
+    (tmp_path / "c.parquet").write_bytes(b"PAR1 not parquet")
+    import pytest
+
+    with pytest.raises(parquet.UnreadableError, match="c.parquet"):
+        parquet.read_column(tmp_path / "c.parquet", "model")
