@@ -13,7 +13,6 @@ and the category is marked "no data").
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
 from socsim.coherence.schemas import FIGURES  # noqa: E402
-from socsim.io.figures import note, save  # noqa: E402
+from socsim.io.figures import note, save, wrapped  # noqa: E402
 from socsim.io.report import Panel  # noqa: E402
 
 sns.set_theme(style="whitegrid", context="paper")
@@ -50,14 +49,6 @@ def categories(values: Iterable[object]) -> list[str]:
 
 
 NO_DATA_FONTSIZE = 9
-CHAR_WIDTH = 0.6  # a character's width in ems (DejaVu Sans averages about 0.55)
-
-
-def wrapped(ax: Axes, text: str, fontsize: float, share: float = 0.9) -> str:
-    """`text` broken into lines that fit `share` of the panel's width (matplotlib's own wrap breaks at
-    the figure's edge, so a long note in one panel ran into the next)."""
-    width_pt = ax.bbox.width / ax.figure.dpi * 72 * share
-    return textwrap.fill(text, width=max(10, int(width_pt / (fontsize * CHAR_WIDTH))))
 
 
 def no_data(ax: Axes, reason: str = "") -> None:

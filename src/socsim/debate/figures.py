@@ -10,7 +10,6 @@ drawn through. Figures import nothing from the analysis."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -26,17 +25,6 @@ from socsim.io.report import Panel
 COLOURS = {"human": "#444444", "llm": "#E07020", "paper": "#3070B0"}
 
 Plot = Mapping[str, Panel]  # a figure's panels by name (socsim.io.figures.panels)
-
-
-def _note(ax: Axes, lines: list[str], data: bool = True) -> None:
-    """The panel's note (io.figures.note), with the y range raised so the note sits above the data."""
-    lines = [x for x in lines if x]
-    if data and lines:
-        rows = sum(math.ceil(len(x) / 60) for x in lines)
-        frac = min(0.06 * rows + 0.04, 0.75)
-        lo, hi = ax.get_ylim()
-        ax.set_ylim(lo, hi + (hi - lo) * frac / (1 - frac))
-    note(ax, lines)
 
 
 def _na(ax: Axes, x: float, text: str) -> None:
@@ -72,9 +60,8 @@ def fig2(plot: Plot, out: Path) -> str:
                 ax.set_xticks(range(len(qs)), qs)
                 ax.legend(fontsize=7, loc="lower right")
             ax.set_title(f"{what}: group {stat} (mean over groups ± SE)", fontsize=8)
-            _note(ax, list(p.note), not p.no_data)
+            note(ax, list(p.note))
     fig.suptitle("Fig. 2: group-level tweet stance and opinion, humans vs twins (Depth, Mode 3)", fontsize=9)
-    fig.tight_layout()
     save(fig, out, "fig2_group_level")
     return "fig2_group_level"
 
@@ -100,14 +87,13 @@ def fig2_effect_sizes(plot: Plot, out: Path) -> str:
         ax.set_ylabel("d_z (change / SD of changes)", fontsize=7)
         ax.set_title(f"{q}: change", fontsize=8)
         ax.set_xlim(-0.6, len(CHANGE_TESTS) - 0.4)
-        _note(ax, list(p.note))
+        note(ax, list(p.note))
     fig.legend(
         handles=[Patch(color=COLOURS["llm"], label="ours"), Patch(color=COLOURS["paper"], label="paper")],
         loc="upper right",
         fontsize=7,
     )
     fig.suptitle("Fig. 2 as effect sizes: d_z = t / sqrt(groups), ours vs the paper's (Depth, Mode 3)", fontsize=9)
-    fig.tight_layout()
     save(fig, out, "fig2_effect_sizes")
     return "fig2_effect_sizes"
 
@@ -146,9 +132,8 @@ def fig3(plot: Plot, out: Path) -> str:
                 ax.legend(fontsize=7, loc="lower right")
             ax.set_xlabel(predictor, fontsize=8)
             ax.set_ylabel(f"{what} change ({end} - {start})", fontsize=8)
-            _note(ax, list(p.note), not p.no_data)
+            note(ax, list(p.note))
     fig.suptitle("Fig. 3: individual change (Depth, Mode 3); Pearson r in analysis/individual_level", fontsize=9)
-    fig.tight_layout()
     save(fig, out, "fig3_individual")
     return "fig3_individual"
 
@@ -177,9 +162,8 @@ def metrics_figure(plot: Plot, name: str, out: Path) -> str:
             ax.set_xlabel("mode", fontsize=8)
             ax.legend(fontsize=6, loc="lower right")
         ax.set_title(c, fontsize=8)
-        _note(ax, list(p.note), not p.no_data)
+        note(ax, list(p.note))
     fig.suptitle(f"{name}: utterance metrics by mode (original memory)", fontsize=9)
-    fig.tight_layout()
     save(fig, out, f"{name}_metrics")
     return f"{name}_metrics"
 

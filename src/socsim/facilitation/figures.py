@@ -68,14 +68,12 @@ def fig3_pairwise(panels: Panels, out_dir: Path) -> list[Path]:
             )
         ax.grid(False)
         ax.set_title(f"({'abc'[k]}) {LEVEL_TITLES[level]}", fontsize=9)
-        note(ax, p.note, where="below")
-    fig.subplots_adjust(wspace=0.6)  # room for the strategy names between a panel and the last one's colour bar
+        note(ax, p.note)
     fig.suptitle(
         "Fig. 3: pairwise differences in toxicity between strategies\n"
         "stars: two-sample Student t-test, Holm-adjusted p within each panel "
         "(. <0.1, * <0.05, ** <0.01, *** <0.001)",
         fontsize=10,
-        y=1.06,
     )
     return save(fig, out_dir, "fig3_pairwise_toxicity")
 
@@ -114,10 +112,9 @@ def fig5_diversity(panels: Panels, out_dir: Path) -> list[Path]:
             ylabel="diversity (1 - mean ROUGE-L)",
         )
         ax.tick_params(axis="x", rotation=30)
-    fig.suptitle("Fig. 5: diversity of discussions", y=1.04)
+    fig.suptitle("Fig. 5: diversity of discussions")
     color = "black" if caption["human"] else "darkred"
-    fig.text(0.01, 0.005, caption["human_note"], fontsize=8, va="bottom", color=color)
-    fig.subplots_adjust(bottom=0.3)
+    fig.supxlabel(caption["human_note"], x=0.01, ha="left", fontsize=8, color=color)  # under the panels' notes
     return save(fig, out_dir, "fig5_diversity")
 
 
@@ -140,7 +137,7 @@ def fig6_troll_toxicity(panels: Panels, out_dir: Path) -> list[Path]:
         subtitle = (
             f"{data['model'].iloc[0]}, {data['strategy'].iloc[0]}: basic-prompt ablation vs the main study's cell"
         )
-        note(ax, p.note, where="top")
+        note(ax, p.note)
     ax.set(
         title=f"Fig. 6: toxicity of non-troll comments with and without trolls\n{subtitle}",
         xlabel="toxicity (mean over annotators, rounded)",

@@ -41,14 +41,6 @@ def _layout(cells: list[tuple[Where, Panel]]) -> tuple[list[str], list[str]]:
     return rows, cols
 
 
-def _top_note(ax: Any, lines: list[str]) -> None:
-    """A note above the opinion scale: the y axis grows to leave it room (no line hidden under it)."""
-    lines = [x for x in lines if x]
-    if lines:
-        ax.set_ylim(-2.3, 2.6 + 0.9 * sum(1 + len(x) // 60 for x in lines))
-        note(ax, lines)
-
-
 def _trajectory(ax: Any, p: Panel, title: str) -> None:
     """One step line per agent (its value changes only at its reviews), coloured by its initial
     opinion, offset by 0.03 x agent index."""
@@ -84,7 +76,7 @@ def trajectory_figures(panels: Panels, out: Path) -> list[str]:
         for w, p in cells:
             ax = axes[biases.index(w.row)][framings.index(w.column)]
             _trajectory(ax, p, f"{w.column} framing, {w.row} bias")
-            _top_note(ax, list(p.note))
+            note(ax, list(p.note))
         for ax in axes[-1]:
             ax.set_xlabel("time step t")
         fig.suptitle(f"Opinion trajectories: {cells[0][0].title} (colour = initial opinion)", fontsize=9)
@@ -119,7 +111,7 @@ def control_figures(panels: Panels, out: Path) -> list[str]:
             ax.set_yticks([-2, -1, 0, 1, 2])
             ax.set_xlim(0.5, float(sim.t.max()) + 0.5)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
-            _top_note(ax, list(p.note))
+            note(ax, list(p.note))
         fig.suptitle(f"Controls (reports without interaction): {cells[0][0].title}", fontsize=9)
         save(fig, out, name)
         names.append(name)
@@ -152,7 +144,7 @@ def _final_figures(panels: Panels, out: Path, title: str, d_label: str) -> list[
             ax = axes[biases.index(w.row)][framings.index(w.column)]
             if _final_histogram(ax, p, w.column, w.row, d_label):
                 note(ax, list(p.note))
-        axes[0][-1].legend(fontsize=6, loc="center right")
+        axes[0][-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the panels: no bar under it
         fig.suptitle(title.format(cells[0][0].title), fontsize=9)
         save(fig, out, name)
         names.append(name)
@@ -176,7 +168,7 @@ def _final_histogram(ax: Any, p: Panel, framing: str, bias: str, d_label: str) -
         edgecolor="black",
         label=["measured", "never measured (initial)"],
     )
-    ax.set_ylim(0, max(1.0, float(np.max(counts))) * 1.7)  # room for the note above the bars
+    ax.set_ylim(0, max(1.0, float(np.max(counts))) * 1.1)
     ax.axvline(vals.mean(), ls=":", color="black")
     ax.set_title(f"{framing}, {bias}: B = {vals.mean():.2f}, D = {vals.std():.2f} ({d_label})", fontsize=8)
     ax.set_xticks([-2, -1, 0, 1, 2])
@@ -190,11 +182,10 @@ def bias_diversity_figure(panels: Panels, out: Path) -> list[str]:
     names = []
     for name, cells in by_figure(panels).items():
         n = int((cells[0][1].data.kind == "llm").sum())
-        # each panel at least as wide as its notes below (io.figures.note wraps them at 90 characters)
-        fig, axes = plt.subplots(1, 2, figsize=(2 * max(6.0, 0.7 * n + 3), 3.6), gridspec_kw={"wspace": 0.25})
+        fig, axes = plt.subplots(1, 2, figsize=(2 * max(6.0, 0.7 * n + 3), 3.6))
         for ax, (w, p) in zip(axes, cells):
             _bias_diversity_panel(ax, p.data)
-            note(ax, list(p.note), "below")
+            note(ax, list(p.note))
             ax.set_title(w.row, fontsize=9)
             ax.axhline(0, color="grey", lw=0.5)
             legend(ax, fontsize=6, loc="best")  # its own lines: a control not drawn on D is on B's legend only

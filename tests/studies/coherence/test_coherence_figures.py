@@ -1,16 +1,20 @@
-"""Coherence's figures as a reader sees them, from the rendered figure (issue 42, "figure nits"): Fig. 7's
-title promises its grey band only where one is drawn. Each figure drawn from the plot table the analysis
-writes (plot_table, read back by panels), saved as the figures stage saves it, then rendered."""
+"""Coherence's figures as a reader sees them, from the rendered figure (issue 42, "figure nits"): Fig. 5's
+flag box covers none of its curves whatever the data, and Fig. 7's title promises its grey band only where
+one is drawn. Each figure drawn from the plot table the analysis writes (plot_table, read back by panels),
+saved as the figures stage saves it, then rendered."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 
 from socsim.coherence import figures
 from socsim.coherence.analysis import plots
@@ -36,8 +40,68 @@ def _drawn(draw: Any, plot: list[Panel], tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(figures, "save", lambda fig, out, name: kept.append(fig) or real(fig, out, name))
     draw(panels(plot_table(plot)), tmp_path)
     (fig,) = kept
-    fig.canvas.draw()
+    FigureCanvasAgg(fig).draw()  # save closed it: its canvas no longer renders
     return fig
+
+
+def _suppression(models: tuple[str, ...]) -> pd.DataFrame:
+    """Observed falling from 5 to 1 over the gaps, expected rising from 1 to 5: the lines cross every
+    corner of the panel."""
+    rows = []
+    for m in models:
+        for panel in plots.SUPPRESSION_PANELS:
+            for gap in range(5):
+                obs, exp = 5.0 - gap, 1.0 + gap
+                rows.append(
+                    {"model": m, "panel": panel, "gap": gap, "n": 4, "observed": obs, "expected": exp}
+                    | {"observed_lo": obs - 0.2, "observed_hi": obs + 0.2}
+                    | {"expected_lo": exp - 0.2, "expected_hi": exp + 0.2}
+                )
+    return pd.DataFrame(rows)
+
+
+def _points(fig: Figure) -> np.ndarray:
+    """Every plotted point of the figure in display coordinates: its lines' points and its collections'
+    vertices (error bars, bands)."""
+    out = [np.empty((0, 2))]
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            xy = np.asarray(line.get_xydata(), dtype=float)
+            out.append(line.get_transform().transform(xy[np.isfinite(xy).all(axis=1)]))
+        for c in ax.collections:
+            for path in c.get_paths():
+                out.append(c.get_transform().transform(path.vertices))
+    return np.vstack(out)
+
+
+def _boxes(fig: Figure) -> list[Bbox]:
+    """The flag boxes (the texts drawn in a box) in display coordinates."""
+    return [
+        t.get_bbox_patch().get_window_extent()
+        for ax in fig.axes
+        for t in ax.texts
+        if t.get_bbox_patch() is not None and t.get_text()
+    ]
+
+
+@pytest.mark.parametrize("models", [("m",), ("m1", "m2")])
+def test_fig5_flag_box_covers_no_curve(tmp_path, monkeypatch, models):
+    """The box stands outside every panel (below its axis, in room the layout makes for it): it covers no
+    plotted point, no panel and no title of the next row's panels, whatever the data."""
+    plot = plots.fig5(_suppression(models), list(models), {}, _flags_on)
+    fig = _drawn(figures.fig5_suppression, plot, tmp_path, monkeypatch)
+    boxes = _boxes(fig)
+    assert len(boxes) == 3 * len(models)
+    points = _points(fig)
+    assert len(points) > 10 * len(models)
+    for box in boxes:
+        inside = (points[:, 0] > box.x0) & (points[:, 0] < box.x1) & (points[:, 1] > box.y0) & (points[:, 1] < box.y1)
+        assert not inside.any(), points[inside]
+        for ax in fig.axes:
+            assert not box.overlaps(ax.get_window_extent()), (box, ax.get_title())
+            assert not box.overlaps(ax.title.get_window_extent()), ax.get_title()
+    for i, a in enumerate(boxes):
+        assert not any(a.overlaps(b) for b in boxes[i + 1 :])
 
 
 def _by_pair_contentiousness(levels: dict[int, tuple[float, float]], model: str = "m") -> pd.DataFrame:

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.container import Container
 from matplotlib.figure import Figure
 
@@ -65,7 +66,7 @@ def test_bias_diversity_legends_list_only_what_their_panel_draws(tmp_path: Path,
     monkeypatch.setattr(figures, "save", lambda fig, out, name: kept.append(fig) or real(fig, out, name))
     assert figures.bias_diversity_figure(panels(plot_table(plot)), tmp_path) == ["bias_diversity_m"]
     (fig,) = kept
-    fig.canvas.draw()
+    FigureCanvasAgg(fig).draw()  # save closed it: its canvas no longer renders
     b, d = fig.axes
     expect = {
         d: {"LLM", "degroot", "control roleplay (false)"},

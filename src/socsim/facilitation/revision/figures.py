@@ -52,7 +52,7 @@ def toxicity_over_turns(panels: Panels, out_dir: Path) -> list[Path]:
             ax.set_ylabel("mean toxicity (Perspective API), 95% CI over discussions")
             ax.legend(fontsize=7)
         ax.set_title(f"Toxicity over the discussion, {name}")
-        note(ax, p.note, "bottom")
+        note(ax, p.note)
     return save(fig, out_dir, "toxicity_over_turns")
 
 
@@ -75,16 +75,14 @@ def interventions(panels: Panels, out_dir: Path) -> list[Path]:
         ax.set_ylabel("interventions / facilitator turns (per discussion)")
         ax.legend(fontsize=7, loc="lower left")
     ax.set_title("Facilitator intervention rate by model and strategy")
-    note(ax, p.note, "below")
+    note(ax, p.note)
     return save(fig, out_dir, "interventions")
 
 
 def model_effects(panels: Panels, out_dir: Path) -> list[Path]:
     cols = min(len(panels), 3)
     rows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(
-        rows, cols, figsize=(7.0 * cols, 5.0 * rows), squeeze=False, gridspec_kw={"wspace": 0.75, "hspace": 0.45}
-    )
+    fig, axes = plt.subplots(rows, cols, figsize=(7.0 * cols, 5.0 * rows), squeeze=False)
     for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
     for ax, (name, p) in zip(axes.flat, panels.items()):
@@ -104,5 +102,5 @@ def model_effects(panels: Panels, out_dir: Path) -> list[Path]:
             ax.set_yticks(y, [f"{r.part} | {r.scope}" for r in d.itertuples(index=False)], fontsize=6)
             ax.set_xlabel("effect, 95% CI (green: holds, red: reversed, grey: inconclusive)")
         ax.set_title(TITLES.get(name, name), fontsize=8)
-        note(ax, p.note, "below")
+        note(ax, p.note)
     return save(fig, out_dir, "model_effects")
