@@ -69,7 +69,9 @@ def snakemake_plan(configfile: str, *targets: str) -> tuple[list[tuple[str, str]
         if m := re.match(r"^Job \d+: (.*)$|^(?:local)?rule (\w+):$", line):  # a message, or a rule without one
             jobs.append([m.group(1) or m.group(2), ""])
         elif jobs and line.startswith("Shell command: "):
-            jobs[-1][1] = re.sub(r" > \S+\.log 2>&1$", "", line.removeprefix("Shell command: "))
+            shell = line.removeprefix("Shell command: ")  # workflow.shell_line(): env, the command, redirections
+            m = re.fullmatch(r"SOCSIM_CONSOLE_FD=3 SOCSIM_LOG=\S+\.log (.*) 3>&2 > \S+\.log 2>&1", shell)
+            jobs[-1][1] = m[1] if m else shell  # a target rule's "None"
     summary = sh(["snakemake", "--summary", *args, *targets], ROOT).stdout.splitlines()
     outputs = {line.split("\t")[0]: line.split("\t")[2] for line in summary[1:] if "\t" in line}
     return [(m.strip(), c.strip()) for m, c in jobs if c not in ("", "None")], outputs

@@ -61,6 +61,7 @@ def _acquire(path: Path, what: str) -> int:
 def exclusive(path: Path, what: str) -> Iterator[None]:
     """Hold the lock at `path` for the block (`what`: the job, as the refusal names it). The file holds the
     holder's pid and host, and is removed when the block ends (left by a killed process, it is unlocked)."""
+    made = [p for p in reversed(path.parents) if not p.exists()]  # folders the lock makes: gone with it
     fd = _acquire(path, what)
     try:
         os.ftruncate(fd, 0)
@@ -70,3 +71,6 @@ def exclusive(path: Path, what: str) -> Iterator[None]:
         with contextlib.suppress(OSError):
             path.unlink()  # while locked: a run waiting on this file sees it gone and takes a new one
         os.close(fd)
+        for folder in reversed(made):  # unless the run wrote into them (rmdir only removes an empty one)
+            with contextlib.suppress(OSError):
+                folder.rmdir()
