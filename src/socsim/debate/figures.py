@@ -73,12 +73,14 @@ def fig2_effect_sizes(plot: Plot, out: Path) -> str:
     carries no verdict; the claims are judged in analysis/sect6_model_written)."""
     fig, axes = plt.subplots(2, 2, figsize=(9, 6.5))
     x = np.arange(len(CHANGE_TESTS))
+    drawn: set[str] = set()  # the legend lists what some panel draws
     for ax, (q, p) in zip(axes.flat, plot.items()):
         for k, (col, who) in enumerate((("d_z", "ours"), ("paper_d_z", "paper"))):
             pos = x + (k - 0.5) * 0.38
             vals = p.data[col].astype(float).to_numpy()
             ok = np.isfinite(vals)
             if ok.any():
+                drawn.add(who)
                 ax.bar(pos[ok], vals[ok], width=0.36, color=COLOURS["llm" if who == "ours" else "paper"], label=who)
             for at in pos[~ok]:
                 _na(ax, at, f"{who}: n/a")
@@ -88,11 +90,9 @@ def fig2_effect_sizes(plot: Plot, out: Path) -> str:
         ax.set_title(f"{q}: change", fontsize=8)
         ax.set_xlim(-0.6, len(CHANGE_TESTS) - 0.4)
         note(ax, list(p.note))
-    fig.legend(
-        handles=[Patch(color=COLOURS["llm"], label="ours"), Patch(color=COLOURS["paper"], label="paper")],
-        loc="upper right",
-        fontsize=7,
-    )
+    handles = [Patch(color=COLOURS[c], label=who) for c, who in (("llm", "ours"), ("paper", "paper")) if who in drawn]
+    if handles:
+        fig.legend(handles=handles, loc="upper right", fontsize=7)
     fig.suptitle("Fig. 2 as effect sizes: d_z = t / sqrt(groups), ours vs the paper's (Depth, Mode 3)", fontsize=9)
     save(fig, out, "fig2_effect_sizes")
     return "fig2_effect_sizes"
