@@ -40,6 +40,14 @@ from socsim.models import ModelSpec, resolve, sampling
 from socsim.stages import ALL, Stage, StageContext, Study
 
 
+class PlanInterrupted(KeyboardInterrupt):
+    """SIGTERM during a plan: its scratch folder goes on the way out (the CLI names the signal)."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
 class PlanError(ValueError):
     """A plan that cannot run as planned (a prompt that with its max_tokens overflows its context)."""
 
@@ -116,7 +124,7 @@ def _scratch(root: Path) -> Iterator[Path]:
     import signal
 
     def stop(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
+        raise PlanInterrupted(signum)
 
     _remove_stale_scratch()
     previous = signal.signal(signal.SIGTERM, stop) if threading.current_thread() is threading.main_thread() else None

@@ -167,12 +167,13 @@ def test_the_plan_shows_progress_and_leaves_no_scratch_even_when_terminated(tmp_
 
     big = tmp_path / "big.yaml"
     big.write_text("coherence: {agents_per_cell: 200}\n")  # long enough to be caught in the middle
+    err = tmp_path / "stderr.txt"
     running = subprocess.Popen(
         ["socsim", "plan", "--params", "params.yaml", "--params", str(big)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=err.open("w"),
         text=True,
     )
     deadline = time.monotonic() + 60
@@ -183,5 +184,5 @@ def test_the_plan_shows_progress_and_leaves_no_scratch_even_when_terminated(tmp_
     time.sleep(1.0)
     os.kill(running.pid, signal.SIGTERM)
     running.wait(timeout=60)
-    assert running.returncode != 0
+    assert running.returncode == 128 + signal.SIGTERM and "socsim: interrupted (SIGTERM)" in err.read_text()
     assert not any(p.exists() for p in mine)
