@@ -112,11 +112,11 @@ def _names(key: tuple[str, ...], error: str) -> bool:
     return any(f"{dotted}{end}" in error for end in (":", " ", "."))
 
 
-def params_check(params_file: str | Path, out: str | Path, lock: str | Path = LOCK) -> list[str]:
+def params_check(params_file: str | Path, out: str | Path, lock: str | Path = LOCK) -> None:
     """Validate a params file and write the (constant) check file. Under DVC (a refused value: DVC runs
     nothing after this stage), each refused key that differs from what dvc.lock records is set back to the
-    recorded value in the file (comments kept), so that the file and every output stay as they were; the
-    lines returned say what was set back. Raises ParamsError either way, with those lines."""
+    recorded value in the file (comments kept), so that the file and every output stay as they were. Raises
+    ParamsError either way, saying what was set back."""
     try:
         params = config.load([params_file])
         studies.check_models(params)
@@ -145,7 +145,6 @@ def params_check(params_file: str | Path, out: str | Path, lock: str | Path = LO
             msg += f"\n{params_file} set back to {source}, so that nothing changed:\n  " + "\n  ".join(restored)
         raise config.ParamsError(msg) from exc
     atomic_write_bytes(out, (json.dumps({"params": str(params_file), "valid": True}) + "\n").encode("utf-8"))
-    return []
 
 
 _MISSING = object()

@@ -37,6 +37,7 @@ from socsim.io import DataUnavailableError
 from socsim.llm.client import LLMClient
 from socsim.llm.counting import PlanBackend, Tally, TokenCounter
 from socsim.models import ModelSpec, resolve, sampling
+from socsim.progress import duration
 from socsim.stages import ALL, Stage, StageContext, Study
 
 
@@ -360,16 +361,6 @@ def rows(
     return out
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def table(plan_rows: Sequence[Mapping[str, Any]]) -> str:
     """The plan as a Markdown table (one row per study, stage and model)."""
     head = "| study | stage | model | calls | prompt tokens | completion tokens (max) | largest prompt / n_ctx |"
@@ -380,7 +371,7 @@ def table(plan_rows: Sequence[Mapping[str, Any]]) -> str:
         lines.append(
             f"| {r['study']} | {r['stage']} | {r['model']} | {calls} | {r['prompt_tokens']:,}{est} | "
             f"{r['completion_tokens_max']:,} | {r['largest_prompt']:,}{est} / {r['n_ctx']:,} | "
-            f"{_duration(r['expected_s'])} |"
+            f"{duration(r['expected_s'])} |"
         )
     return "\n".join(lines)
 
@@ -407,13 +398,13 @@ def summary(plan_rows: Sequence[Mapping[str, Any]]) -> str:
         gpu = f" ({seconds * gpus / 3600:,.1f} GPU-hours on {gpus} GPU(s))" if rated and gpus else ""
         lines.append(
             f"- {name}: {mine[0]['where']}; {calls:,} calls, {prompt:,} prompt tokens, at most {completion:,} "
-            f"completion tokens; expected {_duration(seconds) if rated else '?'}{gpu}; tokens by "
+            f"completion tokens; expected {duration(seconds) if rated else '?'}{gpu}; tokens by "
             f"{mine[0]['tokens_counted_by']}"
         )
     calls = sum(r["calls"] for r in plan_rows)
     total = (
         f"- all models: {calls:,} calls, {sum(r['prompt_tokens'] for r in plan_rows):,} prompt tokens; expected "
-        + (f"{_duration(known_s)} of model time one model after another" if len(unrated) < len(lines) else "time ?")
+        + (f"{duration(known_s)} of model time one model after another" if len(unrated) < len(lines) else "time ?")
         + (f", {gpu_h:,.1f} GPU-hours" if gpu_h else "")
         + (
             f", not counting {len(unrated)} model(s) without a rate ({', '.join(unrated)}: give "

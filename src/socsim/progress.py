@@ -54,14 +54,15 @@ def _console() -> TextIO | None:
     return _CONSOLE[0]
 
 
-def _eta(seconds: float) -> str:
-    return (
-        f"{seconds:.0f} s"
-        if seconds < 90
-        else f"{seconds / 60:.0f} min"
-        if seconds < 5400
-        else f"{seconds / 3600:.1f} h"
-    )
+def duration(seconds: float | None) -> str:
+    """A time as a person reads it: seconds, minutes or hours; None: "?" (unknown)."""
+    if seconds is None:
+        return "?"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 class Bar(tqdm):  # type: ignore[misc]
@@ -88,7 +89,7 @@ class Bar(tqdm):  # type: ignore[misc]
         line = f"{job}{self.desc}: {self.n:,}/{self.total:,} {self.unit}s ({100 * self.n / self.total:.0f} %)"
         if self.n and elapsed > 0 and not start:
             rate = self.n / elapsed
-            line += f", {rate:.2f}/s" + ("" if end else f", ~{_eta((self.total - self.n) / rate)} left")
+            line += f", {rate:.2f}/s" + ("" if end else f", ~{duration((self.total - self.n) / rate)} left")
         if end:  # closed on an error or Ctrl-C too (gather_with_progress's finally)
             line += ", done" if self.n >= self.total else ", stopped"
         if start and not Bar._log_said[0] and os.environ.get(LOG_ENV):
