@@ -199,6 +199,9 @@ ENGINES = {
         module="llama_cpp.server",
         distributions=("llama_cpp_python",),
     ),
+    # The planted model (socsim.planted): answers that follow declared effects, not a language model; part of
+    # socsim, so it runs in socsim's own environment.
+    "planted": Engine("planted", "part of socsim (`make setup`)", module="socsim.planted.server", distributions=("socsim",)),
 }
 
 
@@ -465,11 +468,31 @@ def _llama_cpp(c: _Launch) -> list[str]:
     return argv
 
 
+def _planted(c: _Launch) -> list[str]:
+    """The planted model (a positive control, socsim.planted): serve.model is its variant, planted or null."""
+    from socsim.planted import VARIANTS
+
+    variant = c.s.get("model")
+    if variant not in VARIANTS:
+        raise ServeError(
+            f"models.{c.spec.name}.serve.model: the planted engine serves planted or \"null\" (quoted in YAML: a bare "
+            f"null is no value), not {variant!r}"
+        )
+    argv = [sys.executable, "-m", "socsim.planted.server", "--effects", variant, "--host", c.host, "--port", str(c.port)]
+    argv += ["--served-model-name", c.model_id]
+    c.flags.update(prefix_caching="none (no model)", sampling_defaults="none (answers follow declared effects)")
+    c.flags["deterministic"] = "yes (answers drawn from each request's seed and content)"
+    if c.key:
+        c.env["API_KEY"] = c.key
+    return argv
+
+
 _COMMANDS: dict[str, Callable[[_Launch], list[str]]] = {
     "vllm": _vllm,
     "sglang": _sglang,
     "tgi": _tgi,
     "llama_cpp": _llama_cpp,
+    "planted": _planted,
 }
 
 

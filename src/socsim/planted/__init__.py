@@ -1,0 +1,169 @@
+"""A model with planted effects (a positive control) and its null twin.
+
+Its answers follow a declared generative model instead of a language model, served over the same
+OpenAI-compatible HTTP wire as vLLM (`python -m socsim.planted.server`, the registry's engine `planted`):
+socsim's real client, constraints, call cache and server life carry every request. For each study a small
+set of effects with declared sizes (`socsim.planted.<study>.EFFECTS`) reaches the analysis only through
+what the model writes and how the study's own prompts, parsers and annotators read it:
+
+- as a study's agent, it reads its conditions from its prompt (a strategy, a preference, a bias, a
+  framing, a partner's words) and writes text whose latent level (toxicity, stance, opinion) follows the
+  declared effects, worded so that a reader of the text can tell it;
+- as the study's annotator, judge or classifier, it reads that level back from the text it is shown: a
+  faithful reader, which plants nothing itself.
+
+The null twin (`--effects null`) writes the same kind of text with levels drawn independently of every
+condition: whatever "holds" on it is a false positive, at most at the claims' alpha.
+
+Which model reads a control's outputs: the control itself (`reader_of`), as no other model reads its
+levels, and a control never reads a language model's outputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+ENGINE = "planted"
+VARIANTS = ("planted", "null")
+MODEL_IDS = {"planted": "socsim/planted-effects", "null": "socsim/planted-null"}  # what the server serves
+CONTROL_LABEL = "control (planted effects, not a language model)"
+
+
+def is_control(entry: Mapping[str, Any] | None) -> bool:
+    """Whether a registry entry (params' models.<name>) is a planted model (served by the engine `planted`)."""
+    serve = (entry or {}).get("serve") or {}
+    return serve.get("engine") == ENGINE
+
+
+def is_control_id(model_id: str | None) -> bool:
+    """Whether a served model id (as provenance records it) is a planted model's."""
+    return model_id in MODEL_IDS.values()
+
+
+def reader_of(registry: Mapping[str, Any], agent_model: str, configured: str) -> str:
+    """The model that annotates, judges or classifies `agent_model`'s outputs: the control itself when
+    `agent_model` is a planted model (only it reads the levels it writes), else the study's `configured` one."""
+    return agent_model if is_control(registry.get(agent_model)) else configured
+
+
+@dataclass
+class Ask:
+    """One chat completion as the planted server received it: what a policy answers."""
+
+    messages: list[dict[str, str]]
+    schema: dict[str, Any] | None  # the response_format's JSON schema (None: free text)
+    seed: int
+    max_tokens: int
+    variant: str  # planted | null
+    rng: np.random.Generator = field(init=False)
+
+    def __post_init__(self) -> None:
+        digest = hashlib.sha256(json.dumps([self.messages, self.schema], sort_keys=True).encode()).digest()
+        self.rng = np.random.default_rng([self.seed & 0xFFFFFFFF, int.from_bytes(digest[:8], "little")])
+
+    @property
+    def planted(self) -> bool:
+        return self.variant == "planted"
+
+    @property
+    def system(self) -> str:
+        return "\n".join(m["content"] for m in self.messages if m.get("role") == "system")
+
+    @property
+    def text(self) -> str:
+        """Every message's content, in order (what a policy searches for its cues)."""
+        return "\n".join(str(m.get("content") or "") for m in self.messages)
+
+    @property
+    def last(self) -> str:
+        return str(self.messages[-1].get("content") or "") if self.messages else ""
+
+    @property
+    def wrapped(self) -> dict[str, Any] | None:
+        """The answer's own schema when the request wraps it as {"answer": ...} (a choice or an integer
+        range: socsim.llm.constraints.WRAP), else None."""
+        props = (self.schema or {}).get("properties") or {}
+        return props["answer"] if set(props) == {"answer"} else None
+
+    @property
+    def choices(self) -> list[Any] | None:
+        inner = self.wrapped or {}
+        return list(inner["enum"]) if "enum" in inner else None
+
+    @property
+    def int_range(self) -> tuple[int, int] | None:
+        inner = self.wrapped or {}
+        if inner.get("type") == "integer" and "minimum" in inner and "maximum" in inner:
+            return int(inner["minimum"]), int(inner["maximum"])
+        return None
+
+    def pick(self, options: Sequence[Any], weights: Sequence[float] | None = None) -> Any:
+        p = None if weights is None else np.asarray(weights, dtype=float) / float(np.sum(weights))
+        return options[int(self.rng.choice(len(options), p=p))]
+
+
+Policy = Callable[[Ask], Any]  # an answer (a value the constraint allows, a dict, or text), or None: not mine
+
+
+def encode(ask: Ask, value: Any) -> str:
+    """The answer's text as it goes back on the wire: a wrapped choice or integer as {"answer": value}, an
+    object as compact JSON, free text as it is."""
+    if ask.wrapped is not None:
+        return json.dumps({"answer": value}, ensure_ascii=False, separators=(",", ":"))
+    if ask.schema is not None:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return str(value)
+
+
+def fill(ask: Ask, schema: Mapping[str, Any]) -> Any:
+    """A value of `schema` drawn at random (what a request no policy claims gets): no effect in it."""
+    if "enum" in schema:
+        return ask.pick(list(schema["enum"]))
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) else kind
+    if kind == "object" or "properties" in schema:
+        return {k: fill(ask, v) for k, v in (schema.get("properties") or {}).items()}
+    if kind == "integer":
+        lo, hi = int(schema.get("minimum", 0)), int(schema.get("maximum", 10))
+        return int(ask.rng.integers(lo, hi + 1))
+    if kind == "number":
+        return float(ask.rng.uniform(float(schema.get("minimum", 0)), float(schema.get("maximum", 1))))
+    if kind == "boolean":
+        return bool(ask.rng.integers(2))
+    if kind == "array":
+        n = int(schema.get("minItems", 1))
+        return [fill(ask, schema.get("items") or {"type": "string"}) for _ in range(n)]
+    return "no view"
+
+
+def _policies() -> list[Policy]:
+    from socsim.planted import coherence, debate, facilitation, opinion_dynamics
+
+    return [facilitation.answer, coherence.answer, opinion_dynamics.answer, debate.answer]
+
+
+def respond(ask: Ask) -> str:
+    """The planted model's answer: the first study policy that claims the request, else a value drawn at
+    random for its constraint (free text: a neutral sentence)."""
+    for policy in _policies():
+        value = policy(ask)
+        if value is not None:
+            return encode(ask, value)
+    if ask.schema is not None:
+        return encode(ask, fill(ask, ask.wrapped if ask.wrapped is not None else ask.schema))
+    return "I see both sides of this."
+
+
+WORDS = re.compile(r"\S+")
+
+
+def tokens(text: str) -> int:
+    """A token count for usage (whitespace words: the planted model has no tokenizer)."""
+    return len(WORDS.findall(text))
