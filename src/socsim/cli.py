@@ -142,6 +142,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="prompt and completion tokens per second of a model (default: from earlier runs' metrics)",
     )
     pl.add_argument("--results", default="results", help="where earlier runs' metrics are (rates)")
+    sc = sub.add_parser(
+        "scorecard",
+        help="every paper finding beside every model: a table and a figure from finished runs or report folders",
+        description="The scorecard (docs/scorecard.md) of any set of finished reports: a run's results folder, a "
+        "study's analysis folder, a released data set's analysis. Each source is [LABEL=]PATH (default label: what "
+        "its data are, e.g. generated, syndisco_revision); two reports of one study, model and source are refused.",
+    )
+    sc.add_argument("sources", nargs="+", metavar="[LABEL=]PATH")
+    sc.add_argument("--out", default="results/scorecard", help="the scorecard's folder (default: results/scorecard)")
+    sc.add_argument("--no-figure", action="store_true", help="the tables only")
     pl.add_argument(
         "--compare",
         metavar="PLAN_JSON",
@@ -332,6 +342,10 @@ def run_args(args: argparse.Namespace) -> int:
             print(text)
             if overflow:
                 raise plan.PlanError(overflow)
+        elif args.study == "scorecard":
+            from socsim import scorecard
+
+            print(scorecard.main(args.sources, args.out, figure=not args.no_figure))
         elif args.study == "dvc":
             from socsim import dvc
 

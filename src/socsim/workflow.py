@@ -68,7 +68,53 @@ def rules(
                 "command": command_param(study.command(st, paths, params_files)),
             }
         )
+    sc = scorecard_inputs(params)
+    if sc:
+        out.append(
+            {
+                "name": SCORECARD_RULE,
+                "message": "scorecard: every paper finding beside every model that answered (table and figure)",
+                "input": {"reports": sc, "code": list(SCORECARD_CODE)},
+                "output": {
+                    "scorecard": {
+                        "path": SCORECARD,
+                        "dir": True,
+                        "pattern": "scorecard.png",
+                        "caption": None,
+                        "category": "scorecard",
+                        "subcategory": "scorecard",
+                    }
+                },
+                "params": canonical_json({}),
+                "log": "results/logs/scorecard.log",
+                "benchmark": "results/benchmarks/scorecard.tsv",
+                "threads": 1,
+                "llm_clients": 0,
+                "resources": {},
+                "command": command_param(scorecard_command(sc)),
+            }
+        )
     return out
+
+
+# The scorecard (socsim.scorecard): one stage after every study's analysis, in the default target.
+SCORECARD = "results/scorecard"
+SCORECARD_RULE = "scorecard"
+SCORECARD_CODE = ("src/socsim/scorecard", "src/socsim/planted/__init__.py")
+
+
+def scorecard_inputs(params: Mapping[str, Any]) -> list[str]:
+    """The report folders of the run's analysis stages (each study's findings): what the scorecard reads."""
+    out = []
+    for study, st in studies.all_stages(params):
+        if reports(study, st):
+            paths = study.paths(st, params)
+            out += [str(paths[n]) for n in st.outputs if study.artifact(st, n).report == "tables"]
+    return out
+
+
+def scorecard_command(reports_: list[str]) -> str:
+    return " ".join(["socsim scorecard", *reports_, "--out", SCORECARD])
 
 
 def rerun_values(st: Stage, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -179,7 +225,9 @@ def command_param(command: str) -> Callable[[Any], str]:
 
 
 def targets(params: Mapping[str, Any]) -> list[str]:
-    return [t for study in studies.all_studies() for t in study.targets(params)]
+    """The default target: every study's outputs, then the scorecard of their findings."""
+    out = [t for study in studies.all_studies() for t in study.targets(params)]
+    return out + ([SCORECARD] if scorecard_inputs(params) else [])
 
 
 def study_targets(params: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -220,4 +268,11 @@ def dvc_stages(params: Mapping[str, Any]) -> dict[str, Any]:
             entry["outs"].append({_foreach_item(metrics): {"cache": False}})
         entry = {k: v for k, v in entry.items() if v is not None}
         out[st.rule_name] = {"foreach": st.shard_ids(params), "do": entry} if st.shards else entry
+    if sc := scorecard_inputs(params):
+        out[SCORECARD_RULE] = {
+            "desc": "every paper finding beside every model that answered (table and figure)",
+            "cmd": scorecard_command(sc),
+            "deps": [*sc, *SCORECARD_CODE],
+            "outs": [SCORECARD],
+        }
     return out

@@ -39,6 +39,14 @@ class PlantedServer:
 def control_models() -> dict:
     """The registry entries of the planted model and its null twin, served by the run (engine `planted`)."""
     return {
-        "planted": {"backend": "openai", "model_id": MODEL_IDS["planted"], "serve": {"engine": "planted", "model": "planted"}},
-        "planted-null": {"backend": "openai", "model_id": MODEL_IDS["null"], "serve": {"engine": "planted", "model": "null"}},
+        "planted": {
+            "backend": "openai",
+            "model_id": MODEL_IDS["planted"],
+            "serve": {"engine": "planted", "model": "planted"},
+        },
+        "planted-null": {
+            "backend": "openai",
+            "model_id": MODEL_IDS["null"],
+            "serve": {"engine": "planted", "model": "null"},
+        },
     }

@@ -39,7 +39,19 @@ from socsim.stats import degeneracy as dg
 from socsim.stats.verdict import Verdict
 
 PLOT_COLUMNS = ["panel", "note", "has_data"]  # the first columns of every plot table
-FINDING_COLUMNS = ["claim", "statistic", "value", "test", "unit", "n", "verdict", "holds", "reason"]
+FINDING_COLUMNS = [
+    "claim",
+    "statistic",
+    "value",
+    "ci_low",
+    "ci_high",
+    "test",
+    "unit",
+    "n",
+    "verdict",
+    "holds",
+    "reason",
+]
 
 
 @dataclass
@@ -62,12 +74,15 @@ class Finding:
     unit: str  # its unit of analysis, e.g. "discussions"
     n: int | None
     verdict: Verdict
+    ci: tuple[float, float] | None = None  # the 95 % interval of `value`, where the claim's test gives one
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "claim": self.claim,
             "statistic": self.statistic,
             "value": self.value,
+            "ci_low": self.ci[0] if self.ci else None,
+            "ci_high": self.ci[1] if self.ci else None,
             "test": self.test,
             "unit": self.unit,
             "n": self.n,
@@ -218,7 +233,7 @@ def findings_metrics(findings: Sequence[Finding]) -> dict[str, Any]:
 
 def findings_table(findings: Sequence[Finding]) -> pd.DataFrame:
     return pd.DataFrame([f.as_dict() for f in findings], columns=FINDING_COLUMNS).astype(
-        {"value": "float64", "n": "Int64", "holds": "boolean"}
+        {"value": "float64", "ci_low": "float64", "ci_high": "float64", "n": "Int64", "holds": "boolean"}
     )
 
 

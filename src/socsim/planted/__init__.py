@@ -143,24 +143,6 @@ def fill(ask: Ask, schema: Mapping[str, Any]) -> Any:
     return "no view"
 
 
-def _policies() -> list[Policy]:
-    from socsim.planted import coherence, debate, facilitation, opinion_dynamics
-
-    return [facilitation.answer, coherence.answer, opinion_dynamics.answer, debate.answer]
-
-
-def respond(ask: Ask) -> str:
-    """The planted model's answer: the first study policy that claims the request, else a value drawn at
-    random for its constraint (free text: a neutral sentence)."""
-    for policy in _policies():
-        value = policy(ask)
-        if value is not None:
-            return encode(ask, value)
-    if ask.schema is not None:
-        return encode(ask, fill(ask, ask.wrapped if ask.wrapped is not None else ask.schema))
-    return "I see both sides of this."
-
-
 WORDS = re.compile(r"\S+")
 
 

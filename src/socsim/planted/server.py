@@ -1,7 +1,7 @@
 """The planted model's OpenAI-compatible server: `python -m socsim.planted.server --effects planted|null`.
 
 GET /v1/models lists the one model id it serves; GET /health answers 200; POST /v1/chat/completions
-answers a chat completion (socsim.planted.respond) with usage counted in whitespace words. A free-text answer
+answers a chat completion (socsim.planted.answers.respond) with usage counted in whitespace words. A free-text answer
 longer than max_tokens words is cut there (finish_reason "length"), as an engine cuts it. A request it cannot
 read is answered HTTP 400 with the reason. An API key, when the environment variable API_KEY holds one, is
 required as a Bearer token (as the engines socsim starts require the run's key).
@@ -17,7 +17,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from socsim.planted import MODEL_IDS, VARIANTS, Ask, respond, tokens
+from socsim.planted import MODEL_IDS, VARIANTS, Ask, tokens
+from socsim.planted.answers import respond
 
 
 def completion(body: dict[str, Any], variant: str, served: str) -> dict[str, Any]:
@@ -72,7 +73,9 @@ def handler(variant: str, served: str, key: str | None) -> type[BaseHTTPRequestH
                 self._send(200, {"status": "ok"})
             elif self.path == "/v1/models":
                 if self._authorised():
-                    self._send(200, {"object": "list", "data": [{"id": served, "object": "model", "owned_by": "socsim"}]})
+                    self._send(
+                        200, {"object": "list", "data": [{"id": served, "object": "model", "owned_by": "socsim"}]}
+                    )
             else:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
 

@@ -201,7 +201,9 @@ ENGINES = {
     ),
     # The planted model (socsim.planted): answers that follow declared effects, not a language model; part of
     # socsim, so it runs in socsim's own environment.
-    "planted": Engine("planted", "part of socsim (`make setup`)", module="socsim.planted.server", distributions=("socsim",)),
+    "planted": Engine(
+        "planted", "part of socsim (`make setup`)", module="socsim.planted.server", distributions=("socsim",)
+    ),
 }
 
 
@@ -475,10 +477,20 @@ def _planted(c: _Launch) -> list[str]:
     variant = c.s.get("model")
     if variant not in VARIANTS:
         raise ServeError(
-            f"models.{c.spec.name}.serve.model: the planted engine serves planted or \"null\" (quoted in YAML: a bare "
+            f'models.{c.spec.name}.serve.model: the planted engine serves planted or "null" (quoted in YAML: a bare '
             f"null is no value), not {variant!r}"
         )
-    argv = [sys.executable, "-m", "socsim.planted.server", "--effects", variant, "--host", c.host, "--port", str(c.port)]
+    argv = [
+        sys.executable,
+        "-m",
+        "socsim.planted.server",
+        "--effects",
+        variant,
+        "--host",
+        c.host,
+        "--port",
+        str(c.port),
+    ]
     argv += ["--served-model-name", c.model_id]
     c.flags.update(prefix_caching="none (no model)", sampling_defaults="none (answers follow declared effects)")
     c.flags["deterministic"] = "yes (answers drawn from each request's seed and content)"

@@ -17,14 +17,14 @@ SRC = ROOT / "src"
 FLOORS: list[set[str]] = [
     {"canonical", "seeds", "progress", "legacy"},
     {"config", "stats"},
-    {"io", "llm"},
+    {"io", "llm", "planted"},
     {"models", "sim"},
     {"serving"},
     {"runtime"},
     {"preflight", "stages"},
     {"facilitation", "coherence", "opinion_dynamics", "debate"},
     {"studies"},
-    {"workflow", "plan", "limits"},
+    {"workflow", "plan", "limits", "scorecard"},
     {"dvc"},
     {"cli"},
 ]

@@ -153,7 +153,7 @@ def _judge(
             )
             verdicts.append(vd.named(part.name, v) if len(parts) > 1 else v)
             label = f"{claim}: {part.name}" if len(parts) > 1 else claim
-            j.findings.append(Finding(f"{label} [{scope}]", statistic, t.estimate, test, UNIT, t.n, v))
+            j.findings.append(Finding(f"{label} [{scope}]", statistic, t.estimate, test, UNIT, t.n, v, t.ci))
             grid.append(_grid_row(name, part.name, scope, v, t, test))
             if scope == POOLED:
                 j.rows.append(
