@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import pandas as pd
 
 from socsim.io.parquet import write_json
 from socsim.opinion_dynamics import schemas
 from socsim.opinion_dynamics.plot_layout import FIGURES
+from socsim.planted import is_control, reader_of
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, analysis_folder, shard_table
 
 DATA = "data/opinion_dynamics"
@@ -59,8 +60,39 @@ def _human_ratings(against: str | None) -> bool:
     return against is not None and against.lower().endswith(".csv")
 
 
+def _readers(p: Mapping[str, Any], configured: str, where: str) -> dict[str, str]:
+    """The models that read the agents' outputs -> the params key that names each: `configured` (named by
+    `where`) for a language model's outputs, a control's own for its outputs (socsim.planted.reader_of)."""
+    out: dict[str, str] = {}
+    for m in p[OD]["agent_models"]:
+        r = reader_of(p["models"], m, configured)
+        out.setdefault(r, where if r == configured else "opinion_dynamics.agent_models")
+    return out
+
+
+Row = TypeVar("Row")
+
+
+def _read_by(
+    items: Sequence[Mapping[str, Any]],
+    registry: Mapping[str, Any],
+    configured: str,
+    read: Callable[[list[Mapping[str, Any]], str], list[Row]],
+) -> list[Row]:
+    """`read(items, reader)` per reader of the items' agent models (`reader_of`: `configured`, or a control
+    itself), each reader's items in their order; one row per item, back in the items' order."""
+    groups: dict[str, list[int]] = {} if items else {configured: []}
+    for i, x in enumerate(items):
+        groups.setdefault(reader_of(registry, x["model"], configured), []).append(i)
+    out: list[Row | None] = [None] * len(items)
+    for reader, idx in groups.items():
+        for i, row in zip(idx, read([items[i] for i in idx], reader), strict=True):
+            out[i] = row
+    return [r for r in out if r is not None]
+
+
 def _classifier_names(p: Mapping[str, Any]) -> dict[str, str]:
-    return {p[OD]["classifier"]["model"]: "opinion_dynamics.classifier.model"}
+    return _readers(p, p[OD]["classifier"]["model"], "opinion_dynamics.classifier.model")
 
 
 def _validation_names(p: Mapping[str, Any]) -> dict[str, str]:
@@ -74,9 +106,13 @@ def run_classify(ctx: StageContext) -> None:
     cl = ctx.params[OD]["classifier"]
     events = ctx.rows("events")
     claims = {s["sim_id"]: s["claim"] for s in ctx.rows("setups")}
-    name = cl["model"]
-    client = ctx.model_client(name, "opinion_dynamics.classifier.model")
-    rows = asyncio.run(classify.classify(events, claims, ctx.yaml("prompts_file"), cl, client, name, ctx.seed))
+    prompts, names = ctx.yaml("prompts_file"), _classifier_names(ctx.params)
+
+    def read(mine: list[Mapping[str, Any]], name: str) -> list[dict[str, Any]]:
+        client = ctx.model_client(name, names[name])
+        return asyncio.run(classify.classify(list(map(dict, mine)), claims, prompts, cl, client, name, ctx.seed))
+
+    rows = _read_by(events, ctx.params["models"], cl["model"], read)
     ctx.write("ratings", rows)
     failed = sum(not r["parse_ok"] for r in rows)
     ctx.write_metrics(reports=len(rows), parse_failed=failed, parse_failure_rate=failed / len(rows) if rows else None)
@@ -112,7 +148,10 @@ def run_validate(ctx: StageContext) -> None:
         other = {(r.sim_id, int(r.t)): int(r.opinion) for r in human.itertuples()}
         against = f"human ratings ({v['against']})"
     else:
-        events = ctx.rows("events")
+        registry = ctx.params["models"]
+        # a control's reports are read by the control alone (socsim.planted): the second classifier validates
+        # the configured classifier on the language models' reports
+        events = [e for e in ctx.rows("events") if not is_control(registry.get(e["model"]))]
         claims = {s["sim_id"]: s["claim"] for s in ctx.rows("setups")}
         from socsim import seeds
 
@@ -152,7 +191,7 @@ def _judge_names(p: Mapping[str, Any]) -> dict[str, str]:
         if p[OD]["outside_info"]["model"] is not None
         else "opinion_dynamics.classifier.model"
     )
-    return {} if p[OD]["outside_info"]["sample"] == 0 else {_judge_name(p): key}
+    return {} if p[OD]["outside_info"]["sample"] == 0 else _readers(p, _judge_name(p), key)
 
 
 def run_outside_info(ctx: StageContext) -> None:
@@ -163,9 +202,13 @@ def run_outside_info(ctx: StageContext) -> None:
     items = outside_info.sample(outside_info.outputs(ctx.rows("events"), ctx.rows("setups")), cfg["sample"], ctx.seed)
     rows: list[dict[str, Any]] = []
     if items and cfg["sample"] != 0:
-        name = _judge_name(ctx.params)
-        client = ctx.model_client(name, _judge_names(ctx.params)[name])
-        rows = asyncio.run(outside_info.judge(items, ctx.yaml("prompts_file"), cfg, client, name, ctx.seed))
+        prompts, names = ctx.yaml("prompts_file"), _judge_names(ctx.params)
+
+        def read(mine: list[Mapping[str, Any]], name: str) -> list[dict[str, Any]]:
+            client = ctx.model_client(name, names[name])
+            return asyncio.run(outside_info.judge(list(map(dict, mine)), prompts, cfg, client, name, ctx.seed))
+
+        rows = _read_by(items, ctx.params["models"], _judge_name(ctx.params), read)
     ctx.write("outside_info", rows)
     failed = sum(not r["parse_ok"] for r in rows)
     ctx.write_metrics(
@@ -337,7 +380,12 @@ STUDY = Study(
             run_outside_info,
             inputs=("events", "setups", "prompts_file"),
             outputs=("outside_info",),
-            params=("seed", "opinion_dynamics.outside_info", "opinion_dynamics.classifier.model"),
+            params=(
+                "seed",
+                "opinion_dynamics.outside_info",
+                "opinion_dynamics.classifier.model",
+                "opinion_dynamics.agent_models",
+            ),
             uses_llm=True,
             models=_judge_names,
         ),

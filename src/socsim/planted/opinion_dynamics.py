@@ -1,14 +1,173 @@
-"""The planted model in the opinion_dynamics study: its declared effects and how it writes and reads them."""
+"""The planted model in the opinion_dynamics study (paper 002): its declared effects and how it writes and reads them.
+
+The generative model. Every agent holds an opinion o in -2..2 about the claim it is shown; it knows which
+claims are true (the study's topics file, what a language model knows about the world), so the claim's
+framing gives the truth's side tau (+1 true claim, -1 false claim, 0 a claim it does not know). It reads
+everything else from its prompt:
+
+- its current opinion: the last belief it stated in its context ("I now hold a <level> opinion about XYZ":
+  its last report or reflective summary, in its memory), else its persona's "Initial Belief";
+- its confirmation bias: the bias instruction of its prompt (none, weak, strong);
+- the stranger's opinion s: the tweet quoted in a review prompt ("My honest take on XYZ: <level>").
+
+A tweet states o. A report after reading a stranger's tweet states the new opinion
+    o' = clip(round(o + w_b (s - o) + d_b tau + e), -2, 2),   e ~ Normal(0, NOISE_SD),
+with w_b the social influence and d_b the truth drift of its bias level (`EFFECTS`): opinions drift toward
+the truth (B < 0 under false framing, > 0 under true framing), and confirmation bias makes agents move less
+toward others and the truth, so opinions stay diverse (D rises with the bias). A reflective summary states
+o. A control (no interaction) reports o + e rounded (no drift: no effect planted there); the bare control
+(no persona) a level drawn uniformly. With probability OUTSIDE_SHARE, in every condition alike, a tweet or
+report ends with a sentence citing a news story (outside information: no effect planted there either).
+
+The null twin writes the same texts with every level drawn uniformly from -2..2, independently of its
+prompt.
+
+As the study's readers it reads the level back faithfully: the opinion classifier answers the level of the
+belief the report states (for a text it does not know, a level drawn at random), the outside-information
+judge answers "yes" exactly when the text cites an outside source (unknown text: drawn at random).
+"""
 
 from __future__ import annotations
 
+import functools
+import math
+import re
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from socsim.planted import Ask
 
-EFFECTS: dict[str, float] = {}  # effect name -> its declared size
+EFFECTS: dict[str, float] = {
+    # The share of the gap to the stranger's tweeted opinion a reviewer closes per report, by its bias level.
+    "social_influence.none": 0.5,
+    "social_influence.weak": 0.3,
+    "social_influence.strong": 0.1,
+    # The shift (scale levels, before rounding) of a reviewer's opinion toward the truth per report.
+    "truth_drift.none": 0.8,
+    "truth_drift.weak": 0.6,
+    "truth_drift.strong": 0.4,
+}
+NOISE_SD = 0.4  # a report's noise on the latent scale before rounding (not an effect: every condition alike)
+OUTSIDE_SHARE = 0.1  # tweets and reports that cite an outside source (every condition and both variants alike)
+
+LEVELS = (-2, -1, 0, 1, 2)
+# The study's opinion scale (data/opinion_dynamics/prompts.yaml `scale`), as it appears in personas' lines.
+LABELS = {-2: "strongly negative", -1: "slightly negative", 0: "neutral", 1: "slightly positive", 2: "strongly positive"}
+_LABEL = "(" + "|".join(LABELS.values()) + ")"
+_BY_LABEL = {v: k for k, v in LABELS.items()}
+
+# What the agent writes: a tweet's and a stated belief's wording (the level early, so a short max_tokens
+# keeps it), and what the readers look for.
+TWEET = "My honest take on XYZ: {label}. Just thinking out loud."
+REPORT = "now hold a {label} opinion about XYZ, having weighed what I read."
+CONTROL_REPORT = "now hold a {label} opinion about XYZ, having thought it over."
+SUMMARY = "I now hold a {label} opinion about XYZ, after my exchanges on Twitter so far."
+OUTSIDE = " A news story I saw elsewhere says the same."
+TWEET_LEVEL = re.compile(r"take on XYZ: " + _LABEL, re.I)
+STATED_LEVEL = re.compile(r"hold a " + _LABEL + r" opinion about XYZ", re.I)
+INITIAL_LEVEL = re.compile(r"Initial Belief: " + _LABEL + r" opinion about XYZ", re.I)
+CITES_OUTSIDE = re.compile(re.escape(OUTSIDE.strip()), re.I)
+
+CLAIM = "Theory XYZ claims that"  # every agent prompt of the study names its claim so (materials.claim)
+BETWEEN_DASHES = re.compile(r"-{10}\n(.*?)\n-{10}", re.S)  # the text a classifier or judge is shown
+OPINION_CHOICES = ["-2", "-1", "0", "1", "2"]
+
+
+@functools.lru_cache(maxsize=1)
+def known_claims() -> dict[str, int]:
+    """The claims the model knows, as prompts name them -> +1 (true) or -1 (false): the study's topics file
+    of the project it serves (the working directory), else of socsim's source tree."""
+    from socsim.opinion_dynamics.materials import topic_rows
+
+    rel = Path("data/opinion_dynamics/topics.yaml")
+    for path in (Path.cwd() / rel, Path(__file__).resolve().parents[3] / rel):
+        if path.is_file():
+            rows = topic_rows(yaml.safe_load(path.read_text()))
+            return {**{r["claim_true"]: 1 for r in rows}, **{r["claim_false"]: -1 for r in rows}}
+    return {}
+
+
+def truth(text: str) -> int:
+    """The truth's side of the claim a prompt names: +1 true, -1 false, 0 unknown (the longest known claim
+    in the text, so that a claim that extends another is told apart)."""
+    found = [c for c in known_claims() if c in text]
+    return known_claims()[max(found, key=len)] if found else 0
+
+
+def _last(pattern: re.Pattern[str], text: str) -> int | None:
+    found = pattern.findall(text)
+    return _BY_LABEL[found[-1].lower()] if found else None
+
+
+def current(text: str) -> int | None:
+    """The agent's current opinion as its context shows it: its last stated belief, else its initial one."""
+    stated = _last(STATED_LEVEL, text)
+    return stated if stated is not None else _last(INITIAL_LEVEL, text)
+
+
+def bias(text: str) -> str:
+    """The confirmation-bias instruction of the prompt (prompts.yaml `bias`): none, weak or strong."""
+    low = text.lower()
+    return "strong" if "strong confirmation bias" in low else "weak" if "confirmation bias" in low else "none"
+
+
+def clip_round(x: float) -> int:
+    return int(min(2, max(-2, math.floor(x + 0.5))))
+
+
+def update(o: int, s: int, level: str, tau: int, noise: float) -> int:
+    """The reviewer's opinion after reading a tweet of opinion `s` (the module's generative model)."""
+    return clip_round(o + EFFECTS[f"social_influence.{level}"] * (s - o) + EFFECTS[f"truth_drift.{level}"] * tau + noise)
+
+
+def _outside(ask: Ask) -> str:
+    return OUTSIDE if ask.rng.random() < OUTSIDE_SHARE else ""
+
+
+def agent(ask: Ask) -> str | None:
+    """The agent's tweet, report or reflective summary, or None when the request is not one."""
+    text, last = ask.text, ask.last.rstrip()
+    if CLAIM not in text or ask.schema is not None:
+        return None
+
+    def level(planted_level: int | None) -> int:
+        if not ask.planted or planted_level is None:
+            return int(ask.pick(LEVELS))
+        return planted_level
+
+    if last.endswith("Your tweet:"):  # prompts.yaml write_cue
+        return TWEET.format(label=LABELS[level(current(text))]) + _outside(ask)
+    if re.search(r"Reasoning: As [^\n]*, I$", last):  # review_cue: the reviewer after a stranger's tweet
+        o, s = current(text), _last(TWEET_LEVEL, text)  # the stranger's tweet is the task's, the last one
+        new = None if o is None or s is None else update(o, s, bias(text), truth(text), ask.rng.normal(0, NOISE_SD))
+        return REPORT.format(label=LABELS[level(new)]) + _outside(ask)
+    if last.endswith("Reasoning: I"):  # control_cue: a report without interaction
+        o = current(text)
+        rep = None if o is None else clip_round(o + ask.rng.normal(0, NOISE_SD))
+        return CONTROL_REPORT.format(label=LABELS[level(rep)])
+    if "Reflect on" in last:  # a reflective memory's summary
+        return SUMMARY.format(label=LABELS[level(current(text))])
+    return None
+
+
+def reader(ask: Ask) -> str | None:
+    """The opinion classifier's and the outside-information judge's answers (faithful readers)."""
+    shown = BETWEEN_DASHES.search(ask.last)
+    if shown is None:
+        return None
+    body = shown.group(1)
+    if ask.choices == OPINION_CHOICES and "5-point scale" in ask.last:
+        level = _last(STATED_LEVEL, body)
+        return str(level) if level is not None else str(ask.pick(LEVELS))
+    if ask.choices == ["yes", "no"] and "information from outside" in ask.last:
+        if TWEET_LEVEL.search(body) or STATED_LEVEL.search(body):
+            return "yes" if CITES_OUTSIDE.search(body) else "no"
+        return str(ask.pick(["yes", "no"]))
+    return None
 
 
 def answer(ask: Ask) -> Any:
     """This study's answer to `ask`, or None when the request is not this study's."""
-    return None
+    return reader(ask) if ask.schema is not None else agent(ask)

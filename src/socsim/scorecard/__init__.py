@@ -201,6 +201,14 @@ def _num(v: Any) -> float | None:
     return None if v is None or pd.isna(v) or not math.isfinite(float(v)) else float(v)
 
 
+def _unrecorded(folder: Folder, model: str) -> str:
+    """The identity of a model the report names but the run's metrics do not (a released data set's models)."""
+    pooled = model == POOLED
+    if folder.source.startswith("syndisco"):
+        return "the authors' released data (every model pooled)" if pooled else "the authors' released data"
+    return "all the run's models" if pooled else "not recorded"
+
+
 def long_rows(folder: Folder) -> list[dict[str, Any]]:
     """One row per finding of a report folder, the claim split from its model; parts of a claim judged whole
     in the same report (and scope) left out; a claim judged on all models left out where models were judged alone."""
@@ -215,7 +223,7 @@ def long_rows(folder: Folder) -> list[dict[str, Any]]:
                 "claim": claim,
                 "source": folder.source,
                 "model": model,
-                "identity": folder.identities.get(model, "all the run's models" if model == POOLED else "not recorded"),
+                "identity": folder.identities.get(model, _unrecorded(folder, model)),
                 "control": model in folder.controls,
                 "verdict": _word(f),
                 "label": str(f["verdict"]),
