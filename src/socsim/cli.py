@@ -345,7 +345,9 @@ def run_args(args: argparse.Namespace) -> int:
         elif args.study == "scorecard":
             from socsim import scorecard
 
-            print(scorecard.main(args.sources, args.out, figure=not args.no_figure))
+            text = scorecard.main(args.sources, args.out, figure=not args.no_figure)
+            print(text)
+            progress.say(text)
         elif args.study == "dvc":
             from socsim import dvc
 

@@ -54,6 +54,14 @@ def _console() -> TextIO | None:
     return _CONSOLE[0]
 
 
+def say(text: str) -> None:
+    """A result a researcher should see as the run goes (e.g. the scorecard's counts): on the console of a workflow
+    job (its log has it from stdout); nothing when not a job."""
+    stream = _console()
+    if stream is not None:
+        stream.write(text.rstrip("\n") + "\n")
+
+
 def duration(seconds: float | None) -> str:
     """A time as a person reads it: seconds, minutes or hours; None: "?" (unknown)."""
     if seconds is None:

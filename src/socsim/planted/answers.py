@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from socsim.planted import Ask, Policy, coherence, debate, encode, facilitation, fill, opinion_dynamics
 
-POLICIES: tuple[Policy, ...] = (facilitation.answer, coherence.answer, opinion_dynamics.answer, debate.answer)
+STUDIES = {"facilitation": facilitation, "coherence": coherence, "opinion_dynamics": opinion_dynamics, "debate": debate}
+POLICIES: tuple[Policy, ...] = tuple(m.answer for m in STUDIES.values())
+# (study, the claim's first words) -> why the control design (params.control.yaml) has power for it: the planted
+# findings that must hold (benchmarks/planted_power.py measures how often they do).
+POWERED: dict[tuple[str, str], str] = {
+    (study, claim): why for study, m in STUDIES.items() for claim, why in getattr(m, "POWERED", {}).items()
+}
 
 
 def respond(ask: Ask) -> str:

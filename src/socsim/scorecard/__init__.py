@@ -37,7 +37,8 @@ import socsim
 from socsim.io import tables
 from socsim.io.parquet import write_json
 from socsim.io.report import FINDING_COLUMNS
-from socsim.planted import CONTROL_LABEL, is_control_id
+from socsim.planted import CONTROL_LABEL, MODEL_IDS, is_control_id
+from socsim.stats.verdict import ALPHA
 
 STUDIES = ("facilitation", "coherence", "opinion_dynamics", "debate")
 POOLED = "all models"
@@ -395,6 +396,32 @@ def write(folders: Sequence[Folder], out: Path, figure: bool = True) -> pd.DataF
     return long
 
 
+NULL_RATE = ALPHA / 2  # a claim's rate of "holds" on a null: a two-sided test at alpha read in its direction
+ALLOWANCE_LEVEL = 0.95
+
+
+def null_allowance(n: int, rate: float = NULL_RATE, level: float = ALLOWANCE_LEVEL) -> int:
+    """The most findings of `n` that may say "holds" on a null twin: the `level` quantile of Binomial(n, rate)."""
+    from scipy import stats
+
+    return int(stats.binom.ppf(level, n, rate)) if n else 0
+
+
+def null_lines(long: pd.DataFrame) -> list[str]:
+    """For each null twin's column: its findings that hold beside their binomial allowance."""
+    lines = []
+    nulls = long[long["identity"].astype(str).str.startswith(MODEL_IDS["null"]) & (long["verdict"] != NOT_RUN)]
+    for (source, model), g in nulls.groupby(["source", "model"], sort=False):
+        k, n = int((g["verdict"] == "holds").sum()), len(g)
+        allowed = null_allowance(n)
+        verdict = "within" if k <= allowed else "ABOVE"
+        lines.append(
+            f"  null twin {column_name(str(source), str(model))}: {k} of {n} findings hold; allowance {allowed} "
+            f"(the {ALLOWANCE_LEVEL:.0%} quantile of Binomial({n}, {NULL_RATE:g})): {verdict}"
+        )
+    return lines
+
+
 def main(sources: Sequence[str], out: str | Path, figure: bool = True) -> str:
     """`socsim scorecard`: the scorecard of the sources into `out`; returns the per-column counts in words."""
     if not sources:
@@ -404,4 +431,4 @@ def main(sources: Sequence[str], out: str | Path, figure: bool = True) -> str:
     lines = [f"scorecard of {long['study'].nunique()} studies, {len(c)} columns -> {out}"]
     for r in c.to_dict("records"):
         lines.append(f"  {column_name(r['source'], r['model'])}: " + ", ".join(f"{r[v]} {v}" for v in VERDICTS if r[v]))
-    return "\n".join(lines)
+    return "\n".join(lines + null_lines(long))
