@@ -24,8 +24,12 @@ GENERATED_CAPTIONS = Path(".snakemake") / "socsim-captions"
 
 def code_files(st: Stage, root: Path = ROOT) -> list[str]:
     """The .py files of the package code a stage runs (its `code` folders and files)."""
+    return _code(st.code, root)
+
+
+def _code(paths: Iterable[str], root: Path = ROOT) -> list[str]:
     out: list[str] = []
-    for rel in st.code:
+    for rel in paths:
         p = root / rel
         out += sorted(str(f.relative_to(root)) for f in (p.rglob("*.py") if p.is_dir() else [p]))
     return out
@@ -74,7 +78,7 @@ def rules(
             {
                 "name": SCORECARD_RULE,
                 "message": "scorecard: every paper finding beside every model that answered (table and figure)",
-                "input": {"reports": sc, "code": list(SCORECARD_CODE)},
+                "input": {"reports": sc, "code": _code(SCORECARD_CODE)},
                 "output": {
                     "scorecard": {
                         "path": SCORECARD,

@@ -106,6 +106,11 @@ def test_shipped_params_build_one_dag_in_snakemake_and_dvc(configfile):
     dvc_outputs = {}
     for name, st in stages.items():
         rule = name.split("@")[0]
+        if rule == workflow.SCORECARD_RULE:  # the house's one stage after every study's analysis
+            assert any(m.startswith("scorecard: ") for m, c in jobs if c == st["cmd"])
+            assert set(workflow.scorecard_inputs(params)) <= set(st["deps"])
+            dvc_outputs.update(dict.fromkeys(st["outs"], rule))
+            continue
         study = next(s for s in studies.all_studies() if rule.startswith(s.name + "_"))
         stage = study.stage(rule.removeprefix(study.name + "_"))
         assert st["desc"] == stage.summary
@@ -131,7 +136,7 @@ def test_rules_are_generated_from_the_declarations():
     assert "rule all:" in (ROOT / "Snakefile").read_text() and "\nrule " not in smk
     params = config.load([ROOT / "params.yaml"])
     specs = {r["name"]: r for r in workflow.rules(params)}
-    assert set(specs) == {st.rule_name for _, st in studies.all_stages(params)}
+    assert set(specs) == {st.rule_name for _, st in studies.all_stages(params)} | {workflow.SCORECARD_RULE}
     for study, st in studies.all_stages(params):
         r = specs[st.rule_name]
         assert r["llm_clients"] == int(st.uses_llm) and r["log"].endswith(".log") and r["benchmark"].endswith(".tsv")
@@ -150,7 +155,8 @@ def test_rules_are_generated_from_the_declarations():
         )
     targets = workflow.study_targets(params)
     assert set(targets) == {s.name for s in studies.all_studies()}
-    assert sorted(t for ts in targets.values() for t in ts) == sorted(workflow.targets(params))
+    # the default target: every study's, then the scorecard of their findings
+    assert [t for ts in targets.values() for t in ts] + [workflow.SCORECARD] == workflow.targets(params)
 
 
 def test_a_caption_is_generated_when_a_study_ships_none(tmp_path):

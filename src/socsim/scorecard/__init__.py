@@ -40,7 +40,6 @@ from socsim.io.report import FINDING_COLUMNS
 from socsim.planted import CONTROL_LABEL, MODEL_IDS, is_control_id
 from socsim.stats.verdict import ALPHA
 
-STUDIES = ("facilitation", "coherence", "opinion_dynamics", "debate")
 POOLED = "all models"
 NOT_RUN = "not run"
 VERDICTS = ("holds", "no", "inconclusive", "degenerate", NOT_RUN)
@@ -69,6 +68,13 @@ class Folder:
     controls: set[str] = field(default_factory=set)  # model names that are planted models
     models: list[str] = field(default_factory=list)  # every model name the report may name
     provenance: dict[str, Any] = field(default_factory=dict)
+
+
+def study_names() -> list[str]:
+    """The registered studies, in the registry's order (the scorecard's row groups)."""
+    from socsim import studies
+
+    return [s.name for s in studies.all_studies()]
 
 
 # -- reading ---------------------------------------------------------------------------------------------
@@ -142,8 +148,10 @@ def read_folder(path: Path, label: str | None = None) -> Folder:
         raise ScorecardError(f"{path}: not a readable report folder ({exc})") from None
     stage = str(prov.get("stage") or "")
     study = stage.split(".")[0]
-    if study not in STUDIES:
-        raise ScorecardError(f"{path}: its provenance names the stage {stage!r}, of no study ({', '.join(STUDIES)})")
+    if study not in study_names():
+        raise ScorecardError(
+            f"{path}: its provenance names the stage {stage!r}, of no study ({', '.join(study_names())})"
+        )
     version = prov.get("socsim_version")
     findings = tables.read(path, "findings")
     missing = [c for c in FINDING_COLUMNS if c not in findings.columns]
@@ -290,7 +298,7 @@ def scorecard(folders: Sequence[Folder]) -> tuple[pd.DataFrame, pd.DataFrame]:
     if not rows:
         raise ScorecardError("the reports hold no findings")
     df = pd.DataFrame(rows)
-    df["study"] = pd.Categorical(df["study"], [s for s in STUDIES if s in set(df["study"])], ordered=True)
+    df["study"] = pd.Categorical(df["study"], [s for s in study_names() if s in set(df["study"])], ordered=True)
     cols = (
         df.groupby(["source", "model"], sort=False)
         .agg(identity=("identity", "first"), control=("control", "any"))

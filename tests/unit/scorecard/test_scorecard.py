@@ -139,7 +139,7 @@ def test_the_scorecard_is_the_default_targets_last_stage_in_snakemake_and_dvc():
     params = load(["params.yaml"])
     rule = next(r for r in workflow.rules(params) if r["name"] == workflow.SCORECARD_RULE)
     assert rule["input"]["reports"] == workflow.scorecard_inputs(params)
-    assert {f"results/{s}/analysis" for s in sc.STUDIES} <= set(rule["input"]["reports"])
+    assert {f"results/{s}/analysis" for s in sc.study_names()} <= set(rule["input"]["reports"])
     assert workflow.targets(params)[-1] == workflow.SCORECARD
     stage = workflow.dvc_stages(params)[workflow.SCORECARD_RULE]
     assert stage["outs"] == [workflow.SCORECARD] and set(rule["input"]["reports"]) <= set(stage["deps"])

@@ -1,0 +1,41 @@
+"""The scorecard of the recorded tiny run (support.recorded: `snakemake --cores 2` on the tiny config, its default
+target): the last stage of the run, over every study's report, its cells the reports' own verdicts."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from socsim import scorecard as sc
+from socsim import studies
+
+
+def test_the_run_ends_with_the_scorecard_of_every_study(tiny_run):
+    out = tiny_run.project / "results" / "scorecard"
+    long = pd.read_parquet(out / "scorecard.parquet")
+    assert set(long["study"]) == {s.name for s in studies.all_studies()}
+    prov = json.loads((out / "provenance.json").read_text())
+    assert sorted(r["path"] for r in prov["reports"]) == sorted(f"results/{s}/analysis" for s in set(long["study"]))
+    # Each column is a model that answered in the run, with the identity its stages' metrics recorded.
+    for study in set(long["study"]):
+        answered = {}
+        for f in (tiny_run.project / "results" / study / "metrics").rglob("*.json"):
+            answered |= {n: m["identity"] for n, m in (json.loads(f.read_text()).get("models") or {}).items()}
+        cells = long[(long["study"] == study) & (long["verdict"] != sc.NOT_RUN)]
+        assert set(cells["model"]) <= set(answered), study
+        for model, identity in cells.groupby("model")["identity"].first().items():
+            assert identity.startswith(str(answered[model]["model_id"])), (study, model)
+    # Every cell that ran is its report's finding: the same verdicts, counted independently per study.
+    for study, cells in long[long["verdict"] != sc.NOT_RUN].groupby("study"):
+        findings = pd.read_parquet(tiny_run.project / "results" / study / "analysis" / "findings.parquet")
+        degenerate = findings["verdict"].str.startswith("degenerate input")
+        holds = findings["holds"].fillna(False).astype(bool)
+        assert (cells["verdict"] == "degenerate").sum() <= degenerate.sum()
+        assert (cells["verdict"] == "holds").sum() <= holds.sum()
+        assert len(cells) <= len(findings)
+    # The run says it on the console (the job's line), and the table people read has every claim.
+    assert "scorecard of 4 studies" in tiny_run.console
+    table = pd.read_csv(out / "scorecard_table.csv")
+    assert len(table) == long.drop_duplicates(["study", "claim"]).shape[0]
+    assert (out / "scorecard.png").stat().st_size > 10_000
