@@ -49,12 +49,26 @@ EFFECTS: dict[str, float] = {
     "truth_drift.weak": 0.6,
     "truth_drift.strong": 0.4,
 }
+# The claims the control design (params.control.yaml: 8 topics, bias none and strong, T = 10) has power for,
+# by their first words: per-topic tests over 8 topics (the verdict needs 3), Monte-Carlo power about 0.99 for
+# the B claims and 0.95 for D at these effect sizes (benchmarks/planted_power.py measures it over seeds).
+POWERED: dict[str, str] = {
+    "B follows the truth: B < 0 under false framing": "truth drift 0.8 / 0.4 a report, 8 topics",
+    "B follows the truth: B higher under true framing": "truth drift 0.8 / 0.4 a report, 8 topics",
+    "D rises with confirmation bias": "social influence 0.5 vs 0.1 (none vs strong), 8 topics",
+}
 NOISE_SD = 0.4  # a report's noise on the latent scale before rounding (not an effect: every condition alike)
 OUTSIDE_SHARE = 0.1  # tweets and reports that cite an outside source (every condition and both variants alike)
 
 LEVELS = (-2, -1, 0, 1, 2)
 # The study's opinion scale (data/opinion_dynamics/prompts.yaml `scale`), as it appears in personas' lines.
-LABELS = {-2: "strongly negative", -1: "slightly negative", 0: "neutral", 1: "slightly positive", 2: "strongly positive"}
+LABELS = {
+    -2: "strongly negative",
+    -1: "slightly negative",
+    0: "neutral",
+    1: "slightly positive",
+    2: "strongly positive",
+}
 _LABEL = "(" + "|".join(LABELS.values()) + ")"
 _BY_LABEL = {v: k for k, v in LABELS.items()}
 
@@ -77,15 +91,14 @@ OPINION_CHOICES = ["-2", "-1", "0", "1", "2"]
 
 @functools.lru_cache(maxsize=1)
 def known_claims() -> dict[str, int]:
-    """The claims the model knows, as prompts name them -> +1 (true) or -1 (false): the study's topics file
-    of the project it serves (the working directory), else of socsim's source tree."""
-    from socsim.opinion_dynamics.materials import topic_rows
-
+    """The claims the model knows (each framing's clause, as a prompt quotes it) -> +1 (true) or -1 (false):
+    the study's topics file of the project it serves (the working directory), else of socsim's source tree."""
     rel = Path("data/opinion_dynamics/topics.yaml")
     for path in (Path.cwd() / rel, Path(__file__).resolve().parents[3] / rel):
         if path.is_file():
-            rows = topic_rows(yaml.safe_load(path.read_text()))
-            return {**{r["claim_true"]: 1 for r in rows}, **{r["claim_false"]: -1 for r in rows}}
+            topics = yaml.safe_load(path.read_text())["topics"]
+            side = {"true": 1, "false": -1}
+            return {str(c).strip().rstrip("."): side[k] for t in topics for k, c in t["claims"].items()}
     return {}
 
 
@@ -119,7 +132,8 @@ def clip_round(x: float) -> int:
 
 def update(o: int, s: int, level: str, tau: int, noise: float) -> int:
     """The reviewer's opinion after reading a tweet of opinion `s` (the module's generative model)."""
-    return clip_round(o + EFFECTS[f"social_influence.{level}"] * (s - o) + EFFECTS[f"truth_drift.{level}"] * tau + noise)
+    social, drift = EFFECTS[f"social_influence.{level}"], EFFECTS[f"truth_drift.{level}"]
+    return clip_round(o + social * (s - o) + drift * tau + noise)
 
 
 def _outside(ask: Ask) -> str:

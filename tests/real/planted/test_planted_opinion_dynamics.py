@@ -1,0 +1,67 @@
+"""The opinion-dynamics study (paper 002) on the planted model and its null twin, end to end: Snakemake starts both
+servers (engine `planted`), the study runs at a small design (params.control.yaml's), each control's reports are
+classified and judged by the control itself, and the report's findings say "yes" to every planted claim
+(B follows the truth; D rises with confirmation bias) on the planted model, and on the null twin hold at most as
+often as chance allows."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pandas as pd
+import pytest
+import yaml
+from scipy import stats
+
+from support.planted import control_models
+from support.project import copy_project, tool_env
+
+ALPHA = 0.05
+DESIGN = {
+    "agent_models": ["planted", "planted-null"],
+    "topics": [
+        "flat_earth",
+        "trex_humans",
+        "talking_to_dead",
+        "palm_reading",
+        "global_warming",
+        "moon_landing",
+        "fire",
+        "sky_color",
+    ],
+    "confirmation_bias": ["none", "strong"],
+    "n_agents": 5,
+    "steps": 10,
+}
+PLANTED_CLAIMS = (
+    "B follows the truth: B < 0 under false framing, and below B under true framing",
+    "B follows the truth: B higher under true framing",
+    "D rises with confirmation bias (none < strong",
+)
+
+
+@pytest.mark.slow
+def test_the_planted_claims_hold_on_the_planted_model_and_not_on_its_null_twin(tmp_path):
+    project = copy_project(tmp_path / "project")
+    (project / "ctl.yaml").write_text(yaml.safe_dump({"models": control_models(), "opinion_dynamics": DESIGN}))
+    cmd = ["snakemake", "--cores", "2", "--configfile", "ctl.yaml", "--", "opinion_dynamics"]
+    proc = subprocess.run(cmd, cwd=project, env=tool_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = project / "results" / "opinion_dynamics"
+
+    # a control's outputs are read by the control alone (the configured classifier is never asked)
+    ratings = pd.concat(pd.read_parquet(p) for p in sorted((results / "ratings").glob("*.parquet")))
+    assert (ratings.classifier_model == ratings.model).all() and ratings.parse_ok.all()
+    judged = pd.read_parquet(results / "outside_info.parquet")
+    assert len(judged) and (judged.judge_model == judged.model).all()
+
+    findings = pd.read_parquet(results / "analysis" / "findings.parquet")
+    for model in ("planted", "planted-null"):
+        mine = findings[findings.claim.str.contains(rf"[(;] ?{re.escape(model)}, ")]
+        assert sorted(c for c in PLANTED_CLAIMS if mine.claim.str.startswith(c).any()) == sorted(PLANTED_CLAIMS)
+        if model == "planted":
+            assert (mine.verdict == "yes").all(), mine[["claim", "verdict"]].to_string()
+        else:  # at most the binomial allowance of false positives (1 in 100 runs may have more)
+            allowance = int(stats.binom.isf(0.01, len(mine), ALPHA))
+            assert mine.holds.eq(True).sum() <= allowance, mine[["claim", "verdict"]].to_string()
