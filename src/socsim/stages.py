@@ -50,7 +50,8 @@ CORE_CODE = (
     "io",
     "stats",
 )
-LLM_CODE = ("llm", "sim", "models.py", "runtime.py", "serving")  # the LLM layer, the registry, the servers a run starts
+# the LLM layer, the registry, the servers a run starts, the planted model (its answers)
+LLM_CODE = ("llm", "sim", "models.py", "runtime.py", "serving", "planted")
 SRC = "src/socsim"
 # Cluster resources of a job (Snakemake `resources:`, read by the SLURM executor). A stage that calls a
 # model runs longer, and on the embedded backend uses two cores; other stages take the profile's
