@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,6 +12,7 @@ import pandas as pd
 
 from socsim.debate import schemas
 from socsim.debate.setups import settings
+from socsim.planted import reader_of
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, analysis_folder, shard_table
 
 if TYPE_CHECKING:
@@ -20,6 +22,10 @@ DATA = "data/debate"
 RESULTS = "results/debate"
 DB = "debate"
 HUMAN = {"model": "human", "mode": 0, "ablation": "human"}
+# The data source `planted` (socsim.debate.planted_humans.write_humans): groups per Depth topic unless
+# debate.data.groups_per_topic says, and the seed its humans are drawn from (fixed: they are the control's data).
+PLANTED_GROUPS = 4
+PLANTED_SEED = 3
 
 
 def run_ingest(ctx: StageContext) -> None:
@@ -27,17 +33,25 @@ def run_ingest(ctx: StageContext) -> None:
 
     d = ctx.params[DB]["data"]
     identity = {"source": d["source"]}
-    if d["source"] == "hub":
-        root, identity = ingest.fetch(d["repo_id"], d["revision"], d["allow_patterns"])
-        identity = {"source": "hub", **identity}
-    else:
-        root = Path(ctx.path("fixture") if d["source"] == "fixture" else d["path"])
-        if not root.is_dir():
-            raise FileNotFoundError(f"debate.data.path: no such directory: {root}")
     topics = ctx.yaml("topics_file")
-    parsed = ingest.parse(
-        root, topics["topics"], topics["survey_aliases"], list(d["sources"]), d["allow_unknown_topics"]
-    )
+    with tempfile.TemporaryDirectory() as tmp:
+        if d["source"] == "hub":
+            root, identity = ingest.fetch(d["repo_id"], d["revision"], d["allow_patterns"])
+            identity = {"source": "hub", **identity}
+        elif d["source"] == "planted":  # the planted control's humans, written where they are read
+            from socsim.debate.planted_humans import write_humans
+
+            groups = d.get("groups_per_topic") or PLANTED_GROUPS
+            depth = [k for k, v in topics["topics"].items() if v.get("set") == "depth"]
+            root = write_humans(Path(tmp), depth, groups, PLANTED_SEED)
+            identity = {"source": "planted", "groups_per_topic": groups, "seed": PLANTED_SEED}
+        else:
+            root = Path(ctx.path("fixture") if d["source"] == "fixture" else d["path"])
+            if not root.is_dir():
+                raise FileNotFoundError(f"debate.data.path: no such directory: {root}")
+        parsed = ingest.parse(
+            root, topics["topics"], topics["survey_aliases"], list(d["sources"]), d["allow_unknown_topics"]
+        )
     for name in ("sessions", "participants", "tweets", "utterances"):
         ctx.write(name if name != "utterances" else "human_utterances", parsed[name], data=identity)
     counts = ingest.data_counts(
@@ -118,9 +132,23 @@ def _annotator_name(p: Mapping[str, Any]) -> dict[str, str]:
     return {p[DB]["annotator"]["model"]: "debate.annotator.model"}
 
 
-def _annotator(ctx: StageContext) -> tuple[dict[str, Any], tuple[str, LLMClient]]:
+def _reader_names(p: Mapping[str, Any]) -> dict[str, str]:
+    """The models that annotate the twins' texts -> the params key that names each: the annotator for a
+    language model's texts, a control's own for its texts (socsim.planted.reader_of)."""
+    configured = p[DB]["annotator"]["model"]
+    out: dict[str, str] = {}
+    for m in p[DB]["agent_models"]:
+        r = reader_of(p["models"], m, configured)
+        out.setdefault(r, "debate.annotator.model" if r == configured else "debate.agent_models")
+    return out
+
+
+def _annotator(ctx: StageContext, agent_model: str | None = None) -> tuple[dict[str, Any], tuple[str, LLMClient]]:
+    """The annotation params and the (name, client) that reads `agent_model`'s texts (None: the humans')."""
     ap = ctx.params[DB]["annotator"]
-    return ap, (ap["model"], ctx.model_client(ap["model"], "debate.annotator.model"))
+    name = ap["model"] if agent_model is None else reader_of(ctx.params["models"], agent_model, ap["model"])
+    where = "debate.annotator.model" if name == ap["model"] else "debate.agent_models"
+    return ap, (name, ctx.model_client(name, where))
 
 
 def _lookups(ctx: StageContext) -> tuple[dict[str, str], dict[str, str]]:
@@ -135,12 +163,12 @@ def run_annotate(ctx: StageContext) -> None:
     sim = [r for r in ctx.rows("simulated") if r["kind"] != "opinion"]
     human_tweets = {(t["session_id"], t["round"], t["worker_id"]): t["text"] for t in ctx.rows("tweets")}
     names, statements = _lookups(ctx)
-    (ap, (name, client)) = _annotator(ctx)
     human_history = annotate.dyad_turns(ctx.rows("human_utterances"))
     rows = []
     for key, group in pd.DataFrame(sim, columns=[f.name for f in schemas.SIMULATED]).groupby(
         ["model", "mode", "ablation", "topic_set"], sort=True
     ):
+        (ap, (name, client)) = _annotator(ctx, str(key[0]))
         items = group.to_dict("records")
         seen = dict(human_tweets)  # Mode 3 rounds 2 and 3: the dyad saw the simulated tweets
         seen.update({(t["session_id"], t["round"], t["speaker"]): t["text"] for t in items if t["kind"] == "tweet"})
@@ -311,7 +339,7 @@ STUDY = Study(
             outputs=("annotations",),
             params=(*ANNOTATOR, *SHARD_KEYS),
             uses_llm=True,
-            models=_annotator_name,
+            models=_reader_names,
             shards=shards,
         ),
         Stage(

@@ -16,7 +16,12 @@ from socsim.io.report import AnalysisInputs
 
 PAPER_DATA = "DEBATE (real)"
 PAPER_MODEL = "gpt-4o-mini"  # Sect. 6, the ablations (Tables 4, 10) and both annotators
-DATA_SOURCES = {"fixture": "fixture (synthetic)", "hub": PAPER_DATA, "local": PAPER_DATA}
+DATA_SOURCES = {
+    "fixture": "fixture (synthetic)",
+    "hub": PAPER_DATA,
+    "local": PAPER_DATA,
+    "planted": "synthetic humans (planted control)",
+}
 PAPER_ON_TOPIC_PROMPT = "paper"  # debate.annotator.on_topic_prompt: the paper's Tables 7-8
 
 # What each quantity is made of besides the data: "agent" (the twins' texts or opinions),
