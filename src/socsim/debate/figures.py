@@ -6,10 +6,15 @@ the utterance metrics by mode.
 Every figure draws its plot table (the analysis' plot_<figure>, socsim.debate.analysis.plots), read
 as panels (socsim.io.figures.panels): each panel's rows, its note (n, missing values and the flags of
 its own inputs, worded by the analysis) and why it has no data; a cell without data is marked, never
-drawn through. Figures import nothing from the analysis."""
+drawn through. Figures import nothing from the analysis.
+
+Sect. 6's plot tables hold every agent model's panels: the first model's under their own names, another's
+as "<model>: <panel>" (the analysis' plots.panel_name); each model gets its figures, the first model's
+under the names above, another's with "_<model>" added (by_model)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -32,7 +37,26 @@ def _na(ax: Axes, x: float, text: str) -> None:
     ax.text(x, 0.02, text, ha="center", va="bottom", fontsize=6, color="gray", transform=ax.get_xaxis_transform())
 
 
-def fig2(plot: Plot, out: Path) -> str:
+def by_model(plot: Plot) -> dict[str, dict[str, Panel]]:
+    """A Sect. 6 figure's panels per agent model ("" for the first model's, whose panels have no prefix),
+    each under its own panel name."""
+    out: dict[str, dict[str, Panel]] = {}
+    for name, p in plot.items():
+        model, _, rest = name.rpartition(": ")
+        out.setdefault(model, {})[rest] = p
+    return out
+
+
+def _suffixed(name: str, model: str) -> str:
+    """A figure's file name for `model` ("" for the first model's: `name`)."""
+    return f"{name}_{re.sub(r'[^A-Za-z0-9._-]+', '_', model)}" if model else name
+
+
+def _of(model: str) -> str:
+    return f", twins: {model}" if model else ""
+
+
+def fig2(plot: Plot, out: Path, model: str = "") -> str:
     """Mean over groups (± SE) of each group's mean and SD per step; a source without data at a step
     has no point there and no line through it. Each group's statistics at every step of a panel are
     over the same members (those with every step: paired); the panel says which values were missing
@@ -61,12 +85,15 @@ def fig2(plot: Plot, out: Path) -> str:
                 ax.legend(fontsize=7, loc="lower right")
             ax.set_title(f"{what}: group {stat} (mean over groups ± SE)", fontsize=8)
             note(ax, list(p.note))
-    fig.suptitle("Fig. 2: group-level tweet stance and opinion, humans vs twins (Depth, Mode 3)", fontsize=9)
-    save(fig, out, "fig2_group_level")
-    return "fig2_group_level"
+    fig.suptitle(
+        f"Fig. 2: group-level tweet stance and opinion, humans vs twins (Depth, Mode 3{_of(model)})", fontsize=9
+    )
+    name = _suffixed("fig2_group_level", model)
+    save(fig, out, name)
+    return name
 
 
-def fig2_effect_sizes(plot: Plot, out: Path) -> str:
+def fig2_effect_sizes(plot: Plot, out: Path, model: str = "") -> str:
     """Fig. 2's tests as effect sizes d_z = t / sqrt(G), ours beside the paper's: t grows with the
     number of groups, d_z does not. A missing value has no bar and says n/a. Each panel says that the
     twins' bars start from the humans' round-1 tweet / initial opinion (the paper's comparison, which
@@ -93,9 +120,12 @@ def fig2_effect_sizes(plot: Plot, out: Path) -> str:
     handles = [Patch(color=COLOURS[c], label=who) for c, who in (("llm", "ours"), ("paper", "paper")) if who in drawn]
     if handles:
         fig.legend(handles=handles, loc="upper right", fontsize=7)
-    fig.suptitle("Fig. 2 as effect sizes: d_z = t / sqrt(groups), ours vs the paper's (Depth, Mode 3)", fontsize=9)
-    save(fig, out, "fig2_effect_sizes")
-    return "fig2_effect_sizes"
+    fig.suptitle(
+        f"Fig. 2 as effect sizes: d_z = t / sqrt(groups), ours vs the paper's (Depth, Mode 3{_of(model)})", fontsize=9
+    )
+    name = _suffixed("fig2_effect_sizes", model)
+    save(fig, out, name)
+    return name
 
 
 def _fit(ax: Axes, xs: np.ndarray, ys: np.ndarray, colour: str) -> None:
@@ -112,7 +142,7 @@ def _fit(ax: Axes, xs: np.ndarray, ys: np.ndarray, colour: str) -> None:
     ax.fill_between(grid, fit - 1.96 * se, fit + 1.96 * se, color=colour, alpha=0.15)
 
 
-def fig3(plot: Plot, out: Path) -> str:
+def fig3(plot: Plot, out: Path, model: str = "") -> str:
     """Change against the own initial value and against the round-1 partner's minus one's own,
     humans and twins in one panel each, with least-squares lines and their 95 % bands."""
     fig, axes = plt.subplots(2, 3, figsize=(11, 7))
@@ -133,9 +163,11 @@ def fig3(plot: Plot, out: Path) -> str:
             ax.set_xlabel(predictor, fontsize=8)
             ax.set_ylabel(f"{what} change ({end} - {start})", fontsize=8)
             note(ax, list(p.note))
-    fig.suptitle("Fig. 3: individual change (Depth, Mode 3); Pearson r in analysis/individual_level", fontsize=9)
-    save(fig, out, "fig3_individual")
-    return "fig3_individual"
+    table = _suffixed("individual_level", model)
+    fig.suptitle(f"Fig. 3: individual change (Depth, Mode 3{_of(model)}); Pearson r in analysis/{table}", fontsize=9)
+    name = _suffixed("fig3_individual", model)
+    save(fig, out, name)
+    return name
 
 
 def metrics_figure(plot: Plot, name: str, out: Path) -> str:
@@ -170,12 +202,14 @@ def metrics_figure(plot: Plot, name: str, out: Path) -> str:
 
 def all_figures(plots: Mapping[str, Plot], out: Path) -> list[str]:
     """Every figure whose plot table has panels (`plots`: figure -> its panels; the metrics figures of a
-    topic set that did not run have none)."""
-    names = [
-        fig2(plots["fig2_group_level"], out),
-        fig2_effect_sizes(plots["fig2_effect_sizes"], out),
-        fig3(plots["fig3_individual"], out),
-    ]
+    topic set that did not run have none); Sect. 6's figures once per agent model (by_model)."""
+    names = []
+    for draw, figure in (
+        (fig2, "fig2_group_level"),
+        (fig2_effect_sizes, "fig2_effect_sizes"),
+        (fig3, "fig3_individual"),
+    ):
+        names += [draw(panels, out, model) for model, panels in by_model(plots[figure]).items()]
     for table in ("table3", "table9"):
         if plots[f"{table}_metrics"]:
             names.append(metrics_figure(plots[f"{table}_metrics"], table, out))

@@ -55,6 +55,13 @@ EFFECTS: dict[str, float] = {
     # closes after each round: the twins' groups converge.
     "convergence": 0.3,
 }
+# The claims the control design (params.control.yaml: 7 Depth topics x 4 synthetic groups, Mode 3) has power
+# for, by their first words: sign-flip tests over the 7 topics (exact p = 1/64 when every topic agrees; the
+# test needs 6).
+POWERED: dict[str, str] = {
+    "Sect. 6: the twins' groups converge more than the humans'": "convergence 0.3 a round, 7 topics x 4 groups",
+    "Sect. 6 / Fig. 3: the twins follow their round-1 partner": "partner influence 0.3 a round, 7 topics x 4 groups",
+}
 NOISE_SD = 0.25  # a written level's noise before rounding to the scale (both variants alike; not an effect)
 OFF_TOPIC_SHARE = 0.2  # responses that are off-topic chat (twins of both variants and humans alike)
 

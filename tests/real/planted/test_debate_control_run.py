@@ -3,19 +3,18 @@
 topics) in Mode 3, each control's tweets and utterances are annotated by the control itself, and the report's
 findings say "yes" to both planted claims (the twins converge more than the humans; they follow their round-1
 partner more than the humans) on the planted model, and on the null twin hold at most as often as chance allows.
-Sect. 6 is judged on the first agent model, so the null twin's Sect. 6 findings come from the same run's analysis
-with the null twin named first."""
+Sect. 6 is judged on each agent model, each finding naming its model (socsim.scorecard.split_model reads it), so
+one run's analysis judges both."""
 
 from __future__ import annotations
 
-import shlex
 import subprocess
 
 import pandas as pd
 import pytest
 import yaml
 
-from socsim.scorecard import null_allowance
+from socsim.scorecard import null_allowance, split_model
 from support.planted import control_models
 from support.project import copy_project, tool_env
 
@@ -31,12 +30,12 @@ PLANTED_CLAIMS = (
     "Sect. 6: the twins' groups converge more than the humans'",
     "Sect. 6 / Fig. 3: the twins follow their round-1 partner more than the humans do",
 )
-SECT6 = "Sect. 6"  # the claims judged on the first agent model (the others name the model they were judged on)
+MODELS = DESIGN["agent_models"]
 
 
 def _model_findings(findings: pd.DataFrame, model: str) -> pd.DataFrame:
-    """The findings about `model`'s twins: those naming it, and Sect. 6's (judged on the first model)."""
-    return findings[findings.claim.str.contains(f", {model})", regex=False) | findings.claim.str.startswith(SECT6)]
+    """The findings judged on `model`'s twins: those naming it (socsim.scorecard.split_model)."""
+    return findings[[split_model(c, MODELS)[1] == model for c in findings.claim]]
 
 
 @pytest.mark.slow
@@ -52,25 +51,12 @@ def test_the_planted_claims_hold_on_the_planted_model_and_not_on_its_null_twin(t
     ann = pd.concat(pd.read_parquet(p) for p in sorted((results / "annotations").glob("*.parquet")))
     assert set(ann.model) == {"planted", "planted-null"} and (ann.annotator == ann.model).all()
 
-    # the same run's analysis with the null twin first: its Sect. 6 findings
-    (project / "null_first.yaml").write_text(yaml.safe_dump({"debate": {"agent_models": ["planted-null", "planted"]}}))
-    argv = [
-        "socsim", "debate", "analyse", "--params", "params.yaml", "--params", "ctl.yaml", "--params", "null_first.yaml",
-        "--comparison", "results/debate/comparison", "--sessions", "results/debate/sessions.parquet",
-        "--participants", "results/debate/participants.parquet", "--tweets", "results/debate/tweets.parquet",
-        "--human-utterances", "results/debate/human_utterances.parquet",
-        "--simulated", *sorted(str(p.relative_to(project)) for p in (results / "simulated").glob("*.parquet")),
-        "--annotations", *sorted(str(p.relative_to(project)) for p in (results / "annotations").glob("*.parquet")),
-        "--human-annotations", "results/debate/human_annotations.parquet", "--paper-file", "data/debate/paper.yaml",
-        "--analysis", "null_analysis", "--metrics", "null_analysis.json",
-    ]  # fmt: skip
-    proc = subprocess.run(argv, cwd=project, env=tool_env(), capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, shlex.join(argv) + "\n" + proc.stderr[-3000:]
-
-    planted = _model_findings(pd.read_parquet(results / "analysis" / "findings.parquet"), "planted")
+    findings = pd.read_parquet(results / "analysis" / "findings.parquet")
+    planted = _model_findings(findings, "planted")
     for claim in PLANTED_CLAIMS:
         mine = planted[planted.claim.str.startswith(claim)]
         assert len(mine) == 1 and mine.verdict.iloc[0] == "yes", planted[["claim", "verdict"]].to_string()
-    null = _model_findings(pd.read_parquet(project / "null_analysis" / "findings.parquet"), "planted-null")
-    assert all(null.claim.str.startswith(c).any() for c in PLANTED_CLAIMS)
+    null = _model_findings(findings, "planted-null")
+    for claim in (*PLANTED_CLAIMS, "Sect. 6: the twins' public tweet stance drifts upwards"):  # Sect. 6, both models
+        assert (planted.claim.str.startswith(claim).sum(), null.claim.str.startswith(claim).sum()) == (1, 1), claim
     assert null.holds.eq(True).sum() <= null_allowance(len(null)), null[["claim", "verdict"]].to_string()

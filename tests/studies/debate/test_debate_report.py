@@ -15,10 +15,11 @@ import pytest
 from socsim.debate import analysis, figures, stats
 from socsim.debate.schemas import FIGURES
 from socsim.io import report
+from socsim.scorecard import split_model
 from socsim.stats import ttest
 from socsim.stats.verdict import MIN_UNITS
 from support.analysis import plots
-from support.studies.debate_inputs import PAPER, analysis_inputs, by_session_rows, random_inputs
+from support.studies.debate_inputs import PAPER, analysis_inputs, by_session_rows, random_inputs, two_models
 
 TWEET_MEAN_LLM = PAPER["group_level"]["tweet_mean"]["llm_change"]  # t = 2.23, p = .03: "rises"
 TWEET_MEAN_HUMAN = PAPER["group_level"]["tweet_mean"]["human_change"]  # p = .59: "does not change"
@@ -302,6 +303,63 @@ def test_report_writes_parquet_and_figures_read_it_without_csv(tmp_path: Path):
     metric = drawn["table3_metrics"]  # a panel notes the flags of its own inputs only
     assert any("stance annotator" in x for x in metric["d_stance"].note)
     assert not any("stance annotator" in x for x in metric["s_sem"].note)
+
+
+SECT6_CLAIMS = (
+    "Sect. 6: the twins' groups converge more than the humans'",
+    "Sect. 6: the twins' public tweet stance drifts upwards",
+    "Sect. 6 / Fig. 3: the twins follow their round-1 partner more than the humans do",
+)
+
+
+def _sect6_by_model(rep: report.Report, models: list[str]) -> dict[tuple[str, str], object]:
+    """(claim start, model) -> the one Sect. 6 finding of that claim judged on that model (split_model)."""
+    out = {}
+    for f in rep.findings:
+        start = next((c for c in SECT6_CLAIMS if f.claim.startswith(c)), None)
+        if start is not None:
+            _, model = split_model(f.claim, models)
+            assert (start, model) not in out, f.claim
+            out[(start, model)] = f
+    return out
+
+
+def test_two_agent_models_get_sect6_findings_tables_and_figures_each(tmp_path: Path):
+    models = ["m", "b"]
+    rep = analysis.analyse(analysis_inputs(*two_models(np.random.default_rng(11), groups=7)))
+    got = _sect6_by_model(rep, models)
+    assert set(got) == {(c, m) for c in SECT6_CLAIMS for m in models}  # each claim once per model, naming it
+    assert all(f.claim.endswith(f" ({m})") for (_, m), f in got.items())
+    # each model judged on its own twins: "b"'s round-3 tweets are at one level, so its groups converge
+    mw, mw_b = rep.tables["sect6_model_written"].df, rep.tables["sect6_model_written_b"].df
+    assert not np.allclose(mw.d_z.astype(float), mw_b.d_z.astype(float), equal_nan=True)
+    conv = SECT6_CLAIMS[0]
+    assert got[(conv, "m")].verdict.label != got[(conv, "b")].verdict.label
+    assert rep.tables["members_b"].df.s3[lambda d: d.index % 2 == 1].nunique() <= 2  # +-1 reverse-coded
+    # the humans' own findings once, without a model; their vs_paper rows once, the twins' per model
+    humans = [f.claim for f in rep.findings if f.claim.startswith("Fig. 2: the humans'")]
+    assert humans and len(humans) == len(set(humans)) and all(split_model(c, models)[1] == "all models" for c in humans)
+    quantities = [r.quantity for r in rep.vs_paper]
+    assert quantities.count("Fig. 2 tweet mean: human change (d_z = t / sqrt(G))") == 1
+    for m in models:
+        assert f"Fig. 2 tweet mean: llm change (d_z = t / sqrt(G)) ({m})" in quantities
+    # the Sect. 5 ablation stays on the first model (the only one the simulation runs ablations on)
+    assert [f.claim for f in rep.findings if "private profile" in f.claim] == [
+        "Sect. 5: in Modes 2 and 3 removing the private profile lowers S_sem and raises Delta_stance (depth, m)"
+    ]
+    # per-model tables and figures: the first model's under the old names
+    for name in ("members", "group_level", "group_tests", "fig2_effect_sizes", "individual_level"):
+        assert name in rep.tables and f"{name}_b" in rep.tables, name
+    report.write(rep, tmp_path / "analysis")
+    names = figures.all_figures(plots(tmp_path / "analysis", FIGURES), tmp_path / "figures")
+    for fig in ("fig2_group_level", "fig2_effect_sizes", "fig3_individual"):
+        assert fig in names and f"{fig}_b" in names, names
+    # the same data under two names: the same findings but for the name
+    same = analysis.analyse(analysis_inputs(*two_models(np.random.default_rng(11), groups=7, same=True)))
+    twin = _sect6_by_model(same, models)
+    for c in SECT6_CLAIMS:
+        a, b = twin[(c, "m")], twin[(c, "b")]
+        assert (a.verdict.label, a.n, a.value) == (b.verdict.label, b.n, b.value), c
 
 
 def test_without_per_debate_metrics_the_findings_are_inconclusive():

@@ -273,9 +273,7 @@ def test_ablation_claim_true_null_tiny_and_not_run():
 def _evidence(metrics: pd.DataFrame, run: analysis.RunDesign) -> analysis.Evidence:
     """Evidence with only utterance metrics (what Appendix H reads)."""
     empty = pd.DataFrame()
-    return analysis.Evidence(
-        run, {}, PAPER, {}, ["m"], analysis.InputFlags(), metrics, empty, empty, {}, empty, empty, empty, empty
-    )
+    return analysis.Evidence(run, {}, PAPER, {}, ["m"], analysis.InputFlags(), metrics, empty, empty, {})
 
 
 def test_appendix_h_vs_paper_rows_reproduce_the_paper_on_its_own_tables():

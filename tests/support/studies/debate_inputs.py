@@ -184,3 +184,28 @@ def random_inputs(rng: np.random.Generator, groups: int, stance: float | None = 
         {"model": "sentence-transformers/all-MiniLM-L6-v2", "human_on_topic": "annotate"},
     )
     return metrics, tables, dp, PAPER, run, by_session
+
+
+def two_models(rng: np.random.Generator, groups: int, second: str = "b", same: bool = False):
+    """random_inputs with a second agent model `second` (listed after "m") on the same sessions: its twins'
+    tweets and opinions those of "m" (`same`), or its own: random round-2 tweets and final opinions and
+    round-3 tweets all at one level (its groups converge from round 2 to 3); its utterance metrics those
+    of "m"."""
+    metrics, tables, dp, paper, run, by_session = random_inputs(rng, groups)
+
+    def copied(df: pd.DataFrame) -> pd.DataFrame:
+        return pd.concat([df, df[df.model == "m"].assign(model=second)], ignore_index=True)
+
+    ann, sim = tables["annotations"], tables["simulated"]
+    own_ann = ann[(ann.model == "m") & (ann.kind == "tweet")].assign(model=second)
+    own_sim = sim[(sim.model == "m") & (sim.kind == "opinion")].assign(model=second)
+    if not same:
+        own_ann = own_ann.assign(stance=np.where(own_ann["round"] == 3, STANCES[3], rng.choice(STANCES, len(own_ann))))
+        own_sim = own_sim.assign(opinion=rng.choice(STANCES, len(own_sim)))
+    tables = {
+        **tables,
+        "annotations": pd.concat([ann, own_ann], ignore_index=True),
+        "simulated": pd.concat([sim, own_sim], ignore_index=True),
+    }
+    dp = {**dp, "agent_models": ["m", second]}
+    return copied(metrics), tables, dp, paper, run, copied(by_session)

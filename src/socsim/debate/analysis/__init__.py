@@ -7,9 +7,10 @@ figure panels they concern, the vs_paper rows and every figure's plot table. It 
 files of the documented schemas, so released simulations can be re-analysed.
 
 Tables: Depth -> Table 3 (models x modes, original memory) and Table 4 (ablations of the first
-model); Breadth -> Tables 9 and 10. Sect. 6 uses the Depth groups of Mode 3 (original memory, the
-first model): tweet stance per round and opinions, topic-level reverse coding (x -1) of
-truth-framed topics; the twins' round-1 tweet and initial opinion are the humans'.
+model); Breadth -> Tables 9 and 10. Sect. 6 uses the Depth groups of Mode 3 (original memory), per agent
+model (the first model's tables under their names, another's with "_<model>" added): tweet stance per
+round and opinions, topic-level reverse coding (x -1) of truth-framed topics; the twins' round-1 tweet
+and initial opinion are the humans'.
 
 The package, along its seams: design (what the run was beside the paper), measures (what is measured
 once, with its inputs' flags: the evidence), tests (the claims' statistical tests, each at its unit),

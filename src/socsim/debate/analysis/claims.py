@@ -4,6 +4,12 @@ rows, its flags where they apply and the tables it is judged with. CLAIMS lists 
 order: per topic set the utterance metrics of Tables 3/4 (9/10) and Sect. 5's claims, the humans'
 on-topic rate, Sect. 6 (Figs. 2 and 3) and Appendix H.
 
+Sect. 6's claims and the Sect. 5 ablation are judged per agent model (measures.Twins; the ablation on
+the models that ran one), each finding naming its model in its claim's last parenthesis ("... (model)",
+"(depth, model)"), which socsim.scorecard.split_model reads; the first model's tables keep their names,
+another's get "_<model>" (measures.table_name). The humans' own Fig. 2 findings and vs_paper rows are
+given once, on the first model's groups.
+
 Design differences (vs_paper's `comparable`): the data source the run read, and per quantity the agent
 model, the annotator and the sentence encoder when it depends on them (design.RunDesign). A row with a
 design difference gives no verdict of agreement with the paper."""
@@ -11,6 +17,7 @@ design difference gives no verdict of agreement with the paper."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -23,6 +30,7 @@ from socsim.debate.analysis.measures import (
     APPENDIX_H_METRICS,
     TABLES,
     Evidence,
+    Twins,
     appendix_h_flags,
     cell_flags,
     messages,
@@ -32,6 +40,7 @@ from socsim.debate.analysis.measures import (
     paper_groups,
     paper_row,
     paper_test,
+    table_name,
     test_vars,
 )
 from socsim.debate.schemas import METRICS, OUTCOMES, QUANTITIES
@@ -93,7 +102,8 @@ def _table_rows(s: _Sheet, ev: Evidence, m: pd.DataFrame, ts: str) -> None:
     run = ev.run
     for r in m.itertuples(index=False):
         setting = (r.model, r.mode, r.ablation, ts)
-        for name in ([main_t] if r.ablation == "original" else []) + ([abl_t] if r.model == ev.model else []):
+        abl = [abl_t] if r.model in ev.ablation_models else []
+        for name in ([main_t] if r.ablation == "original" else []) + abl:
             ref, who = paper_row(ev.paper, name, r.model, r.mode, r.ablation)
             if ref is None:
                 continue
@@ -140,8 +150,10 @@ def utterance_metrics(ts: str, ev: Evidence) -> Judgement:
         [unit],
         fl,
     )
-    df, fl = _utterance_table(s, ev, m[m.model == ev.model][cols], abl_t, ts, True)
-    s.table(abl_t, df.drop(columns="model"), f"{abl_t.capitalize()} ({ts}): memory ablations ({ev.model})", [], fl)
+    for k, model in enumerate(ev.ablation_models):  # the first model's keeps the paper's table name
+        name = table_name(abl_t, model, k == 0)
+        df, fl = _utterance_table(s, ev, m[m.model == model][cols], name, ts, True)
+        s.table(name, df.drop(columns="model"), f"{abl_t.capitalize()} ({ts}): memory ablations ({model})", [], fl)
     _table_rows(s, ev, m, ts)
     return s.j
 
@@ -205,12 +217,18 @@ def llm_longer(ts: str, ev: Evidence) -> Judgement:
 
 def ablation(ts: str, ev: Evidence) -> Judgement:
     """Sect. 5 (Tables 4, 10): removing the private profile lowers S_sem and raises Delta_stance in
-    Modes 2 and 3 (the first model; tests.ablation_claim)."""
+    Modes 2 and 3 (tests.ablation_claim; the claim names the model), per model of
+    `Evidence.ablation_models` (the first, and any other that ran an ablation)."""
     s = _Sheet()
     m = ev.metrics[ev.metrics.topic_set == ts]
     if m.empty:
         return s.j
-    model = ev.model
+    for model in ev.ablation_models:
+        _ablation_of(s, ev, m, ts, model)
+    return s.j
+
+
+def _ablation_of(s: _Sheet, ev: Evidence, m: pd.DataFrame, ts: str, model: str) -> None:
     mine = m[m.model == model]
     ran = {(int(r.mode), str(r.ablation)) for r in mine.itertuples(index=False)}
     fl = {  # in the settings' order: a set's order follows the string hash, which differs per process
@@ -242,7 +260,6 @@ def ablation(ts: str, ev: Evidence) -> Judgement:
             + ev.run.encoder_note("s_sem"),
         )
     )
-    return s.j
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -306,45 +323,48 @@ def human_on_topic(ev: Evidence) -> Judgement:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Sect. 6: Fig. 2 (group level)
+# Sect. 6: Fig. 2 (group level), per agent model (measures.Twins): each model's tables (the first model's
+# under the unsuffixed names the figures read), its findings and vs_paper rows naming it; the humans' own
+# findings and rows once (on the groups of the first model)
 
 
-def _sect6_flags(ev: Evidence) -> list[dg.Flag]:
-    f = ev.flags
-    return dg.collect(f.stance_tweets_human, f.stance_tweets_llm, f.opinions_llm)
-
-
-def _fig2_test(s: _Sheet, ev: Evidence, r: Any, human_changes: dict[tuple[str, str], pd.Series]) -> dict[str, Any]:
-    """One Fig. 2 test: its finding (the humans' own change) and vs_paper row; its effect-size row."""
-    fl = s.flagged(ev.flags.test(r.quantity, r.test), f"group_tests.{r.quantity}.{r.test}")
-    design = ev.run.differences(union(variable_uses(x, v) for x, v in test_vars(r.quantity, r.test)), ev.model)
+def _fig2_test(
+    s: _Sheet, ev: Evidence, tw: Twins, r: Any, human_changes: dict[tuple[str, str], pd.Series]
+) -> dict[str, Any]:
+    """One Fig. 2 test of `tw`'s groups: its effect-size row; its vs_paper row (the humans' own change:
+    the first model's only, with its finding)."""
+    fl = s.flagged(tw.flags.test(r.quantity, r.test), f"{tw.table('group_tests')}.{r.quantity}.{r.test}")
+    design = ev.run.differences(union(variable_uses(x, v) for x, v in test_vars(r.quantity, r.test)), tw.model)
     ref = paper_test(ev.paper, r.quantity, r.test)
     paper_t, dz, g_paper = ref.get("t"), paper_dz(ev.paper, r.quantity, r.test), paper_groups(ev.paper)
+    theirs = not tests.model_written(r.test)
     finding = (
         tests.group_finding(r, ref, fl, human_changes.get((r.quantity, r.test)), ev.topics)
-        if paper_t is not None and ref.get("p") is not None
+        if paper_t is not None and ref.get("p") is not None and tw.first
         else None
     )
     if finding is not None:
         s.finding(finding)
-    theirs = not tests.model_written(r.test)
     t_shown = "n/a" if pd.isna(r.t) else f"{r.t:.3g}"
-    s.row(
-        vs_paper.Row(
-            f"Fig. 2 {r.quantity}: {r.test} (d_z = t / sqrt(G))",
-            None if pd.isna(r.d_z) else r.d_z,
-            dz,
-            finding=finding.claim if finding else "",
-            verdict=finding.verdict if finding else None,
-            flags=fl,
-            design=design,
-            note=(f"{tests.PAPERS_COMPARISON}; " if theirs else "")
-            + f"ours: t = {t_shown}, {r.n_groups} groups"
-            + (f"; {r.missing}" if isinstance(r.missing, str) and r.missing else "")
-            + (f"; {r.note}" if isinstance(r.note, str) and r.note else "")
-            + (f"; paper: t({g_paper - 1}) = {paper_t:g}, {g_paper} groups" if paper_t is not None else ""),
+    if theirs or tw.first:
+        quantity = f"Fig. 2 {r.quantity}: {r.test} (d_z = t / sqrt(G))"
+        s.row(
+            vs_paper.Row(
+                tw.named(quantity) if theirs else quantity,
+                None if pd.isna(r.d_z) else r.d_z,
+                dz,
+                finding=finding.claim if finding else "",
+                verdict=finding.verdict if finding else None,
+                flags=fl,
+                design=design,
+                note=(f"{tests.PAPERS_COMPARISON}; " if theirs else "")
+                + f"ours: t = {t_shown}, {r.n_groups} groups"
+                + (f"; {r.missing}" if isinstance(r.missing, str) and r.missing else "")
+                + (f"; {r.note}" if isinstance(r.note, str) and r.note else "")
+                + (f"; paper: t({g_paper - 1}) = {paper_t:g}, {g_paper} groups" if paper_t is not None else ""),
+            )
         )
-    )
+    verdict = "" if theirs else _human_verdict(ev, r, ref)
     return {
         "quantity": r.quantity,
         "test": r.test,
@@ -354,57 +374,72 @@ def _fig2_test(s: _Sheet, ev: Evidence, r: Any, human_changes: dict[tuple[str, s
         "paper_d_z": dz,
         "paper_t": paper_t,
         "paper_groups": g_paper if paper_t is not None else None,
-        "verdict": finding.verdict.label if finding else tests.PAPERS_COMPARISON if theirs else "",
+        "verdict": tests.PAPERS_COMPARISON if theirs else (finding.verdict.label if finding else verdict),
         "missing": r.missing,
         "flags": messages(fl),
     }
 
 
+def _human_verdict(ev: Evidence, r: Any, ref: Any) -> str:
+    """The verdict column of a humans' test in another model's table: where the finding is."""
+    if ref.get("t") is None or ref.get("p") is None:
+        return ""
+    return f"see {ev.first.table('fig2_effect_sizes')} (the humans' findings, on {ev.model}'s groups)"
+
+
 def group_level(ev: Evidence) -> Judgement:
     """Fig. 2: the group mean and SD of tweet stance and opinion, and the paper's change tests as effect
-    sizes d_z beside its own. The humans' own change is a finding (tests.group_finding: the paper's
-    direction over topics, or "no change" by equivalence); the twins' tests start from the humans'
-    round-1 tweet and initial opinion, so they are the paper's comparison, without a verdict."""
+    sizes d_z beside its own, per agent model. The humans' own change is a finding (tests.group_finding:
+    the paper's direction over topics, or "no change" by equivalence), once, on the first model's groups;
+    the twins' tests start from the humans' round-1 tweet and initial opinion, so they are the paper's
+    comparison, without a verdict."""
     s = _Sheet()
-    sect6 = _sect6_flags(ev)
-    per_group = ev.per_group.assign(
+    for tw in ev.sect6.values():
+        _group_level_of(s, ev, tw)
+    return s.j
+
+
+def _group_level_of(s: _Sheet, ev: Evidence, tw: Twins) -> None:
+    sect6 = tw.sect6_flags
+    gl = tw.table("group_level")
+    per_group = tw.per_group.assign(
         flags=[
-            messages(s.flagged(ev.flags.variable(r.source, r.quantity), f"group_level.{r.source}.{r.quantity}"))
-            for r in ev.per_group.itertuples(index=False)
+            messages(s.flagged(tw.flags.variable(r.source, r.quantity), f"{gl}.{r.source}.{r.quantity}"))
+            for r in tw.per_group.itertuples(index=False)
         ]
     )
     s.table(
-        "group_level",
+        gl,
         per_group,
-        "Fig. 2: per-group mean and SD of each quantity",
+        f"Fig. 2: per-group mean and SD of each quantity (twins: {tw.model})",
         ["each group's statistics of an outcome are over its members with every step of it (paired)"],
         sect6,
     )
     human_changes = stats.group_changes(per_group, stats.GROUP_TESTS)
     cells, es_rows = [], []
-    for r in ev.group_tests.itertuples(index=False):
-        es_rows.append(_fig2_test(s, ev, r, human_changes))
+    for r in tw.group_tests.itertuples(index=False):
+        es_rows.append(_fig2_test(s, ev, tw, r, human_changes))
         cells.append(es_rows[-1]["flags"])
     s.table(
-        "group_tests",
-        ev.group_tests.assign(flags=cells),
-        "Fig. 2: group-level changes (paired t over groups; d_z = t / sqrt(groups))",
+        tw.table("group_tests"),
+        tw.group_tests.assign(flags=cells),
+        f"Fig. 2: group-level changes (paired t over groups; d_z = t / sqrt(groups); twins: {tw.model})",
         [f"the twins' tests (llm change, llm change vs human change) are {tests.PAPERS_COMPARISON}"],
         sect6,
     )
     s.table(
-        "fig2_effect_sizes",
+        tw.table("fig2_effect_sizes"),
         pd.DataFrame(es_rows).astype(
             {"d_z": "float64", "t": "float64", "paper_d_z": "float64", "paper_t": "float64", "paper_groups": "Int64"}
         ),
-        f"Fig. 2 effect sizes: d_z = t / sqrt(G), ours beside the paper's (G = {paper_groups(ev.paper)})",
+        f"Fig. 2 effect sizes: d_z = t / sqrt(G), ours beside the paper's (G = {paper_groups(ev.paper)}; "
+        f"twins: {tw.model})",
         [
             "the paper's t grows with its number of groups; d_z does not",
             f"the twins' tests are {tests.PAPERS_COMPARISON}",
         ],
         sect6,
     )
-    return s.j
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -412,41 +447,45 @@ def group_level(ev: Evidence) -> Judgement:
 
 
 def individual_level(ev: Evidence) -> Judgement:
-    """Fig. 3 as the paper reports it: the Pearson r of each source's change with its initial value and
-    its partner, beside the paper's (no finding)."""
+    """Fig. 3 as the paper reports it, per agent model: the Pearson r of each source's change with its
+    initial value and its partner, beside the paper's (no finding; the humans' rows once)."""
     s = _Sheet()
     il = ev.paper.get("individual_level") or {}
-    cells = []
-    for r in ev.indiv.itertuples(index=False):
-        start, end = OUTCOMES[r.outcome]
-        fl = s.flagged(
-            union(ev.flags.variable(r.source, v) for v in (start, end)),
-            f"individual_level.{r.source}.{r.outcome}.{r.predictor}",
-        )
-        cells.append(messages(fl))
-        ref = ((il.get(r.outcome) or {}).get(r.predictor.replace(" ", "_")) or {}).get(r.source) or {}
-        s.row(
-            vs_paper.Row(
-                f"Fig. 3 {r.outcome} change ~ {r.predictor} ({r.source}): Pearson r",
-                r.r,
-                ref.get("r"),
-                flags=fl,
-                design=ev.run.differences(union(variable_uses(r.source, v) for v in (start, end)), ev.model),
-                note=f"{r.n} members" + (f"; {r.note}" if isinstance(r.note, str) and r.note else ""),
+    for tw in ev.sect6.values():
+        name, cells = tw.table("individual_level"), []
+        for r in tw.indiv.itertuples(index=False):
+            start, end = OUTCOMES[r.outcome]
+            fl = s.flagged(
+                union(tw.flags.variable(r.source, v) for v in (start, end)),
+                f"{name}.{r.source}.{r.outcome}.{r.predictor}",
             )
+            cells.append(messages(fl))
+            if r.source == "human" and not tw.first:
+                continue
+            ref = ((il.get(r.outcome) or {}).get(r.predictor.replace(" ", "_")) or {}).get(r.source) or {}
+            quantity = f"Fig. 3 {r.outcome} change ~ {r.predictor} ({r.source}): Pearson r"
+            s.row(
+                vs_paper.Row(
+                    tw.named(quantity) if r.source == "llm" else quantity,
+                    r.r,
+                    ref.get("r"),
+                    flags=fl,
+                    design=ev.run.differences(union(variable_uses(r.source, v) for v in (start, end)), tw.model),
+                    note=f"{r.n} members" + (f"; {r.note}" if isinstance(r.note, str) and r.note else ""),
+                )
+            )
+        s.table(
+            name,
+            tw.indiv.assign(flags=cells),
+            f"Fig. 3: individual change vs initial stance and partner (twins: {tw.model})",
+            [],
+            tw.sect6_flags,
         )
-    s.table(
-        "individual_level",
-        ev.indiv.assign(flags=cells),
-        "Fig. 3: individual change vs initial stance and partner",
-        [],
-        _sect6_flags(ev),
-    )
     return s.j
 
 
 # ---------------------------------------------------------------------------------------------------
-# Sect. 6's claims on model-written points (convergence, drift)
+# Sect. 6's claims on model-written points (convergence, drift), per agent model
 
 
 def _d_z_of(frame: pd.DataFrame, q: str, t: str) -> str:
@@ -455,16 +494,18 @@ def _d_z_of(frame: pd.DataFrame, q: str, t: str) -> str:
     return "n/a" if ours is None or pd.isna(ours) else f"{ours:.2f}"
 
 
-def _model_written_table(s: _Sheet, ev: Evidence) -> None:
-    """The table `sect6_model_written` (the tests both claims are judged on), its flags where they apply."""
-    flags, _, mw = ev.model_written
+def _model_written_table(s: _Sheet, tw: Twins) -> None:
+    """The table `sect6_model_written` of `tw` (the tests both claims are judged on), its flags where
+    they apply."""
+    flags, _, mw = tw.model_written
+    name = tw.table("sect6_model_written")
     for (q, t), fl in flags.items():
-        s.flagged(fl, f"sect6_model_written.{q}.{t}")
+        s.flagged(fl, f"{name}.{q}.{t}")
     s.table(
-        "sect6_model_written",
+        name,
         mw.assign(flags=[messages(flags[(r.quantity, r.test)]) for r in mw.itertuples(index=False)]),
         "Sect. 6 on model-written points: the group mean and SD of tweet stance from round 2 to 3 (both the "
-        "twins' own tweets), paired t over groups and the sign-flip test over topics",
+        f"twins' own tweets; twins: {tw.model}), paired t over groups and the sign-flip test over topics",
         [
             "the paper's tests (round 3 vs 1) start from the humans' round-1 tweet: see group_tests",
             f"verdict: the part's, judged over topics (at least {tests.MIN_TOPICS}); empty for a test no claim uses",
@@ -474,38 +515,41 @@ def _model_written_table(s: _Sheet, ev: Evidence) -> None:
 
 
 def _model_written_claim(name: str, ev: Evidence) -> Judgement:
-    """One of SECT6_GROUP_CLAIMS (convergence, drift) on the twins' round-2 and round-3 tweets: its
-    finding (tests.group_claims, judged over topics) and vs_paper row."""
+    """One of SECT6_GROUP_CLAIMS (convergence, drift) on the twins' round-2 and round-3 tweets, per agent
+    model: its finding (tests.group_claims, judged over topics; the claim names the model) and vs_paper
+    row."""
     s = _Sheet()
-    if name == next(iter(tests.SECT6_GROUP_CLAIMS)):  # the first claim brings the table both are judged on
-        _model_written_table(s, ev)
-    flags, findings, mw = ev.model_written
-    f = findings[list(tests.SECT6_GROUP_CLAIMS).index(name)]
-    _, parts = tests.SECT6_GROUP_CLAIMS[name]
-    s.finding(f)
-    vars_ = union(test_vars(q, t) for q, t, _ in parts)
-    note = []
-    for q, t, _ in parts:
-        row = mw[(mw["quantity"] == q) & (mw["test"] == t)].iloc[0]
-        p_top = "n/a" if pd.isna(row.p_topics) else f"{row.p_topics:.3g}"
-        theirs = paper_dz(ev.paper, q.split(",")[0], t)
-        note.append(
-            f"{q} {t}: d_z {_d_z_of(mw, q, t)}, {row.n_groups} groups, sign-flip p = {p_top} over "
-            f"{row.n_topics} topics"
-            + ("" if theirs is None else f" (the paper, round 3 vs 1 from the humans' start: d_z {theirs:.2f})")
+    for tw in ev.sect6.values():
+        if name == next(iter(tests.SECT6_GROUP_CLAIMS)):  # the first claim brings the table both are judged on
+            _model_written_table(s, tw)
+        flags, findings, mw = tw.model_written
+        f = replace(findings[list(tests.SECT6_GROUP_CLAIMS).index(name)])
+        f.claim = tw.named(f.claim)
+        _, parts = tests.SECT6_GROUP_CLAIMS[name]
+        s.finding(f)
+        vars_ = union(test_vars(q, t) for q, t, _ in parts)
+        note = []
+        for q, t, _ in parts:
+            row = mw[(mw["quantity"] == q) & (mw["test"] == t)].iloc[0]
+            p_top = "n/a" if pd.isna(row.p_topics) else f"{row.p_topics:.3g}"
+            theirs = paper_dz(ev.paper, q.split(",")[0], t)
+            note.append(
+                f"{q} {t}: d_z {_d_z_of(mw, q, t)}, {row.n_groups} groups, sign-flip p = {p_top} over "
+                f"{row.n_topics} topics"
+                + ("" if theirs is None else f" (the paper, round 3 vs 1 from the humans' start: d_z {theirs:.2f})")
+            )
+        s.row(
+            vs_paper.Row(
+                f.claim,
+                None,
+                None,
+                finding=f.claim,
+                verdict=f.verdict,
+                flags=union(flags[(q, t)] for q, t, _ in parts),
+                design=ev.run.differences(union(variable_uses(x, v) for x, v in vars_), tw.model),
+                note="; ".join(note),
+            )
         )
-    s.row(
-        vs_paper.Row(
-            f.claim,
-            None,
-            None,
-            finding=f.claim,
-            verdict=f.verdict,
-            flags=union(flags[(q, t)] for q, t, _ in parts),
-            design=ev.run.differences(union(variable_uses(x, v) for x, v in vars_), ev.model),
-            note="; ".join(note),
-        )
-    )
     return s.j
 
 
@@ -513,96 +557,103 @@ def _model_written_claim(name: str, ev: Evidence) -> Judgement:
 # Sect. 6's claims as the paper tests them: no verdict
 
 
-def _sect6_design(ev: Evidence) -> list[str]:
+def _sect6_design(ev: Evidence, tw: Twins) -> list[str]:
     every = [(x, v) for x in ("llm", "human") for v in QUANTITIES]
-    return ev.run.differences(union(variable_uses(x, v) for x, v in every), ev.model)
+    return ev.run.differences(union(variable_uses(x, v) for x, v in every), tw.model)
 
 
 def papers_comparison(name: str, ev: Evidence) -> Judgement:
     """One of SECT6_PAPER_CLAIMS (convergence, drift, public vs private) as the paper tests it (round 3
-    vs 1, final vs initial): a vs_paper row without a verdict (tests.PAPERS_COMPARISON)."""
+    vs 1, final vs initial), per agent model: a vs_paper row without a verdict (tests.PAPERS_COMPARISON)."""
     s = _Sheet()
     claim, tests_of = tests.SECT6_PAPER_CLAIMS[name]
-    value, extra = None, ""
-    if name == "public vs private":
-        value, p, n, _ = stats.dissociation(ev.per_group, "llm")
-        shown = "n/a" if p is None else f"{p:.3g}"
-        extra = f"; tweet-mean change minus opinion-mean change: one-sample t p = {shown}, {n} groups"
-    parts = []
-    for q, t in tests_of:
-        theirs = paper_dz(ev.paper, q, t)
-        parts.append(
-            f"{q} {t}: d_z {_d_z_of(ev.group_tests, q, t)}" + ("" if theirs is None else f" (paper {theirs:.2f})")
-        )
-    s.row(
-        vs_paper.Row(
-            claim,
-            value,
-            None,
-            flags=union(ev.flags.test(q, t) for q, t in tests_of),
-            design=_sect6_design(ev),
-            note=f"{tests.PAPERS_COMPARISON}; " + "; ".join(parts) + extra,
-        )
-    )
-    return s.j
-
-
-# ---------------------------------------------------------------------------------------------------
-# Fig. 3: partner influence
-
-
-def partner_influence(ev: Evidence) -> Judgement:
-    """Fig. 3: the twins follow their round-1 partner more than the humans do, as the partner coefficient
-    of the end value (tests.partner_claim), judged over topics; a vs_paper row per outcome."""
-    s = _Sheet()
-    out_flags = ev.outcome_flags
-    partner, pparts = tests.partner_claim(ev.mem, ev.topics, out_flags)
-    s.finding(partner)
-    s.table(
-        "fig3_partner_coefficients",
-        pparts.astype(
-            {
-                "b_llm": "float64",
-                "b_human": "float64",
-                "diff": "float64",
-                "p": "float64",
-                "topic_mean": "float64",
-                "p_topics": "float64",
-            }
-        ),
-        "Fig. 3's partner influence: the partner coefficient of OLS end ~ own start + round-1 partner's start, "
-        "twins minus humans (p: cluster bootstrap over groups; p_topics: sign-flip over the per-topic differences)",
-        [
-            "the end value, not the change score: 'partner minus own' shares -own start with the change",
-            f"claimed: twins minus humans > 0; judged over topics (at least {tests.MIN_TOPICS}), at least "
-            f"{tests.MIN_BOOT_GROUPS} groups",
-        ],
-        union(out_flags.values()),
-    )
-    for r in pparts.itertuples(index=False):
-        b_shown = ", ".join(
-            f"{who} {'n/a' if v is None or pd.isna(v) else format(v, '.3f')}"
-            for who, v in (("b_llm", r.b_llm), ("b_human", r.b_human))
-        )
+    for tw in ev.sect6.values():
+        value, extra = None, ""
+        if name == "public vs private":
+            value, p, n, _ = stats.dissociation(tw.per_group, "llm")
+            shown = "n/a" if p is None else f"{p:.3g}"
+            extra = f"; tweet-mean change minus opinion-mean change: one-sample t p = {shown}, {n} groups"
+        parts = []
+        for q, t in tests_of:
+            theirs = paper_dz(ev.paper, q, t)
+            parts.append(
+                f"{q} {t}: d_z {_d_z_of(tw.group_tests, q, t)}" + ("" if theirs is None else f" (paper {theirs:.2f})")
+            )
         s.row(
             vs_paper.Row(
-                f"Fig. 3 {r.outcome}: partner coefficient, twins minus humans (end ~ own start + partner start)",
-                r.diff,
+                tw.named(claim),
+                value,
                 None,
-                finding=partner.claim,
-                verdict=partner.verdict,
-                flags=out_flags[r.outcome],
-                design=_sect6_design(ev),
-                note=f"{b_shown}; {r.n_groups} groups, {r.n_topics} topics; this part: {r.verdict}; the paper "
-                "reports r of the change score, not this coefficient",
+                flags=union(tw.flags.test(q, t) for q, t in tests_of),
+                design=_sect6_design(ev, tw),
+                note=f"{tests.PAPERS_COMPARISON}; " + "; ".join(parts) + extra,
             )
         )
     return s.j
 
 
+# ---------------------------------------------------------------------------------------------------
+# Fig. 3: partner influence, per agent model
+
+
+def partner_influence(ev: Evidence) -> Judgement:
+    """Fig. 3: the twins follow their round-1 partner more than the humans do, as the partner coefficient
+    of the end value (tests.partner_claim), judged over topics, per agent model (the claim names it); a
+    vs_paper row per outcome."""
+    s = _Sheet()
+    for tw in ev.sect6.values():
+        out_flags = tw.outcome_flags
+        partner, pparts = tests.partner_claim(tw.mem, ev.topics, out_flags)
+        partner = replace(partner, claim=tw.named(partner.claim))
+        s.finding(partner)
+        s.table(
+            tw.table("fig3_partner_coefficients"),
+            pparts.astype(
+                {
+                    "b_llm": "float64",
+                    "b_human": "float64",
+                    "diff": "float64",
+                    "p": "float64",
+                    "topic_mean": "float64",
+                    "p_topics": "float64",
+                }
+            ),
+            "Fig. 3's partner influence: the partner coefficient of OLS end ~ own start + round-1 partner's start, "
+            f"twins ({tw.model}) minus humans (p: cluster bootstrap over groups; p_topics: sign-flip over the "
+            "per-topic differences)",
+            [
+                "the end value, not the change score: 'partner minus own' shares -own start with the change",
+                f"claimed: twins minus humans > 0; judged over topics (at least {tests.MIN_TOPICS}), at least "
+                f"{tests.MIN_BOOT_GROUPS} groups",
+            ],
+            union(out_flags.values()),
+        )
+        for r in pparts.itertuples(index=False):
+            b_shown = ", ".join(
+                f"{who} {'n/a' if v is None or pd.isna(v) else format(v, '.3f')}"
+                for who, v in (("b_llm", r.b_llm), ("b_human", r.b_human))
+            )
+            s.row(
+                vs_paper.Row(
+                    tw.named(
+                        f"Fig. 3 {r.outcome}: partner coefficient, twins minus humans (end ~ own start + partner start)"
+                    ),
+                    r.diff,
+                    None,
+                    finding=partner.claim,
+                    verdict=partner.verdict,
+                    flags=out_flags[r.outcome],
+                    design=_sect6_design(ev, tw),
+                    note=f"{b_shown}; {r.n_groups} groups, {r.n_topics} topics; this part: {r.verdict}; the paper "
+                    "reports r of the change score, not this coefficient",
+                )
+            )
+    return s.j
+
+
 def correlation_difference(ev: Evidence) -> Judgement:
-    """Fig. 3 as the paper compares it: the twins' r minus the humans' (tests.correlation_parts), beside
-    the paper's, without a verdict."""
+    """Fig. 3 as the paper compares it, per agent model: the twins' r minus the humans'
+    (tests.correlation_parts), beside the paper's, without a verdict."""
     s = _Sheet()
     il = ev.paper.get("individual_level") or {}
     paper_diff = {
@@ -610,31 +661,32 @@ def correlation_difference(ev: Evidence) -> Judgement:
         for o, pr, _ in tests.SECT6_CORRELATIONS
         if ((il.get(o) or {}).get(pr.replace(" ", "_")) or {}).get("llm")
     }
-    corr = tests.correlation_parts(ev.mem)
-    corr = corr.assign(paper_diff=[paper_diff.get((r.outcome, r.predictor)) for r in corr.itertuples(index=False)])
-    out_flags = ev.outcome_flags
-    s.table(
-        "fig3_llm_vs_human",
-        corr.astype(
-            {"r_llm": "float64", "r_human": "float64", "diff": "float64", "p": "float64", "paper_diff": "float64"}
-        ),
-        "Fig. 3 as the paper compares it: the twins' correlation minus the humans' (cluster bootstrap over "
-        "groups); no verdict",
-        [tests.PAPERS_COMPARISON, "the partner influence is judged in fig3_partner_coefficients"],
-        union(out_flags.values()),
-    )
-    for r in corr.itertuples(index=False):
-        shown = "n/a" if r.p is None or pd.isna(r.p) else f"{r.p:.3g}"
-        s.row(
-            vs_paper.Row(
-                f"Fig. 3 {r.outcome} change ~ {r.predictor}: r_llm - r_human",
-                r.diff,
-                paper_diff.get((r.outcome, r.predictor)),
-                flags=out_flags[r.outcome],
-                design=_sect6_design(ev),
-                note=f"{tests.PAPERS_COMPARISON}; {r.n_groups} groups, bootstrap p = {shown}",
-            )
+    for tw in ev.sect6.values():
+        corr = tests.correlation_parts(tw.mem)
+        corr = corr.assign(paper_diff=[paper_diff.get((r.outcome, r.predictor)) for r in corr.itertuples(index=False)])
+        out_flags = tw.outcome_flags
+        s.table(
+            tw.table("fig3_llm_vs_human"),
+            corr.astype(
+                {"r_llm": "float64", "r_human": "float64", "diff": "float64", "p": "float64", "paper_diff": "float64"}
+            ),
+            f"Fig. 3 as the paper compares it: the twins' ({tw.model}) correlation minus the humans' (cluster "
+            "bootstrap over groups); no verdict",
+            [tests.PAPERS_COMPARISON, f"the partner influence is judged in {tw.table('fig3_partner_coefficients')}"],
+            union(out_flags.values()),
         )
+        for r in corr.itertuples(index=False):
+            shown = "n/a" if r.p is None or pd.isna(r.p) else f"{r.p:.3g}"
+            s.row(
+                vs_paper.Row(
+                    tw.named(f"Fig. 3 {r.outcome} change ~ {r.predictor}: r_llm - r_human"),
+                    r.diff,
+                    paper_diff.get((r.outcome, r.predictor)),
+                    flags=out_flags[r.outcome],
+                    design=_sect6_design(ev, tw),
+                    note=f"{tests.PAPERS_COMPARISON}; {r.n_groups} groups, bootstrap p = {shown}",
+                )
+            )
     return s.j
 
 

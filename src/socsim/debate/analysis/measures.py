@@ -13,13 +13,16 @@ Flags travel with their numbers: each quantity carries the flags of its own inpu
 - stance annotator (human tweets / twins' tweets, Sect. 6) -> the tweet quantities of Figs. 2 and 3
   whose tweets they are (the twins' round-1 tweet is the human's);
 - the twins' final opinions (Sect. 6), one value for >= 90 % -> the twins' opinion quantities.
+
+Sect. 6 is measured for each agent model (Twins); its twins' flags name the model when the run has several.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -152,16 +155,17 @@ def _sect6(tables: Mapping[str, Any], model: str) -> Sect6:
     )
 
 
-def sect6_flags(tables: Mapping[str, Any], model: str, flags: InputFlags) -> None:
-    """The Sect. 6 flags (set on `flags`): the tweet stances of each source and the twins' final
-    opinions that enter Figs. 2 and 3 (raw values, before reverse coding); none when Sect. 6 has no
-    group."""
+def sect6_flags(tables: Mapping[str, Any], model: str, flags: InputFlags, named: bool = False) -> None:
+    """The Sect. 6 flags of `model` (set on `flags`): the tweet stances of each source and the twins'
+    final opinions that enter Figs. 2 and 3 (raw values, before reverse coding); none when Sect. 6 has
+    no group. `named`: the twins' flags name the model (a run of several agent models)."""
     s6 = _sect6(tables, model)
     if not s6.ran:
         return
+    which = f"Sect. 6, {model}" if named else "Sect. 6"
     flags.stance_tweets_human = dg.one_value(s6.human_tweets.stance, "stance annotator (human tweets, Sect. 6)")
-    flags.stance_tweets_llm = dg.one_value(s6.llm_tweets.stance, "stance annotator (twins' tweets, Sect. 6)")
-    flags.opinions_llm = dg.one_value(s6.opinions.opinion, "twins' final opinions (Sect. 6)")
+    flags.stance_tweets_llm = dg.one_value(s6.llm_tweets.stance, f"stance annotator (twins' tweets, {which})")
+    flags.opinions_llm = dg.one_value(s6.opinions.opinion, f"twins' final opinions ({which})")
 
 
 def members(tables: Mapping[str, Any], model: str) -> pd.DataFrame:
@@ -375,6 +379,74 @@ def paper_delta(ref: Mapping[str, Any], metric: str) -> float:
 # The evidence every claim judges
 
 
+def table_name(name: str, model: str, first: bool) -> str:
+    """A per-model table's name: `name` for the first agent model (its figures read it), else
+    "<name>_<model>" (the model's name with anything but letters, digits, ".", "-" and "_" as "_")."""
+    return name if first else f"{name}_{re.sub(r'[^A-Za-z0-9._-]+', '_', model)}"
+
+
+@dataclass
+class Twins:
+    """Sect. 6 of one agent model (Depth, Mode 3, original memory): its members, Fig. 2's groups and
+    tests, Fig. 3's correlations and the flags of its inputs (the run's utterance flags and its own
+    Sect. 6 flags)."""
+
+    model: str
+    first: bool  # the first agent model: its tables keep the names the figures read
+    flags: InputFlags
+    mem: pd.DataFrame  # Sect. 6 members
+    per_group: pd.DataFrame  # Fig. 2: per group, source and quantity
+    group_tests: pd.DataFrame  # Fig. 2: the paper's change tests
+    indiv: pd.DataFrame  # Fig. 3: the paper's correlations
+    topics: dict[Any, Any]  # session -> topic
+
+    def table(self, name: str) -> str:
+        """The name of this model's table `name` (table_name)."""
+        return table_name(name, self.model, self.first)
+
+    def named(self, text: str) -> str:
+        """`text` naming this model in its last parenthesis: "<text> (<model>)"."""
+        return f"{text} ({self.model})"
+
+    @property
+    def sect6_flags(self) -> list[dg.Flag]:
+        f = self.flags
+        return dg.collect(f.stance_tweets_human, f.stance_tweets_llm, f.opinions_llm)
+
+    @cached_property
+    def model_written(self) -> tuple[dict[tuple[str, str], list[dg.Flag]], list[Finding], pd.DataFrame]:
+        """Sect. 6's claims on model-written points (tests.group_claims): the flags of each test, the
+        findings (convergence, drift; claims not yet naming the model) and the tests' table."""
+        mw_tests = stats.change_tests(self.per_group, stats.MODEL_WRITTEN_TESTS)
+        fl = {
+            (r.quantity, r.test): dg.collect(self.flags.test(r.quantity, r.test))
+            for r in mw_tests.itertuples(index=False)
+        }
+        findings, mw = group_claims(self.per_group, self.topics, fl)
+        return fl, findings, mw
+
+    @cached_property
+    def outcome_flags(self) -> dict[str, list[dg.Flag]]:
+        """Fig. 3 per outcome: the flags of its start and end variables, both sources."""
+        return {o: union(self.flags.variable(s, v) for s in ("llm", "human") for v in OUTCOMES[o]) for o in OUTCOMES}
+
+
+def twins(tables: Mapping[str, Any], models: list[str], flags: InputFlags, ddof: int) -> dict[str, Twins]:
+    """Sect. 6 of each agent model, in the run's order (the first first); `flags`: the utterance flags."""
+    topics = session_topics(tables["sessions"])
+    out: dict[str, Twins] = {}
+    for k, model in enumerate(models):
+        fl = replace(flags)
+        sect6_flags(tables, model, fl, named=len(models) > 1)
+        mem = members(tables, model)
+        per_group, group_tests = stats.group_level(mem, ddof)
+        out[model] = Twins(model, k == 0, fl, mem, per_group, group_tests, stats.individual_level(mem), topics)
+    names = [t.table("members") for t in out.values()]
+    if len(set(names)) < len(names):
+        raise ValueError(f"debate.agent_models: two models give one table name: {', '.join(names)}")
+    return out
+
+
 @dataclass
 class Evidence:
     """What the analysis measured once, for the claims and the report."""
@@ -384,20 +456,29 @@ class Evidence:
     paper: Mapping[str, Any]
     tables: Mapping[str, Any]
     models: list[str]
-    flags: InputFlags
+    flags: InputFlags  # the utterance metrics' flags (each model's Sect. 6 flags: Twins.flags)
     metrics: pd.DataFrame  # the paper's (on-topic filter) utterance metrics per setting
     every: pd.DataFrame  # the same without the on-topic filter
     by_session: pd.DataFrame  # the paper's metrics per setting and debate (the findings' unit)
     topics: dict[Any, Any]  # session -> topic
-    mem: pd.DataFrame  # Sect. 6 members
-    per_group: pd.DataFrame  # Fig. 2: per group, source and quantity
-    group_tests: pd.DataFrame  # Fig. 2: the paper's change tests
-    indiv: pd.DataFrame  # Fig. 3: the paper's correlations
+    sect6: dict[str, Twins] = field(default_factory=dict)  # Sect. 6 per agent model, in the run's order
 
     @property
     def model(self) -> str:
-        """The first model: Sect. 6 and the ablations."""
+        """The first model: its tables keep the unsuffixed names (Table 4 / 10, Sect. 6)."""
         return self.models[0]
+
+    @property
+    def first(self) -> Twins:
+        """Sect. 6 of the first model (the humans' own findings, the summary)."""
+        return self.sect6[self.model]
+
+    @property
+    def ablation_models(self) -> list[str]:
+        """The models the Sect. 5 ablation is judged on: the first, and every other that ran an ablation
+        (the simulation runs them on the first only; released data may have more)."""
+        ran = set(self.metrics.model[self.metrics.ablation != "original"]) if len(self.metrics) else set()
+        return [m for k, m in enumerate(self.models) if k == 0 or m in ran]
 
     @cached_property
     def on_topic(self) -> pd.DataFrame:
@@ -408,26 +489,9 @@ class Evidence:
         return human_on_topic_flags(self.tables, self.on_topic.topic_set)
 
     @cached_property
-    def model_written(self) -> tuple[dict[tuple[str, str], list[dg.Flag]], list[Finding], pd.DataFrame]:
-        """Sect. 6's claims on model-written points (tests.group_claims): the flags of each test, the
-        findings (convergence, drift) and the tests' table."""
-        mw_tests = stats.change_tests(self.per_group, stats.MODEL_WRITTEN_TESTS)
-        fl = {
-            (r.quantity, r.test): dg.collect(self.flags.test(r.quantity, r.test))
-            for r in mw_tests.itertuples(index=False)
-        }
-        findings, mw = group_claims(self.per_group, self.topics, fl)
-        return fl, findings, mw
-
-    @cached_property
     def appendix_h(self) -> dict[str, Any]:
         """Appendix H's tests on the models that ran (appendix_h.json)."""
         return appendix_h_values(self.metrics, self.flags)
-
-    @cached_property
-    def outcome_flags(self) -> dict[str, list[dg.Flag]]:
-        """Fig. 3 per outcome: the flags of its start and end variables, both sources."""
-        return {o: union(self.flags.variable(s, v) for s in ("llm", "human") for v in OUTCOMES[o]) for o in OUTCOMES}
 
 
 def comparison(inputs: AnalysisInputs) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -442,15 +506,12 @@ def comparison(inputs: AnalysisInputs) -> tuple[pd.DataFrame, pd.DataFrame]:
 def evidence(inputs: AnalysisInputs) -> Evidence:
     """Everything the claims judge, measured once from the analysis inputs: `inputs.tables` (INPUTS),
     the comparison folder (`inputs.dirs["comparison"]`), the params (debate), the paper's numbers and
-    the run's design (its inputs' provenance)."""
+    the run's design (its inputs' provenance). Sect. 6 is measured for each agent model."""
     run = RunDesign.of(inputs)
     dp, tables = inputs.params, inputs.tables
     models = list(dp["agent_models"])
     metrics, by_session = comparison(inputs)
     flags = utterance_flags(tables["annotations"], tables["human_annotations"], metrics, run.human_on_topic)
-    sect6_flags(tables, models[0], flags)
-    mem = members(tables, models[0])
-    per_group, group_tests = stats.group_level(mem, dp["group_sd_ddof"])
     return Evidence(
         run,
         dp,
@@ -462,8 +523,5 @@ def evidence(inputs: AnalysisInputs) -> Evidence:
         metrics[metrics.on_topic_filter == "none"],
         by_session,
         session_topics(tables["sessions"]),
-        mem,
-        per_group,
-        group_tests,
-        stats.individual_level(mem),
+        twins(tables, models, flags, dp["group_sd_ddof"]),
     )

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from socsim.debate import stats
-from socsim.debate.analysis.measures import TABLES, Evidence
+from socsim.debate.analysis.measures import TABLES, Evidence, Twins
 from socsim.debate.schemas import CHANGE_TESTS, METRICS, OUTCOMES, PREDICTORS, SOURCES, STEPS
 from socsim.io.report import Panel, Report
 
@@ -39,14 +39,21 @@ def _missing(group: pd.DataFrame, quantities: Iterable[str]) -> list[str]:
     return _split([stats.missing_summary(group, SOURCES, quantities)])
 
 
-def fig2_group_level(rep: Report, ev: Evidence) -> list[Panel]:
+def panel_name(tw: Twins, name: str) -> str:
+    """A Sect. 6 panel's name: `name` for the first agent model, "<model>: <name>" for another (the figures
+    draw each model's panels as a figure of their own)."""
+    return name if tw.first else f"{tw.model}: {name}"
+
+
+def fig2_group_level(rep: Report, tw: Twins) -> list[Panel]:
     """Per outcome and statistic (mean, SD): the mean over groups (± SE) of each group's statistic per
     step, per source; a source without data at a step has NaN there (its line breaks). Its flags: those
-    of the group_level rows of its steps."""
-    group, out = ev.per_group, []
+    of the group_level rows of its steps. `tw`: one agent model's Sect. 6."""
+    group, out = tw.per_group, []
+    gl = tw.table("group_level")
     for what, steps in STEPS.items():
         qs = list(steps)
-        flags = _flags_on(rep, (f"group_level.{source}.{q}" for source in SOURCES for q in qs))
+        flags = _flags_on(rep, (f"{gl}.{source}.{q}" for source in SOURCES for q in qs))
         for stat in ("mean", "sd"):
             g = group[group.quantity.isin(qs)]
             ns, rows = [], []
@@ -64,14 +71,15 @@ def fig2_group_level(rep: Report, ev: Evidence) -> list[Panel]:
             note = ["n = " + ", ".join(ns), *_missing(group, qs), *flags]
             has = bool(g[stat].notna().sum())
             data = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
-            out.append(Panel(f"{what} {stat}", data, note, "" if has else f"no group has a {what} {stat}"))
+            why = "" if has else f"no group has a {what} {stat}"
+            out.append(Panel(panel_name(tw, f"{what} {stat}"), data, note, why))
     return out
 
 
-def fig2_effect_sizes(rep: Report) -> list[Panel]:
+def fig2_effect_sizes(rep: Report, tw: Twins) -> list[Panel]:
     """Per quantity: our d_z and the paper's for each of the three tests (NaN: no bar, "n/a"). Its
-    flags: those of the quantity's group_tests."""
-    es = rep.tables["fig2_effect_sizes"].df
+    flags: those of the quantity's group_tests. `tw`: one agent model's Sect. 6."""
+    es = rep.tables[tw.table("fig2_effect_sizes")].df
     quantities = list(dict.fromkeys(es.quantity)) or list(stats.GROUP_TESTS)
     out = []
     for q in quantities:
@@ -86,7 +94,7 @@ def fig2_effect_sizes(rep: Report) -> list[Panel]:
             lines.append("no effect size of ours: fewer than 2 groups or no variance in the changes")
         if "missing" in e.columns:
             lines.extend(_split(e["missing"]))
-        flags = _flags_on(rep, (f"group_tests.{q}.{t}" for t in CHANGE_TESTS))
+        flags = _flags_on(rep, (f"{tw.table('group_tests')}.{q}.{t}" for t in CHANGE_TESTS))
         data = pd.DataFrame(
             {
                 "test": list(CHANGE_TESTS),
@@ -94,28 +102,29 @@ def fig2_effect_sizes(rep: Report) -> list[Panel]:
                 "paper_d_z": e["paper_d_z"].astype(float).to_numpy(),
             }
         )
-        out.append(Panel(q, data, [*lines, *flags]))
+        out.append(Panel(panel_name(tw, q), data, [*lines, *flags]))
     return out
 
 
-def fig3_individual(rep: Report, ev: Evidence) -> list[Panel]:
+def fig3_individual(rep: Report, tw: Twins) -> list[Panel]:
     """Per outcome and predictor: each source's members (change against the predictor, the pairs of its
     correlation: stats.fig3_pairs), drawn with a fitted line when it has at least 3. Its flags: those
-    of its individual_level rows."""
+    of its individual_level rows. `tw`: one agent model's Sect. 6."""
     out = []
     for what in OUTCOMES:
         for predictor in PREDICTORS:
             ns, rows = [], []
             for source in SOURCES:
-                pairs = stats.fig3_pairs(ev.mem, source, what, predictor)
+                pairs = stats.fig3_pairs(tw.mem, source, what, predictor)
                 ns.append(f"{source}: {len(pairs)} members")
                 if len(pairs) >= 3:
                     rows.append(pairs[["x", "y"]].assign(source=source)[["source", "x", "y"]])
-            flags = _flags_on(rep, (f"individual_level.{source}.{what}.{predictor}" for source in SOURCES))
+            il = tw.table("individual_level")
+            flags = _flags_on(rep, (f"{il}.{source}.{what}.{predictor}" for source in SOURCES))
             note = ["n = " + ", ".join(ns) + " (a line needs 3)", *flags]
             data = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
             why = "" if rows else "fewer than 3 members with both values"
-            out.append(Panel(f"{what} {predictor}", data, note, why))
+            out.append(Panel(panel_name(tw, f"{what} {predictor}"), data, note, why))
     return out
 
 
@@ -142,11 +151,12 @@ def metrics_by_mode(rep: Report, ts: str) -> list[Panel]:
 
 def plots(rep: Report, ev: Evidence) -> dict[str, list[Panel]]:
     """Every figure's panels (schemas.FIGURES), from the assembled report (its tables and the places
-    its flags concern) and the evidence."""
+    its flags concern) and the evidence; Sect. 6's figures have every agent model's panels (panel_name)."""
+    twins = list(ev.sect6.values())
     return {
-        "fig2_group_level": fig2_group_level(rep, ev),
-        "fig2_effect_sizes": fig2_effect_sizes(rep),
-        "fig3_individual": fig3_individual(rep, ev),
+        "fig2_group_level": [p for tw in twins for p in fig2_group_level(rep, tw)],
+        "fig2_effect_sizes": [p for tw in twins for p in fig2_effect_sizes(rep, tw)],
+        "fig3_individual": [p for tw in twins for p in fig3_individual(rep, tw)],
         "table3_metrics": metrics_by_mode(rep, "depth"),
         "table9_metrics": metrics_by_mode(rep, "breadth"),
     }

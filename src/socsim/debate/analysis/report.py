@@ -15,25 +15,27 @@ from socsim.debate.analysis.measures import Evidence, evidence
 from socsim.debate.analysis.plots import plots
 from socsim.io.claims import assemble
 from socsim.io.report import AnalysisInputs, Report, Table
-from socsim.stats import degeneracy as dg
 
 TITLE = "DEBATE (paper 003): our run beside the paper's Tables 3, 4, 9, 10 and Figs. 2, 3"
 
 
 def base(ev: Evidence) -> Report:
-    """The measured part of the report: Sect. 6's members, Appendix H (appendix_h.json), the summary."""
+    """The measured part of the report: Sect. 6's members (per agent model, the first model's table
+    `members`), Appendix H (appendix_h.json), the summary (Sect. 6's counts: the first model's groups)."""
     rep = Report(TITLE)
-    f, run = ev.flags, ev.run
-    rep.tables["members"] = table(
-        ev.mem,
-        f"Sect. 6 members (Depth, Mode 3, {ev.model}): tweet stances and opinions",
-        [],
-        dg.collect(f.stance_tweets_human, f.stance_tweets_llm, f.opinions_llm),
-    )
+    run = ev.run
+    for tw in ev.sect6.values():
+        rep.tables[tw.table("members")] = table(
+            tw.mem,
+            f"Sect. 6 members (Depth, Mode 3, {tw.model}): tweet stances and opinions",
+            [],
+            tw.sect6_flags,
+        )
+    mem = ev.first.mem
     rep.summary.update(
-        groups_sect6=int(ev.mem.session_id.nunique()),
-        members_sect6=int(len(ev.mem) // 2),
-        topics_sect6=len({ev.topics[s] for s in ev.mem.session_id.unique()}),
+        groups_sect6=int(mem.session_id.nunique()),
+        members_sect6=int(len(mem) // 2),
+        topics_sect6=len({ev.topics[s] for s in mem.session_id.unique()}),
         settings=int(len(ev.metrics)),
         data_source=run.data_source,
         data=dict(run.data),
@@ -41,6 +43,8 @@ def base(ev: Evidence) -> Report:
         on_topic_prompt=run.on_topic_prompt,
         encoder=run.encoder,
     )
+    if len(ev.sect6) > 1:  # the counts above are the first model's groups
+        rep.summary["groups_sect6_by_model"] = {m: int(tw.mem.session_id.nunique()) for m, tw in ev.sect6.items()}
     rep.documents["appendix_h.json"] = ev.appendix_h
     return rep
 
