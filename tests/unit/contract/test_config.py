@@ -18,7 +18,16 @@ def empty_entry():
 
 def test_default_params_validate_and_fill_defaults():
     params = config.load(ROOT / "params.yaml")
-    assert params["models"] == {"smollm2-135m": empty_entry()}
+    defaults = config.validate({})["models"]
+    assert params["models"] == {
+        "smollm2-135m": empty_entry(),
+        "planted": defaults["planted"],
+        "planted-null": defaults["planted-null"],
+    }
+    assert (params["models"]["planted"]["serve"]["model"], params["models"]["planted-null"]["serve"]["model"]) == (
+        "planted",
+        "null",  # the string: a bare YAML null would start the planted variant's twin as no variant at all
+    )
     empty = config.validate({})
     assert empty["llm"]["retries"]["max_tries"] == 5
     assert empty["facilitation"]["personas"]["source"] == "file"
