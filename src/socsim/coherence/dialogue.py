@@ -15,10 +15,11 @@ Conversations run concurrently.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from socsim.llm import IntRange, LLMClient, Request, Sampling
+from socsim.planted import reader_of
 from socsim.sim import judge as sim_judge
 from socsim.sim import policies, runner, stop, views
 from socsim.sim.episode import Episode, Speaker, play
@@ -165,13 +166,15 @@ def judges_for(
     agent_models: list[str],
     judge_model: str,
     judge_models: dict[str, str] | None,
-    registry: Collection[str] | None = None,
+    registry: Collection[str] | Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
     """The judge (a registry name) of every agent model: `judge_models[agent model]` where given,
-    otherwise `judge_model` (the paper avoids a model judging its own conversations). A key of
-    `judge_models` that is no agent model is an error (a typo), unless it names a model of the
-    `registry`: then it is a judge for a model this run leaves out (params.paper.yaml's mapping
-    for Llama3.1-8B when `agent_models` is cut to a subset)."""
+    otherwise `judge_model` (the paper avoids a model judging its own conversations), except that a
+    planted model (a control, by its `registry` entry) judges its own conversations by default
+    (socsim.planted.reader_of: no other model reads its levels). A key of `judge_models` that is no
+    agent model is an error (a typo), unless it names a model of the `registry`: then it is a judge
+    for a model this run leaves out (params.paper.yaml's mapping for Llama3.1-8B when `agent_models`
+    is cut to a subset)."""
     judge_models = judge_models or {}
     unknown = sorted(set(judge_models) - set(agent_models) - set(registry or ()))
     if unknown:
@@ -179,7 +182,8 @@ def judges_for(
             f"coherence.judge_models names agent models that do not exist: {', '.join(unknown)} "
             f"(agent models: {', '.join(agent_models)})"
         )
-    return {m: judge_models.get(m, judge_model) for m in agent_models}
+    entries = registry if isinstance(registry, Mapping) else {}
+    return {m: judge_models.get(m, reader_of(entries, m, judge_model)) for m in agent_models}
 
 
 async def run_judge(

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from socsim.coherence import schemas
+from socsim.planted import is_control
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, analysis_folder, shard_table
 
 if TYPE_CHECKING:
@@ -93,12 +94,14 @@ def _agent_model_names(p: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _judge_model_names(p: Mapping[str, Any]) -> dict[str, str]:
-    """Stage.models of judge and calibrate: every agent model's judge (and judge_model, the fallback)."""
+    """Stage.models of judge and calibrate: every agent model's judge (and judge_model, the fallback, unless
+    every agent model is a control, which judges itself: socsim.planted.reader_of)."""
     from socsim.coherence import dialogue
 
     cp = p["coherence"]
     judges = dialogue.judges_for(list(cp["agent_models"]), cp["judge_model"], cp["judge_models"], p["models"])
-    return dict.fromkeys([*judges.values(), cp["judge_model"]], _judge_key(cp))
+    fallback = [] if all(is_control(p["models"].get(m)) for m in cp["agent_models"]) else [cp["judge_model"]]
+    return dict.fromkeys([*judges.values(), *fallback], _judge_key(cp))
 
 
 def run_judge(ctx: StageContext) -> None:
