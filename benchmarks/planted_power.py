@@ -1,6 +1,6 @@
 """The planted model's power and the null twin's false-positive rate, over replicate runs (docs/scorecard.md).
 
-Each replicate is the whole control run (`snakemake --configfile params.control.yaml --config seed=<s>`, every
+Each replicate is the whole control run (`snakemake --configfile params.control.yaml seed.yaml`, `seed: <s>`, every
 study on the planted model and its null twin, the scorecard at the end) in a scratch copy of the project, at
 its own seed. It prints, per planted claim the design has power for (socsim.planted.answers.POWERED), how
 often the planted model's finding holds (the target: >= 0.8), and over every finding of the null twin how often
@@ -41,7 +41,9 @@ def replicate(project: Path, seed: int, params: str, studies: list[str], cores: 
     for d in ("results", ".socsim-cache"):
         shutil.rmtree(project / d, ignore_errors=True)
     targets = [*studies, "results/scorecard"] if studies else []
-    cmd = ["snakemake", "--cores", str(cores), "--configfile", params, "--config", f"seed={seed}", "--", *targets]
+    # The seed as a params file: socsim's commands read params files (Snakemake's --config reaches no command).
+    (project / "seed.yaml").write_text(f"seed: {seed}\n")
+    cmd = ["snakemake", "--cores", str(cores), "--configfile", params, "seed.yaml", "--", *targets]
     proc = subprocess.run(cmd, cwd=project, capture_output=True, text=True)
     if proc.returncode:
         sys.exit(f"replicate seed {seed} failed:\n{proc.stderr[-3000:]}")

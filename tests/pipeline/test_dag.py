@@ -6,6 +6,7 @@ captions all come from the stage declarations."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -193,3 +194,11 @@ def test_slurm_profile_names_no_stage():
     assert profile["slurm-status-command"] == "squeue" and profile["resources"]["llm_clients"] >= 1
     assert "slurm_account" not in profile["default-resources"]
     assert LLM_RESOURCES["runtime"] > profile["default-resources"]["runtime"]
+
+
+def test_snakemake_config_overrides_are_refused_as_no_job_would_see_them():
+    """`--config seed=5` changes Snakemake's config but not the params files the jobs read: refused, naming the way."""
+    proc = subprocess.run(
+        ["snakemake", "--dry-run", "--cores", "1", "--config", "seed=5"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert proc.returncode != 0 and "write the values into an override file" in proc.stdout + proc.stderr

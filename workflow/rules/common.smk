@@ -21,6 +21,11 @@ try:  # a bad key is named with the file that set it
     _sources = socsim_config.sources(PARAMS_FILES, missing_ok=True)
     _validated = socsim_config.validate(config, socsim_config.load_schema(workflow.basedir + "/params.yaml"), _sources)
     socsim_studies.check_models(_validated)  # every model a stage names resolves in the registry
+    if _validated != socsim_config.load(PARAMS_FILES):  # `--config KEY=VALUE`: the jobs read the params files only
+        raise socsim_config.ParamsError(
+            "--config changes params that no job would see (socsim's commands read params.yaml and the "
+            "--configfile files); write the values into an override file and pass it with --configfile"
+        )
 except (socsim_config.ParamsError, ValueError) as exc:
     raise WorkflowError(str(socsim_config.in_files(PARAMS_FILES, exc)))
 config.clear()
