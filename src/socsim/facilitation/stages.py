@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from socsim.facilitation import materials, schemas
+from socsim.planted import reader_of
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, analysis_folder, shard_table
 
 DATA = "data/facilitation"
@@ -88,6 +89,17 @@ def run_simulate(ctx: StageContext) -> None:
     ctx.write_metrics(discussions=len(rows_in), **simulate.silence_metrics(rows))
 
 
+def _readers(p: Mapping[str, Any]) -> dict[str, str]:
+    """Stage.models of annotate: the models that rate the comments -> the params key that names each: the
+    annotation model for a language model's comments, a control's own for its comments (socsim.planted.reader_of)."""
+    fp, configured = p["facilitation"], model_of(p["facilitation"], "annotation")
+    out: dict[str, str] = {}
+    for m in fp["models"]:
+        r = reader_of(p["models"], m, configured)
+        out.setdefault(r, "facilitation.annotation.model" if r == configured else "facilitation.models")
+    return out or {configured: "facilitation.annotation.model"}
+
+
 def run_annotate(ctx: StageContext) -> None:
     from socsim.facilitation import annotate
 
@@ -95,16 +107,24 @@ def run_annotate(ctx: StageContext) -> None:
     comments = ctx.rows("comments")
     setup_rows = ctx.read("setups", in_shard=True).select(["discussion_id", "context_h"]).to_pylist()
     annotators = materials.read_annotators(ctx.path("annotators_file"), fa["annotators"])
-    client = ctx.model_client(model_of(ctx.params["facilitation"], "annotation"), "facilitation.annotation.model")
-    keys, requests = annotate.requests(
-        comments,
-        {r["discussion_id"]: r["context_h"] for r in setup_rows},
-        annotators,
-        ctx.yaml("guide_file"),
-        ctx.seed,
-        client.sampling(max_tokens=fa["max_tokens"], temperature=fa["temperature"]),
-    )
-    rows = annotate.rows(keys, client.run(requests, desc="annotations"))
+    configured, names = model_of(ctx.params["facilitation"], "annotation"), _readers(ctx.params)
+    # Each comment is rated by the reader of its model (a control rates its own comments): a discussion's
+    # comments stay together (the raters see the comments before the one they rate).
+    by_reader: dict[str, list[dict[str, Any]]] = {} if comments else {configured: []}
+    for c in comments:
+        by_reader.setdefault(reader_of(ctx.params["models"], c["model"], configured), []).append(c)
+    rows = []
+    for name, mine in by_reader.items():
+        client = ctx.model_client(name, names[name])
+        keys, requests = annotate.requests(
+            mine,
+            {r["discussion_id"]: r["context_h"] for r in setup_rows},
+            annotators,
+            ctx.yaml("guide_file"),
+            ctx.seed,
+            client.sampling(max_tokens=fa["max_tokens"], temperature=fa["temperature"]),
+        )
+        rows += annotate.rows(keys, client.run(requests, desc="annotations"))
     ctx.write("annotations", rows)
     # The parse-failure rates also live here: a failed analyse job loses its outputs under Snakemake.
     import pandas as pd
@@ -360,7 +380,7 @@ STUDY = Study(
             outputs=("annotations",),
             params=("seed", "facilitation.annotation", *SHARD_KEYS),
             uses_llm=True,
-            models=lambda p: {model_of(p["facilitation"], "annotation"): "facilitation.annotation.model"},
+            models=_readers,
             shards=shards,
             when=GENERATED,
         ),

@@ -11,7 +11,7 @@ differs from the paper.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -20,8 +20,8 @@ from socsim.facilitation.analysis import measures as ms
 from socsim.facilitation.analysis import tests as ts
 from socsim.facilitation.analysis.claims import CLAIMS, Evidence
 from socsim.facilitation.analysis.plots import plots
-from socsim.io.claims import assemble
-from socsim.io.report import AnalysisInputs, Report, Table
+from socsim.io.claims import assemble, judge_all
+from socsim.io.report import AnalysisInputs, Finding, Report, Table
 from socsim.io.vs_paper import differences
 
 SOURCES = ("generated", "syndisco_release")  # socsim's run; the paper's own released data
@@ -183,6 +183,29 @@ def base_report(m: Measured, agreement: dict[str, Any], source: str) -> Report:
     return rep
 
 
+def by_model(
+    setups: pd.DataFrame,
+    comments: pd.DataFrame,
+    annotations: pd.DataFrame,
+    paper: Mapping[str, Any],
+    time: str,
+    human: pd.DataFrame | None,
+) -> list[Finding]:
+    """Every claim judged on each model's discussions alone, its claim suffixed " [<model>]" (the revised
+    study's scopes, socsim.facilitation.revision.claims): pooled findings mix the models, a model is judged
+    on its own. None with one model (the pooled findings are that model's)."""
+    models = sorted(setups["model"].unique())
+    if len(models) < 2:
+        return []
+    out: list[Finding] = []
+    for model in models:
+        ids = setups.loc[setups["model"] == model, "discussion_id"]
+        s, c, a = (df[df["discussion_id"].isin(ids)].reset_index(drop=True) for df in (setups, comments, annotations))
+        ev = measure(s, c, a, paper, time, human).ev
+        out += [replace(f, claim=f"{f.claim} [{model}]") for _, j in judge_all(CLAIMS, ev) for f in j.findings]
+    return out
+
+
 def report(
     setups: pd.DataFrame,
     comments: pd.DataFrame,
@@ -195,12 +218,14 @@ def report(
 ) -> Report:
     """The whole analysis as a report, on usable ratings (after measures.check_ratings; `agreement`:
     measures.agreement of the annotations; `source`: one of SOURCES), with the figures' plot tables,
-    the stage's metrics and the lines it prints."""
+    the stage's metrics and the lines it prints. With more than one model, every claim is also judged
+    on each model's discussions alone (by_model)."""
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
     m = measure(setups, comments, annotations, paper, time, human)
     rep = assemble(base_report(m, agreement, source), CLAIMS, m.ev)
     rep.plots = plots(rep)  # after assemble: the claims' flags reach the panels (Report.flags_on)
+    rep.findings += by_model(setups, comments, annotations, paper, time, human)
     anova = m.ev.anova
     rep.metrics = {
         "ols_adj_r2": m.ev.ols.adj_r2,

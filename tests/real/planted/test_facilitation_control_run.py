@@ -1,0 +1,55 @@
+"""The facilitation study (paper 000) on the planted model and its null twin, end to end: Snakemake starts both
+servers (engine `planted`), the study runs at a small design (params.control.yaml's), each control's comments
+are annotated by the control itself, and the report's findings, judged per model (`<claim> [<model>]`), say
+"yes" to every planted claim the design has power for (facilitators lower toxicity; toxicity differs across
+strategies) on the planted model, and on the null twin hold at most as often as chance allows."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pandas as pd
+import pytest
+import yaml
+from scipy import stats
+
+from socsim.io.parquet import read_provenance
+from socsim.planted import MODEL_IDS
+from socsim.planted.facilitation import POWERED
+from support.planted import control_models
+from support.project import copy_project, tool_env
+
+ALPHA = 0.05
+DESIGN = {
+    "models": ["planted", "planted-null"],
+    "discussions_per_cell": 8,
+    "user_turns": 6,
+    "ablations": {"discussions": 0},
+}
+
+
+@pytest.mark.slow
+def test_the_planted_claims_hold_on_the_planted_model_and_not_on_its_null_twin(tmp_path):
+    project = copy_project(tmp_path / "project")
+    (project / "ctl.yaml").write_text(yaml.safe_dump({"models": control_models(), "facilitation": DESIGN}))
+    cmd = ["snakemake", "--cores", "2", "--configfile", "ctl.yaml", "--", "facilitation"]
+    proc = subprocess.run(cmd, cwd=project, env=tool_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = project / "results" / "facilitation"
+
+    # a control's comments are annotated by the control alone (the configured annotation model is never asked)
+    for model, variant in (("planted", "planted"), ("planted-null", "null")):
+        answered = read_provenance(results / "annotations" / f"{model}.parquet")["model"]
+        assert {k: v["model_id"] for k, v in answered.items()} == {model: MODEL_IDS[variant]}
+
+    findings = pd.read_parquet(results / "analysis" / "findings.parquet")
+    for model in ("planted", "planted-null"):
+        mine = findings[findings.claim.str.endswith(f" [{model}]")]
+        assert len(mine) == (~findings.claim.str.endswith("]")).sum()  # every pooled claim, judged on the model
+        powered = mine[mine.claim.str.startswith(tuple(POWERED))]
+        assert len(powered) == len(POWERED), mine.claim.tolist()
+        if model == "planted":
+            assert (powered.verdict == "yes").all(), powered[["claim", "verdict"]].to_string()
+        else:  # at most the binomial allowance of false positives (1 in 100 runs may have more)
+            allowance = int(stats.binom.isf(0.01, len(mine), ALPHA))
+            assert mine.holds.eq(True).sum() <= allowance, mine[["claim", "verdict"]].to_string()
