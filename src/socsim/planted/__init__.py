@@ -33,7 +33,15 @@ import numpy as np
 ENGINE = "planted"
 VARIANTS = ("planted", "null")
 MODEL_IDS = {"planted": "socsim/planted-effects", "null": "socsim/planted-null"}  # what the server serves
-CONTROL_LABEL = "control (planted effects, not a language model)"
+CONTROL_LABELS = {  # how a control's column is labelled (socsim.scorecard): never as a language model
+    "planted": "control (planted effects, not a language model)",
+    "null": "control (the null twin: no effects planted, not a language model)",
+}
+
+
+def control_label(model_id: str | None) -> str | None:
+    """The label of a control's column by the model id it served; None for any other model."""
+    return next((CONTROL_LABELS[v] for v, mid in MODEL_IDS.items() if mid == model_id), None)
 
 
 def is_control(entry: Mapping[str, Any] | None) -> bool:

@@ -37,7 +37,7 @@ import socsim
 from socsim.io import tables
 from socsim.io.parquet import write_json
 from socsim.io.report import FINDING_COLUMNS
-from socsim.planted import CONTROL_LABEL, MODEL_IDS, is_control_id
+from socsim.planted import MODEL_IDS, control_label, is_control_id
 from socsim.stats.verdict import ALPHA
 
 POOLED = "all models"
@@ -373,7 +373,10 @@ def write(folders: Sequence[Folder], out: Path, figure: bool = True) -> pd.DataF
     notes = [
         "Each cell: the verdict by the one rule (holds / no / inconclusive / degenerate; not run), the effect with its "
         "95 % interval where the claim's test gives one, n and its unit, and why when it is not a verdict.",
-        *(f"{c}: {CONTROL_LABEL}" for c in cols.loc[cols["control"], "column"]),
+        *(
+            f"{r.column}: {control_label(str(r.identity).split(' ')[0].split('@')[0])}"
+            for r in cols[cols["control"]].itertuples()
+        ),
         *(f"{r.column}: {r.identity}" for r in cols.itertuples()),
     ]
     tables.write(shown, out, "scorecard_table", "Scorecard: every paper finding beside every model", notes)

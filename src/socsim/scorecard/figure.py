@@ -16,6 +16,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
 from socsim.io import figures as fig_io
+from socsim.planted import MODEL_IDS
 
 COLOURS = {
     "holds": "#4daf4a",
@@ -60,7 +61,8 @@ def draw(long: pd.DataFrame, cols: pd.DataFrame, out: Path, name: str) -> list[P
     ax.set_xticks(range(len(columns)))
     labels = []
     for r in cols.itertuples():
-        label = f"{r.model}\n{r.source}" + ("\n(control)" if r.control else "")
+        kind = "null twin" if str(r.identity).startswith(MODEL_IDS["null"]) else "planted"
+        label = f"{r.model}\n{r.source}" + (f"\n(control: {kind})" if r.control else "")
         labels.append(label)
     ax.set_xticklabels(labels, fontsize=6.5, rotation=0)
     ax.xaxis.tick_top()
