@@ -24,6 +24,7 @@ SHIPPED = [
     "params.laptop.yaml",
     "params.syndisco.yaml",
     "params.syndisco-revised.yaml",
+    "params.control.yaml",
     "tests/params.tiny.yaml",
 ]
 

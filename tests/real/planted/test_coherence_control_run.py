@@ -7,36 +7,19 @@ the null twin hold at most as often as chance allows."""
 from __future__ import annotations
 
 import re
-import subprocess
 
 import pandas as pd
 import pytest
-import yaml
 from scipy import stats
 
 from socsim.planted import coherence as policy
-from support.planted import control_models
-from support.project import copy_project, tool_env
 
 ALPHA = 0.01  # coherence.alpha
-DESIGN = {
-    "agent_models": ["planted", "planted-null"],
-    "shard_by": ["model"],
-    "topics": ["taxes", "remote_work", "favorite_beverage"],
-    "bias_levels": [0, 1, 2],
-    "agents_per_cell": 6,
-    "pairing": {"max_pairs_per_topic": 60},
-    "turns_per_agent": 2,
-}
 
 
 @pytest.mark.slow
-def test_the_planted_claims_hold_on_the_planted_model_and_not_on_its_null_twin(tmp_path):
-    project = copy_project(tmp_path / "project")
-    (project / "ctl.yaml").write_text(yaml.safe_dump({"models": control_models(), "coherence": DESIGN}))
-    cmd = ["snakemake", "--cores", "2", "--configfile", "ctl.yaml", "--", "coherence"]
-    proc = subprocess.run(cmd, cwd=project, env=tool_env(), capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_the_planted_claims_hold_on_the_planted_model_and_not_on_its_null_twin(control_run):
+    project = control_run  # params.control.yaml, run once for every study (conftest.py)
     results = project / "results" / "coherence"
 
     # a control's conversations are judged by the control alone (the configured judge is never asked)

@@ -8,29 +8,16 @@ one run's analysis judges both."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pandas as pd
 import pytest
-import yaml
 
 from socsim.scorecard import null_allowance, split_model
-from support.planted import control_models
-from support.project import copy_project, tool_env
 
-DESIGN = {
-    "shard_by": ["model"],
-    "data": {"source": "planted", "groups_per_topic": 4},
-    "sessions_per_set": None,
-    "agent_models": ["planted", "planted-null"],
-    "modes": [3],
-    "annotator": {"model": "planted"},
-}
 PLANTED_CLAIMS = (
     "Sect. 6: the twins' groups converge more than the humans'",
     "Sect. 6 / Fig. 3: the twins follow their round-1 partner more than the humans do",
 )
-MODELS = DESIGN["agent_models"]
+MODELS = ["planted", "planted-null"]  # params.control.yaml's debate.agent_models
 
 
 def _model_findings(findings: pd.DataFrame, model: str) -> pd.DataFrame:
@@ -39,12 +26,8 @@ def _model_findings(findings: pd.DataFrame, model: str) -> pd.DataFrame:
 
 
 @pytest.mark.slow
-def test_the_planted_claims_hold_on_the_planted_model_and_not_on_its_null_twin(tmp_path):
-    project = copy_project(tmp_path / "project")
-    (project / "ctl.yaml").write_text(yaml.safe_dump({"models": control_models(), "debate": DESIGN}))
-    cmd = ["snakemake", "--cores", "2", "--configfile", "ctl.yaml", "--", "debate"]
-    proc = subprocess.run(cmd, cwd=project, env=tool_env(), capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_the_planted_claims_hold_on_the_planted_model_and_not_on_its_null_twin(control_run):
+    project = control_run  # params.control.yaml, run once for every study (conftest.py)
     results = project / "results" / "debate"
 
     # a control's texts are annotated by the control alone

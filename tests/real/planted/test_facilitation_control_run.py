@@ -6,35 +6,20 @@ strategies) on the planted model, and on the null twin hold at most as often as 
 
 from __future__ import annotations
 
-import subprocess
-
 import pandas as pd
 import pytest
-import yaml
 from scipy import stats
 
 from socsim.io.parquet import read_provenance
 from socsim.planted import MODEL_IDS
 from socsim.planted.facilitation import POWERED
-from support.planted import control_models
-from support.project import copy_project, tool_env
 
 ALPHA = 0.05
-DESIGN = {
-    "models": ["planted", "planted-null"],
-    "discussions_per_cell": 8,
-    "user_turns": 6,
-    "ablations": {"discussions": 0},
-}
 
 
 @pytest.mark.slow
-def test_the_planted_claims_hold_on_the_planted_model_and_not_on_its_null_twin(tmp_path):
-    project = copy_project(tmp_path / "project")
-    (project / "ctl.yaml").write_text(yaml.safe_dump({"models": control_models(), "facilitation": DESIGN}))
-    cmd = ["snakemake", "--cores", "2", "--configfile", "ctl.yaml", "--", "facilitation"]
-    proc = subprocess.run(cmd, cwd=project, env=tool_env(), capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_the_planted_claims_hold_on_the_planted_model_and_not_on_its_null_twin(control_run):
+    project = control_run  # params.control.yaml, run once for every study (conftest.py)
     results = project / "results" / "facilitation"
 
     # a control's comments are annotated by the control alone (the configured annotation model is never asked)

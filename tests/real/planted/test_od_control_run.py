@@ -7,33 +7,12 @@ often as chance allows."""
 from __future__ import annotations
 
 import re
-import subprocess
 
 import pandas as pd
 import pytest
-import yaml
 from scipy import stats
 
-from support.planted import control_models
-from support.project import copy_project, tool_env
-
 ALPHA = 0.05
-DESIGN = {
-    "agent_models": ["planted", "planted-null"],
-    "topics": [
-        "flat_earth",
-        "trex_humans",
-        "talking_to_dead",
-        "palm_reading",
-        "global_warming",
-        "moon_landing",
-        "fire",
-        "sky_color",
-    ],
-    "confirmation_bias": ["none", "strong"],
-    "n_agents": 5,
-    "steps": 10,
-}
 PLANTED_CLAIMS = (
     "B follows the truth: B < 0 under false framing, and below B under true framing",
     "B follows the truth: B higher under true framing",
@@ -42,12 +21,8 @@ PLANTED_CLAIMS = (
 
 
 @pytest.mark.slow
-def test_the_planted_claims_hold_on_the_planted_model_and_not_on_its_null_twin(tmp_path):
-    project = copy_project(tmp_path / "project")
-    (project / "ctl.yaml").write_text(yaml.safe_dump({"models": control_models(), "opinion_dynamics": DESIGN}))
-    cmd = ["snakemake", "--cores", "2", "--configfile", "ctl.yaml", "--", "opinion_dynamics"]
-    proc = subprocess.run(cmd, cwd=project, env=tool_env(), capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_the_planted_claims_hold_on_the_planted_model_and_not_on_its_null_twin(control_run):
+    project = control_run  # params.control.yaml, run once for every study (conftest.py)
     results = project / "results" / "opinion_dynamics"
 
     # a control's outputs are read by the control alone (the configured classifier is never asked)

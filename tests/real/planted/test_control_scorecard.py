@@ -1,0 +1,30 @@
+"""The control run's scorecard: every planted finding its design has power for holds on the planted model (POWERED
+in socsim/planted/<study>.py), the null twin holds no more than its binomial allowance, and the run says so."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from socsim.planted import MODEL_IDS
+from socsim.planted.answers import POWERED
+from socsim.scorecard import NOT_RUN, null_allowance
+
+
+def test_the_powered_planted_findings_hold_and_the_null_twin_stays_within_its_allowance(control_run):
+    long = pd.read_parquet(control_run / "results" / "scorecard" / "scorecard.parquet")
+    planted = long[long["identity"].str.startswith(MODEL_IDS["planted"])]
+    for (study, prefix), _why in POWERED.items():
+        rows = planted[(planted["study"] == study) & planted["claim"].str.startswith(prefix)]
+        assert len(rows) == 1, (study, prefix)
+        assert rows["verdict"].iloc[0] == "holds", rows[["claim", "verdict", "reason"]].to_string()
+    null = long[long["identity"].str.startswith(MODEL_IDS["null"]) & (long["verdict"] != NOT_RUN)]
+    held = int((null["verdict"] == "holds").sum())
+    assert held <= null_allowance(len(null)), null.loc[null["verdict"] == "holds", ["study", "claim"]].to_string()
+    printed = re.search(
+        r"null twin planted-null · generated: (\d+) of (\d+) findings hold; allowance (\d+)",
+        (control_run / "console.txt").read_text(),
+    )
+    assert printed, "the run prints the null twin's count beside its allowance"
+    assert [int(x) for x in printed.groups()] == [held, len(null), null_allowance(len(null))]
