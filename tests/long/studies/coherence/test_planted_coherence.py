@@ -28,6 +28,8 @@ from socsim.sim import views
 from support.planted import PlantedServer
 from support.project import ROOT
 
+pytestmark = pytest.mark.slow  # the planted model's chains over HTTP: tens of seconds (tests/long)
+
 DATA = ROOT / "data" / "coherence"
 PROMPTS = yaml.safe_load((DATA / "prompts.yaml").read_text())
 TOPICS = yaml.safe_load((DATA / "topics.yaml").read_text())

@@ -22,6 +22,8 @@ from socsim.planted import opinion_dynamics as od_policy
 from support.planted import PlantedServer
 from support.project import ROOT
 
+pytestmark = pytest.mark.slow  # the planted model's chains over HTTP: tens of seconds (tests/long)
+
 DATA = ROOT / "data" / "opinion_dynamics"
 PROMPTS = yaml.safe_load((DATA / "prompts.yaml").read_text())
 PERSONAS = materials.persona_rows(yaml.safe_load((DATA / "personas.yaml").read_text()))

@@ -25,6 +25,8 @@ from socsim.planted import debate as policy
 from support.planted import PlantedServer
 from support.project import ROOT
 
+pytestmark = pytest.mark.slow  # the planted model's chains over HTTP: tens of seconds (tests/long)
+
 DATA = ROOT / "data" / "debate"
 PROMPTS = yaml.safe_load((DATA / "prompts.yaml").read_text())
 TOPICS = yaml.safe_load((DATA / "topics.yaml").read_text())

@@ -26,6 +26,8 @@ from socsim.sim import views
 from support.planted import PlantedServer
 from support.project import ROOT
 
+pytestmark = pytest.mark.slow  # the planted model's chains over HTTP: tens of seconds (tests/long)
+
 DATA = ROOT / "data" / "facilitation"
 STRATEGIES = yaml.safe_load((DATA / "strategies.yaml").read_text())
 INSTRUCTIONS = yaml.safe_load((DATA / "instructions.yaml").read_text())
