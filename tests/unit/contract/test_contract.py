@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -104,7 +105,10 @@ def test_contract_imports_no_study():
 def test_shards_come_from_params(params):
     fac, coh = studies.study("facilitation"), studies.study("coherence")
     sim, conv = fac.stage("simulate"), coh.stage("converse")
-    assert sim.shard_ids(params) == conv.shard_ids(params) == ["smollm2-135m"]  # default: one per model
+    # default: one per model (SmolLM2 and the two controls)
+    assert sim.shard_ids(params) == conv.shard_ids(params) == ["planted", "planted-null", "smollm2-135m"]
+    one_model = {"facilitation": {"models": ["smollm2-135m"]}, "coherence": {"agent_models": ["smollm2-135m"]}}
+    params = config.validate(config.deep_merge(params, one_model))
     params = config.validate(
         config.deep_merge(
             params,
@@ -173,7 +177,7 @@ def test_a_stale_shard_list_stops_the_consumer(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     rc = cli.main(["coherence", "analyse", "--judgments", "results/coherence/judgments/smollm2-135m.taxes.parquet"])
     err = capsys.readouterr().err
-    assert rc == 2 and "missing: results/coherence/judgments/smollm2-135m.parquet" in err
+    assert rc == 2 and re.search(r"missing: [^)]*results/coherence/judgments/smollm2-135m\.parquet", err)
     assert "not a shard: results/coherence/judgments/smollm2-135m.taxes.parquet" in err
     assert "socsim dvc export" in err
 
