@@ -37,17 +37,19 @@ def scratch_project(dest: Path) -> Path:
 
 
 def replicate(project: Path, seed: int, params: str, studies: list[str], cores: int) -> pd.DataFrame:
-    """One control run at `seed`: its scorecard's long table (every finding of every column)."""
+    """One control run at `seed`: the scorecard's long table of its studies (every finding of every column)."""
+    from socsim.scorecard import read_sources, scorecard
+
     for d in ("results", ".socsim-cache"):
         shutil.rmtree(project / d, ignore_errors=True)
-    targets = [*studies, "results/scorecard"] if studies else []
     # The seed as a params file: socsim's commands read params files (Snakemake's --config reaches no command).
     (project / "seed.yaml").write_text(f"seed: {seed}\n")
-    cmd = ["snakemake", "--cores", str(cores), "--configfile", params, "seed.yaml", "--", *targets]
+    cmd = ["snakemake", "--cores", str(cores), "--configfile", params, "seed.yaml", "--", *studies]
     proc = subprocess.run(cmd, cwd=project, capture_output=True, text=True)
     if proc.returncode:
         sys.exit(f"replicate seed {seed} failed:\n{proc.stderr[-3000:]}")
-    return pd.read_parquet(project / "results" / "scorecard" / "scorecard.parquet").assign(seed=seed)
+    reports = [str(project / "results" / s / "analysis") for s in studies] or [str(project / "results")]
+    return scorecard(read_sources(reports))[0].assign(seed=seed)
 
 
 def main() -> None:

@@ -74,6 +74,16 @@ def stage_limits_args(tmp: Path) -> list[str]:
 
 CASES = [
     Case(
+        "planted_power.py",
+        ["--replicates", "1", "--studies", "opinion_dynamics"],
+        [
+            r"^1 replicate\(s\) of params\.control\.yaml in \d+ s$",
+            r"^  opinion_dynamics: B follows the truth: B < 0 under false framing.*: holds [01]/1 = ",
+            r"^null twin: \d+ of \d+ findings hold \(rate [\d.]+; nominal 0\.025; the 95 % allowance \d+;",
+        ],
+        needs_cores=2,
+    ),
+    Case(
         "llm_overhead.py",
         ["--requests", "2", "--max-tokens", "8", "--rounds", "1", *THREADS],
         [
