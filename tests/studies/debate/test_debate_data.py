@@ -476,6 +476,8 @@ def test_ingest_and_setups_stages_write_counts_and_setups(tmp_path):
         str(out / "setups.json"),
         "--set",
         "debate.sessions_per_set=2",
+        "--set",
+        "debate.agent_models=[smollm2-135m]",  # one model (the default's controls left out)
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = pd.read_parquet(out / "setups.parquet")

@@ -35,6 +35,7 @@ PROMPTS = yaml.safe_load((DATA / "prompts.yaml").read_text())
 
 
 def _od(**over: Any) -> dict[str, Any]:
+    over = {"agent_models": ["smollm2-135m"], **over}  # one model (the default's controls left out)
     p = config.deep_merge(yaml.safe_load((ROOT / "params.yaml").read_text()), {"opinion_dynamics": over})
     return config.validate(p)["opinion_dynamics"]
 
@@ -341,6 +342,7 @@ def test_outside_info_is_its_own_stage_and_the_judge_defaults_to_the_classifier(
     st = STUDY.stage("outside_info")
     assert st.uses_llm and st.inputs == ("events", "setups", "prompts_file") and st.outputs == ("outside_info",)
     p = config.validate(yaml.safe_load((ROOT / "params.yaml").read_text()))
+    p = config.deep_merge(p, {"opinion_dynamics": {"agent_models": ["smollm2-135m"]}})  # (a control reads its own)
     assert st.model_names(p) == {p["opinion_dynamics"]["classifier"]["model"]: "opinion_dynamics.classifier.model"}
     other = config.deep_merge(p, {"opinion_dynamics": {"outside_info": {"model": "other"}}})
     assert st.model_names(other) == {"other": "opinion_dynamics.outside_info.model"}

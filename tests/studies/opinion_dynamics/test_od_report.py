@@ -110,7 +110,8 @@ def _run(main_values: MainValues, roleplay_values: list[int], bare_values: list[
     controls) with ratings that answer the given values in order (the main runs': or a function of
     the setup and step); the first `fail` main ratings do not parse."""
     params = config.deep_merge(
-        yaml.safe_load((ROOT / "params.yaml").read_text()), {"opinion_dynamics": {"n_agents": 10, "steps": 6}}
+        yaml.safe_load((ROOT / "params.yaml").read_text()),
+        {"opinion_dynamics": {"n_agents": 10, "steps": 6, "agent_models": ["smollm2-135m"]}},
     )
     od = config.validate(params)["opinion_dynamics"]
     rows = setups.build(
@@ -504,7 +505,7 @@ def test_a_simulations_own_flag_sits_on_that_simulation_only():
     topics = materials.topic_rows(_load("topics"))
     science = [t["topic"] for t in topics if t["category"] == "science"]
     chosen = ["global_warming", *[t for t in science if t != "global_warming"][:2]]
-    over = {"topics": chosen, "controls": {"reports": 2}, "n_agents": 5, "steps": 8}
+    over = {"topics": chosen, "controls": {"reports": 2}, "n_agents": 5, "steps": 8, "agent_models": ["smollm2-135m"]}
     od = config.validate(
         config.deep_merge(yaml.safe_load((ROOT / "params.yaml").read_text()), {"opinion_dynamics": over})
     )

@@ -37,7 +37,7 @@ TOPICS = materials.topic_rows(load("topics"))
 
 def od_params(**over) -> dict:
     """params.yaml's opinion_dynamics section at the paper's N = 10 (T = 6, the tests' design), with `over`."""
-    over = {"n_agents": 10, "steps": 6, **over}
+    over = {"n_agents": 10, "steps": 6, "agent_models": ["smollm2-135m"], **over}  # one model (no controls)
     params = config.validate(
         config.deep_merge(yaml.safe_load((ROOT / "params.yaml").read_text()), {"opinion_dynamics": over})
     )
