@@ -31,6 +31,7 @@ def discussion_setup(seed: int, users: int = 7, turns: int = 14) -> dict:
     fp = config.validate(
         {
             "facilitation": {
+                "models": ["smollm2-135m"],  # one model's discussions (the default adds the two controls)
                 "strategies": ["No Instructions"],
                 "user_turns": turns,
                 "context_h": 3,

@@ -46,6 +46,7 @@ def discussion_setups(n: int, users: int, turns: int, seed: int = 7) -> list[dic
     fp = config.validate(
         {
             "facilitation": {
+                "models": ["smollm2-135m"],  # one model's discussions (the default adds the two controls)
                 "strategies": ["No Instructions"],
                 "discussions_per_cell": n,
                 "user_turns": turns,
