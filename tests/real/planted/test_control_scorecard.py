@@ -6,12 +6,14 @@ from __future__ import annotations
 import re
 
 import pandas as pd
+import pytest
 
 from socsim.planted import MODEL_IDS
 from socsim.planted.answers import POWERED
 from socsim.scorecard import NOT_RUN, null_allowance
 
 
+@pytest.mark.slow
 def test_the_powered_planted_findings_hold_and_the_null_twin_stays_within_its_allowance(control_run):
     long = pd.read_parquet(control_run / "results" / "scorecard" / "scorecard.parquet")
     planted = long[long["identity"].str.startswith(MODEL_IDS["planted"])]
