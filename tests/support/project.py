@@ -65,11 +65,18 @@ def git_commit_all(folder: Path, message: str = "init") -> str:
 
 
 def write_params(path: Path, **sections) -> Path:
-    """A params file: the repository's defaults, overridden section by section, cache under tmp."""
+    """A params file: the repository's defaults, overridden section by section, cache under tmp.
+
+    Each study names the default language model alone (as tests/params.tiny.yaml does): the default params
+    add the two planted controls, which have their own tests (tests/real/planted, tests/long)."""
     from socsim.config import deep_merge
 
     base = yaml.safe_load((ROOT / "params.yaml").read_text())
     base["llm"]["cache_path"] = str(path.parent / "cache" / "llm.sqlite")
+    for section in base.values():
+        for key in ("models", "agent_models"):
+            if isinstance(section, dict) and isinstance(section.get(key), list):
+                section[key] = section[key][:1]
     params = deep_merge(base, sections)
     path.write_text(yaml.safe_dump(params))
     return path
