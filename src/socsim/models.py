@@ -14,7 +14,7 @@ before its first job: socsim.preflight.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,8 @@ from socsim.config import ParamsError
 
 if TYPE_CHECKING:
     from socsim.llm import LLMClient
+    from socsim.llm.cache import CallCache
+    from socsim.llm.client import Backend
     from socsim.llm.types import Sampling
 
 SERVER_BACKENDS = ("tgi", "openai")
@@ -118,17 +120,64 @@ def resolve(params: Mapping[str, Any], name: str, where: str = "a stage") -> Mod
     )
 
 
-def client(params: Mapping[str, Any], spec: ModelSpec, cache_path: str | Path | None = None) -> LLMClient:
-    """The client of one model: its backend, the shared llm settings, its sampling over llm.sampling."""
+def cache_path(params: Mapping[str, Any], study: str, stage: str, shard: str) -> str | None:
+    """llm.cache_path for one stage shard: the template's {study}, {stage} and {shard} filled in (None: no call
+    cache); any other field in braces is a clear error. The one place the template becomes a file."""
+    template: str | None = params["llm"]["cache_path"]
+    if not template:
+        return None
+    try:
+        return template.format(study=study, stage=stage, shard=shard)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ParamsError(
+            f"llm.cache_path {template!r}: only {{study}}, {{stage}} and {{shard}} may appear in braces ({exc!r})"
+        ) from None
+
+
+def client(
+    params: Mapping[str, Any],
+    spec: ModelSpec,
+    cache_path: str | Path | None = None,
+    *,
+    cache: CallCache | None = None,
+    wrap: Callable[[Backend], Backend] | None = None,
+    cls: type[LLMClient] | None = None,
+) -> LLMClient:
+    """The client of one model, built once with every wrapper at construction: its backend (embedded, or a
+    server pool), under SOCSIM_REPLAY the recording in its place (socsim.llm.replay), then the caller's `wrap`
+    (socsim.serving: the lease on the run's own server, held by the backend); its call cache (`cache`, an open one the
+    caller shares; else a file at `cache_path`, "" none, None llm.cache_path filled in for a client outside a
+    stage: study `clients`, stage the model's name, shard `all`); its sampling over llm.sampling,
+    llm.parse_fail_fast and its registry name. `cls`: a subclass of LLMClient to build."""
     from socsim.llm.cache import CallCache
-    from socsim.llm.client import Backend, LLMClient
+    from socsim.llm.client import LLMClient
 
     llm = params["llm"]
-    backend: Backend
+    backend = _backend(llm, spec)
+    from socsim.llm import replay
+
+    if (recorded := replay.recording()) is not None:  # a recorded run answers (SOCSIM_REPLAY), never the model
+        backend = replay.ReplayBackend(backend, recorded)
+    if wrap is not None:
+        backend = wrap(backend)
+    if cache is None:
+        path = cache_path if cache_path is not None else models_cache_path(params, spec.name)
+        cache = CallCache(path) if path else None
+    return (cls or LLMClient)(backend, cache, sampling(params, spec), llm.get("parse_fail_fast", 20), spec.name)
+
+
+def models_cache_path(params: Mapping[str, Any], name: str) -> str | None:
+    """The call cache of a client made outside a stage (a benchmark, a notebook): llm.cache_path filled in with
+    study `clients`, stage the model's registry name, shard `all` (never a folder named with braces)."""
+    return cache_path(params, "clients", name, "all")
+
+
+def _backend(llm: Mapping[str, Any], spec: ModelSpec) -> Backend:
+    """The backend that answers for one model: the embedded GGUF, or a pool of its server endpoints."""
     if spec.backend == "embedded":
         from socsim.llm.embedded import EmbeddedBackend
 
-        backend = EmbeddedBackend(
+        return EmbeddedBackend(
             spec.gguf,
             n_ctx=spec.n_ctx,
             n_threads=llm["n_threads"],
@@ -137,27 +186,20 @@ def client(params: Mapping[str, Any], spec: ModelSpec, cache_path: str | Path | 
             strict_roles=spec.strict_roles,
             parallel=llm["parallel"],
         )
-    else:
-        from socsim.llm.server import RetryPolicy, ServerBackend
+    from socsim.llm.server import RetryPolicy, ServerBackend
 
-        backend = ServerBackend(
-            spec.backend,
-            list(spec.endpoints),
-            dialect=spec.dialect,
-            model=spec.model_id,
-            concurrency=spec.concurrency or llm["concurrency"],
-            timeout=llm["timeout"],
-            retry=RetryPolicy(**llm["retries"]),
-            api_key_env=spec.api_key_env,
-            name=spec.name,
-            strict_roles=spec.strict_roles,
-        )
-    from socsim.llm import replay
-
-    if (recorded := replay.recording()) is not None:  # a recorded run answers (SOCSIM_REPLAY), never the model
-        backend = replay.ReplayBackend(backend, recorded)
-    path = cache_path if cache_path is not None else llm["cache_path"]
-    return LLMClient(backend, CallCache(path) if path else None, sampling(params, spec))
+    return ServerBackend(
+        spec.backend,
+        list(spec.endpoints),
+        dialect=spec.dialect,
+        model=spec.model_id,
+        concurrency=spec.concurrency or llm["concurrency"],
+        timeout=llm["timeout"],
+        retry=RetryPolicy(**llm["retries"]),
+        api_key_env=spec.api_key_env,
+        name=spec.name,
+        strict_roles=spec.strict_roles,
+    )
 
 
 def sampling(params: Mapping[str, Any], spec: ModelSpec) -> Sampling:
@@ -173,14 +215,6 @@ def named_client(
     cache_path: str | Path | None = None,
     cls: type[LLMClient] | None = None,
 ) -> LLMClient:
-    """The client of one registry entry of validated params (default: the first one), by name: its call
-    cache (`cache_path`, else llm.cache_path), llm.parse_fail_fast; `cls`: a subclass of LLMClient to build."""
-    from socsim.llm.client import LLMClient
-
+    """The client of one registry entry of validated params (default: the first one), by name (client())."""
     name = name if name is not None else next(iter(params["models"]))
-    built = client(params, resolve(params, name), cache_path)
-    fail_fast = params["llm"].get("parse_fail_fast", 20)
-    if cls is not None and cls is not LLMClient:
-        return cls(built.backend, built.cache, built.default_sampling, fail_fast, name)
-    built.parse_fail_fast, built.name = fail_fast, name
-    return built
+    return client(params, resolve(params, name), cache_path, cls=cls)

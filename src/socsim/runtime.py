@@ -23,6 +23,7 @@ SUMMED = (
     "cache_hits",
     "constrained",
     "parse_failures",
+    "parse_failures_cut",
     "retries",
     "prompt_tokens",
     "completion_tokens",
@@ -75,27 +76,23 @@ class ModelRuntime:
         return client
 
     def _built(self, spec: ModelSpec) -> LLMClient:
+        """A client built once (socsim.models.client) with the job's one call cache, opened with its first
+        client; a served model's lease on the run's own server taken now (socsim.serving.served_client)."""
         from socsim.llm.cache import CallCache
 
-        name = spec.name
-        if spec.serve:  # the run's own server: started (or joined) now, the lease in the client's backend
-            from socsim import serving
-
-            client = serving.served_client(self._params, spec)
-        else:
-            client = models.client(self._params, spec, cache_path="")
-        client.name = name  # the registry name, for messages
-        client.parse_fail_fast = self._params["llm"].get("parse_fail_fast", 20)
         shared = next((c.cache for c in self._clients.values() if c.cache is not None), None)
+        path = None if shared is not None else self._cache_path()
+        cache = shared if shared is not None else (CallCache(path) if path else None)
         try:
-            path = self._cache_path()
-            client.cache = shared if shared is not None else (CallCache(path) if path else None)
+            if spec.serve:  # the run's own server: started (or joined) now, the lease in the client's backend
+                from socsim import serving
+
+                return serving.served_client(self._params, spec, cache)
+            return models.client(self._params, spec, "", cache=cache)
         except BaseException:
-            release = getattr(client.backend, "release", None)  # a served model's lease (LeasedBackend)
-            if release is not None:
-                release()
+            if cache is not None and cache is not shared:
+                cache.close()
             raise
-        return client
 
     def identity(self) -> dict[str, Any] | None:
         """Registry name -> the identity of the model that answered under it (None: no model was called)."""
@@ -109,6 +106,8 @@ class ModelRuntime:
                 **c.accounting.as_metrics(),
                 "identity": c.identity(),
                 **({"server": servers[name]} if name in servers else {}),
+                **({"engine": engine} if (engine := getattr(c.backend, "engine", None)) else {}),
+                **({"canary": canaried} if (canaried := getattr(c.backend, "canaried", None)) else {}),
                 **({"replayed_from": where} if (where := getattr(c.backend, "replayed_from", None)) else {}),
             }
             for name, c in self._clients.items()
@@ -132,6 +131,7 @@ class ModelRuntime:
                 said = (
                     f"{acc.parse_failures} of {acc.constrained} constrained answers did not parse "
                     f"({100 * acc.parse_failures / acc.constrained:.1f} %)"
+                    + (f", {acc.parse_failures_cut} of them cut at max_tokens" if acc.parse_failures_cut else "")
                 )
             else:
                 said = "no constrained answers"

@@ -440,15 +440,9 @@ class StageContext:
 
     # -- LLM clients ----------------------------------------------------------------------
     def _cache_path(self) -> str | None:
-        template: str | None = self._params["llm"]["cache_path"]
-        if not template:
-            return None
-        try:
-            return template.format(study=self.study.name, stage=self.stage.name, shard=self.shard)
-        except (KeyError, IndexError, ValueError) as exc:
-            raise ParamsError(
-                f"llm.cache_path {template!r}: only {{study}}, {{stage}} and {{shard}} may appear in braces ({exc!r})"
-            ) from None
+        from socsim import models
+
+        return models.cache_path(self._params, self.study.name, self.stage.name, self.shard)
 
     def model_clients(
         self, names: Sequence[str], where: str, present: Iterable[Mapping[str, Any]] | None = None

@@ -10,6 +10,7 @@ import json
 import threading
 from collections.abc import Callable
 
+from socsim.llm import canary
 from socsim.llm.local import SERVED_MODEL_ID
 from socsim.llm.types import Completion
 
@@ -50,7 +51,9 @@ class ScriptedServer:
     POST /v1/chat/completions) and TGI-style (GET /info). Each chat request is answered with the next of
     `replies` ((content, HTTP status) pairs, consumed in order; an error status sends the content as the
     error's message), then with `reply(body)`; every request's
-    path, headers and JSON body are kept. Started at once; `close()` (or the `with` block's end) stops it."""
+    path, headers and JSON body are kept. The constraint canary (socsim.llm.canary) is answered apart, with
+    `canary_answer` (None: an allowed string), and kept in `canaries`. Started at once; `close()` (or the
+    `with` block's end) stops it."""
 
     def __init__(
         self,
@@ -58,8 +61,13 @@ class ScriptedServer:
         reply: Callable[[dict], str] = lambda body: "ok",
         replies: list[tuple[str, int]] | None = None,
         cached_tokens: int | None = 3,
+        engine: tuple[str, str] | None = None,
     ):
         self.model_id, self.reply, self.replies = model_id, reply, list(replies or [])
+        self.engine = engine  # (owned_by, version) it names itself by in /v1/models and /version; None: neither
+        self.finish_reason = "stop"  # of every answer
+        self.canaries: list[dict] = []  # the constraint canaries (socsim.llm.canary), answered apart from replies
+        self.canary_answer: str | None = None  # what it answers them (None: an allowed string, as constrained)
         self.bodies: list[dict] = []
         self.paths: list[str] = []
         self.headers: list[dict] = []
@@ -83,16 +91,23 @@ class ScriptedServer:
                     srv.paths.append(self.path)
                 if self.path == "/info":
                     self._send(200, {"model_id": srv.model_id, "model_sha": "abc", "version": "3.3.7"})
+                elif self.path == "/version" and srv.engine is not None:
+                    self._send(200, {"version": srv.engine[1]})
                 else:
-                    self._send(200, {"object": "list", "data": [{"id": srv.model_id, "object": "model"}]})
+                    owner = {"owned_by": srv.engine[0]} if srv.engine is not None else {}
+                    self._send(200, {"object": "list", "data": [{"id": srv.model_id, "object": "model", **owner}]})
 
             def do_POST(self):  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with lock:
-                    srv.paths.append(self.path)
-                    srv.headers.append(dict(self.headers))
-                    srv.bodies.append(body)
-                    scripted = srv.replies.pop(0) if srv.replies else None
+                    if canary.is_canary(body):  # answered as an engine that applies the constraint does
+                        srv.canaries.append(body)
+                        scripted = (srv.canary_answer or json.dumps({"answer": canary.OPTIONS[0]}), 200)
+                    else:
+                        srv.paths.append(self.path)
+                        srv.headers.append(dict(self.headers))
+                        srv.bodies.append(body)
+                        scripted = srv.replies.pop(0) if srv.replies else None
                 content, status = scripted or (srv.reply(body), 200)
                 if status != 200:  # the content is the error's message
                     self._send(status, {"error": {"message": content or "scripted failure"}})
@@ -102,7 +117,8 @@ class ScriptedServer:
                     usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
                 message = {"role": "assistant", "content": content}
                 self._send(
-                    200, {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}], "usage": usage}
+                    200,
+                    {"choices": [{"index": 0, "message": message, "finish_reason": srv.finish_reason}], "usage": usage},
                 )
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -36,6 +36,7 @@ class Accounting:
     cache_hits: int = 0
     constrained: int = 0  # answers to requests under an output constraint, cache hits included
     parse_failures: int = 0  # of those, the answers that did not parse (free text always does)
+    parse_failures_cut: int = 0  # of those, the answers cut at max_tokens (finish_reason "length")
     retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -59,11 +60,13 @@ class Accounting:
     _gen_first: float | None = field(default=None, repr=False)
     _gen_last: float | None = field(default=None, repr=False)
 
-    def constrained_answer(self, ok: bool) -> None:
-        """One answer under an output constraint (a model call's or a cache hit's): parsed or not."""
+    def constrained_answer(self, ok: bool, cut: bool = False) -> None:
+        """One answer under an output constraint (a model call's or a cache hit's): parsed or not, and if
+        not, whether it was cut at max_tokens."""
         self.constrained += 1
         if not ok:
             self.parse_failures += 1
+            self.parse_failures_cut += cut
 
     def none_parsed(self, first: int | None) -> bool:
         """Whether at least `first` constrained answers came back and not one of them parsed (the rule of
@@ -166,6 +169,7 @@ class Accounting:
             "constrained": self.constrained,
             "parse_failures": self.parse_failures,
             "parse_failure_rate": self.parse_failure_rate,
+            "parse_failures_cut": self.parse_failures_cut,
             "retries": self.retries,
             "prompt_tokens": self.prompt_tokens,
             **self.tokens(),

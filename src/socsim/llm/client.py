@@ -87,8 +87,13 @@ class LLMClient:
         return self.verified is not None
 
     async def probe(self) -> dict[str, Any]:
-        """Health-check the backend (load the model / probe every endpoint) and return its identity."""
+        """Health-check the backend (load the model / probe every endpoint) and return its identity; a server
+        backend then answers its constraint canary (socsim.llm.canary), so that an engine that ignores the
+        constraint field stops the stage before its first real call."""
         identity = await self.backend.probe()
+        canary = getattr(self.backend, "canary", None)  # servers (through a lease); not a replay, not in process
+        if canary is not None:
+            await canary()
         self._probed = True
         self.verified = identity
         return identity
@@ -124,7 +129,10 @@ class LLMClient:
                 self.cache.put(key, completion, self.identity())
         if request.constraint is not None:
             value, ok, err = request.constraint.parse(completion.text)
-            acc.constrained_answer(ok)
+            cut = not ok and completion.finish_reason == "length"
+            if cut:  # the budget ran out, not the model's format: said as such
+                err = f"cut at max_tokens ({request.sampling.max_tokens} tokens for the answer): {err}"
+            acc.constrained_answer(ok, cut)
             if not ok:
                 self._unparsed_answer(request.constraint, completion.text, err, cached)
         else:

@@ -57,26 +57,58 @@ def api_url(base: str, path: str) -> str:
     return base + path if base.endswith("/v1") else base + "/v1" + path
 
 
-def request_body(request: Request, dialect: str, model: str | None, strict_roles: bool = False) -> dict[str, Any]:
+# Engines that take a grammar per request, and the field it goes in (both read XGrammar's EBNF, a superset
+# of llama.cpp's GBNF). vLLM 0.32 accepts `structured_outputs.disable_any_whitespace` per request but applies
+# only the server's setting (measured: the same spaced answer with and without it), so socsim sends the
+# answer's compact-JSON grammar (socsim.llm.compact): every server then answers as one socsim started.
+GRAMMAR_FIELDS = {"vllm": "structured_outputs.grammar", "sglang": "ebnf"}
+
+
+def constraint_field(request: Request, dialect: str, engine: str | None) -> str | None:
+    """Where a request's output constraint goes on the wire: the engine's grammar field (GRAMMAR_FIELDS) for
+    a known engine in the `openai` dialect where the compact grammar can say the schema, else
+    `response_format` (None: no constraint)."""
+    if request.constraint is None:
+        return None
+    if dialect == "openai" and engine in GRAMMAR_FIELDS and request.constraint.compact_grammar() is not None:
+        return GRAMMAR_FIELDS[engine]
+    return "response_format"
+
+
+def request_body(
+    request: Request,
+    dialect: str,
+    model: str | None,
+    strict_roles: bool = False,
+    engine: str | None = None,
+    field: str | None = None,
+) -> dict[str, Any]:
     """The JSON body of one chat completion, as it goes on the wire: the messages, the sampling, the seed,
-    the model, the output constraint in the dialect's shape. An answer wrapped by that shape gets the
-    wrapper's tokens on top of its max_tokens (socsim.llm.constraints.Constraint.wire_overhead).
+    the model, the output constraint in the dialect's shape (for vLLM and SGLang, `engine`: the grammar of
+    its compact JSON, constraint_field). What of an answer is not the model's own words (the wrapper of that
+    shape, an object's keys) does not eat its max_tokens (Constraint.wire_max_tokens).
 
     TGI (its sources): temperature 0 is greedy only while top_p is not sent (a top_p < 1 turns sampling
     back on, at temperature 1), and top_p = 1.0 is refused (HTTP 422); so to TGI a greedy request goes
     without top_p, and a top_p >= 1 (no nucleus cut) is left out. Other servers always get top_p: a
     llama.cpp server left without one applies its own default (0.95)."""
     s = request.sampling
-    extra = request.constraint.wire_overhead(dialect) if request.constraint is not None else 0
-    body: dict[str, Any] = {"messages": request.message_dicts(strict_roles), "max_tokens": s.max_tokens + extra}
+    budget = s.max_tokens if request.constraint is None else request.constraint.wire_max_tokens(s.max_tokens, dialect)
+    body: dict[str, Any] = {"messages": request.message_dicts(strict_roles), "max_tokens": budget}
     body["temperature"] = s.temperature
     if dialect != "tgi" or (s.top_p < 1.0 and s.temperature != 0):
         body["top_p"] = s.top_p
     body["seed"] = request.seed
     if model:
         body["model"] = model
-    if request.constraint is not None:
-        body["response_format"] = request.constraint.response_format(dialect)
+    if field is None or request.constraint is None:
+        field = constraint_field(request, dialect, engine)
+    if field == "structured_outputs.grammar":
+        body["structured_outputs"] = {"grammar": request.constraint.compact_grammar()}  # type: ignore[union-attr]
+    elif field == "ebnf":
+        body["ebnf"] = request.constraint.compact_grammar()  # type: ignore[union-attr]
+    elif field == "response_format":
+        body["response_format"] = request.constraint.response_format(dialect)  # type: ignore[union-attr]
     return body
 
 
@@ -155,6 +187,26 @@ class _Endpoint:
         return {"calls": self.calls, "failures": self.failures, "retries": self.retries, "removed": self.removed}
 
 
+async def _engine(
+    client: httpx2.AsyncClient, url: str, owner: Any, headers: dict[str, str]
+) -> dict[str, str | None] | None:
+    """The engine behind an OpenAI-compatible endpoint, as it names itself: /v1/models' `owned_by` (vLLM
+    "vllm", SGLang "sglang", llama.cpp's server "llamacpp") and its /version where it has one (vLLM, SGLang);
+    None where it says nothing. Not part of the identity (cache keys): provenance, and the wire's constraint
+    field (GRAMMAR_FIELDS)."""
+    if not isinstance(owner, str) or not owner:
+        return None
+    version = None
+    if owner in GRAMMAR_FIELDS:
+        try:
+            resp = await client.get(url.rstrip("/").removesuffix("/v1") + "/version", headers=headers)
+            if resp.status_code == 200:
+                version = str(resp.json().get("version")) if isinstance(resp.json(), dict) else None
+        except (httpx2.HTTPError, ValueError):
+            version = None
+    return {"name": owner, "version": version}
+
+
 def _retryable(exc: BaseException) -> bool:
     if isinstance(exc, (httpx2.TransportError, asyncio.TimeoutError)):
         return True
@@ -224,6 +276,8 @@ class ServerBackend:
         self.retries = 0
         self._endpoints: list[_Endpoint] | None = None
         self._identity: dict[str, Any] | None = None
+        self.engine: dict[str, str | None] | None = None  # the engine as it names itself (probe; not the identity)
+        self.canaried: list[dict[str, Any]] | None = None  # the constraint canaries it answered (canary())
         self._rr = 0
         self._changed: asyncio.Future[None] | None = None  # set when a slot frees or an endpoint's state changes
 
@@ -254,10 +308,13 @@ class ServerBackend:
                     }
                 ids = [m.get("id") for m in data.get("data") or []]
                 self._check_served(url, ids)
+                model_id = self.model or (ids[0] if ids else None)
+                owner = next((m.get("owned_by") for m in data.get("data") or [] if m.get("id") == model_id), None)
                 return {
-                    "model_id": self.model or (ids[0] if ids else None),
+                    "model_id": model_id,
                     "model_sha": None,
                     "server": "openai-compatible",
+                    "engine": await _engine(client, url, owner, headers),
                 }
             last = f"HTTP {resp.status_code} on {path}"
         raise EndpointUnavailableError(f"LLM endpoint {url} failed its health probe ({last})")
@@ -299,6 +356,7 @@ class ServerBackend:
                 f"models.{self.name}.endpoints serve different models ({listing}); a pool must serve one model"
             )
         info = up[0][2]
+        self.engine = info.get("engine")
         self._identity = {
             "backend": self.kind,
             "dialect": self.dialect,
@@ -322,6 +380,10 @@ class ServerBackend:
             if isinstance(result, BaseException):
                 ep.removed, ep.last_error = True, str(result)
         return self._identity
+
+    @property
+    def engine_name(self) -> str | None:
+        return self.engine.get("name") if self.engine else None
 
     def identity(self) -> dict[str, Any]:
         if self._identity is None:
@@ -425,8 +487,8 @@ class ServerBackend:
                 ep.strikes, ep.retry_at = 0, 0.0
             self._wake()
 
-    async def _call(self, ep: _Endpoint, request: Request) -> Completion:
-        body = request_body(request, self.dialect, self.model, self.strict_roles)
+    async def _call(self, ep: _Endpoint, request: Request, field: str | None = None) -> Completion:
+        body = request_body(request, self.dialect, self.model, self.strict_roles, self.engine_name, field)
         resp = await ep.client.post(api_url(ep.url, "/chat/completions"), json=body)
         if resp.status_code != 200:
             raise HTTPStatusError(resp.status_code, resp.text)
@@ -446,7 +508,28 @@ class ServerBackend:
             prompt_tokens_evaluated=_evaluated(usage, prompt_tokens),
         )
 
+    async def canary(self) -> list[dict[str, Any]]:
+        """The constraint canary (socsim.llm.canary), once per client: one request per field this backend's
+        constraints go in (a grammar engine's grammar field, and response_format for the schemas its grammar
+        cannot say); ConstraintIgnoredError when an answer is free text. Not counted as a call."""
+        from socsim.llm import canary
+
+        if self.canaried is None:
+            req = canary.request()
+            first = constraint_field(req, self.dialect, self.engine_name)
+            fields = [first, *(["response_format"] if first != "response_format" else [])]
+            engine = " ".join(str(v) for v in (self.engine or {}).values() if v) or self.identity()["runtime"]
+            records = []
+            for field in fields:
+                done = await self._complete(req, field, count=False)
+                records.append(canary.check(done.text, str(field), engine, self.name, done.endpoint or "?"))
+            self.canaried = records
+        return self.canaried
+
     async def complete(self, request: Request) -> Completion:
+        return await self._complete(request)
+
+    async def _complete(self, request: Request, field: str | None = None, count: bool = True) -> Completion:
         """One request: sent to the least-busy live endpoint; a retryable failure sends it to the next
         ready endpoint (or, with none ready, after the backoff). It fails when every endpoint is out,
         after `max_tries` tries per endpoint of the pool (endpoints that answer their health checks
@@ -460,7 +543,7 @@ class ServerBackend:
         while True:
             ep = await self._acquire()
             try:
-                completion = await self._call(ep, request)
+                completion = await self._call(ep, request, field)
             except Exception as exc:  # noqa: BLE001 - classified below
                 if _status(exc) in AUTH_STATUS:
                     raise _auth_error(ep.spec, _status(exc)) from None
@@ -470,7 +553,7 @@ class ServerBackend:
                 self._failed(ep, exc)
                 before, last = last, exc
             else:
-                ep.calls += 1
+                ep.calls += count
                 ep.strikes, ep.retry_at = 0, 0.0
                 return completion
             finally:

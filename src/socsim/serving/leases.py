@@ -32,6 +32,7 @@ from socsim.serving.state import (
 )
 
 if TYPE_CHECKING:
+    from socsim.llm.cache import CallCache
     from socsim.llm.client import Backend, LLMClient
     from socsim.llm.types import Completion, Request
     from socsim.models import ModelSpec
@@ -320,16 +321,16 @@ class LeasedBackend:
         await self.inner.aclose()
 
 
-def served_client(params: Mapping[str, Any], spec: ModelSpec) -> LLMClient:
+def served_client(params: Mapping[str, Any], spec: ModelSpec, cache: CallCache | None = None) -> LLMClient:
     """The client of a served model (`serve:`): a lease on the run's own server of it (started, or joined,
-    and waited for, now), and its backend wrapped with the lease (`LeasedBackend`)."""
+    and waited for, now), held by its backend from construction (socsim.models.client: `LeasedBackend`);
+    `cache`: the call cache it shares (None: none)."""
     from socsim import models
 
     lease = acquire(spec)
     try:
-        client = models.client(params, replace(spec, endpoints=(lease.url,), api_key_env=lease.api_key_env), "")
+        served = replace(spec, endpoints=(lease.url,), api_key_env=lease.api_key_env)
+        return models.client(params, served, "", cache=cache, wrap=lambda backend: LeasedBackend(lease, backend))
     except BaseException:
         lease.release()
         raise
-    client.backend = LeasedBackend(lease, client.backend)
-    return client

@@ -160,7 +160,10 @@ def _study(n):
 def _run(tmp_path, monkeypatch, reply, n, overrides=()):
     from socsim import models
 
-    monkeypatch.setattr(models, "client", lambda params, spec, cache_path=None: scripted_client(reply, spec.name))
+    def scripted(params, spec, cache_path=None, *, cache=None, **_):  # models.client over the scripted backend
+        return LLMClient(Scripted(reply, spec.name), cache, None, params["llm"]["parse_fail_fast"], spec.name)
+
+    monkeypatch.setattr(models, "client", scripted)
     study = _study(n)
     args = argparse.Namespace(
         study="test",
