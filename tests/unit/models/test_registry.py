@@ -131,3 +131,21 @@ def test_preflight_lists_every_server_a_run_needs_in_seconds(monkeypatch, tmp_pa
 
 
 # -- identity against real llama-cpp-python servers --------------------------------------------------
+
+
+# -- the client, built once ------------------------------------------------------------------------
+
+
+def test_a_client_outside_a_stage_fills_the_cache_template_and_carries_its_settings(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with ScriptedServer("org/m") as srv:
+        entry = {"backend": "openai", "model_id": "org/m", "endpoints": [srv.url]}
+        params = config.validate({"llm": {"parse_fail_fast": 7}, "models": {"m": entry}})
+        assert "{" in params["llm"]["cache_path"]  # the default: a template of study, stage and shard
+        client = models.named_client(params, "m")
+        client.close()
+    made = [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.sqlite")]
+    assert made == [".socsim-cache/clients/m/all.sqlite"]  # never a folder named with braces
+    assert (client.name, client.parse_fail_fast) == ("m", 7)  # set when it is built, not patched after
+    with pytest.raises(ParamsError, match="only {study}, {stage} and {shard}"):
+        models.cache_path({"llm": {"cache_path": "c/{model}.sqlite"}}, "s", "t", "all")
