@@ -26,6 +26,7 @@ from socsim.io.figures import panels
 from socsim.io.vs_paper import read_paper
 from socsim.sim.policies import Drawn
 from socsim.stats import verdict as vd
+from support.analysis import inputs
 from support.project import ROOT
 
 PAPER_FILE = ROOT / "data" / "facilitation" / "paper.yaml"
@@ -108,10 +109,13 @@ def study(per_strategy=4, users=7, user_turns=8, annotators=3, seed=0, rate_seed
     return pd.DataFrame(setups), pd.DataFrame(comments), pd.DataFrame(ann)
 
 
-def report(setups, comments, ann, **kw):
+def report(setups, comments, ann, source=None):
+    """The report on these tables as the analyse stage's inputs (the setups' provenance naming `source`)."""
     # Krippendorff's alpha over continuous ratings is slow and not under test here: left out.
     agreement = {**an.parse_failures(ann), "krippendorff_alpha_toxicity": None}
-    return an.report(setups, comments, ann, read_paper(PAPER_FILE), "user_index", None, agreement, **kw)
+    provenance = {"setups": {"data_source": {"source": source}}} if source else {}
+    tables = {"setups": setups, "comments": comments, "annotations": ann}
+    return an.report(inputs("facilitation", tables, paper=read_paper(PAPER_FILE), provenance=provenance), agreement)
 
 
 def user_rating_rows(comments, ann):

@@ -5,6 +5,8 @@
 - `tests`: the study's statistical tests (Table 2's OLS, the ANOVA and pairwise t-tests at three
   levels, the claims' tests over discussions);
 - `claims`: one judge function per paper claim (`CLAIMS`, in the report's order);
+- `places`: where a flag is noted (tables, vs_paper rows, figure panels), declared once for the claims
+  and report that record flags and the plots that read them;
 - `plots`: what each figure draws (its panels, notes worded here);
 - `report`: the base report and `analyse(inputs) -> Report`, which assembles the claims.
 

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from socsim.facilitation.analysis import places
 from socsim.facilitation.analysis import tests as ts
 from socsim.facilitation.analysis.measures import LEVELS, MAIN, UNIT_WORDS, ablation_cell, intervention_rates
 from socsim.io.claims import Claim, Judgement
@@ -49,7 +50,6 @@ from socsim.stats.regression import OLSResult
 
 ALPHA = vd.ALPHA
 BY_DISCUSSION = "Welch t over discussions (means, or slopes for x time) vs No Moderator, each term"
-TABLE2_PLACES = ("table2_ols", "vs_paper: Table 2, Findings 1-2")
 
 
 @dataclass
@@ -100,7 +100,7 @@ def table2(ev: Evidence) -> Judgement:
         out.append(Row(f"Table 2: {name}", coef, ref["coef"], note=note, flags=ols.flags))
     r2_note = _with(na, ev.seed_msg)
     out.append(Row("Table 2: Adj. R²", _f(ols.adj_r2), ev.paper.get("adj_r2"), note=r2_note, flags=ols.flags))
-    return Judgement(rows=out, flags=[Flagged(f, list(TABLE2_PLACES)) for f in ols.flags])
+    return Judgement(rows=out, flags=[Flagged(f, list(places.TABLE2_FIT)) for f in ols.flags])
 
 
 def finding1(ev: Evidence) -> Judgement:
@@ -151,8 +151,7 @@ def anova_levels(ev: Evidence) -> Judgement:
         note = _with("one mean per discussion; the paper reports only the rating-level p", ev.seed_msg)
         j.rows.append(Row(quantity, p, None, finding=f"{claim} (p < {ALPHA})", verdict=va, flags=a_flags, note=note))
     for level, a in ev.anova.items():
-        places = ["anova.json", f"pairwise_ttests ({level})", f"fig3 ({level})"]
-        j.flags += [Flagged(f, places) for f in _anova_flags(a)]
+        j.flags += [Flagged(f, list(places.anova(level))) for f in _anova_flags(a)]
     return j
 
 

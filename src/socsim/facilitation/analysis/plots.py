@@ -1,12 +1,14 @@
 """What Figs. 3-6 draw (socsim.io.report.Panel): each panel's rows, its note (flags of its inputs and
 its n, already worded) and why it has no data. socsim.facilitation.figures draws them and decides
 nothing. Built from the assembled report (after socsim.io.claims.assemble, so the claims' flags are in
-it): its tables, and a panel's flags are the report's flags placed on it (`Report.flags_on`)."""
+it): its tables, and a panel's flags are the report's flags placed on it (`Report.flags_on`, on the places
+declared in socsim.facilitation.analysis.places, where the flags are written)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from socsim.facilitation.analysis import places
 from socsim.facilitation.analysis.measures import LEVELS, MAIN, UNITS, ablation_baseline, human_note
 from socsim.io.report import Panel, Report, n_range
 from socsim.stats import verdict as vd
@@ -41,7 +43,7 @@ def fig3(pairwise: pd.DataFrame, rep: Report) -> list[Panel]:
                 )
         data = pd.DataFrame(cells, columns=["row", "column", "diff", "label"])
         empty = not len(data) or not data["diff"].notna().any()
-        note = _fig3_note(pw, level, rep.flags_on("fig3", f"fig3 ({level})"))
+        note = _fig3_note(pw, level, rep.flags_on(*places.fig3_panel(level)))
         panels.append(Panel(level, data, note, "no pair of strategies with ratings" if empty else ""))
     return panels
 
@@ -110,14 +112,14 @@ def fig6(groups: pd.DataFrame, rep: Report) -> list[Panel]:
     lines = ["n = non-troll comments per group (legend)"]
     lines += ["no data: " + "; ".join(missing)] if missing else []
     cols = ["model", "strategy", "group", "toxicity_level", "proportion"]
-    return [Panel("non-troll toxicity", data[cols], [*lines, *rep.flags_on("fig6")])]
+    return [Panel("non-troll toxicity", data[cols], [*lines, *rep.flags_on(*places.FIG6_PANEL)])]
 
 
 def plots(rep: Report) -> dict[str, list[Panel]]:
     """Every figure's panels (its plot table plot_<name>), from the assembled report's tables and flags."""
     t = rep.tables
     return {
-        "fig3_pairwise_toxicity": fig3(t["pairwise_ttests"].df, rep),
+        "fig3_pairwise_toxicity": fig3(t[places.PAIRWISE].df, rep),
         "fig4_interventions": fig4(t["interventions"].df),
         "fig5_diversity": fig5(t["diversity"].df),
         "fig6_nontroll_toxicity": fig6(t["nontroll_toxicity_groups"].df, rep),

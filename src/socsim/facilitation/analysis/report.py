@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from socsim.facilitation.analysis import measures as ms
+from socsim.facilitation.analysis import places
 from socsim.facilitation.analysis import tests as ts
 from socsim.facilitation.analysis.claims import CLAIMS, Evidence
 from socsim.facilitation.analysis.plots import plots
@@ -25,9 +26,8 @@ from socsim.io.report import AnalysisInputs, Finding, Report, Table
 from socsim.io.vs_paper import differences
 
 SOURCES = ("generated", "syndisco_release")  # socsim's run; the paper's own released data
+TABLES = ("setups", "comments", "annotations")  # the tables the analysis reads from its inputs
 TITLE = "Facilitation (paper 000): ours vs the paper"
-# Where the flags of the main study's toxicity ratings apply (the input of Table 2, the tests and Figs. 3, 6).
-TOXICITY_PLACES = ("table2_ols", "pairwise_ttests", "fig3", "fig6", "vs_paper: Table 2, Findings 1-2, Fig. 6")
 
 
 class NoUsableRatings(ValueError):
@@ -43,20 +43,13 @@ def analyse(inputs: AnalysisInputs) -> Report:
     """The study's analysis: `inputs` holds setups, comments and annotations (their provenance says
     where the data come from), params `analysis.time` and `analysis.human_reference`, and the paper's
     numbers. Raises NoUsableRatings (with agreement.json) when no rating is usable."""
-    fa = inputs.params["analysis"]
-    data_source = dict(inputs.provenance.get("setups", {}).get("data_source") or {})
     annotations = inputs["annotations"]
     agreement = ms.agreement(annotations)
     try:
         ms.check_ratings(annotations)
     except ValueError as e:
         raise NoUsableRatings(str(e), Report(TITLE, documents={"agreement.json": agreement})) from e
-    human = ms.read_human_reference(fa["human_reference"])
-    source = str(data_source.get("source", "generated"))
-    rep = report(inputs["setups"], inputs["comments"], annotations, inputs.paper, fa["time"], human, agreement, source)
-    if data_source:
-        rep.provenance["data_source"] = data_source
-    return rep
+    return report(inputs, agreement)
 
 
 @dataclass
@@ -73,14 +66,11 @@ class Measured:
     table2: tuple[pd.DataFrame, str, str]  # Table 2 as values, Markdown and LaTeX
 
 
-def measure(
-    setups: pd.DataFrame,
-    comments: pd.DataFrame,
-    annotations: pd.DataFrame,
-    paper: Mapping[str, Any],
-    time: str,
-    human: pd.DataFrame | None,
-) -> Measured:
+def measure(inputs: AnalysisInputs, human: pd.DataFrame | None) -> Measured:
+    """Everything measured once on `inputs`' setups, comments and annotations (params `analysis.time`),
+    `human`: the human reference's discussions (Fig. 5), if any."""
+    setups, comments, annotations = (inputs[k] for k in TABLES)
+    paper, time = inputs.paper, inputs.params["analysis"]["time"]
     expected = sorted(setups.loc[setups["condition"] == ms.MAIN, "strategy"].unique())
     rated, seeds = ms.rated_and_seeds(comments, annotations, setups, time=time)
     notes = [ms.seed_note(seeds)] if seeds else []
@@ -122,8 +112,8 @@ def tables(m: Measured) -> dict[str, Table]:
     table2, md, tex = m.table2
     return {
         "diversity": Table(m.ev.div, "Diversity per discussion (1 - mean ROUGE-L F1 over its comment pairs)"),
-        "table2_ols": Table(table2, "Table 2: OLS toxicity ~ strategy * time", markdown=md, latex=tex),
-        "pairwise_ttests": Table(
+        places.TABLE2: Table(table2, "Table 2: OLS toxicity ~ strategy * time", markdown=md, latex=tex),
+        places.PAIRWISE: Table(
             m.pairwise,
             "Pairwise Student t-tests of toxicity (Holm within each level)",
             notes=[f"{level}: {words}" for level, words in ms.UNIT_WORDS.items()] + m.notes,
@@ -175,7 +165,7 @@ def base_report(m: Measured, agreement: dict[str, Any], source: str) -> Report:
     rep = Report(TITLE, design=design(m.setups, m.annotations, m.ev.paper), own_data=source == "syndisco_release")
     rep.tables = tables(m)
     for f in m.ev.flags:
-        rep.flag(f, *TOXICITY_PLACES)
+        rep.flag(f, *places.RATINGS)
     for a in m.ev.anova.values():
         a["seed_ratings_excluded"] = m.seeds
     rep.documents = {"anova.json": m.ev.anova, "agreement.json": agreement}
@@ -183,49 +173,41 @@ def base_report(m: Measured, agreement: dict[str, Any], source: str) -> Report:
     return rep
 
 
-def by_model(
-    setups: pd.DataFrame,
-    comments: pd.DataFrame,
-    annotations: pd.DataFrame,
-    paper: Mapping[str, Any],
-    time: str,
-    human: pd.DataFrame | None,
-) -> list[Finding]:
-    """Every claim judged on each model's discussions alone, its claim suffixed " [<model>]" (the revised
-    study's scopes, socsim.facilitation.revision.claims): pooled findings mix the models, a model is judged
-    on its own. None with one model (the pooled findings are that model's)."""
+def by_model(inputs: AnalysisInputs, human: pd.DataFrame | None) -> list[Finding]:
+    """Every claim judged on each model's discussions alone (`inputs` with only that model's rows), its
+    claim suffixed " [<model>]" (the revised study's scopes, socsim.facilitation.revision.claims): pooled
+    findings mix the models, a model is judged on its own. None with one model (the pooled findings are
+    that model's)."""
+    setups = inputs["setups"]
     models = sorted(setups["model"].unique())
     if len(models) < 2:
         return []
     out: list[Finding] = []
     for model in models:
         ids = setups.loc[setups["model"] == model, "discussion_id"]
-        s, c, a = (df[df["discussion_id"].isin(ids)].reset_index(drop=True) for df in (setups, comments, annotations))
-        ev = measure(s, c, a, paper, time, human).ev
+        own = {k: inputs[k][inputs[k]["discussion_id"].isin(ids)].reset_index(drop=True) for k in TABLES}
+        ev = measure(replace(inputs, tables=own), human).ev
         out += [replace(f, claim=f"{f.claim} [{model}]") for _, j in judge_all(CLAIMS, ev) for f in j.findings]
     return out
 
 
-def report(
-    setups: pd.DataFrame,
-    comments: pd.DataFrame,
-    annotations: pd.DataFrame,
-    paper: Mapping[str, Any],
-    time: str,
-    human: pd.DataFrame | None,
-    agreement: dict[str, Any],
-    source: str = "generated",
-) -> Report:
+def report(inputs: AnalysisInputs, agreement: dict[str, Any]) -> Report:
     """The whole analysis as a report, on usable ratings (after measures.check_ratings; `agreement`:
-    measures.agreement of the annotations; `source`: one of SOURCES), with the figures' plot tables,
-    the stage's metrics and the lines it prints. With more than one model, every claim is also judged
-    on each model's discussions alone (by_model)."""
+    measures.agreement of the annotations), with the figures' plot tables, the stage's metrics and the
+    lines it prints. The setups' provenance names the data's source (one of SOURCES; socsim's run when
+    it names none). With more than one model, every claim is also judged on each model's discussions
+    alone (by_model)."""
+    data_source = dict(inputs.provenance.get("setups", {}).get("data_source") or {})
+    human = ms.read_human_reference(inputs.params["analysis"]["human_reference"])
+    source = str(data_source.get("source", "generated"))
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
-    m = measure(setups, comments, annotations, paper, time, human)
+    m = measure(inputs, human)
     rep = assemble(base_report(m, agreement, source), CLAIMS, m.ev)
     rep.plots = plots(rep)  # after assemble: the claims' flags reach the panels (Report.flags_on)
-    rep.findings += by_model(setups, comments, annotations, paper, time, human)
+    rep.findings += by_model(inputs, human)
+    if data_source:
+        rep.provenance["data_source"] = data_source
     anova = m.ev.anova
     rep.metrics = {
         "ols_adj_r2": m.ev.ols.adj_r2,

@@ -17,6 +17,12 @@ from scipy import stats as sps
 from socsim.facilitation.revision.data import MODEL_LABELS
 from socsim.io.report import Panel, Report, n_range
 
+# Where the report notes a flag on the figures (its `where`, read here through Report.flags_on): declared once,
+# for report.report, which records each scope's toxicity flags on TOXICITY_PLACES, and for the panels below.
+TOXICITY_OVER_TURNS = "plot_toxicity_over_turns"  # both panels of toxicity_over_turns
+MODEL_EFFECTS = "plot_model_effects"  # the model_effects panels of the claims judged on toxicity
+TOXICITY_PLACES = (TOXICITY_OVER_TURNS, MODEL_EFFECTS)
+
 # The claims judged on toxicity: their panels carry the toxicity's flags.
 TOXICITY_CLAIMS = (
     "strategies_lower_toxicity",
@@ -43,7 +49,7 @@ def _over_turns(uc: pd.DataFrame, by: str) -> pd.DataFrame:
 
 
 def toxicity_over_turns(uc: pd.DataFrame, rep: Report) -> list[Panel]:
-    flags = rep.flags_on("plot_toxicity_over_turns")
+    flags = rep.flags_on(TOXICITY_OVER_TURNS)
     panels = []
     for by in ("strategy", "model"):
         if not len(uc):
@@ -74,7 +80,7 @@ def model_effects(grid: pd.DataFrame, rep: Report) -> list[Panel]:
         cols = ["part", "scope", "estimate", "ci_low", "ci_high", "n", "verdict", "holds"]
         data = g[cols].assign(word=g["verdict"].str.split(" ").str[0]).reset_index(drop=True)
         data["scope"] = data["scope"].map(lambda m: MODEL_LABELS.get(m, m))
-        flags = rep.flags_on("plot_model_effects") if claim in TOXICITY_CLAIMS else []
+        flags = rep.flags_on(MODEL_EFFECTS) if claim in TOXICITY_CLAIMS else []
         empty = not len(data) or not data["estimate"].notna().any()
         panels.append(Panel(claim, data, flags, "no estimate" if empty else ""))
     return panels

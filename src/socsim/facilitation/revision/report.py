@@ -15,7 +15,7 @@ import pandas as pd
 from socsim.facilitation.revision import measures as ms
 from socsim.facilitation.revision.claims import CLAIMS, GRID, Evidence
 from socsim.facilitation.revision.data import MAIN, MODEL_LABELS
-from socsim.facilitation.revision.plots import plots
+from socsim.facilitation.revision.plots import TOXICITY_PLACES, plots
 from socsim.io.claims import assemble
 from socsim.io.report import AnalysisInputs, Report, Table
 from socsim.io.vs_paper import Row, differences
@@ -25,7 +25,6 @@ from socsim.stats.regression import stars as regression_stars
 
 TITLE = "Facilitation, revised study (paper 000 v4, six models): ours vs the paper"
 SOURCE = "syndisco_revision"
-TOXICITY_PLACES = ("plot_toxicity_over_turns", "plot_model_effects")
 
 
 def term_label(term: str) -> str:
