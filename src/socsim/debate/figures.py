@@ -1,7 +1,7 @@
 """Figures of the DEBATE study (PNG + PDF): Fig. 2 (group-level tweet stance and opinion, mean and
 SD per group, humans vs twins), Fig. 2's effect sizes (d_z, ours beside the paper's), Fig. 3
-(individual change against the initial stance and the partner difference, with a fitted line), and
-the utterance metrics by mode.
+(individual change against the initial stance and the partner difference, with the fitted line and its
+band that the analysis computed), and the utterance metrics by mode.
 
 Every figure draws its plot table (the analysis' plot_<figure>, socsim.debate.analysis.plots), read
 as panels (socsim.io.figures.panels): each panel's rows, its note (n, missing values and the flags of
@@ -128,23 +128,10 @@ def fig2_effect_sizes(plot: Plot, out: Path, model: str = "") -> str:
     return name
 
 
-def _fit(ax: Axes, xs: np.ndarray, ys: np.ndarray, colour: str) -> None:
-    """Least-squares line with its 95 % band (with at least two distinct x)."""
-    if np.unique(xs).size < 2:
-        return
-    b, a = np.polyfit(xs, ys, 1)
-    grid = np.linspace(xs.min(), xs.max(), 30)
-    fit = a + b * grid
-    resid = ys - (a + b * xs)
-    s2 = resid.var(ddof=2) if xs.size > 2 else 0.0
-    se = np.sqrt(s2 * (1 / xs.size + (grid - xs.mean()) ** 2 / ((xs - xs.mean()) ** 2).sum()))
-    ax.plot(grid, fit, color=colour, lw=1)
-    ax.fill_between(grid, fit - 1.96 * se, fit + 1.96 * se, color=colour, alpha=0.15)
-
-
 def fig3(plot: Plot, out: Path, model: str = "") -> str:
     """Change against the own initial value and against the round-1 partner's minus one's own,
-    humans and twins in one panel each, with least-squares lines and their 95 % bands."""
+    humans and twins in one panel each: each source's members (rows of kind "member") and its
+    least-squares line with its 95 % band (kind "fit"), as the analysis computed them."""
     fig, axes = plt.subplots(2, 3, figsize=(11, 7))
     for i, (what, (start, end)) in enumerate(OUTCOMES.items()):
         for j, predictor in enumerate(PREDICTORS):
@@ -153,9 +140,13 @@ def fig3(plot: Plot, out: Path, model: str = "") -> str:
                 s = p.data[p.data.source == source] if len(p.data) else p.data
                 if not len(s):
                     continue
-                xs, ys = s["x"].to_numpy(dtype=float), s["y"].to_numpy(dtype=float)
+                pts, line = s[s.kind == "member"], s[s.kind == "fit"]
+                xs, ys = pts["x"].to_numpy(dtype=float), pts["y"].to_numpy(dtype=float)
                 ax.scatter(xs, ys, s=12, color=COLOURS[source], label=source, alpha=0.7)
-                _fit(ax, xs, ys, COLOURS[source])
+                if len(line):  # the least-squares line and its 95 % band
+                    grid, fit, lo, hi = (line[c].to_numpy(dtype=float) for c in ("x", "y", "lo", "hi"))
+                    ax.plot(grid, fit, color=COLOURS[source], lw=1)
+                    ax.fill_between(grid, lo, hi, color=COLOURS[source], alpha=0.15)
             if p.no_data:
                 no_data(ax, p.no_data)
             else:

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from scipy import stats as sps
 
+from socsim.debate.analysis.stats import appendix_h, group_level, individual_level
 from socsim.debate.metrics import length, rouge_l, round_wise
-from socsim.debate.stats import appendix_h, group_level, individual_level
 from support.project import ROOT
 
 PAPER = yaml.safe_load((ROOT / "data" / "debate" / "paper.yaml").read_text())

@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from socsim.debate import analysis, stats
+from socsim.debate import analysis
+from socsim.debate.analysis import stats
 from support.studies.debate import (
     SHIFT_DZ_04,
     _group_claims,

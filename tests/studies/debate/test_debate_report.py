@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from socsim.debate import analysis, figures, stats
+from socsim.debate import analysis, figures
+from socsim.debate.analysis import stats
 from socsim.debate.schemas import FIGURES
 from socsim.io import report
 from socsim.scorecard import split_model

@@ -14,8 +14,8 @@ import statsmodels.formula.api as smf
 import yaml
 from scipy import stats as sps
 
-from socsim.debate import analysis, stats
-from socsim.debate.analysis import claims
+from socsim.debate import analysis
+from socsim.debate.analysis import claims, stats
 from socsim.stats import signflip
 from socsim.stats.verdict import MIN_UNITS
 from support.project import ROOT

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from socsim.debate import analysis, stats
+from socsim.debate import analysis
+from socsim.debate.analysis import stats
 from socsim.stats import ttest
 from socsim.stats import verdict as vd
 from support.studies.debate_synthetic import sect6

@@ -12,9 +12,12 @@ model (the first model's tables under their names, another's with "_<model>" add
 round and opinions, topic-level reverse coding (x -1) of truth-framed topics; the twins' round-1 tweet
 and initial opinion are the humans'.
 
-The package, along its seams: design (what the run was beside the paper), measures (what is measured
-once, with its inputs' flags: the evidence), tests (the claims' statistical tests, each at its unit),
-claims (one judge function per paper claim; CLAIMS), plots (what each figure draws), report (analyse).
+The package, along its seams: design (what the run was beside the paper), stats (the study's statistics:
+Appendix H, Sect. 6's group- and individual-level analyses, Fig. 3's fitted lines), measures (what is
+measured once, with its inputs' flags: the evidence), tests (the claims' statistical tests, each at its
+unit), claims (one judge function per paper claim; CLAIMS), places (where a flag is noted: the one
+spelling of every place the claims write a flag on and the plots read it from), plots (what each figure
+draws, computed down to the last line: the figures only draw), report (analyse).
 """
 
 from socsim.debate.analysis.claims import CLAIMS

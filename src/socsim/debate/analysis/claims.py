@@ -1,8 +1,8 @@
 """The DEBATE paper's claims, one judge function each (socsim.io.claims): each judges the evidence the
 measures gathered (measures.Evidence) and returns its findings (the tests of tests.py), its vs_paper
-rows, its flags where they apply and the tables it is judged with. CLAIMS lists them in the report's
-order: per topic set the utterance metrics of Tables 3/4 (9/10) and Sect. 5's claims, the humans'
-on-topic rate, Sect. 6 (Figs. 2 and 3) and Appendix H.
+rows, its flags where they apply (at the places of places.py, which the plots read) and the tables it is
+judged with. CLAIMS lists them in the report's order: per topic set the utterance metrics of Tables 3/4
+(9/10) and Sect. 5's claims, the humans' on-topic rate, Sect. 6 (Figs. 2 and 3) and Appendix H.
 
 Sect. 6's claims and the Sect. 5 ablation are judged per agent model (measures.Twins; the ablation on
 the models that ran one), each finding naming its model in its claim's last parenthesis ("... (model)",
@@ -23,8 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from socsim.debate import stats
-from socsim.debate.analysis import tests
+from socsim.debate.analysis import places, stats, tests
 from socsim.debate.analysis.design import METRIC_USES, union, variable_uses
 from socsim.debate.analysis.measures import (
     APPENDIX_H_METRICS,
@@ -71,7 +70,7 @@ class _Sheet:
         return out
 
     def row(self, row: vs_paper.Row) -> None:
-        self.flagged(row.flags, f"vs_paper: {row.quantity}")
+        self.flagged(row.flags, places.vs_paper(row.quantity))
         self.j.rows.append(row)
 
     def finding(self, f: Finding) -> None:
@@ -91,7 +90,7 @@ def _utterance_table(
         setting = (r.model, r.mode, r.ablation, ts)
         by_metric = {m: ev.flags.metric(m, setting, filtered) for m in METRICS}
         for m, fl in by_metric.items():
-            all_flags += s.flagged(fl, f"{name}.{m}[{r.model} mode {r.mode} {r.ablation}]")
+            all_flags += s.flagged(fl, places.metric_cell(name, m, r.model, r.mode, r.ablation))
         cells.append(cell_flags(by_metric))
     return df.assign(flags=cells), dg.collect(all_flags)
 
@@ -285,7 +284,7 @@ def human_on_topic(ev: Evidence) -> Judgement:
     )
     ref = ev.paper.get("human_on_topic") or {}
     for r in df[df.topic_set != "all"].itertuples(index=False):
-        fl = s.flagged(fl_by_ts.get(r.topic_set, []), f"human_on_topic[{r.topic_set}]")
+        fl = s.flagged(fl_by_ts.get(r.topic_set, []), places.human_on_topic(r.topic_set))
         agree = (
             f"annotator vs validity: agreement {r.agreement:.3f}, Cohen's kappa "
             + ("n/a" if pd.isna(r.kappa) else f"{r.kappa:.3f}")
@@ -333,7 +332,7 @@ def _fig2_test(
 ) -> dict[str, Any]:
     """One Fig. 2 test of `tw`'s groups: its effect-size row; its vs_paper row (the humans' own change:
     the first model's only, with its finding)."""
-    fl = s.flagged(tw.flags.test(r.quantity, r.test), f"{tw.table('group_tests')}.{r.quantity}.{r.test}")
+    fl = s.flagged(tw.flags.test(r.quantity, r.test), places.change_test(tw.table("group_tests"), r.quantity, r.test))
     design = ev.run.differences(union(variable_uses(x, v) for x, v in test_vars(r.quantity, r.test)), tw.model)
     ref = paper_test(ev.paper, r.quantity, r.test)
     paper_t, dz, g_paper = ref.get("t"), paper_dz(ev.paper, r.quantity, r.test), paper_groups(ev.paper)
@@ -404,7 +403,9 @@ def _group_level_of(s: _Sheet, ev: Evidence, tw: Twins) -> None:
     gl = tw.table("group_level")
     per_group = tw.per_group.assign(
         flags=[
-            messages(s.flagged(tw.flags.variable(r.source, r.quantity), f"{gl}.{r.source}.{r.quantity}"))
+            messages(
+                s.flagged(tw.flags.variable(r.source, r.quantity), places.group_level_row(gl, r.source, r.quantity))
+            )
             for r in tw.per_group.itertuples(index=False)
         ]
     )
@@ -457,7 +458,7 @@ def individual_level(ev: Evidence) -> Judgement:
             start, end = OUTCOMES[r.outcome]
             fl = s.flagged(
                 union(tw.flags.variable(r.source, v) for v in (start, end)),
-                f"{name}.{r.source}.{r.outcome}.{r.predictor}",
+                places.individual_row(name, r.source, r.outcome, r.predictor),
             )
             cells.append(messages(fl))
             if r.source == "human" and not tw.first:
@@ -500,7 +501,7 @@ def _model_written_table(s: _Sheet, tw: Twins) -> None:
     flags, _, mw = tw.model_written
     name = tw.table("sect6_model_written")
     for (q, t), fl in flags.items():
-        s.flagged(fl, f"{name}.{q}.{t}")
+        s.flagged(fl, places.change_test(name, q, t))
     s.table(
         name,
         mw.assign(flags=[messages(flags[(r.quantity, r.test)]) for r in mw.itertuples(index=False)]),
@@ -702,7 +703,7 @@ def appendix_h(ev: Evidence) -> Judgement:
     models = sorted(orig.model.unique())
     paper_models = list((ev.paper.get("models") or {}).keys())
     for metric, _ in APPENDIX_H_METRICS:
-        fl = s.flagged(appendix_h_flags(orig, ev.flags, metric), f"appendix_h.{metric}")
+        fl = s.flagged(appendix_h_flags(orig, ev.flags, metric), places.appendix_h(metric))
         ours, ref = app_h[metric], ph.get(metric) or {}
         if not ref:
             continue

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from socsim.debate import stats
+from socsim.debate.analysis import stats
 from socsim.debate.analysis.design import PAPER_MODEL, RunDesign, union
 from socsim.debate.analysis.tests import group_claims
 from socsim.debate.schemas import COMPARISON_TABLES, OUTCOMES

@@ -3,9 +3,10 @@ what was missing and the flags of its own inputs, already worded) and, where a p
 draw, why. The figures (socsim.debate.figures) read these plot tables and only draw.
 
 A panel's flags are those of its inputs, as the claims recorded them on the places they concern
-(`Report.flags_on`: a Fig. 2 panel's group_level rows, an effect-size panel's group_tests, a Fig. 3
-panel's individual_level rows, a metrics panel's cells of Table 3 / 9), in the report's order: the
-plots are built after the claims are assembled."""
+(`Report.flags_on` on the panel's places, declared once in places.py: a Fig. 2 panel's group_level rows,
+an effect-size panel's group_tests, a Fig. 3 panel's individual_level rows, a metrics panel's cells of
+Table 3 / 9), in the report's order: the plots are built after the claims are assembled. What a panel
+draws is computed here, down to Fig. 3's fitted lines and their bands: the figures only draw."""
 
 from __future__ import annotations
 
@@ -14,15 +15,10 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from socsim.debate import stats
+from socsim.debate.analysis import places, stats
 from socsim.debate.analysis.measures import TABLES, Evidence, Twins
 from socsim.debate.schemas import CHANGE_TESTS, METRICS, OUTCOMES, PREDICTORS, SOURCES, STEPS
 from socsim.io.report import Panel, Report
-
-
-def _flags_on(rep: Report, places: Iterable[str]) -> list[str]:
-    """The messages (each once) of the flags the report recorded on any of `places`, in its order."""
-    return list(dict.fromkeys(rep.flags_on(*places)))
 
 
 def _split(notes: Iterable[object]) -> list[str]:
@@ -53,7 +49,7 @@ def fig2_group_level(rep: Report, tw: Twins) -> list[Panel]:
     gl = tw.table("group_level")
     for what, steps in STEPS.items():
         qs = list(steps)
-        flags = _flags_on(rep, (f"{gl}.{source}.{q}" for source in SOURCES for q in qs))
+        flags = rep.flags_on(*places.fig2_group_panel(gl, qs))
         for stat in ("mean", "sd"):
             g = group[group.quantity.isin(qs)]
             ns, rows = [], []
@@ -94,7 +90,7 @@ def fig2_effect_sizes(rep: Report, tw: Twins) -> list[Panel]:
             lines.append("no effect size of ours: fewer than 2 groups or no variance in the changes")
         if "missing" in e.columns:
             lines.extend(_split(e["missing"]))
-        flags = _flags_on(rep, (f"{tw.table('group_tests')}.{q}.{t}" for t in CHANGE_TESTS))
+        flags = rep.flags_on(*places.fig2_effect_panel(tw.table("group_tests"), q))
         data = pd.DataFrame(
             {
                 "test": list(CHANGE_TESTS),
@@ -106,10 +102,21 @@ def fig2_effect_sizes(rep: Report, tw: Twins) -> list[Panel]:
     return out
 
 
+FIG3_COLUMNS = ["source", "kind", "x", "y", "lo", "hi"]
+
+
+def _fig3_rows(source: str, pairs: pd.DataFrame) -> pd.DataFrame:
+    """A source's rows of a Fig. 3 panel: its members (kind "member": x, y) and, with at least 2 distinct
+    x, its least-squares line with the line's 95 % band (kind "fit": x, y, lo, hi; stats.fitted_line)."""
+    line = stats.fitted_line(pairs["x"].to_numpy(dtype=float), pairs["y"].to_numpy(dtype=float))
+    parts = [pairs[["x", "y"]].assign(kind="member"), *([line.assign(kind="fit")] if len(line) else [])]
+    return pd.concat(parts, ignore_index=True).assign(source=source).reindex(columns=FIG3_COLUMNS)
+
+
 def fig3_individual(rep: Report, tw: Twins) -> list[Panel]:
     """Per outcome and predictor: each source's members (change against the predictor, the pairs of its
-    correlation: stats.fig3_pairs), drawn with a fitted line when it has at least 3. Its flags: those
-    of its individual_level rows. `tw`: one agent model's Sect. 6."""
+    correlation: stats.fig3_pairs) and, when it has at least 3, its fitted line (_fig3_rows). Its flags:
+    those of its individual_level rows. `tw`: one agent model's Sect. 6."""
     out = []
     for what in OUTCOMES:
         for predictor in PREDICTORS:
@@ -118,9 +125,8 @@ def fig3_individual(rep: Report, tw: Twins) -> list[Panel]:
                 pairs = stats.fig3_pairs(tw.mem, source, what, predictor)
                 ns.append(f"{source}: {len(pairs)} members")
                 if len(pairs) >= 3:
-                    rows.append(pairs[["x", "y"]].assign(source=source)[["source", "x", "y"]])
-            il = tw.table("individual_level")
-            flags = _flags_on(rep, (f"{il}.{source}.{what}.{predictor}" for source in SOURCES))
+                    rows.append(_fig3_rows(source, pairs))
+            flags = rep.flags_on(*places.fig3_panel(tw.table("individual_level"), what, predictor))
             note = ["n = " + ", ".join(ns) + " (a line needs 3)", *flags]
             data = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
             why = "" if rows else "fewer than 3 members with both values"
@@ -142,7 +148,7 @@ def metrics_by_mode(rep: Report, ts: str) -> list[Panel]:
     out = []
     for c in METRICS:
         has = bool(len(table)) and bool(table[c].notna().any())
-        flags = _flags_on(rep, (f"{name}.{c}[{r.model} mode {r.mode} original]" for r in table.itertuples(index=False)))
+        flags = rep.flags_on(*places.metrics_panel(name, c, zip(table.model, table["mode"])))
         note = [f"utterances compared by mode: {used}" if used else "", *flags]
         data = table[["model", "mode", c]].rename(columns={c: "value"}) if has else pd.DataFrame()
         out.append(Panel(c, data, note, "" if has else f"no {c} in any setting"))

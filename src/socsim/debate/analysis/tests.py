@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from socsim.debate import stats
+from socsim.debate.analysis import stats
 from socsim.debate.analysis.design import union
 from socsim.debate.schemas import OUTCOMES
 from socsim.io.report import Finding

@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from socsim import config, models
-from socsim.debate import annotate, ingest, planted_humans, setups, simulate, stats
-from socsim.debate.analysis import measures
+from socsim.debate import annotate, ingest, planted_humans, setups, simulate
+from socsim.debate.analysis import measures, stats
 from socsim.planted import Ask
 from socsim.planted import debate as policy
 from support.planted import PlantedServer

@@ -1,5 +1,6 @@
 """Statistics of the DEBATE study: Appendix H (Friedman + Wilcoxon across models), the group-level
-(Fig. 2) and individual-level (Fig. 3) opinion-dynamics analyses of Sect. 6 (spec section 5). The
+(Fig. 2) and individual-level (Fig. 3) opinion-dynamics analyses of Sect. 6 (spec section 5), and Fig. 3's
+fitted lines (fitted_line). The
 t tests and d_z are socsim.stats.ttest's, the Friedman test socsim.stats.friedman's; the outcomes,
 steps and predictors are socsim.debate.schemas'."""
 
@@ -387,6 +388,23 @@ def fig3_pairs(members: pd.DataFrame, source: str, outcome: str, predictor: str)
     x = {"own initial": own, "partner minus own": other - own, "abs partner minus own": np.abs(other - own)}[predictor]
     ok = np.isfinite(x) & np.isfinite(change)
     return pd.DataFrame({"session_id": m["session_id"].to_numpy()[ok], "x": x[ok], "y": change[ok]})
+
+
+FIT_POINTS = 30  # points of a fitted line (and its band) across the range of x
+
+
+def fitted_line(xs: np.ndarray, ys: np.ndarray) -> pd.DataFrame:
+    """The least-squares line of `ys` on `xs` with its 95 % confidence band, at FIT_POINTS points from the
+    smallest x to the largest: x, y (the line), lo and hi (the band); no rows with fewer than 2 distinct x."""
+    if np.unique(xs).size < 2:
+        return pd.DataFrame({"x": [], "y": [], "lo": [], "hi": []}, dtype=float)
+    b, a = np.polyfit(xs, ys, 1)
+    grid = np.linspace(xs.min(), xs.max(), FIT_POINTS)
+    fit = a + b * grid
+    resid = ys - (a + b * xs)
+    s2 = resid.var(ddof=2) if xs.size > 2 else 0.0
+    se = np.sqrt(s2 * (1 / xs.size + (grid - xs.mean()) ** 2 / ((xs - xs.mean()) ** 2).sum()))
+    return pd.DataFrame({"x": grid, "y": fit, "lo": fit - 1.96 * se, "hi": fit + 1.96 * se})
 
 
 def _sums(pairs: pd.DataFrame, sessions: list[Any]) -> np.ndarray:
