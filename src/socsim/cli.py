@@ -78,6 +78,32 @@ def _add_params_and_dvc(sub: Any) -> None:
     )
 
 
+def _add_rocrate(sub: Any, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`socsim rocrate` (a finished run as a Workflow Run RO-Crate: socsim.rocrate) added to `sub`; `parser`
+    returned."""
+    rc = sub.add_parser(
+        "rocrate",
+        help="a finished run as a Workflow Run RO-Crate: its files with their sha256, one action per job, "
+        "the models that answered",
+        description="Write a finished run as a Workflow Run RO-Crate (docs/reproducibility.md): the workflow, "
+        "params.yaml, the data it read and every artifact its jobs wrote, copied beside ro-crate-metadata.json with "
+        "their sha256; one action per job; per model the identity that answered, the engine, the sampling, calls and "
+        "cache hits, as each stage's metrics record them.",
+    )
+    rc.add_argument("--results", default="results", help="the run's results folder (default: results)")
+    rc.add_argument("--out", required=True, help="the crate's folder (new, empty, or an earlier crate: replaced)")
+    rc.add_argument(
+        "--link", action="store_true", help="hard-link the run's files into the crate instead of copying them"
+    )
+    rc.add_argument(
+        "--license",
+        metavar="SPDX_OR_URL",
+        help="the terms the crate's data are released under (RO-Crate requires one; default: an entity saying none "
+        "was stated)",
+    )
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="socsim", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -157,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PLAN_JSON",
         help="instead of planning: put a finished run's metrics beside this plan (and write `planned` into them)",
     )
-    return parser
+    return _add_rocrate(sub, parser)
 
 
 def _check_shards(name: str, given: list[str], expected: list[str]) -> None:
@@ -348,6 +374,10 @@ def run_args(args: argparse.Namespace) -> int:
             text = scorecard.main(args.sources, args.out, figure=not args.no_figure)
             print(text)
             progress.say(text)
+        elif args.study == "rocrate":
+            from socsim import rocrate
+
+            print(rocrate.export(args.results, args.out, link=args.link, license=args.license))
         elif args.study == "dvc":
             from socsim import dvc
 

@@ -25,7 +25,7 @@ FLOORS: list[set[str]] = [
     {"facilitation", "coherence", "opinion_dynamics", "debate"},
     {"studies"},
     {"workflow", "plan", "limits", "scorecard"},
-    {"dvc"},
+    {"dvc", "rocrate"},
     {"cli"},
 ]
 # The LLM layer knows no params and no registry: what it may import besides itself.

@@ -1,0 +1,53 @@
+"""`socsim rocrate` on the recorded tiny run (support.recorded: `snakemake --cores 2` on the tiny config): the crate
+of every study's jobs passes the Workflow Run Crate validator offline (Provenance Run Crate 0.5 and all it extends),
+holds every file it describes with its sha256, and carries on each job's action what that job's metrics recorded
+of the models that answered."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from support import rocrate as check
+from support.project import sh
+
+pytestmark = pytest.mark.slow  # the recorded tiny run (support.recorded)
+
+
+def _action(results: Path, metrics: Path) -> str:
+    """The crate's action of the job that wrote a metrics file: results/<study>/metrics/<stage>[/<shard>].json."""
+    rel = metrics.relative_to(results).with_suffix("").parts  # (study, "metrics", stage[, shard])
+    return f"#job/{rel[0]}_{rel[2]}" + (f"/{rel[3]}" if len(rel) == 4 else "")
+
+
+def test_the_recorded_run_exports_a_crate_the_validator_passes(tiny_run, tmp_path):
+    out = tmp_path / "crate"
+    said = sh(["socsim", "rocrate", "--out", str(out)], tiny_run.project).stdout
+    assert said.startswith("RO-Crate of ")
+    issues, asked = check.validate(out, "provenance-run-crate-0.5")
+    assert issues == [] and asked == [check.CONTEXT_URL]
+    assert check.structure(out) == []
+    g = {e["@id"]: e for e in json.loads((out / "ro-crate-metadata.json").read_text())["@graph"]}
+
+    def props(pid: str) -> dict:
+        refs = g[pid].get("valueReference") or g[pid].get("additionalProperty") or []
+        return {g[r["@id"]]["name"]: g[r["@id"]] for r in (refs if isinstance(refs, list) else [refs])}
+
+    # Each job's action: the identity, calls and cache hits its metrics recorded, per model that answered.
+    results, answered, calls = tiny_run.project / "results", 0, 0
+    for metrics in sorted(results.glob("*/metrics/**/*.json")):
+        recorded = json.loads(metrics.read_text())
+        action = props(_action(results, metrics))
+        for name, model in (recorded.get("models") or {}).items():
+            group = props(action[f"model {name}"]["@id"])
+            for key in ("model_id", "model_sha", "runtime"):
+                if model["identity"].get(key) is not None:
+                    assert group[key]["value"] == model["identity"][key], (metrics, name, key)
+            assert (group["calls"]["value"], group["cache_hits"]["value"]) == (model["calls"], model["cache_hits"])
+            answered += 1
+        calls += int(recorded.get("calls") or 0) if "models" in recorded else 0
+    assert answered > 0
+    run = props("#run")
+    assert run["calls"]["value"] == calls
