@@ -53,12 +53,27 @@ class Accounting:
     decodes: int = 0  # tokens those calls decoded one at a time after the prompt
     decode_positions: int = 0  # and the sum of their context positions
     endpoint_calls: dict[str, int] = field(default_factory=dict)  # calls answered per endpoint
+    # sampling as applied: (temperature, top_p, max_tokens) of each request (cache hits included) -> requests
+    sampled: dict[tuple[float, float, int], int] = field(default_factory=dict)
     endpoints: dict[str, dict[str, int | bool]] = field(
         default_factory=dict
     )  # server pools: {url: calls, failures, retries, removed}
     _start: float = field(default_factory=time.perf_counter, repr=False)
     _gen_first: float | None = field(default=None, repr=False)
     _gen_last: float | None = field(default=None, repr=False)
+
+    def request(self, temperature: float, top_p: float, max_tokens: int) -> None:
+        """One request, with the sampling it was sent (or looked up in the call cache) with."""
+        self.requests += 1
+        key = (temperature, top_p, max_tokens)
+        self.sampled[key] = self.sampled.get(key, 0) + 1
+
+    def sampling(self) -> list[dict[str, Any]]:
+        """Sampling as applied: each distinct (temperature, top_p, max_tokens) the requests had, and how many."""
+        return [
+            {"temperature": t, "top_p": p, "max_tokens": m, "requests": n}
+            for (t, p, m), n in sorted(self.sampled.items())
+        ]
 
     def constrained_answer(self, ok: bool, cut: bool = False) -> None:
         """One answer under an output constraint (a model call's or a cache hit's): parsed or not, and if
@@ -176,6 +191,7 @@ class Accounting:
             "completion_tokens": self.completion_tokens,
             "completion_tokens_grammar": self.completion_tokens_grammar,
             "endpoint_calls": dict(sorted(self.endpoint_calls.items())),
+            "sampling": self.sampling(),
             **({"endpoints": dict(sorted(self.endpoints.items()))} if self.endpoints else {}),
             "wall_s": round(wall, 3),
             "time_s": self.time_split(wall),

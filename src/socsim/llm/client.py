@@ -110,7 +110,8 @@ class LLMClient:
         if not self._probed:
             await self.probe()
         acc = self.accounting
-        acc.requests += 1
+        s = request.sampling
+        acc.request(s.temperature, s.top_p, s.max_tokens)
         key = request_key(self.identity(), request) if self.cache is not None else ""
         completion = self.cache.get(key) if self.cache is not None else None
         cached = completion is not None

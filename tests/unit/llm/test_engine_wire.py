@@ -90,6 +90,8 @@ def test_an_answer_cut_at_max_tokens_is_reported_as_cut():
     assert not r.parse_ok and r.parse_error.startswith("cut at max_tokens (16 tokens for the answer)")
     m = c.accounting.as_metrics()
     assert (m["parse_failures"], m["parse_failures_cut"]) == (1, 1)
+    # sampling as applied (the request's; the wire's max_tokens adds the skeleton)
+    assert m["sampling"] == [{"temperature": 0.0, "top_p": 1.0, "max_tokens": 16, "requests": 1}]
 
 
 @pytest.mark.parametrize("engine", [("vllm", "0.32.0"), None])
