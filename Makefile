@@ -107,6 +107,9 @@ run: setup
 	# Record what Snakemake produced in dvc.lock, so `dvc repro` / `dvc status` start from it (refused for
 	# outputs made from other params than params.yaml's: docs/dvc.md).
 	socsim dvc commit
+	# The run as a Workflow Run RO-Crate a reviewer can check (docs/reproducibility.md): its files hard-linked
+	# with their sha256, one action per job, the models that answered, their engine, sampling and cache hits.
+	socsim rocrate --out results/rocrate --link
 
 lint: setup
 	ruff check $(LINT_PATHS)
