@@ -63,3 +63,17 @@ def plots(folder: Path, figures: Iterable[str]) -> dict[str, dict[str, Panel]]:
     """Each figure's panels (figure -> {panel: Panel}), from the plot tables of the report written in
     `folder` (socsim.io.figures.panels on each `plot_<figure>`)."""
     return {f: panels(report.read(folder, f"plot_{f}")) for f in figures}
+
+
+def asked_places(monkeypatch: Any) -> set[str]:
+    """Every place a panel asks the report for (Report.flags_on, the one way flags reach a panel), recorded
+    from now on (`monkeypatch`: pytest's)."""
+    asked: set[str] = set()
+    real = report.Report.flags_on
+
+    def flags_on(self: report.Report, *where: str) -> list[str]:
+        asked.update(where)
+        return real(self, *where)
+
+    monkeypatch.setattr(report.Report, "flags_on", flags_on)
+    return asked

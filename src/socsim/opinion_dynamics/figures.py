@@ -4,7 +4,8 @@ distributions, and B and D by condition beside the numeric baselines.
 They draw the analysis's plot tables (`plot_<figure>`, read with socsim.io.figures.panels; how a
 panel's name says where it sits: socsim.opinion_dynamics.plot_layout) and import nothing from the
 analysis: every panel's note (its inputs' flags and, for the main runs, the share of agents never
-measured) is worded there; a panel without data says why."""
+measured) is worded there, and every number a panel shows beside its data (a final distribution's B and
+D) is computed there; a panel without data says why."""
 
 from __future__ import annotations
 
@@ -153,13 +154,14 @@ def _final_figures(panels: Panels, out: Path, title: str, d_label: str) -> list[
 
 def _final_histogram(ax: Any, p: Panel, framing: str, bias: str, d_label: str) -> bool:
     """One panel of final opinions: measured agents stacked over the never-measured ones (grey), B dotted,
-    B and D in the title; False (and the panel marked) where the cell did not run."""
+    B and D (the panel's, from its plot table) in the title; False (and the panel marked) where the cell did
+    not run."""
     if p.no_data:
         no_data(ax, p.no_data)
         return False
     cell = p.data
     measured = cell.measured.astype(bool)
-    vals = cell.opinion.to_numpy(dtype=float)
+    b, d = float(cell.B.iloc[0]), float(cell.D_pop.iloc[0])
     counts, _, _ = ax.hist(
         [cell[measured].opinion.to_numpy(dtype=float), cell[~measured].opinion.to_numpy(dtype=float)],
         bins=np.arange(-2.5, 3.0, 1.0),
@@ -169,8 +171,8 @@ def _final_histogram(ax: Any, p: Panel, framing: str, bias: str, d_label: str) -
         label=["measured", "never measured (initial)"],
     )
     ax.set_ylim(0, max(1.0, float(np.max(counts))) * 1.1)
-    ax.axvline(vals.mean(), ls=":", color="black")
-    ax.set_title(f"{framing}, {bias}: B = {vals.mean():.2f}, D = {vals.std():.2f} ({d_label})", fontsize=8)
+    ax.axvline(b, ls=":", color="black")
+    ax.set_title(f"{framing}, {bias}: B = {b:.2f}, D = {d:.2f} ({d_label})", fontsize=8)
     ax.set_xticks([-2, -1, 0, 1, 2])
     return True
 

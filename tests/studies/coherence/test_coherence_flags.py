@@ -3,9 +3,14 @@ inputs before no data, and each flag and n travelling with its own numbers (tabl
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from socsim.coherence import analysis as an
+from socsim.coherence.analysis import places, plots
+from socsim.io.report import Report
+from support.analysis import asked_places
 from support.studies.coherence import PAPER, analysis_inputs, run_stages, synthetic_run
 
 
@@ -48,10 +53,47 @@ def test_panel_notes_take_their_flags_from_the_report(tmp_path):
     }
     for fig, tables in drawn.items():
         for panel, table in zip(rep.plots[fig], tables, strict=True):
-            flags = rep.flags_on(f"{table} (m)")
+            flags = rep.flags_on(places.of_model(table, "m"))
             assert flags and panel.note[0] == "; ".join(flags), (fig, panel.name)
     open_sum = rep.plots["fig8_openness"][0].note[0]
     assert "coherence judge calibration (j)" in open_sum and "coherence preferences (m)" not in open_sum
+
+
+def unlanded(rep: Report, asked: set[str]) -> list[str]:
+    """Flags that do not reach a panel: a flag on a table a figure draws (places.DRAWS) whose place no panel
+    asks for, or on a figure but on none of the tables it draws, or on such a table but not on its figure."""
+    out = []
+    for f in (*rep.flags, *rep.local_flags):
+        for model in rep.summary["models"]:
+            for figure, tables in places.DRAWS.items():
+                on = [t for t in tables if places.of_model(t, model) in f.where]
+                if (places.of_model(figure, model) in f.where) != bool(on):
+                    out.append(f"{f.flag.scope}: {figure} ({model}) and the tables it draws disagree")
+                out += [
+                    f"{f.flag.scope}: {t} ({model}) read by no panel"
+                    for t in on
+                    if places.of_model(t, model) not in asked
+                ]
+    return out
+
+
+def test_every_flag_on_a_drawn_table_lands_on_a_panel(tmp_path, monkeypatch):
+    """Writers and the panels name a flag's place through socsim.coherence.analysis.places: every flag on a
+    table a figure draws reaches a panel; a panel asking for a mistyped place is found."""
+    paths = synthetic_run(tmp_path, models=("m", "n"), prefs=[1], calibration=(1, 1, 1, 1, 1))
+    asked = asked_places(monkeypatch)
+    rep = an.analyse(analysis_inputs(paths, PAPER))
+    flagged = {t for f in rep.flags for t in places.DRAWN_BY for m in "mn" if places.of_model(t, m) in f.where}
+    assert flagged == set(places.DRAWN_BY)  # every drawn table carries flags: the check checks each of them
+    assert unlanded(rep, asked) == []
+    # Fig. 8a's panel asks for its table under a mistyped name: its flags no longer land, and the check says so.
+    typo = lambda name, model: places.of_model(name.replace("open_sum", "opensum"), model)  # noqa: E731
+    monkeypatch.setattr(plots, "places", SimpleNamespace(**{**vars(places), "of_model": typo}))
+    asked.clear()
+    rep = an.analyse(analysis_inputs(paths, PAPER))
+    missed = unlanded(rep, asked)
+    assert missed and all(x.endswith("read by no panel") for x in missed), missed
+    assert {x.split(": ")[-1] for x in missed} == {f"bootstrap_by_open_sum ({m}) read by no panel" for m in "mn"}
 
 
 def test_judge_calibration_alone_flags_the_tests(tmp_path):

@@ -21,8 +21,9 @@ import pytest
 from scipy import stats as sps
 
 from socsim.coherence import analysis as an
-from socsim.coherence import dialogue, units
+from socsim.coherence import dialogue
 from socsim.coherence.analysis import tests as an_tests
+from socsim.coherence.analysis import units
 from socsim.stats import permutation as pm
 from socsim.stats.multitest import bonferroni
 from socsim.stats.power import ks_power

@@ -21,7 +21,7 @@ from socsim.io.claims import assemble
 from socsim.io.report import Report
 from socsim.llm import LLMClient
 from socsim.opinion_dynamics import analysis, figures, materials, network, outside_info, setups
-from socsim.opinion_dynamics.analysis import claims, plots
+from socsim.opinion_dynamics.analysis import claims, places, plots
 from socsim.opinion_dynamics.stages import STUDY
 from socsim.stats import degeneracy as dg
 from support.analysis import inputs
@@ -196,7 +196,7 @@ def test_per_topic_table_and_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         lambda fig, out, name: saved.setdefault(name, [t.get_text() for ax in fig.axes for t in [ax.title]]),
     )
     rep = Report("t")
-    rep.flag(own, plots.own_place("b"), local=True)  # b's own flag: on its row and panels, not the run's
+    rep.flag(own, places.own_place("b"), local=True)  # b's own flag: on its row and panels, not the run's
     drawn = plots.final_by_topic_panels(ps, plots.final_opinions(traj, setups_df), rep, "closed")
     assert not rep.flags
     assert [p.note for p in drawn if "global_warming" in p.name] == [
@@ -419,7 +419,7 @@ def test_the_other_worlds_classifier_flag_sits_on_that_world_and_its_panels():
     assert f.where == [
         f"per_sim ({model}, main, open world)",
         "per_topic (open world)",
-        plots.main_panels(model, "open"),
+        places.main_panels(model, "open"),
         f"vs_paper (Fig. 5 rows of {model}, open world)",
     ]
     noted = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from itertools import product
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -18,9 +19,11 @@ import yaml
 
 from socsim import config
 from socsim.io import vs_paper
+from socsim.io.report import Report
 from socsim.opinion_dynamics import analysis, figures, materials, setups
+from socsim.opinion_dynamics.analysis import places, plots
 from socsim.stats import degeneracy as dg
-from support.analysis import inputs
+from support.analysis import asked_places, inputs
 from support.project import ROOT
 from support.studies.od_synthetic import NO_BASELINE, draw, findings, per_sim_rows
 
@@ -105,13 +108,15 @@ def test_tiny_inputs_are_inconclusive_with_their_n():
 MainValues = list[int] | Callable[[dict[str, Any], int], int]
 
 
-def _run(main_values: MainValues, roleplay_values: list[int], bare_values: list[int], fail: int = 0) -> dict[str, Any]:
+def _run(
+    main_values: MainValues, roleplay_values: list[int], bare_values: list[int], fail: int = 0, **over: Any
+) -> dict[str, Any]:
     """The default design's setups at N = 10, T = 6 (2 topics x 2 framings x bias none/strong, the two
-    controls) with ratings that answer the given values in order (the main runs': or a function of
-    the setup and step); the first `fail` main ratings do not parse."""
+    controls; `over`: further opinion_dynamics params) with ratings that answer the given values in order
+    (the main runs': or a function of the setup and step); the first `fail` main ratings do not parse."""
     params = config.deep_merge(
         yaml.safe_load((ROOT / "params.yaml").read_text()),
-        {"opinion_dynamics": {"n_agents": 10, "steps": 6, "agent_models": ["smollm2-135m"]}},
+        {"opinion_dynamics": {"n_agents": 10, "steps": 6, "agent_models": ["smollm2-135m"], **over}},
     )
     od = config.validate(params)["opinion_dynamics"]
     rows = setups.build(
@@ -557,3 +562,57 @@ def test_a_simulations_own_flag_sits_on_that_simulation_only():
     assert summary == {"degenerate": False, "flags": []}  # summary.json (io.report.write)
     # it is a local flag of the report: where it sits, said in summary.json's local_flags
     assert [(f.flag.reason, f.where) for f in rep.local_flags] == [(msg, [f"per_sim ({one['sim_id']}: final_flags)"])]
+
+
+# -- every flag on a panel's place lands on a panel -------------------------------------------------------
+
+
+def unlanded(rep: Report, asked: set[str]) -> list[str]:
+    """The places of panels (places.FIGURES) and of simulations' own rows (places.own_place, which their
+    panels read) on which a flag sits but which no panel asks for: flags that do not reach a panel."""
+    own = {places.own_place(s) for s in rep.tables["per_sim"].df.sim_id}
+    return sorted(
+        {
+            w
+            for f in (*rep.flags, *rep.local_flags)
+            for w in f.where
+            if (w.startswith(places.FIGURES) or w in own) and w not in asked
+        }
+    )
+
+
+def _every_kind_of_flag() -> Report:
+    """Both worlds: the open world's main ratings all -2 (its classifier flag), the closed world's final
+    opinions -2 in every false-framing cell (its cells' and simulations' own flags), the role-play control
+    all -2 (its flag)."""
+
+    def main(s: dict[str, Any], t: int) -> int:
+        return -2 if s["world"] == "open" else _last_review_values(s, t)
+
+    return _run(main, [-2] * 80, [0, 1, 2, -1] * 2, world=["closed", "open"])["report"]
+
+
+def test_every_flag_on_a_panels_place_lands_on_a_panel(monkeypatch: pytest.MonkeyPatch):
+    """Writers and panels name a flag's panel through socsim.opinion_dynamics.analysis.places: every flag
+    placed on a panel (the paper's world's main ratings, the other world's, a Table 1 cell's final values, a
+    control's ratings, a simulation's own final values) reaches one; a panel asking for a mistyped place is
+    found."""
+    asked = asked_places(monkeypatch)
+    reps = [_every_kind_of_flag(), _run([-2] * 48, [0, 1] * 20, [0, 1, 2, 2])["report"]]
+    placed = {w for rep in reps for f in (*rep.flags, *rep.local_flags) for w in f.where}
+    model = "smollm2-135m"
+    kinds = {
+        "main ratings": places.main_panels(model),
+        "other world": places.main_panels(model, "open"),
+        "cell": places.bias_diversity(model),
+        "control": places.control_panels_of(model, "control_roleplay"),
+    }
+    assert {k for k, w in kinds.items() if w in placed} == set(kinds)  # the check has each kind to check
+    assert any(w.startswith(places.FIGURES + "final_distribution_") for w in placed)
+    assert any(w.endswith(": final_flags)") for w in placed)
+    assert [unlanded(rep, asked) for rep in reps] == [[], []]
+    # bias_diversity's panels ask for a mistyped place: the flags on theirs no longer land, and the check says so.
+    typo = lambda m: f"{places.FIGURES}bias-diversity_{m}"  # noqa: E731
+    monkeypatch.setattr(plots, "places", SimpleNamespace(**{**vars(places), "bias_diversity": typo}))
+    asked.clear()
+    assert unlanded(_every_kind_of_flag(), asked) == [places.bias_diversity(model)]

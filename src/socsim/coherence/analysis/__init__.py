@@ -4,12 +4,15 @@ the judge's calibration answers optional for its calibration check). `analyse(in
 whole analysis as a socsim.io.report.Report (tables, findings, flags, vs_paper rows, plot tables).
 
 The package, along its seams: `measures` (the conversation table, the Self-BLEU filter, bootstrap
-groupings, observed vs expected agreement), `flags` (degeneracy of the inputs and which tables and
-tests rest on which), `tests` (the six tests, the suppression test's and Finding 3's verdicts),
-`evidence` (the measures, computed once), `claims` (one judge per paper claim, `CLAIMS`: each gives
-its own verdicts and builds its vs_paper rows), `vs_paper` (those rows, ours beside the paper's),
-`plots` (what each figure draws, its notes' flags from the report) and `report` (the base report,
-Table 4 and `analyse`).
+groupings, observed vs expected agreement), `descriptive` (the paper's numbers outside Tables 3 and 4:
+anchors, contentiousness against neutral, the Self-BLEU histogram, final judgments), `flags` (degeneracy
+of the inputs and which tables and tests rest on which), `units` (each test's unit where conversations are
+not independent: agent and topic permutations, Test 2's further conditions), `tests` (the six tests, the
+suppression test's and Finding 3's verdicts), `evidence` (the measures, computed once), `claims` (one
+judge per paper claim, `CLAIMS`: each gives its own verdicts and builds its vs_paper rows), `vs_paper`
+(those rows, ours beside the paper's), `places` (where a flag is noted, declared once for its writers and
+the panels that read it), `plots` (what each figure draws, its notes' flags from the report) and `report`
+(the base report, Table 4 and `analyse`).
 
 Every verdict follows the one rule (socsim.stats.verdict, alpha = coherence.alpha, .01 by default):
 a test passes only when it rejects in the claimed direction with at least the minimum n (MIN_CORRELATION
@@ -18,7 +21,7 @@ in the opposite direction (or, for a "no difference" test, when it finds a diffe
 "inconclusive (...)" with the n and what it needs. A test whose passing means "no difference found"
 (Tests 2 and 4) passes only when its power at the observed n is at least 0.8.
 
-The unit of each test is what its observations nest in (issue 34; socsim.coherence.units): the pairing
+The unit of each test is what its observations nest in (issue 34; socsim.coherence.analysis.units): the pairing
 reuses agents and nests conversations in topics, so Tests 1 and 5 are judged with the agent as unit and
 Test 4 with the topic as unit. The paper's p, with the conversation as unit, stays beside them
 (`p_paper`, `beside`) without a verdict of its own. The six tests of section 4.3:
@@ -78,7 +81,7 @@ conversations at that gap and at gap 0 (so the expected mean's own uncertainty c
 simulated under no suppression (`suppression_null_p`), with at least MIN_SUPPRESSION conversations a
 side; the claim holds when it holds at every gap 1-4 (socsim.stats.verdict.all_of). Finding 3's
 directional claim, (1-1) pairs agree less than (5-5) pairs, is a one-sided Mann-Whitney U
-(`finding3_verdict`, on socsim.coherence.descriptive.anchors).
+(`finding3_verdict`, on socsim.coherence.analysis.descriptive.anchors).
 
 A test says "degenerate input: <why>" (socsim.stats.degeneracy) instead of a verdict when its
 inputs carry no information (this comes first, even when no conversation is left): one preference

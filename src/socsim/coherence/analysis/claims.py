@@ -19,6 +19,7 @@ import functools
 
 import pandas as pd
 
+from socsim.coherence.analysis import places
 from socsim.coherence.analysis import vs_paper as vp
 from socsim.coherence.analysis.evidence import Evidence
 from socsim.coherence.analysis.flags import TABLE_INPUTS, flags_of
@@ -93,8 +94,7 @@ def six_test(ev: Evidence, test: int) -> Judgement:
             )
         )
         j.rows.append(vp.table4_row(ev, vp.model_rows(ev, model), test, verdict))
-        where = [f"six_tests, table4_tests: Test {test} ({model})", f"vs_paper: Table 4 Test {test} ({model})"]
-        j.flags += [Flagged(f, where) for f in found]
+        j.flags += [Flagged(f, places.test(test, model)) for f in found]
     return j
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from socsim.coherence import descriptive
+from socsim.coherence.analysis import descriptive
 from socsim.coherence.analysis import measures as ms
 from socsim.coherence.analysis import tests as ts
 from socsim.coherence.analysis.flags import (

@@ -12,7 +12,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
 
-from socsim.coherence import descriptive
+from socsim.coherence.analysis import descriptive
 from socsim.stats.bootstrap import bootstrap_means, grouped, interval
 from socsim.stats.permutation import permutation_p
 from socsim.stats.text import self_bleu
@@ -354,7 +354,7 @@ def descriptive_tables(
     threshold: float | None,
     models: list[str],
 ) -> dict[str, pd.DataFrame]:
-    """The tables of the paper's numbers outside Tables 3 and 4 (socsim.coherence.descriptive)."""
+    """The tables of the paper's numbers outside Tables 3 and 4 (socsim.coherence.analysis.descriptive)."""
     by_c = {
         "all": tables["bootstrap_by_pref_pair_contentiousness"],
         "B = 2": tables["bootstrap_by_pref_pair_contentiousness_b2"],

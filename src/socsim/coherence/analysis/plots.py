@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 import pandas as pd
 
+from socsim.coherence.analysis import places
 from socsim.coherence.schemas import FIGURES
 from socsim.io.report import Panel, Report
 
@@ -29,9 +30,9 @@ def _n_text(n: int, what: str = "conversations") -> str:
 
 
 def flag_lines(flags_on: FlagsOn, table: str, models: Iterable[str]) -> list[str]:
-    """A panel's flag lines: per model, the flags the report records on `table` for it ("bootstrap_by_gap
-    (m)", the place socsim.coherence.analysis.report.flag_inputs names), one line a model."""
-    lines = ["; ".join(flags_on(f"{table} ({m})")) for m in models]
+    """A panel's flag lines: per model, the flags the report records on `table` for it (its place,
+    places.of_model, where socsim.coherence.analysis.report.flag_inputs puts them), one line a model."""
+    lines = ["; ".join(flags_on(places.of_model(table, m))) for m in models]
     return [line for line in dict.fromkeys(lines) if line]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from socsim.coherence.analysis import places
 from socsim.coherence.analysis.claims import CLAIMS
 from socsim.coherence.analysis.evidence import Evidence, gather
 from socsim.coherence.analysis.flags import TABLE_INPUTS, flags_of, unparsed_note
@@ -100,17 +101,6 @@ def table4(tests: pd.DataFrame) -> Table:
     return Table(df, "Table 4: the six tests per agent model", markdown=md_text, latex=tex_text)
 
 
-# The figure that draws each table (for the flags' `where`).
-FIGURE_OF = {
-    "bootstrap_by_gap": "fig4_agreement_by_gap",
-    "bootstrap_by_pref_pair": "fig6_anchors",
-    "bootstrap_by_pref_pair_contentiousness": "fig7_contentiousness",
-    "bootstrap_by_pref_pair_contentiousness_b2": "fig7_contentiousness",
-    "bootstrap_by_open_sum": "fig8_openness",
-    "openness_vs_baseline": "fig8_openness",
-    "suppression": "fig5_suppression",
-}
-
 # The tables whose notes say how many conversations had no usable final judgment.
 NOTED = ("six_tests", "suppression", "conversations", "final_judgments")
 
@@ -138,11 +128,8 @@ def flag_inputs(rep: Report, ev: Evidence) -> None:
     after the claims' flags: a flag's places list the tests it concerns first, then the tables."""
     for model, f in ev.flags.items():
         for name, inputs in TABLE_INPUTS.items():
-            where = [f"{name} ({model})"] + ([f"{FIGURE_OF[name]} ({model})"] if name in FIGURE_OF else [])
-            if name == "suppression":
-                where.append(f"vs_paper: Table 3 and suppression rows ({model})")
             for flag in flags_of(f, inputs):
-                rep.flag(flag, *where)
+                rep.flag(flag, *places.table(name, model))
 
 
 def analyse(inputs: AnalysisInputs) -> Report:

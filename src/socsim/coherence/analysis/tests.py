@@ -14,8 +14,8 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
 
-from socsim.coherence import units
-from socsim.coherence.units import CONTENTIOUSNESS_D, TEST2_MARGIN
+from socsim.coherence.analysis import units
+from socsim.coherence.analysis.units import CONTENTIOUSNESS_D, TEST2_MARGIN
 from socsim.stats import degeneracy as dg
 from socsim.stats import verdict as vd
 from socsim.stats.multitest import bonferroni
@@ -198,7 +198,7 @@ def _raw(verdict: Verdict | None) -> str:
 
 def correlation_test(df: pd.DataFrame, test: int, alpha: float, seed: int, permutations: int, label: str) -> TestRow:
     """Tests 1 and 5: Pearson r of the gap (1) or openness sum (5) with agreement, judged by the
-    permutation p with the agent as unit (socsim.coherence.units); the paper's conversation-level p
+    permutation p with the agent as unit (socsim.coherence.analysis.units); the paper's conversation-level p
     stands beside it."""
     x, what = ("gap", "preference") if test == 1 else ("open_sum", "openness")
     shown = "preference gaps" if test == 1 else "openness sums"

@@ -29,7 +29,7 @@ from typing import Any
 
 import pandas as pd
 
-from socsim.coherence import descriptive
+from socsim.coherence.analysis import descriptive
 from socsim.coherence.analysis.evidence import Evidence
 from socsim.coherence.analysis.flags import TABLE_INPUTS, flags_of
 from socsim.io.vs_paper import Row, differences

@@ -1,8 +1,10 @@
 """The opinion-dynamics analysis (paper 002, section 4), split along its seams: `measures` (trajectories,
 B and D per simulation and per table cell, the classifier's flags on the ratings and final values that
 feed each number), `significance` (the paper's tests), `paper` (the run's design differences from the
-paper), `claims` (one judge per paper claim, `CLAIMS`), `plots` (what each figure draws, with its panels'
-notes) and `report` (`analyse(inputs) -> Report`, the base report assembled with the claims)."""
+paper), `claims` (one judge per paper claim, `CLAIMS`), `places` (the figure panels' places of a flag,
+declared once for its writers and the panels that read it), `plots` (what each figure draws, with its
+panels' notes and statistics) and `report` (`analyse(inputs) -> Report`, the base report of the paper's
+world, `world_report(inputs)`, assembled with the claims)."""
 
 from socsim.opinion_dynamics.analysis.claims import CLAIMS, Evidence, Outside, d_rises
 from socsim.opinion_dynamics.analysis.measures import (

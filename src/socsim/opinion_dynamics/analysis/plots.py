@@ -4,10 +4,10 @@ simulations' condition, and on the final values it shows) and, for the main runs
 never measured (their final opinion is their initial one). socsim.opinion_dynamics.figures draws them.
 
 Built after the claims are assembled: a panel's flags are the report's flags placed on it
-(`Report.flags_on`, with the place names below, which the report's flags use); a panel of one
-simulation (trajectories) or of a topic's repetitions (final_by_topic) also shows those simulations'
-own final-value flags, local flags of the report on their per_sim rows (`own_place`): they sit on
-their rows and panels, not on the run's list of flags.
+(`Report.flags_on`, on the places of socsim.opinion_dynamics.analysis.places, which the report's flags
+use); a panel of one simulation (trajectories) or of a topic's repetitions (final_by_topic) also shows
+those simulations' own final-value flags, local flags of the report on their per_sim rows
+(`places.own_place`): they sit on their rows and panels, not on the run's list of flags.
 
 A plot table holds every figure of its kind; a panel's name says where it sits
 (socsim.opinion_dynamics.plot_layout), the panels of a figure written row by row. Figures:
@@ -17,56 +17,25 @@ A plot table holds every figure of its kind; a panel's name says where it sits
   agent's initial opinion), its flags (its own final values' included) and never-measured share.
 - `controls`: per (model, topic): rows = control, columns = framing; the classified reports.
 - `final_distribution`: per (model, memory, topology) of the uniform start, pooled over topics: each
-  panel's final opinions (`measured` or not) and the flags of its Table 1 cell's final values.
-- `final_by_topic`: per (model, topic, memory, start, topology, world), every world.
+  panel's final opinions (`measured` or not) with their B and D_pop, and the flags of its Table 1 cell's
+  final values.
+- `final_by_topic`: per (model, topic, memory, start, topology, world), every world, drawn as
+  `final_distribution`.
 - `bias_diversity`: per model, a B and a D panel: table1's rows (`kind` llm), the baselines
   (`kind` deffuant / degroot) and the controls (`kind` control, with their colour index `k`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
 from socsim.io.report import Panel, Report, n_range
+from socsim.opinion_dynamics.analysis import places
 from socsim.opinion_dynamics.analysis.measures import MAIN, never_measured_note
 from socsim.opinion_dynamics.plot_layout import panel_name
 
 BIASES = ["none", "weak", "strong"]
-
-
-# -- where a flag is noted on the figures (the places of the report's flags) ---------------------------
-
-
-def main_panels(model: str, world: str | None = None) -> str:
-    """Every panel made of a model's main runs of a world setting (None: the paper's world, whose flag
-    also reaches Table 1's panels): where its main ratings' classifier flag is noted."""
-    if world is not None:
-        return f"figures: final_by_topic_{model}_* ({world} world)"
-    return (
-        f"figures: trajectories_{model}_*, final_distribution_{model}_*, final_by_topic_{model}_*, "
-        f"bias_diversity_{model}"
-    )
-
-
-def cell_panels(k: Mapping[str, Any]) -> list[str]:
-    """The panels made of one Table 1 cell's final values: its final_distribution panel (uniform start)
-    and its model's bias_diversity figure."""
-    m, top, mem = k["model"], k["topology"], k["memory"]
-    own = f"figures: final_distribution_{m}_{mem}_{top} (panel {k['framing']}, {k['bias']})"
-    return [*([own] if k["init"] == "uniform" else []), bias_diversity(m)]
-
-
-def bias_diversity(model: str) -> str:
-    return f"figures: bias_diversity_{model}"
-
-
-def control_panels_of(model: str, condition: str) -> str:
-    """A control's panels: its rows of the controls figures and its lines in bias_diversity."""
-    return f"figures: controls_{model}_* ({condition} rows), bias_diversity_{model} ({condition} lines)"
 
 
 def _never_measured(ps: pd.DataFrame) -> str:
@@ -91,11 +60,6 @@ def _grid(g: pd.DataFrame) -> list[tuple[str, str]]:
     biases = [b for b in BIASES if b in set(g.bias)]
     framings = sorted(set(g.framing))
     return [(f, b) for b in biases for f in framings]
-
-
-def own_place(sim_id: object) -> str:
-    """Where a simulation's own final-value flags sit (local flags of the report: its per_sim row)."""
-    return f"per_sim ({sim_id}: final_flags)"
 
 
 def plots(setups: pd.DataFrame, traj: pd.DataFrame, rep: Report, world: str, ddof: int) -> dict[str, list[Panel]]:
@@ -141,8 +105,8 @@ def trajectory_panels(setups: pd.DataFrame, traj: pd.DataFrame, ps: pd.DataFrame
             sid = s["sim_id"]
             note = []
             if sid in ps_of.index:
-                own = rep.flags_on(own_place(sid))
-                note = [*rep.flags_on(main_panels(s["model"])), *own, _never_measured(ps_of.loc[[sid]])]
+                own = rep.flags_on(places.own_place(sid))
+                note = [*rep.flags_on(places.main_panels(s["model"])), *own, _never_measured(ps_of.loc[[sid]])]
             sim = by_sim.get(sid, pd.DataFrame())
             if sim.empty:
                 out.append(Panel(name, pd.DataFrame(), note, no_data="this cell did not run"))
@@ -172,15 +136,19 @@ def control_panels(setups: pd.DataFrame, traj: pd.DataFrame, ps: pd.DataFrame, r
                     out.append(Panel(name, pd.DataFrame(), no_data="no classified report"))
                     continue
                 data = sim[["agent", "t", "opinion"]].assign(initial=[s["initial"][a] for a in sim.agent])
-                note = rep.flags_on(control_panels_of(key[0], c)) if s["sim_id"] in ps_of.index else []
+                note = rep.flags_on(places.control_panels_of(key[0], c)) if s["sim_id"] in ps_of.index else []
                 out.append(Panel(name, data.reset_index(drop=True), note))
     return out
 
 
 def _final_panel(name: str, cell: pd.DataFrame, f: str, b: str, note: list[str]) -> Panel:
+    """A panel of final opinions: every agent's (`measured` or not), each row with the panel's B (their mean)
+    and D_pop (their population SD), which the figure draws as a dotted line and writes in the title."""
     if not len(cell):
         return Panel(name, pd.DataFrame(), no_data=f"{f} framing, {b} bias did not run")
-    return Panel(name, cell[["sim_id", "agent", "opinion", "measured"]].reset_index(drop=True), note)
+    values = cell.opinion.to_numpy(dtype=float)
+    data = cell[["sim_id", "agent", "opinion", "measured"]].reset_index(drop=True)
+    return Panel(name, data.assign(B=values.mean(), D_pop=values.std()), note)
 
 
 def final_distribution_panels(ps: pd.DataFrame, final: pd.DataFrame, rep: Report) -> list[Panel]:
@@ -195,7 +163,11 @@ def final_distribution_panels(ps: pd.DataFrame, final: pd.DataFrame, rep: Report
             sims = g[(g.bias == b) & (g.framing == f)]
             cell = final[final.sim_id.isin(sims.sim_id)].dropna(subset=["opinion"])
             k = dict(zip(["model", "memory", "topology"], key)) | {"init": "uniform", "framing": f, "bias": b}
-            note = [*rep.flags_on(main_panels(key[0])), *rep.flags_on(cell_panels(k)[0]), _never_measured(sims)]
+            note = [
+                *rep.flags_on(places.main_panels(key[0])),
+                *rep.flags_on(places.final_distribution_panel(k)),
+                _never_measured(sims),
+            ]
             out.append(_final_panel(panel_name(figure, title, f, b), cell, f, b, note))
     return out
 
@@ -208,11 +180,11 @@ def final_by_topic_panels(ps: pd.DataFrame, final: pd.DataFrame, rep: Report, wo
     main = ps[ps.condition == MAIN] if len(ps) else ps
     for key, g in main.groupby(["model", "topic", "memory", "init", "topology", "world"], sort=True):
         figure, title = "final_by_topic_" + "_".join(map(str, key)), " / ".join(map(str, key))
-        rated = rep.flags_on(main_panels(key[0], None if key[-1] == world else key[-1]))
+        rated = rep.flags_on(places.main_panels(key[0], None if key[-1] == world else key[-1]))
         for f, b in _grid(g):
             sims = g[(g.bias == b) & (g.framing == f)]
             cell = final[final.sim_id.isin(sims.sim_id)].dropna(subset=["opinion"])
-            own = rep.flags_on(*(own_place(sid) for sid in sims.sim_id))
+            own = rep.flags_on(*(places.own_place(sid) for sid in sims.sim_id))
             note = [*rated, *own, _never_measured(sims)]
             out.append(_final_panel(panel_name(figure, title, f, b), cell, f, b, note))
     return out
@@ -272,8 +244,8 @@ def bias_diversity_panels(
                 rows.append(pd.DataFrame({"kind": ["control"], "label": [name], "value": [v.mean()], "k": [k]}))
             conds = sorted(set(ctrl.condition)) if len(ctrl) else []
             note = [
-                *rep.flags_on(main_panels(str(model)), bias_diversity(str(model))),
-                *(f"controls: {m}" for m in rep.flags_on(*(control_panels_of(str(model), c) for c in conds))),
+                *rep.flags_on(places.main_panels(str(model)), places.bias_diversity(str(model))),
+                *(f"controls: {m}" for m in rep.flags_on(*(places.control_panels_of(str(model), c) for c in conds))),
                 *undrawn,
                 nm,
                 n_range([int(n) for n in g.n_topics], "topics per cell"),

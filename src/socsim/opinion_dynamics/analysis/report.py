@@ -25,7 +25,7 @@ App. I's.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,7 @@ from socsim.io import vs_paper
 from socsim.io.claims import assemble
 from socsim.io.report import AnalysisInputs, Report, Table
 from socsim.opinion_dynamics import materials
-from socsim.opinion_dynamics.analysis import plots
+from socsim.opinion_dynamics.analysis import places, plots
 from socsim.opinion_dynamics.analysis.claims import CLAIMS, Evidence, Outside
 from socsim.opinion_dynamics.analysis.measures import (
     CELL,
@@ -76,25 +76,14 @@ def analyse(inputs: AnalysisInputs) -> Report:
     """The study's report from its inputs (setups, trajectories, ratings, baseline and, if read,
     outside_info) and its params (metrics.ddof, alpha, outside_info.sample, classifier.layout)."""
     od = inputs.params
-    ddof, alpha = int(od["metrics"]["ddof"]), float(od["alpha"])
     setups, traj, ratings = inputs["setups"], inputs["trajectories"], inputs["ratings"]
-    baseline, paper = inputs["baseline"], dict(inputs.paper)
     pw = paper_world(setups.world) if len(setups) else "closed"
     here = setups.world == pw if len(setups) else pd.Series(dtype=bool)
     if len(setups) and not here.all():
-        ids = set(setups[here].sim_id)
-        rep, ev = world_report(
-            setups[here].reset_index(drop=True),
-            traj[traj.sim_id.isin(ids)],
-            ratings[ratings.sim_id.isin(ids)],
-            baseline[baseline.sim_id.isin(ids)],
-            paper,
-            ddof,
-            alpha,
-        )
-        ev.sims = ev.sims | _other_worlds(rep, setups, traj, ratings, here, pw, ddof)
+        rep, ev = world_report(one_world(inputs, here))
+        ev.sims = ev.sims | _other_worlds(rep, inputs, here, pw)
     else:
-        rep, ev = world_report(setups, traj, ratings, baseline, paper, ddof, alpha)
+        rep, ev = world_report(inputs)
     ps = rep.tables["per_sim"].df
     pt = per_topic(ps, ev.sims)
     rep.tables["per_topic"] = Table(
@@ -118,8 +107,8 @@ def analyse(inputs: AnalysisInputs) -> Report:
     rep = assemble(rep, CLAIMS, ev)
     for sid, own in ev.sims.own.items():  # a simulation's own flags: on its row and panels, not the run's
         for f in own:
-            rep.flag(f, plots.own_place(sid), local=True)
-    rep.plots = plots.plots(setups, traj, rep, pw, ddof)  # after assemble: every flag placed
+            rep.flag(f, places.own_place(sid), local=True)
+    rep.plots = plots.plots(setups, traj, rep, pw, int(od["metrics"]["ddof"]))  # after assemble: every flag placed
     rep.printed = [f.flag.message for f in rep.flags]
     rep.metrics = {
         "simulations": rep.summary["simulations"],
@@ -130,13 +119,13 @@ def analyse(inputs: AnalysisInputs) -> Report:
     return rep
 
 
-def _other_worlds(
-    rep: Report, setups: pd.DataFrame, traj: pd.DataFrame, ratings: pd.DataFrame, here: pd.Series, pw: str, ddof: int
-) -> SimFlags:
-    """per_sim with the other worlds' simulations (each with its own world's flags), in the setups'
-    order; the paper's tables note that they hold the paper's world only. Each other world's
-    classifier flags are recorded with the places they concern (its per_sim and per_topic rows, its
-    final_by_topic panels, its Fig. 5 vs_paper rows); returns its simulations' flags."""
+def _other_worlds(rep: Report, inputs: AnalysisInputs, here: pd.Series, pw: str) -> SimFlags:
+    """per_sim with the other worlds' simulations (each with its own world's flags; `here`: the setups of
+    the paper's world `pw`), in the setups' order; the paper's tables note that they hold the paper's
+    world only. Each other world's classifier flags are recorded with the places they concern (its per_sim
+    and per_topic rows, its final_by_topic panels, its Fig. 5 vs_paper rows); returns its simulations' flags."""
+    setups, traj, ratings = inputs["setups"], inputs["trajectories"], inputs["ratings"]
+    ddof = int(inputs.params["metrics"]["ddof"])
     parts = [rep.tables["per_sim"].df]
     out = SimFlags()
     for world, sw in setups[~here].groupby("world", sort=True):
@@ -147,7 +136,7 @@ def _other_worlds(
         parts.append(per_sim(sw, tw, ddof, fl, finals))
         out = out | sim_flags(sw, fl, finals)
         for (m, c), flags in fl.items():
-            main = [f"per_topic ({world} world)", plots.main_panels(m, str(world))] if c == MAIN else []
+            main = [f"per_topic ({world} world)", places.main_panels(m, str(world))] if c == MAIN else []
             fig5 = [f"vs_paper (Fig. 5 rows of {m}, {world} world)"] if c == MAIN else []
             for f in flags:
                 rep.flag(f, f"per_sim ({m}, {c}, {world} world)", *main, *fig5)
@@ -204,17 +193,22 @@ class World:
         return f"D = {d} SD (metrics.ddof = {self.ddof}); mean over topics ± SE"
 
 
-def world_report(
-    setups: pd.DataFrame,
-    traj: pd.DataFrame,
-    ratings: pd.DataFrame,
-    baseline: pd.DataFrame,
-    paper: dict[str, Any],
-    ddof: int,
-    alpha: float,
-) -> tuple[Report, Evidence]:
-    """The base report of one world setting (per_sim, table1, table2, controls, tests, baseline, the
-    flags with where they apply, the summary and the run's design differences) and what its claims judge."""
+def one_world(inputs: AnalysisInputs, here: pd.Series) -> AnalysisInputs:
+    """The inputs of one world setting (`here`: its rows of the setups): its setups, and the trajectories,
+    ratings and baseline of its simulations; the same params and paper's numbers."""
+    setups = inputs["setups"]
+    ids = set(setups[here].sim_id)
+    runs = {name: inputs[name] for name in ("trajectories", "ratings", "baseline")}
+    own = {name: t[t.sim_id.isin(ids)] for name, t in runs.items()}
+    return replace(inputs, tables={"setups": setups[here].reset_index(drop=True), **own})
+
+
+def world_report(inputs: AnalysisInputs) -> tuple[Report, Evidence]:
+    """The base report of one world setting's inputs (setups, trajectories, ratings, baseline; params
+    metrics.ddof and alpha; the paper's numbers): per_sim, table1, table2, controls, tests, baseline, the
+    flags with where they apply, the summary and the run's design differences, and what its claims judge."""
+    setups, traj, ratings = inputs["setups"], inputs["trajectories"], inputs["ratings"]
+    ddof, alpha, paper = int(inputs.params["metrics"]["ddof"]), float(inputs.params["alpha"]), dict(inputs.paper)
     rated = with_condition(ratings, setups)
     flags = classifier_flags(rated)
     classifier = classifier_of(rated)
@@ -224,7 +218,7 @@ def world_report(
     _tables(rep, w)
     test_rows = paper_tests(w.ps, flags, alpha, finals)
     rep.tables["tests"] = _tests_table(test_rows, alpha)
-    base = baseline_table(w.ps, baseline, setups, ddof, flags, finals)
+    base = baseline_table(w.ps, inputs["baseline"], setups, ddof, flags, finals)
     rep.tables["baseline"] = Table(
         base,
         "B and D: LLM runs beside the numeric baselines (same N, T, schedule, start)",
@@ -325,7 +319,7 @@ def _flag_places(rep: Report, w: World, test_rows: list[TestRow]) -> None:
                 "baseline (llm rows)",
                 f"findings ({m})",
                 f"vs_paper ({m}: Table 1, Table 2, v4 and finding rows)",
-                plots.main_panels(m),
+                places.main_panels(m),
             )
     for (by, key), fls in w.finals.items():
         k = dict(zip(by, key))
@@ -340,7 +334,7 @@ def _flag_places(rep: Report, w: World, test_rows: list[TestRow]) -> None:
                 f,
                 f"per_sim ({m}, {c})",
                 f"controls ({m}, {c})",
-                plots.control_panels_of(m, c),
+                places.control_panels_of(m, c),
             )
     for _, fl in test_rows:
         for f in fl:
@@ -361,4 +355,4 @@ def _cell_places(k: dict[str, Any]) -> list[str]:
         if k["init"] == "uniform"
         else []
     )
-    return [f"table1 ({cell_label(k)})", f"baseline (llm row: {cell_label(k)})", *start, *plots.cell_panels(k)]
+    return [f"table1 ({cell_label(k)})", f"baseline (llm row: {cell_label(k)})", *start, *places.cell_panels(k)]

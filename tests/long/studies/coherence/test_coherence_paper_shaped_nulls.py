@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from socsim.coherence import analysis as an
-from socsim.coherence import units
+from socsim.coherence.analysis import units
 from support.studies import coherence as tc  # the coherence tests' shared helpers
 from support.studies.coherence import ALPHA, LLM_LIKE_OPENNESS, _agent_design, _agreeable, _topics
 
