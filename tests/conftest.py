@@ -35,10 +35,11 @@ def slow_reason(args) -> str | None:
 
 # The lane shows in the folder: tests/unit and tests/studies hold fast tests only; a slow test lives in
 # tests/pipeline (Snakemake, DVC, SLURM, servers the run starts), tests/real (the real model, a real server) or
-# tests/long (long computations without a model, server or tool: a statistic's known-answer rates over hundreds
-# of simulated data sets, the paper params' plan; the planted model's chains, its server in a thread of the
-# test). The first two need the machine alone (cores, ports,
-# daemons): they are `serial`, run one at a time after the others (`make test`).
+# tests/long (long computations without a language model: a statistic's known-answer rates over hundreds of
+# simulated data sets, the paper params' plan; the planted model's chains, its server in a thread of the test;
+# the control run, params.control.yaml on Snakemake with the planted model's servers, made once for all
+# workers). The first two need the machine alone (cores, ports, daemons): they are
+# `serial`, run one at a time after the others (`make test`).
 SERIAL_FOLDERS = ("pipeline", "real")
 SLOW_FOLDERS = (*SERIAL_FOLDERS, "long")
 TESTS = Path(__file__).resolve().parent

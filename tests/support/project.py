@@ -68,7 +68,7 @@ def write_params(path: Path, **sections) -> Path:
     """A params file: the repository's defaults, overridden section by section, cache under tmp.
 
     Each study names the default language model alone (as tests/params.tiny.yaml does): the default params
-    add the two planted controls, which have their own tests (tests/real/planted, tests/long)."""
+    add the two planted controls, which have their own tests (tests/long/planted, tests/long)."""
     from socsim.config import deep_merge
 
     base = yaml.safe_load((ROOT / "params.yaml").read_text())

@@ -3,7 +3,7 @@ pairing, conversations and judge against the real planted server on loopback (HT
 Tests 1 and 5 only through the prompts the study builds, what the agents write and what its judge reads; and
 chains that lose an effect (the persona dropped from the prompts, the partner's words hidden from an agent,
 the judge shown one turn too few) lose it. The whole run on Snakemake, with the report's verdicts, is
-tests/real/planted/test_planted_coherence.py."""
+tests/long/planted/test_coherence_control_run.py."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ setups, twins (Mode 3) and stance annotator against the real planted server on l
 reach the Sect. 6 measures only through the memory the study builds and the tweets and opinions its annotator
 and parser read; and chains that lose an effect (the partners' words unattributed in the memory, the annotator
 shown the twin's previous tweet) lose it. The whole run on Snakemake, with the report's verdicts, is
-tests/real/planted/test_planted_debate.py."""
+tests/long/planted/test_debate_control_run.py."""
 
 from __future__ import annotations
 

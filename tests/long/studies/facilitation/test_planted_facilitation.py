@@ -3,7 +3,7 @@ and annotation against the real planted server on loopback (HTTP), so the effect
 only through the prompts the study builds, what the users and the facilitator write, and what the annotators
 read; and chains that lose an effect (the strategy dropped from the facilitator's prompt, users shown the
 opening comments instead of the latest, annotations joined one turn off) lose it. The whole run on Snakemake,
-with the report's verdicts per model, is tests/real/planted/test_planted_facilitation.py."""
+with the report's verdicts per model, is tests/long/planted/test_facilitation_control_run.py."""
 
 from __future__ import annotations
 

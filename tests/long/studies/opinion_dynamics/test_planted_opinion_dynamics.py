@@ -2,7 +2,7 @@
 simulation and classifier against the real planted server on loopback (HTTP), so the effects reach B and D only
 through the prompts the study builds and the reports its classifier reads; and chains that lose an effect (the
 bias instruction or the framing dropped from the prompts, the classifier shown the wrong text) lose it. The
-whole run on Snakemake, with the report's verdicts, is tests/real/planted/test_planted_opinion_dynamics.py."""
+whole run on Snakemake, with the report's verdicts, is tests/long/planted/test_od_control_run.py."""
 
 from __future__ import annotations
 
