@@ -179,9 +179,10 @@ def test_the_canary_stops_a_stage_whose_engine_ignores_the_constraint_field(plai
     params = config.validate({"llm": {"cache_path": str(tmp_path / "c.sqlite")}, "models": {"m": entry}})
     c = models.named_client(params, "m")
     with pytest.raises(
-        ConstraintIgnoredError, match=r"\(vllm 0\.32[^)]*\) ignored the output constraint sent in `response_format`"
-    ):
+        ConstraintIgnoredError, match=r"owned_by 'vllm' version 0\.32[^)]*\) ignored the output constraint"
+    ) as err:
         c.run([ask("Is fire hot? Answer Yes or No.", 1, Choice(("Yes", "No")))])
+    assert "sent in `response_format`" in str(err.value)
     assert c.accounting.calls == 0
 
 

@@ -27,9 +27,15 @@ class ConstraintIgnoredError(LLMError):
     """An engine answered the constraint canary as if the request held no constraint."""
 
 
+# Tokens for the answer: room for an allowed string a token per byte (a small model under a grammar spends about
+# that: SmolLM2 on llama-cpp-python's server was cut at 8 in `"vjk-canary`), and a short greeting's worth.
+MAX_TOKENS = 32
+
+
 def request() -> Request:
-    """The canary: a greeting asked for, two strings allowed (greedy, a few tokens)."""
-    return Request.chat([{"role": "user", "content": PROMPT}], 0, Sampling(0.0, 1.0, 8), CONSTRAINT, "canary")
+    """The canary: a greeting asked for, two strings allowed (greedy)."""
+    sampling = Sampling(0.0, 1.0, MAX_TOKENS)
+    return Request.chat([{"role": "user", "content": PROMPT}], 0, sampling, CONSTRAINT, "canary")
 
 
 def is_canary(body: dict[str, Any]) -> bool:
@@ -37,13 +43,15 @@ def is_canary(body: dict[str, Any]) -> bool:
     return OPTIONS[0] in str(body)
 
 
-def check(answer: str, field: str, engine: str, name: str, url: str) -> dict[str, str]:
-    """The canary's answer held against its constraint: its record, or ConstraintIgnoredError."""
+def check(answer: str, finish: str | None, field: str, engine: str, name: str, url: str) -> dict[str, str]:
+    """The canary's answer (and its finish_reason) held against its constraint: its record, or
+    ConstraintIgnoredError."""
     value, ok, _ = CONSTRAINT.parse(answer)
     if not ok:
         raise ConstraintIgnoredError(
             f"models.{name}: the engine at {url} ({engine}) ignored the output constraint sent in `{field}`: asked "
-            f"to answer one of {list(OPTIONS)}, it answered {answer[:160]!r}. Its answers would be free text, not "
+            f"to answer one of {list(OPTIONS)}, it answered {answer[:160]!r} (finish_reason {finish!r}, "
+            f"max_tokens {MAX_TOKENS} and the wrapper's). Its answers would be free text, not "
             f"the constrained answers the stage asks for. Set the registry entry's `dialect` to the engine's "
             f"structured-output dialect (docs/servers.md), or serve the model with an engine that applies `{field}`."
         )

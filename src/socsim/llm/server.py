@@ -518,11 +518,16 @@ class ServerBackend:
             req = canary.request()
             first = constraint_field(req, self.dialect, self.engine_name)
             fields = [first, *(["response_format"] if first != "response_format" else [])]
-            engine = " ".join(str(v) for v in (self.engine or {}).values() if v) or self.identity()["runtime"]
+            engine = self.identity()["runtime"]
+            if self.engine is not None:  # as it names itself (owned_by: llama-cpp-python's server says "me")
+                engine += f", owned_by {self.engine['name']!r}" + (
+                    f" version {self.engine['version']}" if self.engine.get("version") else ""
+                )
             records = []
             for field in fields:
                 done = await self._complete(req, field, count=False)
-                records.append(canary.check(done.text, str(field), engine, self.name, done.endpoint or "?"))
+                where = done.endpoint or "?"
+                records.append(canary.check(done.text, done.finish_reason, str(field), engine, self.name, where))
             self.canaried = records
         return self.canaried
 

@@ -106,7 +106,7 @@ def test_an_engine_that_ignores_the_constraint_field_stops_before_the_first_call
     msg = str(err.value)
     first = "structured_outputs.grammar" if engine else "response_format"
     assert f"`{first}`" in msg and "'Hello there, reader!'" in msg and "models.m" in msg
-    assert ("vllm 0.32.0" if engine else "openai-compatible") in msg
+    assert ("openai-compatible, owned_by 'vllm' version 0.32.0" if engine else "(openai-compatible)") in msg
     assert len(canaries) == 1 and canary.is_canary(canaries[0])
 
 
