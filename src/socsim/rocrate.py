@@ -68,7 +68,16 @@ WORKFLOW_FILES = {
 PARAMS = "params.yaml"
 RESULTS = "results"  # the registry's paths start here (socsim.stages.Study.results)
 # Per model, what the crate records of its metrics (besides its identity and server): the accounting.
-ACCOUNTING = ("calls", "requests", "cache_hits", "retries", "parse_failures", "prompt_tokens", "completion_tokens")
+ACCOUNTING = (
+    "calls",
+    "requests",
+    "cache_hits",
+    "retries",
+    "parse_failures",
+    "parse_failures_cut",
+    "prompt_tokens",
+    "completion_tokens",
+)
 FORMATS = {
     ".parquet": "application/vnd.apache.parquet",
     ".json": "application/json",
@@ -305,11 +314,15 @@ def identity_text(identity: Mapping[str, Any]) -> str:
 
 
 def engine(model: Mapping[str, Any]) -> str | None:
-    """What computed a model's answers: the run's own server (engine and version), else the identity's runtime
-    (the embedded model's llama-cpp-python; an external server's own name)."""
+    """What computed a model's answers: the run's own server (engine and version), else the engine an external
+    server names itself as at the probe (`engine`: owned_by and /version), else the identity's runtime (the
+    embedded model's llama-cpp-python; an external server's own name)."""
     server = model.get("server") or {}
     if server.get("engine"):
         return " ".join(str(server[k]) for k in ("engine", "version") if server.get(k))
+    named = model.get("engine") or {}
+    if named.get("name"):
+        return " ".join(str(named[k]) for k in ("name", "version") if named.get(k))
     identity = model.get("identity") or {}
     return str(identity["runtime"]) if identity.get("runtime") else None
 
@@ -338,6 +351,8 @@ def model_fields(name: str, model: Mapping[str, Any], job: Job) -> list[tuple[st
         where = f"{job.provenance_file}: params llm.sampling, then models.{name}.sampling (the model's default)"
         out.append(("sampling", default_sampling(job.provenance, name), where))
     out += [(k, model.get(k), f"{key}.{k}") for k in ACCOUNTING]
+    if model.get("canary"):  # the constraint canaries its server answered (socsim.llm.canary)
+        out.append(("canary", model["canary"], f"{key}.canary"))
     if model.get("replayed_from"):
         out.append(("replayed_from", model["replayed_from"], f"{key}.replayed_from"))
     return [(n, v, w) for n, v, w in out if v is not None]
@@ -805,7 +820,7 @@ def export(results: str | Path, out: str | Path, link: bool = False, license: st
     crate; refused if it holds anything else); returns what it holds, in words."""
     run, out = Run(Path(results)), Path(out)
     if any(p.resolve().is_relative_to(out.resolve()) for p in (run.results, run.project)):
-        raise CrateError(f"--out {out}: the crate needs a folder of its own, outside the run's project")
+        raise CrateError(f"--out {out}: the crate's folder may not hold the run's results or project")
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / METADATA).is_file())):
         raise CrateError(f"--out {out}: not an RO-Crate folder; give an empty or new folder")
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"

@@ -67,7 +67,8 @@ class ScriptedServer:
         self.engine = engine  # (owned_by, version) it names itself by in /v1/models and /version; None: neither
         self.finish_reason = "stop"  # of every answer
         self.canaries: list[dict] = []  # the constraint canaries (socsim.llm.canary), answered apart from replies
-        self.canary_answer: str | None = None  # what it answers them (None: an allowed string, as constrained)
+        # what it answers them (a text, or one per body; None: an allowed string, as an engine applying it would)
+        self.canary_answer: str | Callable[[dict], str | None] | None = None
         self.bodies: list[dict] = []
         self.paths: list[str] = []
         self.headers: list[dict] = []
@@ -102,7 +103,8 @@ class ScriptedServer:
                 with lock:
                     if canary.is_canary(body):  # answered as an engine that applies the constraint does
                         srv.canaries.append(body)
-                        scripted = (srv.canary_answer or json.dumps({"answer": canary.OPTIONS[0]}), 200)
+                        said = srv.canary_answer(body) if callable(srv.canary_answer) else srv.canary_answer
+                        scripted = (said or json.dumps({"answer": canary.OPTIONS[0]}), 200)
                     else:
                         srv.paths.append(self.path)
                         srv.headers.append(dict(self.headers))

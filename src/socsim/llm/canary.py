@@ -6,8 +6,10 @@ and `json_object` on several engines): every answer of such a run would be free 
 llm.parse_fail_fast after twenty answers, or never where some happen to parse. The canary asks for a
 greeting under a constraint allowing only two strings no model writes unasked: an engine that applies the
 field answers one of them; one that ignores it greets, and the stage stops with `ConstraintIgnoredError` naming
-the engine, the field and what came back. Canaries are not cached and not counted as the stage's calls; each
-one answered is recorded in the stage's metrics (per model: `canary`).
+the engine, the field and what came back. It is sent once per client before its first constrained call to the
+model (none for free text only, for answers from the call cache, in a replay or in process). Canaries are not
+cached and not counted as the stage's calls; each one answered is recorded in the stage's metrics (per model:
+`canary`).
 """
 
 from __future__ import annotations
@@ -47,6 +49,18 @@ def check(answer: str, finish: str | None, field: str, engine: str, name: str, u
     """The canary's answer (and its finish_reason) held against its constraint: its record, or
     ConstraintIgnoredError."""
     value, ok, _ = CONSTRAINT.parse(answer)
+    if (
+        not ok
+        and finish == "length"
+        and any(
+            rendered.startswith(answer.strip()) for o in OPTIONS for rendered in (o, f'"{o}"', f'{{"answer":"{o}"}}')
+        )
+    ):
+        raise LLMError(
+            f"models.{name}: the constraint canary's answer from {url} ({engine}) was cut at max_tokens "
+            f"({MAX_TOKENS} and the wrapper's) inside an allowed string: {answer!r}. The engine applies the "
+            f"constraint in `{field}` but spends more tokens on it than a token per byte; report this to socsim."
+        )
     if not ok:
         raise ConstraintIgnoredError(
             f"models.{name}: the engine at {url} ({engine}) ignored the output constraint sent in `{field}`: asked "

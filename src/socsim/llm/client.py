@@ -79,6 +79,7 @@ class LLMClient:
         self._unparsed_constraints: dict[str, None] = {}
         self._unparsed_cached = 0
         self._probed = False
+        self._canary_lock: asyncio.Lock | None = None
         self.verified: dict[str, Any] | None = None  # the identity the backend reported when it was probed
 
     @property
@@ -87,13 +88,8 @@ class LLMClient:
         return self.verified is not None
 
     async def probe(self) -> dict[str, Any]:
-        """Health-check the backend (load the model / probe every endpoint) and return its identity; a server
-        backend then answers its constraint canary (socsim.llm.canary), so that an engine that ignores the
-        constraint field stops the stage before its first real call."""
+        """Health-check the backend (load the model / probe every endpoint) and return its identity."""
         identity = await self.backend.probe()
-        canary = getattr(self.backend, "canary", None)  # servers (through a lease); not a replay, not in process
-        if canary is not None:
-            await canary()
         self._probed = True
         self.verified = identity
         return identity
@@ -118,6 +114,8 @@ class LLMClient:
         if completion is not None:  # cached
             acc.cache_hits += 1
         else:
+            if request.constraint is not None:
+                await self._canary()
             acc.call_started()
             try:
                 completion = await self.backend.complete(request)
@@ -148,6 +146,18 @@ class LLMClient:
             finish_reason=completion.finish_reason,
             cached=cached,
         )
+
+    async def _canary(self) -> None:
+        """A server backend's constraint canary (socsim.llm.canary), once, before the client's first constrained
+        call to the model (none for free text, cache hits, a replay or the embedded model): an engine that
+        ignores the constraint field stops the stage before any real constrained call."""
+        canary = getattr(self.backend, "canary", None)  # servers (through a lease); not a replay, not in process
+        if canary is None:
+            return
+        if self._canary_lock is None:
+            self._canary_lock = asyncio.Lock()
+        async with self._canary_lock:  # concurrent requests wait for the one canary
+            await canary()
 
     def _unparsed_answer(self, constraint: Constraint, text: str, error: str | None, cached: bool) -> None:
         """Note a constrained answer that did not parse; raise when the first parse_fail_fast all did not."""

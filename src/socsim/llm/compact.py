@@ -23,6 +23,7 @@ the part of an answer that is not the model's own words (its UTF-8 bytes bound i
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -139,8 +140,8 @@ def _string(s: dict[str, Any], rules: dict[str, str]) -> str:
 
 def _integer(s: dict[str, Any], rules: dict[str, str]) -> str:
     low, high = s.get("minimum"), s.get("maximum")
-    if low is not None and high is not None and high - low < MAX_LITERALS:
-        return "( " + " | ".join(_gbnf(str(v)) for v in range(int(high), int(low) - 1, -1)) + " )"
+    if low is not None and high is not None and high - low < MAX_LITERALS:  # the integers in [low, high]
+        return "( " + " | ".join(_gbnf(str(v)) for v in range(math.floor(high), math.ceil(low) - 1, -1)) + " )"
     if low is not None or high is not None:
         raise Unsupported("an integer range too wide to enumerate")
     rules.setdefault("integer", INTEGER)
@@ -177,15 +178,14 @@ def pattern_gbnf(pattern: str) -> str:
         if tok in _CLASSES:
             atom = _CLASSES[tok]
         elif tok.startswith("["):
-            if '"' in tok or "\\" in tok.replace("\\-", ""):
-                raise Unsupported(f"pattern class {tok!r}")
+            _safe_class(tok)
             atom = tok
         elif tok.startswith("\\"):
             if tok[1] in '"\\' or tok[1].isalnum():
                 raise Unsupported(f"pattern escape {tok!r}")
             atom = _gbnf(tok[1])
         else:
-            if tok in '"\\':
+            if tok in '"\\' or ord(tok) < 0x20:
                 raise Unsupported(f"pattern character {tok!r}")
             atom = _gbnf(tok)
         q = _QUANT.match(body, i)
@@ -201,30 +201,56 @@ def pattern_gbnf(pattern: str) -> str:
     return " ".join(out) if out else '""'
 
 
+def _safe_class(tok: str) -> None:
+    """A pattern's character class that a JSON string may hold unescaped: not negated, without escapes, and
+    no character or range that takes in a control character, a quote or a backslash."""
+    body = tok[1:-1]
+    if body.startswith("^") or "\\" in body:
+        raise Unsupported(f"pattern class {tok!r}")
+    i = 0
+    while i < len(body):
+        low = high = body[i]
+        if i + 2 < len(body) and body[i + 1] == "-":
+            high, i = body[i + 2], i + 3
+        else:
+            i += 1
+        if ord(low) < 0x20 or any(ord(low) <= c <= ord(high) for c in (0x22, 0x5C)):
+            raise Unsupported(f"pattern class {tok!r} takes in a character a JSON string escapes")
+
+
 def skeleton(schema: dict[str, Any]) -> Any:
     """The schema's answer with every free string empty and every other value at its longest (enum values,
-    integer bounds), arrays at their fewest items: the part of an answer that is not the model's own words."""
+    integer bounds, the longest number the grammar allows), arrays at their most items (their fewest where
+    unbounded, which has_free_text counts as free): the part of an answer that is not the model's own words,
+    and where nothing is free, a bound on the whole answer."""
     if "const" in schema:
         return schema["const"]
     if "enum" in schema and schema["enum"]:
-        return max(schema["enum"], key=lambda v: len(json.dumps(v, ensure_ascii=False)))
+        return _longest(schema["enum"])
     if "anyOf" in schema and schema["anyOf"]:
-        return max((skeleton(b) for b in schema["anyOf"]), key=lambda v: len(json.dumps(v, ensure_ascii=False)))
+        return _longest([skeleton(b) for b in schema["anyOf"]])
     kind = schema.get("type")
     if isinstance(kind, list):
-        kind = kind[0] if kind else None
+        return _longest([skeleton({**schema, "type": k}) for k in kind]) if kind else ""
     if kind == "object" or (kind is None and "properties" in schema):
         return {k: skeleton(v) for k, v in (schema.get("properties") or {}).items()}
     if kind == "integer":
         bounds = [b for b in (schema.get("minimum"), schema.get("maximum")) if b is not None]
-        return max(bounds, key=lambda v: len(str(v))) if bounds else 0
+        return _longest(bounds) if len(bounds) == 2 else -(10**17)  # INTEGER: a sign and 18 digits
+    if kind == "number":
+        return -1.234567890123456e-100  # about as long as NUMBER allows
     if kind == "array":
-        return [skeleton(schema.get("items") or {})] * int(schema.get("minItems", 0))
+        n = schema.get("maxItems", schema.get("minItems", 0))
+        return [skeleton(schema.get("items") or {})] * int(n)
     if kind == "boolean":
         return False
     if kind == "null":
         return None
-    return "" if kind == "string" else 0
+    return ""
+
+
+def _longest(values: list[Any]) -> Any:
+    return max(values, key=lambda v: len(json.dumps(v, ensure_ascii=False)))
 
 
 def has_free_text(schema: Any) -> bool:
@@ -233,6 +259,8 @@ def has_free_text(schema: Any) -> bool:
         return False
     if schema.get("type") == "string" or (isinstance(schema.get("type"), list) and "string" in schema["type"]):
         return True
+    if schema.get("type") == "array" and "maxItems" not in schema:
+        return True  # as many items as the model writes
     subs = [*(schema.get("properties") or {}).values(), *(schema.get("anyOf") or [])]
     if isinstance(schema.get("items"), dict):
         subs.append(schema["items"])

@@ -147,8 +147,10 @@ class PlanBackend:
         label = request.label or f"seed {request.seed}"
         if n > t.largest_prompt:
             t.largest_prompt, t.largest_label = n, label
-        if n + out > self.n_ctx:
-            t.overflows.append((label, n + out))
+        # a server is asked for the wire's budget (its keys and punctuation on top: Constraint.wire_max_tokens)
+        asked = out if request.constraint is None else request.constraint.wire_max_tokens(out, "openai")
+        if n + asked > self.n_ctx:
+            t.overflows.append((label, n + asked))
         return Completion(text=text, prompt_tokens=n, completion_tokens=out, finish_reason="plan", endpoint="plan")
 
     async def aclose(self) -> None:

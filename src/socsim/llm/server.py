@@ -62,6 +62,10 @@ def api_url(base: str, path: str) -> str:
 # only the server's setting (measured: the same spaced answer with and without it), so socsim sends the
 # answer's compact-JSON grammar (socsim.llm.compact): every server then answers as one socsim started.
 GRAMMAR_FIELDS = {"vllm": "structured_outputs.grammar", "sglang": "ebnf"}
+# Sent to vLLM and SGLang, whose servers started plainly apply the model's generation_config.json
+# (`--generation-config auto`, `--sampling-defaults model`: top_k, min_p, repetition_penalty) to what a request
+# leaves out, where the servers socsim starts apply neutral values: a request then samples alike on both.
+NEUTRAL_SAMPLING = {"top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0}
 
 
 def constraint_field(request: Request, dialect: str, engine: str | None) -> str | None:
@@ -101,6 +105,8 @@ def request_body(
     body["seed"] = request.seed
     if model:
         body["model"] = model
+    if engine in GRAMMAR_FIELDS:  # what the request does not say, the model's generation_config would
+        body.update(NEUTRAL_SAMPLING)
     if field is None or request.constraint is None:
         field = constraint_field(request, dialect, engine)
     if field == "structured_outputs.grammar":
@@ -278,6 +284,7 @@ class ServerBackend:
         self._identity: dict[str, Any] | None = None
         self.engine: dict[str, str | None] | None = None  # the engine as it names itself (probe; not the identity)
         self.canaried: list[dict[str, Any]] | None = None  # the constraint canaries it answered (canary())
+        self.grammar_ignored = False  # the canary found the engine's grammar field ignored: response_format
         self._rr = 0
         self._changed: asyncio.Future[None] | None = None  # set when a slot frees or an endpoint's state changes
 
@@ -383,7 +390,9 @@ class ServerBackend:
 
     @property
     def engine_name(self) -> str | None:
-        return self.engine.get("name") if self.engine else None
+        """The engine whose request fields it sends (None: the plain OpenAI shape; also after the canary found
+        the engine's grammar field ignored)."""
+        return self.engine.get("name") if self.engine and not self.grammar_ignored else None
 
     def identity(self) -> dict[str, Any]:
         if self._identity is None:
@@ -509,26 +518,41 @@ class ServerBackend:
         )
 
     async def canary(self) -> list[dict[str, Any]]:
-        """The constraint canary (socsim.llm.canary), once per client: one request per field this backend's
-        constraints go in (a grammar engine's grammar field, and response_format for the schemas its grammar
-        cannot say); ConstraintIgnoredError when an answer is free text. Not counted as a call."""
+        """The constraint canary (socsim.llm.canary), once per client, before its first constrained call: one
+        request per field this backend's constraints can go in (a grammar engine's grammar field, then
+        response_format, which carries the schemas its grammar cannot say). An engine that ignores its grammar
+        field but applies response_format (a vLLM older than `structured_outputs`) gets every constraint in
+        response_format from then on (recorded); one that ignores the field its constraints would go in stops
+        the stage (ConstraintIgnoredError). Not counted as a call."""
         from socsim.llm import canary
 
-        if self.canaried is None:
-            req = canary.request()
-            first = constraint_field(req, self.dialect, self.engine_name)
-            fields = [first, *(["response_format"] if first != "response_format" else [])]
-            engine = self.identity()["runtime"]
-            if self.engine is not None:  # as it names itself (owned_by: llama-cpp-python's server says "me")
-                engine += f", owned_by {self.engine['name']!r}" + (
-                    f" version {self.engine['version']}" if self.engine.get("version") else ""
+        if self.canaried is not None:
+            return self.canaried
+        req = canary.request()
+        first = constraint_field(req, self.dialect, self.engine_name)
+        fields = [first, *(["response_format"] if first != "response_format" else [])]
+        engine = self.identity()["runtime"]
+        if self.engine is not None:  # as it names itself (owned_by: llama-cpp-python's server says "me")
+            engine += f", owned_by {self.engine['name']!r}" + (
+                f" version {self.engine['version']}" if self.engine.get("version") else ""
+            )
+        records: list[dict[str, Any]] = []
+        ignored: canary.ConstraintIgnoredError | None = None
+        for field in fields:
+            done = await self._complete(req, field, count=False)
+            try:
+                records.append(
+                    canary.check(done.text, done.finish_reason, str(field), engine, self.name, done.endpoint or "?")
                 )
-            records = []
-            for field in fields:
-                done = await self._complete(req, field, count=False)
-                where = done.endpoint or "?"
-                records.append(canary.check(done.text, done.finish_reason, str(field), engine, self.name, where))
-            self.canaried = records
+            except canary.ConstraintIgnoredError as exc:
+                if field == "response_format" or ignored is not None:
+                    raise
+                ignored = exc  # the grammar field: response_format may still carry the constraint
+                records.append({"field": str(field), "ignored": done.text[:160], "then": "response_format"})
+        if ignored is not None:
+            self.grammar_ignored = True
+            print(f"socsim: warning: {ignored}; its constraints go in response_format instead", file=sys.stderr)
+        self.canaried = records
         return self.canaried
 
     async def complete(self, request: Request) -> Completion:

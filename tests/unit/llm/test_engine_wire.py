@@ -46,6 +46,9 @@ def test_the_engine_found_at_the_probe_gets_the_compact_grammar_in_its_field(eng
         body = srv.bodies[-1]
     assert r.parse_ok and r.value == "Yes"
     grammar = 'root ::= "{" "\\"answer\\":" ( "\\"Yes\\"" | "\\"No\\"" ) "}"'
+    # vLLM and SGLang: neutral values for what a plainly started server takes from the model's generation config
+    neutral = {"top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0}
+    assert ({k: body.get(k) for k in neutral} == neutral) == (engine is not None)
     if field == "structured_outputs":
         assert body["structured_outputs"] == {"grammar": grammar} and "response_format" not in body
     elif field == "ebnf":
@@ -65,6 +68,12 @@ def test_a_schema_the_grammar_cannot_say_goes_as_a_json_schema_even_to_vllm():
     # the grammar's limits: a pattern with groups, an object that is not strict
     assert compact_gbnf({"type": "string", "pattern": "^(a|b)$"}) is None
     assert compact_gbnf({"type": "object", "properties": {"a": {"type": "integer"}}}) is None
+    # a class that would let a quote, a backslash or a control character into the JSON string, unescaped
+    for pattern in ("^[ -~]+$", "^[^,]+$", '^["a]$', "^[\\x00-z]$"):
+        assert compact_gbnf({"type": "string", "pattern": pattern}) is None, pattern
+    assert compact_gbnf({"type": "string", "pattern": "^[A-Za-z_#-]{2,4}$"}) == 'root ::= "\\"" [A-Za-z_#-]{2,4} "\\""'
+    # an integer's bounds: the integers between them
+    assert compact_gbnf({"type": "integer", "minimum": 0.5, "maximum": 2.5}) == 'root ::= ( "2" | "1" )'
 
 
 def test_max_tokens_leaves_the_words_their_budget():
@@ -104,21 +113,51 @@ def test_an_engine_that_ignores_the_constraint_field_stops_before_the_first_call
         assert srv.bodies == []  # no real request went out
         canaries = srv.canaries
     msg = str(err.value)
-    first = "structured_outputs.grammar" if engine else "response_format"
-    assert f"`{first}`" in msg and "'Hello there, reader!'" in msg and "models.m" in msg
-    assert ("openai-compatible, owned_by 'vllm' version 0.32.0" if engine else "(openai-compatible)") in msg
-    assert len(canaries) == 1 and canary.is_canary(canaries[0])
+    # vLLM: its grammar field ignored, then response_format too (the field that would carry its constraints)
+    assert "`response_format`" in msg and "'Hello there, reader!'" in msg and "models.m" in msg
+    assert ("(openai-compatible, owned_by 'vllm' version 0.32.0)" if engine else "(openai-compatible)") in msg
+    assert len(canaries) == (2 if engine else 1) and all(canary.is_canary(b) for b in canaries)
 
 
-def test_the_canary_of_an_engine_that_applies_the_constraint_is_recorded_once_per_field():
+def test_a_vllm_that_ignores_its_grammar_field_gets_response_format():
+    """An older vLLM (before `structured_outputs`) ignores the grammar field and applies response_format."""
+
+    def older(body):
+        return "Hi!" if "structured_outputs" in body else None  # None: an allowed string
+
+    with ScriptedServer(MODEL, reply=lambda body: '{"answer":"Yes"}', engine=("vllm", "0.9.2")) as srv:
+        srv.canary_answer = older
+        c = client(srv.url)
+        [r] = c.run([ask(Choice(("Yes", "No")))])
+        body = srv.bodies[-1]
+    assert r.parse_ok and "response_format" in body and "structured_outputs" not in body
+    assert c.backend.canaried[0] == {"field": "structured_outputs.grammar", "ignored": "Hi!", "then": "response_format"}
+    assert c.backend.canaried[1]["field"] == "response_format"
+
+
+def test_the_canary_goes_before_the_first_constrained_call_only():
     with ScriptedServer(MODEL, reply=lambda body: '{"answer":"No"}', engine=("vllm", "0.32.0")) as srv:
         c = client(srv.url)
-        c.run([ask(Choice(("Yes", "No"))), ask(Choice(("Yes", "No")), 12)])
+        c.run([ask(None), ask(None, 9)])  # free text only: no canary
+        assert srv.canaries == []
+        c.run([ask(Choice(("Yes", "No"))), ask(Choice(("Yes", "No")), 12), ask(IntRange(1, 3))])
         canaries = srv.canaries
-    # vLLM takes both the grammar and (for the schemas the grammar cannot say) response_format: one canary each
+    # vLLM takes both the grammar and (for the schemas the grammar cannot say) response_format: one canary each,
+    # once for the client (concurrent requests wait for it)
     assert [("structured_outputs" in b, "response_format" in b) for b in canaries] == [(True, False), (False, True)]
     assert c.backend.canaried == [
         {"field": "structured_outputs.grammar", "answer": canary.OPTIONS[0]},
         {"field": "response_format", "answer": canary.OPTIONS[0]},
     ]
-    assert c.accounting.calls == 2  # the canaries are not the stage's calls
+    assert c.accounting.calls == 5  # the canaries are not the stage's calls
+
+
+def test_a_rerun_from_the_call_cache_sends_no_canary(tmp_path):
+    with ScriptedServer(MODEL, reply=lambda body: '{"answer":"No"}', engine=("vllm", "0.32.0")) as srv:
+        entry = {"backend": "openai", "model_id": MODEL, "endpoints": [srv.url]}
+        params = config.validate({"llm": {"cache_path": str(tmp_path / "c.sqlite")}, "models": {"m": entry}})
+        models.named_client(params, "m").run([ask(Choice(("Yes", "No")))])
+        assert len(srv.canaries) == 2
+        again = models.named_client(params, "m")
+        [r] = again.run([ask(Choice(("Yes", "No")))])
+        assert r.cached and len(srv.canaries) == 2 and again.backend.canaried is None

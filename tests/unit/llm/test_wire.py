@@ -79,7 +79,8 @@ def test_openai_int_range_and_object_schema_on_the_wire(tmp_path, recorder):
     recorder.replies = [('{"answer": 4}', 200), ('{"a": 2, "b": "x"}', 200), ('{"answer": 9}', 200)]
     c = client(tmp_path, recorder.url, "openai", concurrency=1)
     out = c.run([ask(IntRange(1, 5)), ask(schema, seed=2), ask(IntRange(1, 5), seed=3)])
-    assert [b["max_tokens"] for b in recorder.bodies] == [28, 16, 28]  # 16 + len('{"answer":1}'); objects: 16
+    # 16 + len('{"answer":1}'); an object without free text: at least its longest answer (an integer of 18 digits)
+    assert [b["max_tokens"] for b in recorder.bodies] == [28, len('{"a":-100000000000000000,"b":"x"}'), 28]
     int_fmt = recorder.bodies[0]["response_format"]["json_schema"]
     assert int_fmt["name"] == "int_range" and int_fmt["strict"] is True
     assert int_fmt["schema"] == {

@@ -296,7 +296,7 @@ def test_the_command_writes_the_crate_and_refuses_other_folders(tmp_path, capsys
     assert cli.main(["rocrate", "--results", str(results), "--out", str(tmp_path / "other")]) == 2
     assert "not an RO-Crate folder" in capsys.readouterr().err
     assert cli.main(["rocrate", "--results", str(results), "--out", str(tmp_path)]) == 2  # it holds the run
-    assert "outside the run's project" in capsys.readouterr().err
+    assert "may not hold the run's results or project" in capsys.readouterr().err
     (tmp_path / "empty" / "results").mkdir(parents=True)
     assert cli.main(["rocrate", "--results", str(tmp_path / "empty" / "results"), "--out", str(tmp_path / "c2")]) == 2
     assert "no finished stage" in capsys.readouterr().err
