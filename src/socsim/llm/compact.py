@@ -149,7 +149,9 @@ def _integer(s: dict[str, Any], rules: dict[str, str]) -> str:
 
 
 def _array(s: dict[str, Any], rules: dict[str, str]) -> str:
-    item = _node(s.get("items", None) if "items" in s else {"type": "__any__"}, rules)
+    if not isinstance(s.get("items"), dict):
+        raise Unsupported("an array without one items schema")
+    item = _node(s["items"], rules)
     low, high = int(s.get("minItems", 0)), s.get("maxItems")
     if high is not None and high == 0:
         return '"[]"'

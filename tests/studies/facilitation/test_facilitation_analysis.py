@@ -28,16 +28,9 @@ from socsim.sim.policies import Drawn
 from socsim.stats import verdict as vd
 from support.analysis import inputs
 from support.project import ROOT
+from support.studies.facilitation import PAPER_STRATEGIES as STRATEGIES
 
 PAPER_FILE = ROOT / "data" / "facilitation" / "paper.yaml"
-STRATEGIES = [
-    "No Moderator",
-    "No Instructions",
-    "Moderation Game",
-    "Rules Only",
-    "Regulation Room",
-    "Constructive Communications",
-]
 ELABORATE = ["Regulation Room", "Constructive Communications", "Moderation Game"]
 WORDS = "the a policy tax school vote people city rule idea law market health green town road".split()
 SEED_TOXICITY = 5.0

@@ -10,18 +10,9 @@ import numpy as np
 import pandas as pd
 
 from socsim.facilitation import analysis
+from support.studies.facilitation import PAPER_STRATEGIES
 
 # -- Findings 1 and 2 by the verdict rule: null data, a true effect, too few discussions ---------
-
-
-PAPER_STRATEGIES = [
-    "No Moderator",
-    "No Instructions",
-    "Moderation Game",
-    "Rules Only",
-    "Regulation Room",
-    "Constructive Communications",
-]
 
 
 ELABORATE = ["Regulation Room", "Constructive Communications", "Moderation Game"]

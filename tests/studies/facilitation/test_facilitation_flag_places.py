@@ -18,15 +18,8 @@ from socsim.facilitation.analysis.plots import plots
 from socsim.io.report import Report
 from socsim.stats import degeneracy as dg
 from support.analysis import inputs
+from support.studies.facilitation import PAPER_STRATEGIES as STRATEGIES
 
-STRATEGIES = [
-    "No Moderator",
-    "No Instructions",
-    "Moderation Game",
-    "Rules Only",
-    "Regulation Room",
-    "Constructive Communications",
-]
 LEVEL = {s: 1.0 + i / 2 for i, s in enumerate(STRATEGIES)}  # a toxicity of its own per strategy
 CELL = ("m", "No Instructions")  # the basic-prompt ablation's model and strategy (Fig. 6)
 

@@ -114,3 +114,14 @@ def _strict(text: str):
         raise ValueError(f"not strict JSON: {x}")
 
     return json.loads(text, parse_constant=bad)
+
+
+# The paper's six strategies, No Moderator first (the OLS baseline), as the analysis tests use them.
+PAPER_STRATEGIES = [
+    "No Moderator",
+    "No Instructions",
+    "Moderation Game",
+    "Rules Only",
+    "Regulation Room",
+    "Constructive Communications",
+]
