@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+# One encoder, made once (json.dumps with arguments makes a new one per call: measurable per model call).
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
 
 def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODER.encode(value)

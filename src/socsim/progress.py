@@ -138,12 +138,13 @@ async def gather_with_progress(awaitables: Iterable[Awaitable[T]], desc: str, un
     awaitables = list(awaitables)
     bar = progress_bar(len(awaitables), desc, unit)
 
-    async def one(aw: Awaitable[T]) -> T:
-        result = await aw
-        bar.update(1)
-        return result
+    def done(task: asyncio.Future[T]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            bar.update(1)
 
-    tasks = [asyncio.ensure_future(one(a)) for a in awaitables]
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    for t in tasks:
+        t.add_done_callback(done)
     try:
         return list(await asyncio.gather(*tasks))
     except BaseException:

@@ -74,6 +74,17 @@ def stage_limits_args(tmp: Path) -> list[str]:
 
 CASES = [
     Case(
+        "orchestration.py",
+        ["--calls", "300", "--in-flight", "1,8", "--rounds", "1", "--agents", "1"],
+        [
+            rf"^  socsim client +[\d,]+ calls/s  ratio +{F}  CPU +{F} ms/call  peak RSS +\d+ MiB$",
+            rf"^socsim / bare at 8 in flight: {F} \(target >= 0\.8\); socsim's CPU {F} ms/call \(target <= 0\.5\)$",
+            rf"^stage shard / bare: {F} \(target >= 0\.6\)$",
+            r"^  8 in flight, constrained +[\d,]+ calls/s",
+        ],
+        needs_cores=2,
+    ),
+    Case(
         "planted_power.py",
         ["--replicates", "1", "--studies", "opinion_dynamics"],
         [

@@ -70,6 +70,7 @@ class ScriptedServer:
         # what it answers them (a text, or one per body; None: an allowed string, as an engine applying it would)
         self.canary_answer: str | Callable[[dict], str | None] | None = None
         self.bodies: list[dict] = []
+        self.raw: list[bytes] = []  # each body's bytes as they came
         self.paths: list[str] = []
         self.headers: list[dict] = []
         lock = threading.Lock()
@@ -99,7 +100,8 @@ class ScriptedServer:
                     self._send(200, {"object": "list", "data": [{"id": srv.model_id, "object": "model", **owner}]})
 
             def do_POST(self):  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                raw = self.rfile.read(int(self.headers["Content-Length"]))
+                body = json.loads(raw)
                 with lock:
                     if canary.is_canary(body):  # answered as an engine that applies the constraint does
                         srv.canaries.append(body)
@@ -109,6 +111,7 @@ class ScriptedServer:
                         srv.paths.append(self.path)
                         srv.headers.append(dict(self.headers))
                         srv.bodies.append(body)
+                        srv.raw.append(raw)
                         scripted = srv.replies.pop(0) if srv.replies else None
                 content, status = scripted or (srv.reply(body), 200)
                 if status != 200:  # the content is the error's message

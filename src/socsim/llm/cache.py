@@ -3,23 +3,32 @@
 Key: sha256 of (model identity, messages, sampling, constraint, seed). The value is the
 backend's completion (text and token counts). Parsing happens after the cache, so a change
 of validation rules never needs a new model call.
+
+Writes are committed in batches (benchmarks/orchestration.py: a commit per answer cost more than the HTTP
+call to a fast engine): an answer is committed with the first one stored FLUSH_EVERY_S seconds or more after
+the last commit, at FLUSH_ROWS pending answers, and when the cache closes (the end of a stage, or its failure).
+At a slow model's pace every answer is committed as it comes; a process killed outright loses at most the
+answers of the last FLUSH_EVERY_S seconds, which a resumed stage asks again.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from socsim.canonical import canonical_json
+from socsim.llm.constraints import Constraint
 from socsim.llm.errors import CacheFileError
-from socsim.llm.types import Completion, Request
+from socsim.llm.types import Completion, Request, Sampling
 
 # The file's layout, stamped in its header when socsim creates it, so that a socsim that changes
 # the layout later tells old caches from new ones instead of misreading them.
@@ -30,9 +39,31 @@ V1_COLUMNS = [("key", "TEXT", 0, 1), ("completion", "TEXT", 1, 0), ("model", "TE
 CREATE_V1 = "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, completion TEXT NOT NULL, model TEXT NOT NULL)"
 
 
-def request_key(model_identity: dict[str, Any], request: Request) -> str:
-    material = {"model": model_identity, **request.key_material()}
-    return hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()
+FLUSH_EVERY_S = 0.25  # seconds between two commits of stored answers, at most (while answers come)
+FLUSH_ROWS = 512  # pending answers that are committed at once, whatever the time
+
+
+def request_key(model_identity: dict[str, Any], request: Request, identity_json: str | None = None) -> str:
+    """sha256 of the canonical JSON of {"model": identity, **request.key_material()}. `identity_json`: the
+    identity's canonical JSON, where the caller has it (the same key, without serialising it again): the text is
+    put together in canonical (sorted) key order, as canonical_json would write the whole."""
+    model = identity_json if identity_json is not None else canonical_json(model_identity)
+    messages = canonical_json([list(m) for m in request.messages])
+    text = (
+        f'{{"constraint":{_constraint_json(request.constraint)},"messages":{messages},"model":{model},'
+        f'"sampling":{_sampling_json(request.sampling)},"seed":{canonical_json(request.seed)}}}'
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@functools.lru_cache(maxsize=1024)
+def _constraint_json(constraint: Constraint | None) -> str:
+    return canonical_json(constraint.spec() if constraint is not None else None)
+
+
+@functools.lru_cache(maxsize=1024)
+def _sampling_json(sampling: Sampling) -> str:
+    return canonical_json(sampling.as_dict())
 
 
 class CallCache:
@@ -52,6 +83,8 @@ class CallCache:
         except OSError as exc:
             raise CacheFileError(f"the call cache {self.path} cannot be opened: {exc.strerror}") from None
         self._lock = threading.Lock()
+        self._pending: dict[str, tuple[str, str]] = {}  # key -> (completion, model): stored, not yet committed
+        self._flushed_at = float("-inf")  # monotonic time of the last commit (none yet: the first goes at once)
         self._conn = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False, isolation_level=None)
         try:
             self._open()
@@ -128,7 +161,12 @@ class CallCache:
 
     def get(self, key: str) -> Completion | None:
         with self._lock:
-            row = self._conn.execute("SELECT completion FROM calls WHERE key = ?", (key,)).fetchone()
+            pending = self._pending.get(key)
+            row = (
+                (pending[0],)
+                if pending
+                else self._conn.execute("SELECT completion FROM calls WHERE key = ?", (key,)).fetchone()
+            )
         if row is None:
             return None
         data = json.loads(row[0])
@@ -139,24 +177,49 @@ class CallCache:
             finish_reason=data.get("finish_reason"),
         )
 
-    def put(self, key: str, completion: Completion, model_identity: dict[str, Any]) -> None:
+    def put(
+        self, key: str, completion: Completion, model_identity: dict[str, Any], identity_json: str | None = None
+    ) -> None:
+        """Store an answer (committed in batches: the module's docstring). `identity_json`: the identity's
+        canonical JSON, where the caller has it."""
         data = {
             "text": completion.text,
             "prompt_tokens": completion.prompt_tokens,
             "completion_tokens": completion.completion_tokens,
             "finish_reason": completion.finish_reason,
         }
+        model = identity_json if identity_json is not None else canonical_json(model_identity)
         with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO calls (key, completion, model) VALUES (?, ?, ?)",
-                (key, json.dumps(data), canonical_json(model_identity)),
-            )
+            self._pending[key] = (json.dumps(data), model)
+            if len(self._pending) >= FLUSH_ROWS or time.monotonic() - self._flushed_at >= FLUSH_EVERY_S:
+                self._flush()
+
+    def _flush(self) -> None:
+        """Commit the pending answers in one transaction (under the lock)."""
+        if self._pending:
+            rows = [(k, c, m) for k, (c, m) in self._pending.items()]
+            with self._transaction("BEGIN IMMEDIATE"):
+                self._conn.executemany("INSERT OR REPLACE INTO calls (key, completion, model) VALUES (?, ?, ?)", rows)
+            self._pending.clear()
+        self._flushed_at = time.monotonic()
+
+    def flush(self) -> None:
+        """Commit every answer stored so far."""
+        with self._lock:
+            self._flush()
 
     def __len__(self) -> int:
         with self._lock:
+            self._flush()
             count: int = self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
             return count
 
     def close(self) -> None:
+        """Commit what is pending, then close the file (a second close does nothing)."""
         with self._lock:
-            self._conn.close()
+            try:
+                self._flush()
+            except sqlite3.ProgrammingError:  # closed already
+                pass
+            finally:
+                self._conn.close()

@@ -16,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
+from socsim.canonical import canonical_json
 from socsim.llm.accounting import Accounting
 from socsim.llm.cache import CallCache, request_key
 from socsim.llm.constraints import Constraint
@@ -79,8 +80,9 @@ class LLMClient:
         self._unparsed_constraints: dict[str, None] = {}
         self._unparsed_cached = 0
         self._probed = False
-        self._canary_lock: asyncio.Lock | None = None
+        self._canary_task: asyncio.Future[Any] | Literal[False] | None = None  # the canary (False: none applies)
         self.verified: dict[str, Any] | None = None  # the identity the backend reported when it was probed
+        self._identity_json: str | None = None
 
     @property
     def answered(self) -> bool:
@@ -92,6 +94,7 @@ class LLMClient:
         identity = await self.backend.probe()
         self._probed = True
         self.verified = identity
+        self._identity_json = canonical_json(identity)  # once per probe: every cache key and row carries it
         return identity
 
     def identity(self) -> dict[str, Any]:
@@ -108,7 +111,10 @@ class LLMClient:
         acc = self.accounting
         s = request.sampling
         acc.request(s.temperature, s.top_p, s.max_tokens)
-        key = request_key(self.identity(), request) if self.cache is not None else ""
+        identity = self.identity()
+        same = identity is self.verified  # (a backend that answers with another identity is keyed by that one)
+        ident_json = self._identity_json if same else None
+        key = request_key(identity, request, ident_json) if self.cache is not None else ""
         completion = self.cache.get(key) if self.cache is not None else None
         cached = completion is not None
         if completion is not None:  # cached
@@ -125,7 +131,7 @@ class LLMClient:
                     acc.endpoints = self.backend.endpoint_stats()
             acc.call_finished(completion, grammar=request.constraint is not None)
             if self.cache is not None:
-                self.cache.put(key, completion, self.identity())
+                self.cache.put(key, completion, identity, ident_json)
         if request.constraint is not None:
             value, ok, err = request.constraint.parse(completion.text)
             cut = not ok and completion.finish_reason == "length"
@@ -151,13 +157,21 @@ class LLMClient:
         """A server backend's constraint canary (socsim.llm.canary), once, before the client's first constrained
         call to the model (none for free text, cache hits, a replay or the embedded model): an engine that
         ignores the constraint field stops the stage before any real constrained call."""
-        canary = getattr(self.backend, "canary", None)  # servers (through a lease); not a replay, not in process
-        if canary is None:
+        task = self._canary_task
+        if task is False:
             return
-        if self._canary_lock is None:
-            self._canary_lock = asyncio.Lock()
-        async with self._canary_lock:  # concurrent requests wait for the one canary
-            await canary()
+        if task is None or (task.done() and task.cancelled()):
+            canary = getattr(self.backend, "canary", None)  # servers (through a lease); not a replay, not in process
+            if canary is None:
+                self._canary_task = False
+                return
+            task = self._canary_task = asyncio.ensure_future(canary())
+        if task.done():
+            task.result()  # its error, if it found one
+            return
+        # Concurrent requests wait for the one canary and all go on together when it has answered (behind a lock
+        # they went on one per turn of the event loop); one of them cancelled does not cancel it.
+        await asyncio.shield(task)
 
     def _unparsed_answer(self, constraint: Constraint, text: str, error: str | None, cached: bool) -> None:
         """Note a constrained answer that did not parse; raise when the first parse_fail_fast all did not."""
@@ -225,9 +239,14 @@ class LLMClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Release the backend (model memory, connections); the cache stays open for later calls."""
-        await self.backend.aclose()
-        self._probed = False
+        """Release the backend (model memory, connections); the cache stays open for later calls, with every answer
+        so far committed."""
+        try:
+            await self.backend.aclose()
+        finally:
+            self._probed = False
+            if self.cache is not None:
+                self.cache.flush()
 
     def close(self) -> None:
         """Close the call cache (at the end of the stage)."""

@@ -106,6 +106,7 @@ class Constraint:
             return 0
         return len(json.dumps({WRAP: self._longest()}, ensure_ascii=False, separators=(",", ":")).encode())
 
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 - constraints are frozen values; one per (constraint, budget)
     def wire_max_tokens(self, max_tokens: int, dialect: str) -> int:
         """The max_tokens a request sends for an answer budget of `max_tokens`, in the dialect's shape, so that
         what is not the model's own words never eats that budget. The OpenAI wrapper: its bytes on top
@@ -121,6 +122,7 @@ class Constraint:
         bound = len(json.dumps(compact.skeleton(schema), ensure_ascii=False, separators=(",", ":")).encode())
         return max_tokens + bound if compact.has_free_text(schema) else max(max_tokens, bound)
 
+    @functools.lru_cache(maxsize=1024)  # noqa: B019 - once per constraint (it goes with every request)
     def compact_grammar(self) -> str | None:
         """The GBNF grammar of the answer's compact JSON in the OpenAI shape (the object root or the wrapper
         `{"answer":...}`, no whitespace: socsim.llm.compact), for engines that take a grammar per request; None
@@ -131,6 +133,7 @@ class Constraint:
         """The longest answer the constraint allows, as a JSON value (for wire_overhead); unbounded: ""."""
         return ""
 
+    @functools.lru_cache(maxsize=1024)  # noqa: B019 - once per constraint and dialect; callers do not change it
     def response_format(self, dialect: str) -> dict[str, Any]:
         schema = self.json_schema()
         if dialect == "tgi":

@@ -23,6 +23,8 @@ itself is never stored: not in params, identity (cache keys, provenance), metric
 from __future__ import annotations
 
 import asyncio
+import collections
+import json
 import os
 import random
 import sys
@@ -31,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import httpx2
+import aiohttp
 
 from socsim.llm.errors import EndpointUnavailableError, LLMConfigError, LLMError, ModelIdentityError
 from socsim.llm.types import Completion, Request
@@ -181,20 +183,51 @@ class _Endpoint:
         self.last_error: str | None = None
         self.api_key = api_key
         self.recheck: asyncio.Task[None] | None = None  # health checks while it backs off
+        self.chat_url = api_url(spec.url, "/chat/completions")
         # A placeholder goes where there is no key of ours (servers without keys ignore it); never the
-        # user's Hugging Face token.
-        self.client = httpx2.AsyncClient(
-            timeout=timeout,
-            headers={"Authorization": f"Bearer {api_key or NO_KEY}"},
-            limits=httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
-        )
+        # user's Hugging Face token. One connection per request in flight, kept alive (aiohttp: chosen by
+        # measurement, benchmarks/orchestration.py; httpx2's pool scanned every connection on every request).
+        self.client = session(timeout, concurrency, {"Authorization": f"Bearer {api_key or NO_KEY}"})
 
     def stats(self) -> dict[str, int | bool]:
         return {"calls": self.calls, "failures": self.failures, "retries": self.retries, "removed": self.removed}
 
 
+def session(timeout: float, connections: int = 8, headers: dict[str, str] | None = None) -> aiohttp.ClientSession:
+    """An HTTP session (inside a running event loop): at most `connections` connections, kept alive; `timeout`
+    seconds to connect and between two reads of an answer (a long generation is not cut while it streams in)."""
+    return aiohttp.ClientSession(
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout),
+        connector=aiohttp.TCPConnector(limit=connections, limit_per_host=connections),
+        headers=headers,
+        skip_auto_headers=("User-Agent",),
+    )
+
+
+_WIRE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def wire_json(body: dict[str, Any]) -> bytes:
+    """A request body's bytes on the wire: compact JSON, UTF-8 kept, no NaN (what socsim has always sent)."""
+    return _WIRE.encode(body).encode("utf-8")
+
+
+JSON_HEADERS = {"Content-Type": "application/json"}
+TRANSPORT_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, asyncio.TimeoutError)
+
+
+async def _get_json(client: aiohttp.ClientSession, url: str, headers: dict[str, str]) -> tuple[int, Any]:
+    """GET a URL: its status and its body read as JSON (None where it is not JSON)."""
+    async with client.get(url, headers=headers) as resp:
+        raw = await resp.read()
+    try:
+        return resp.status, json.loads(raw)
+    except ValueError:
+        return resp.status, None
+
+
 async def _engine(
-    client: httpx2.AsyncClient, url: str, owner: Any, headers: dict[str, str]
+    client: aiohttp.ClientSession, url: str, owner: Any, headers: dict[str, str]
 ) -> dict[str, str | None] | None:
     """The engine behind an OpenAI-compatible endpoint, as it names itself: /v1/models' `owned_by` (vLLM
     "vllm", SGLang "sglang", llama.cpp's server "llamacpp") and its /version where it has one (vLLM, SGLang);
@@ -205,16 +238,16 @@ async def _engine(
     version = None
     if owner in GRAMMAR_FIELDS:
         try:
-            resp = await client.get(url.rstrip("/").removesuffix("/v1") + "/version", headers=headers)
-            if resp.status_code == 200:
-                version = str(resp.json().get("version")) if isinstance(resp.json(), dict) else None
-        except (httpx2.HTTPError, ValueError):
+            status, data = await _get_json(client, url.rstrip("/").removesuffix("/v1") + "/version", headers)
+            if status == 200 and isinstance(data, dict):
+                version = str(data.get("version"))
+        except (TimeoutError, aiohttp.ClientError):
             version = None
     return {"name": owner, "version": version}
 
 
 def _retryable(exc: BaseException) -> bool:
-    if isinstance(exc, (httpx2.TransportError, asyncio.TimeoutError)):
+    if isinstance(exc, TRANSPORT_ERRORS):
         return True
     return isinstance(exc, HTTPStatusError) and exc.status in RETRYABLE_STATUS
 
@@ -286,26 +319,27 @@ class ServerBackend:
         self.canaried: list[dict[str, Any]] | None = None  # the constraint canaries it answered (canary())
         self.grammar_ignored = False  # the canary found the engine's grammar field ignored: response_format
         self._rr = 0
-        self._changed: asyncio.Future[None] | None = None  # set when a slot frees or an endpoint's state changes
+        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()  # requests without a slot
 
     # -- health ---------------------------------------------------------------------------
-    async def _probe_one(self, client: httpx2.AsyncClient, spec: EndpointSpec, key: str | None) -> dict[str, Any]:
+    async def _probe_one(self, client: aiohttp.ClientSession, spec: EndpointSpec, key: str | None) -> dict[str, Any]:
         url = spec.url
         paths = ["/info", "/v1/models"] if self.kind == "tgi" else ["/v1/models", "/info"]
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         last: str | None = None
         for path in paths:
             try:
-                resp = await client.get(url + path if path == "/info" else api_url(url, "/models"), headers=headers)
-            except httpx2.HTTPError as exc:
+                status, data = await _get_json(
+                    client, url + path if path == "/info" else api_url(url, "/models"), headers
+                )
+            except (TimeoutError, aiohttp.ClientError) as exc:
                 raise EndpointUnavailableError(
                     f"LLM endpoint {url} is unreachable ({type(exc).__name__}: {exc}); start the server or fix "
                     f"models.{self.name}.endpoints"
                 ) from None
-            if resp.status_code in AUTH_STATUS:
-                raise _auth_error(spec, resp.status_code)
-            if resp.status_code == 200:
-                data = resp.json()
+            if status in AUTH_STATUS:
+                raise _auth_error(spec, status)
+            if status == 200 and isinstance(data, dict):
                 if path == "/info":
                     self._check_served(url, [data.get("model_id")])
                     return {
@@ -323,7 +357,7 @@ class ServerBackend:
                     "server": "openai-compatible",
                     "engine": await _engine(client, url, owner, headers),
                 }
-            last = f"HTTP {resp.status_code} on {path}"
+            last = f"HTTP {status} on {path}" + ("" if status != 200 else " (not a JSON object)")
         raise EndpointUnavailableError(f"LLM endpoint {url} failed its health probe ({last})")
 
     def _check_served(self, url: str, served: list[Any]) -> None:
@@ -341,7 +375,7 @@ class ServerBackend:
         does not answer is left out (with a warning) while another does; a wrong key, a wrong model or a
         pool serving different models stops the stage."""
         keys = [s.api_key() for s in self.specs]
-        async with httpx2.AsyncClient(timeout=min(self.timeout, 10.0)) as client:
+        async with session(min(self.timeout, 10.0), max(2 * len(self.specs), 2)) as client:
             results = await asyncio.gather(
                 *(self._probe_one(client, s, k) for s, k in zip(self.specs, keys)), return_exceptions=True
             )
@@ -378,7 +412,7 @@ class ServerBackend:
             **({"greedy": "without top_p"} if self.dialect == "tgi" else {}),
         }
         before = {ep.url: ep for ep in self._endpoints or []}
-        self._changed = None  # a future of an earlier event loop (asyncio.run) must not be awaited here
+        self._waiting = collections.deque()  # futures of an earlier event loop (asyncio.run) are not awaited here
         self._endpoints = [_Endpoint(s, k, self.concurrency, self.timeout) for s, k in zip(self.specs, keys)]
         for ep, result in zip(self._endpoints, results):
             if ep.url in before:  # a stage that probes again (one client, several runs) keeps counting
@@ -411,7 +445,9 @@ class ServerBackend:
     async def _acquire(self) -> _Endpoint:
         """A slot on the least-busy live endpoint that is not backing off, taken when one is free (so
         that a slow or failing endpoint gets fewer requests, not an equal share queued up front); ties
-        rotate so that an idle pool spreads its first requests."""
+        rotate so that an idle pool spreads its first requests. Requests without a slot wait in line (first
+        come, first served): a freed slot wakes the first of them only, a change of an endpoint's state all."""
+        woken = False
         while True:
             live = self._live()
             if not live:
@@ -420,23 +456,41 @@ class ServerBackend:
             ready = [ep for ep in live if ep.retry_at <= now and ep.active < self.concurrency]
             if ready:
                 n = len(ready)
-                ep = min((ready[(self._rr + i) % n] for i in range(n)), key=lambda e: e.active)
+                ep = ready[0] if n == 1 else min((ready[(self._rr + i) % n] for i in range(n)), key=lambda e: e.active)
                 self._rr += 1
                 ep.active += 1
                 ep.max_active = max(ep.max_active, ep.active)
+                if woken and n > 1 and self._waiting:  # another slot is free too: the next in line takes it
+                    self._wake()
                 return ep
-            if self._changed is None or self._changed.done():
-                self._changed = asyncio.get_running_loop().create_future()
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            if woken:  # woken but overtaken: keep the place in line
+                self._waiting.appendleft(waiter)
+            else:
+                self._waiting.append(waiter)
             backoffs = [ep.retry_at - now for ep in live if ep.retry_at > now]
             try:
-                await asyncio.wait_for(asyncio.shield(self._changed), min(backoffs) if backoffs else None)
+                if backoffs:
+                    await asyncio.wait_for(waiter, min(backoffs))
+                else:
+                    await waiter
             except TimeoutError:
-                pass
+                pass  # a backoff ended: look again
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._wake()  # woken, then cancelled: the slot goes to the next in line
+                raise
+            woken = True
 
-    def _wake(self) -> None:
-        """Let the requests waiting for a slot look again."""
-        if self._changed is not None and not self._changed.done():
-            self._changed.set_result(None)
+    def _wake(self, every: bool = False) -> None:
+        """Let the first request waiting for a slot look again (`every`: all of them, as after an endpoint's
+        state changed)."""
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                if not every:
+                    return
 
     def _all_down(self, hint: str = "") -> EndpointUnavailableError:
         listing = "; ".join(f"{ep.url} ({ep.last_error})" for ep in self._endpoints or [])
@@ -470,7 +524,7 @@ class ServerBackend:
         ep.strikes += 1
         if ep.strikes >= self.retry.max_tries:
             ep.removed = True
-            self._wake()
+            self._wake(every=True)
             if len(self._endpoints or []) > 1:
                 print(
                     f"socsim: warning: LLM endpoint {ep.url} taken out of the pool after {ep.strikes} failed "
@@ -488,24 +542,26 @@ class ServerBackend:
             if ep.removed or not ep.strikes or time.monotonic() < ep.retry_at:
                 continue  # a request meanwhile succeeded there, or failed and pushed the backoff on
             try:
-                async with httpx2.AsyncClient(timeout=min(self.timeout, 10.0)) as client:
+                async with session(min(self.timeout, 10.0), 2) as client:
                     await self._probe_one(client, ep.spec, ep.api_key)
             except Exception as exc:  # noqa: BLE001 - any failed check is a strike (unreachable, bad answer)
                 self._failed(ep, exc)
             else:
                 ep.strikes, ep.retry_at = 0, 0.0
-            self._wake()
+            self._wake(every=True)
 
     async def _call(self, ep: _Endpoint, request: Request, field: str | None = None) -> Completion:
         body = request_body(request, self.dialect, self.model, self.strict_roles, self.engine_name, field)
-        resp = await ep.client.post(api_url(ep.url, "/chat/completions"), json=body)
-        if resp.status_code != 200:
-            raise HTTPStatusError(resp.status_code, resp.text)
+        async with ep.client.post(ep.chat_url, data=wire_json(body), headers=JSON_HEADERS) as resp:
+            status, raw = resp.status, await resp.read()
+        if status != 200:
+            raise HTTPStatusError(status, raw.decode("utf-8", "replace"))
         try:
-            out = resp.json()
+            out = json.loads(raw)
             choice = out["choices"][0]
         except (ValueError, KeyError, IndexError, TypeError):
-            raise LLMError(f"LLM endpoint {ep.url} answered without a choice: {resp.text[:200]!r}") from None
+            text = raw.decode("utf-8", "replace")
+            raise LLMError(f"LLM endpoint {ep.url} answered without a choice: {text[:200]!r}") from None
         usage = out.get("usage") or {}
         prompt_tokens = int(usage.get("prompt_tokens") or 0)
         return Completion(
@@ -583,7 +639,9 @@ class ServerBackend:
                 before, last = last, exc
             else:
                 ep.calls += count
-                ep.strikes, ep.retry_at = 0, 0.0
+                if ep.strikes or ep.retry_at:  # it was backing off: every waiting request may use it again
+                    ep.strikes, ep.retry_at = 0, 0.0
+                    self._wake(every=True)
                 return completion
             finally:
                 ep.active -= 1
@@ -609,4 +667,4 @@ class ServerBackend:
         for ep in self._endpoints or []:
             if ep.recheck is not None:
                 ep.recheck.cancel()
-            await ep.client.aclose()
+            await ep.client.close()

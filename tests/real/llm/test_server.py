@@ -295,7 +295,7 @@ def test_stage_fails_only_when_every_endpoint_is_gone(tmp_path):
         a.stop()
         b.stop()
     msg = str(info.value)
-    assert f"{a.url} (" in msg and f"{b.url} (" in msg and "ConnectError" in msg
+    assert f"{a.url} (" in msg and f"{b.url} (" in msg and "ClientConnectorError" in msg
     stats = c.backend.endpoint_stats()
     assert stats[a.url]["removed"] and stats[b.url]["removed"]
     assert stats[a.url]["failures"] >= 3 and stats[b.url]["failures"] >= 3
