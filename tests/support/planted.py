@@ -4,30 +4,48 @@ run start it itself (`control_models`, the engine `planted`)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from http.server import ThreadingHTTPServer
+
+from aiohttp import web
 
 from socsim.planted import MODEL_IDS
-from socsim.planted.server import handler
+from socsim.planted.server import app, listening
 
 
 class PlantedServer:
-    """`python -m socsim.planted.server` in a thread: the same handler on a free loopback port."""
+    """`python -m socsim.planted.server` in a thread: the same routes (its own event loop) on a free loopback port."""
 
     def __init__(self, variant: str = "planted"):
         self.variant, self.model_id = variant, MODEL_IDS[variant]
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler(variant, self.model_id, None))
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        sock = listening("127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        self.loop = asyncio.new_event_loop()
+        runner = web.AppRunner(app(variant, self.model_id, None), access_log=None)
+        started = threading.Event()
+
+        def serve() -> None:
+            asyncio.set_event_loop(self.loop)
+            self.loop.run_until_complete(runner.setup())
+            self.loop.run_until_complete(web.SockSite(runner, sock).start())
+            started.set()
+            self.loop.run_forever()
+            self.loop.run_until_complete(runner.cleanup())
+            self.loop.close()
+            sock.close()
+
+        self.thread = threading.Thread(target=serve, daemon=True)
         self.thread.start()
+        started.wait(30)
 
     def entry(self) -> dict:
         """Its models-registry entry (an external server: checked, not started)."""
         return {"backend": "openai", "model_id": self.model_id, "endpoints": [self.url]}
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        if self.thread.is_alive():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(30)
 
     def __enter__(self) -> PlantedServer:
         return self

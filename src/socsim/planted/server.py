@@ -12,10 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
+import socket
 import sys
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from aiohttp import web
 
 from socsim.planted import MODEL_IDS, VARIANTS, Ask, tokens
 from socsim.planted.answers import respond
@@ -50,53 +53,62 @@ def completion(body: dict[str, Any], variant: str, served: str) -> dict[str, Any
     }
 
 
-def handler(variant: str, served: str, key: str | None) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+def app(variant: str, served: str, key: str | None) -> web.Application:
+    """The server's routes (aiohttp: one event loop answers every connection; a free-text answer is computed in
+    well under a millisecond, so the planted control serves faster than socsim asks, benchmarks/orchestration.py)."""
 
-        def _send(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def send(status: int, payload: dict[str, Any]) -> web.Response:
+        return web.Response(status=status, body=json.dumps(payload).encode(), content_type="application/json")
 
-        def _authorised(self) -> bool:
-            if key and self.headers.get("Authorization") != f"Bearer {key}":
-                self._send(401, {"error": {"message": "invalid API key"}})
-                return False
-            return True
+    def refused(request: web.Request) -> web.Response | None:
+        if key and request.headers.get("Authorization") != f"Bearer {key}":
+            return send(401, {"error": {"message": "invalid API key"}})
+        return None
 
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            if self.path == "/health":
-                self._send(200, {"status": "ok"})
-            elif self.path == "/v1/models":
-                if self._authorised():
-                    self._send(
-                        200, {"object": "list", "data": [{"id": served, "object": "model", "owned_by": "socsim"}]}
-                    )
-            else:
-                self._send(404, {"error": {"message": f"no route {self.path}"}})
+    async def health(_: web.Request) -> web.Response:
+        return send(200, {"status": "ok"})
 
-        def do_POST(self) -> None:  # noqa: N802
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length)
-            if self.path != "/v1/chat/completions":
-                self._send(404, {"error": {"message": f"no route {self.path}"}})
-                return
-            if not self._authorised():
-                return
-            try:
-                body = json.loads(raw)
-                self._send(200, completion(body, variant, served))
-            except (ValueError, TypeError, KeyError) as exc:
-                self._send(400, {"error": {"message": str(exc)}})
+    async def models(request: web.Request) -> web.Response:
+        return refused(request) or send(
+            200, {"object": "list", "data": [{"id": served, "object": "model", "owned_by": "socsim"}]}
+        )
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-            pass  # one line per request would drown the server's log
+    async def chat(request: web.Request) -> web.Response:
+        raw = await request.read()
+        if (no := refused(request)) is not None:
+            return no
+        try:
+            return send(200, completion(json.loads(raw), variant, served))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            return send(400, {"error": {"message": str(exc)}})
 
-    return Handler
+    async def no_route(request: web.Request) -> web.Response:
+        return send(404, {"error": {"message": f"no route {request.path}"}})
+
+    application = web.Application(client_max_size=64 * 1024**2)
+    application.add_routes(
+        [
+            web.get("/health", health),
+            web.get("/v1/models", models),
+            web.post("/v1/chat/completions", chat),
+            web.route("*", "/{tail:.*}", no_route),
+        ]
+    )
+    return application
+
+
+def serve(sock: socket.socket, variant: str, served: str, key: str | None) -> None:
+    """Serve on a bound, listening socket until SIGTERM or SIGINT."""
+    web.run_app(app(variant, served, key), sock=sock, print=None, access_log=None, handle_signals=True)
+
+
+def listening(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -105,16 +117,41 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--effects", choices=VARIANTS, default="planted", help="planted effects, or none (the null twin)")
     ap.add_argument("--served-model-name", default=None, help="the model id it serves (default: the variant's)")
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes answering on the one port (default 1: one event loop; more where cores are free)",
+    )
     a = ap.parse_args(argv)
+    if a.workers < 1:
+        ap.error("--workers must be at least 1")
     served = a.served_model_name or MODEL_IDS[a.effects]
-    server = ThreadingHTTPServer((a.host, a.port), handler(a.effects, served, os.environ.get("API_KEY") or None))
-    print(f"planted model ({a.effects}) serving {served} on http://{a.host}:{a.port}", file=sys.stderr, flush=True)
+    key = os.environ.get("API_KEY") or None
+    sock = listening(a.host, a.port)
+    print(
+        f"planted model ({a.effects}) serving {served} on http://{a.host}:{a.port}"
+        + (f" ({a.workers} worker processes)" if a.workers > 1 else ""),
+        file=sys.stderr,
+        flush=True,
+    )
+    children = []
+    for _ in range(a.workers - 1):  # the others share the listening socket (the kernel spreads its connections)
+        pid = os.fork()
+        if pid == 0:
+            serve(sock, a.effects, served, key)
+            os._exit(0)
+        children.append(pid)
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+        serve(sock, a.effects, served, key)
     finally:
-        server.server_close()
+        for pid in children:  # (a stop by the supervisor signals the whole process group; Ctrl-C here too)
+            try:
+                os.kill(pid, signal.SIGTERM)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+        sock.close()
 
 
 if __name__ == "__main__":
