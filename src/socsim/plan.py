@@ -315,6 +315,32 @@ def expected_seconds(
     return None, "no rate (give --rate)"
 
 
+# What socsim's own client delivers per job (one process, one core) to a server that answers at once, by requests
+# in flight (benchmarks/orchestration.py, 2026-12-01, docs/benchmarks.md): the least time a stage's calls take on
+# any engine. Shards that run side by side (one job each, a core each) divide it.
+CLIENT_CALLS_PER_S = {1: 1_677.0, 64: 3_935.0, 256: 3_634.0}
+
+
+def client_calls_per_s(in_flight: int) -> float:
+    """The client's measured rate at the nearest measured level at or below `in_flight` requests in flight."""
+    level = max((k for k in CLIENT_CALLS_PER_S if k <= max(1, in_flight)), default=1)
+    return CLIENT_CALLS_PER_S[level]
+
+
+PACE_WORDS = {
+    frozenset({"engine"}): "the engine sets the pace",
+    frozenset({"client"}): "socsim's client sets the pace",
+    frozenset({"engine", "client"}): "the engine sets the pace of some stages, socsim's client of others",
+}
+
+
+def pace(expected_s: float | None, client_s: float) -> str | None:
+    """Which sets a stage's pace: the engine (its expected time is the longer), the client, or None (no rate)."""
+    if expected_s is None:
+        return None
+    return "client" if client_s > expected_s else "engine"
+
+
 # -- output ---------------------------------------------------------------------------------------
 
 
@@ -330,6 +356,8 @@ def rows(
         t = sp.total
         spec = resolve(params, sp.model)
         seconds, source = expected_seconds(sp, measured, given)
+        in_flight = (spec.concurrency or params["llm"]["concurrency"]) if spec.served else 1
+        client_s = t.calls / client_calls_per_s(in_flight)
         out.append(
             {
                 "study": sp.study,
@@ -348,6 +376,8 @@ def rows(
                 "tokens_exact": how.get(sp.model, "").startswith("tokenizer"),
                 "expected_s": round(seconds, 1) if seconds is not None else None,
                 "rate_from": source,
+                "client_s": round(client_s, 1),  # socsim's client alone, one job (CLIENT_CALLS_PER_S)
+                "pace": pace(seconds, client_s),
                 "shards": {
                     s: {
                         "calls": v.calls,
@@ -396,10 +426,18 @@ def summary(plan_rows: Sequence[Mapping[str, Any]]) -> str:
         else:
             unrated.append(name)
         gpu = f" ({seconds * gpus / 3600:,.1f} GPU-hours on {gpus} GPU(s))" if rated and gpus else ""
+        client = sum(r.get("client_s") or 0.0 for r in mine)
+        paced = {str(r["pace"]) for r in mine if r.get("pace")}
         lines.append(
             f"- {name}: {mine[0]['where']}; {calls:,} calls, {prompt:,} prompt tokens, at most {completion:,} "
             f"completion tokens; expected {duration(seconds) if rated else '?'}{gpu}; tokens by "
             f"{mine[0]['tokens_counted_by']}"
+            + (
+                f"; socsim's client alone: {duration(client)} in one job (one core)"
+                + (f", so {PACE_WORDS[frozenset(paced)]}" if rated and paced else "")
+                if client
+                else ""
+            )
         )
     calls = sum(r["calls"] for r in plan_rows)
     total = (

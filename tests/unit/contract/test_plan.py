@@ -186,3 +186,31 @@ def test_the_plan_shows_progress_and_leaves_no_scratch_even_when_terminated(tmp_
     running.wait(timeout=60)
     assert running.returncode == 128 + signal.SIGTERM and "socsim: interrupted (SIGTERM)" in err.read_text()
     assert not any(p.exists() for p in mine)
+
+
+def test_the_plan_says_what_socsims_client_needs_and_which_sets_the_pace():
+    assert plan.client_calls_per_s(256) == plan.CLIENT_CALLS_PER_S[256]
+    assert plan.client_calls_per_s(100) == plan.CLIENT_CALLS_PER_S[64]  # the nearest level measured below
+    assert plan.client_calls_per_s(0) == plan.CLIENT_CALLS_PER_S[1]
+    assert plan.pace(None, 10.0) is None and plan.pace(100.0, 10.0) == "engine" and plan.pace(5.0, 10.0) == "client"
+
+    def row(seconds, client_s, pace):
+        return {
+            "model": "m",
+            "where": "w",
+            "calls": 36_340,
+            "prompt_tokens": 100,
+            "completion_tokens_max": 5,
+            "expected_s": seconds,
+            "gpus": 1,
+            "tokens_counted_by": "estimate",
+            "client_s": client_s,
+            "pace": pace,
+        }
+
+    fast = plan.summary([row(5.0, 10.0, "client")]).splitlines()[0]
+    assert fast.endswith("; socsim's client alone: 10 s in one job (one core), so socsim's client sets the pace")
+    mixed = plan.summary([row(5.0, 10.0, "client"), row(600.0, 10.0, "engine")]).splitlines()[0]
+    assert mixed.endswith("so the engine sets the pace of some stages, socsim's client of others")
+    unrated = plan.summary([row(None, 10.0, None)]).splitlines()[0]
+    assert "expected ?" in unrated and unrated.endswith("socsim's client alone: 10 s in one job (one core)")
