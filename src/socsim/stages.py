@@ -351,6 +351,15 @@ class ParamsView(Mapping[str, Any]):
         return f"ParamsView({self._stage}: {', '.join(self._declared)})"
 
 
+def process_usage() -> dict[str, float]:
+    """This process's CPU seconds (user and system, its threads included) and peak resident memory so far: what an
+    LLM stage cost the machine beside its model's time (docs/rehearsal.md; like wall_s, not a DVC metric)."""
+    import resource
+
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    return {"cpu_s": round(me.ru_utime + me.ru_stime, 3), "peak_rss_mib": round(me.ru_maxrss / 1024, 1)}
+
+
 class StageContext:
     """What a stage's run() receives: its declared params (a view), its resolved paths, its shard,
     readers and writers of its artifacts, and the LLM clients (closed with the context)."""
@@ -541,7 +550,7 @@ class StageContext:
         from socsim.io.parquet import write_json
         from socsim.progress import is_quiet
 
-        metrics = {**self.llm_metrics(), **extra} if self.stage.uses_llm else dict(extra)
+        metrics = {**self.llm_metrics(), **extra, "process": process_usage()} if self.stage.uses_llm else dict(extra)
         write_json(self.path("metrics"), metrics)
         if self.stage.uses_llm and not is_quiet():  # not in a plan
             for line in self.parse_summary():
