@@ -128,6 +128,7 @@ test-fast: lint
 	pytest -n $(TEST_WORKERS) -m "not slow"
 
 bench: setup
+	python benchmarks/orchestration.py
 	python benchmarks/llm_overhead.py
 	python benchmarks/discussion_speed.py
 	python benchmarks/coherence_analysis.py
