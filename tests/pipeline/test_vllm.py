@@ -154,7 +154,10 @@ def test_a_plainly_started_vllm_answers_every_constraint_kind_as_compact_json(pl
     ]
     reqs = [ask(text, derive_seed(5, i), k, n, temperature=0.0) for i, (text, k, n) in enumerate(kinds)]
     c = client(tmp_path / "plain", plain_vllm)
-    out = c.run([*reqs, ask("Say hello to the group.", 9)])
+    # One request at a time: vLLM's CPU build has no batch-invariant mode, so a greedy answer in a batch may take
+    # another path than alone (the persona's did, cut at 160 tokens, once the client sent all five at once); this
+    # test is about what reaches the engine and comes back, not about batching.
+    out = [c.run([r])[0] for r in [*reqs, ask("Say hello to the group.", 9)]]
     assert c.backend.engine["name"] == "vllm" and c.backend.engine["version"].startswith("0.32")
     assert [r["field"] for r in c.backend.canaried] == ["structured_outputs.grammar", "response_format"]
     for r in out[:-1]:
@@ -163,7 +166,8 @@ def test_a_plainly_started_vllm_answers_every_constraint_kind_as_compact_json(pl
     assert out[-1].text.strip()
     # the same answers as the server socsim starts (server-wide compact JSON), request by request
     lease, _ = vllm
-    own = client(tmp_path / "own", lease.url).run(reqs)
+    mine = client(tmp_path / "own", lease.url)
+    own = [mine.run([r])[0] for r in reqs]
     assert [r.text for r in own] == [r.text for r in out[:-1]]
     # a budget too small for a free string: reported as cut, not as the model's format
     topic = JsonSchema.of(TOPIC_SCHEMA)
