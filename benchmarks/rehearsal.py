@@ -11,7 +11,7 @@ Markdown on stdout and as JSON (--json). `growth` draws time and peak memory aga
 (coherence at several fractions).
 
     python benchmarks/rehearsal.py run --project ../rehearsal                          # 1/20 of coherence's grid
-    python benchmarks/rehearsal.py run --project ../r200 --also coherence-1-200.yaml   # a file: coherence: {...}
+    python benchmarks/rehearsal.py run --project ../r200 --also r200.yaml --targets coherence_figures  # 1/200
     python benchmarks/rehearsal.py report --project ../rehearsal --json rehearsal.json
     python benchmarks/rehearsal.py growth r200.json r50.json r20.json --out docs/figures/rehearsal_growth.png
 """
@@ -76,11 +76,14 @@ def run(a: argparse.Namespace) -> None:
         subprocess.run(["socsim", "params", "apply", Path(f).name], cwd=project, env=env, check=True)
     subprocess.run(["socsim", "dvc", "export"], cwd=project, env=env, check=True)
     (project / "results").mkdir(exist_ok=True)
-    timed("plan", ["socsim", "plan", "--json", "results/plan.json"], project, "plan.log")
+    if not a.targets:  # (targets: a part of the run, e.g. one study at another fraction; no whole-run steps)
+        timed("plan", ["socsim", "plan", "--json", "results/plan.json"], project, "plan.log")
     # Snakemake's console (its progress, the jobs' progress lines) goes to snakemake.log: `tail -f` it.
-    timed("snakemake", ["snakemake", "--cores", str(a.cores), "--keep-going"], project, "snakemake.log")
-    timed("dvc-commit", ["socsim", "dvc", "commit"], project, "dvc.log")
-    timed("rocrate", ["socsim", "rocrate", "--out", "results/rocrate", "--link"], project, "rocrate.log")
+    snakemake = ["snakemake", "--cores", str(a.cores), "--keep-going", *a.targets]
+    timed("snakemake", snakemake, project, "snakemake.log")
+    if not a.targets:
+        timed("dvc-commit", ["socsim", "dvc", "commit"], project, "dvc.log")
+        timed("rocrate", ["socsim", "rocrate", "--out", "results/rocrate", "--link"], project, "rocrate.log")
     print(f"done: python benchmarks/rehearsal.py report --project {project}")
 
 
@@ -269,6 +272,7 @@ def main() -> None:
     r.add_argument("--project", required=True)
     r.add_argument("--also", nargs="*", default=[], help="params files merged after params.rehearsal.yaml")
     r.add_argument("--cores", type=int, default=os.cpu_count() or 2)
+    r.add_argument("--targets", nargs="*", default=[], help="Snakemake targets (coherence_figures): that part only")
     p = sub.add_parser("report", help="what a finished rehearsal cost")
     p.add_argument("--project", required=True)
     p.add_argument("--json", default=None)
