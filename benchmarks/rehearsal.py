@@ -12,6 +12,7 @@ Markdown on stdout and as JSON (--json). `growth` draws time and peak memory aga
 
     python benchmarks/rehearsal.py run --project ../rehearsal                          # 1/20 of coherence's grid
     python benchmarks/rehearsal.py run --project ../r200 --also r200.yaml --targets coherence_figures  # 1/200
+    python benchmarks/rehearsal.py run --project ../s200 --also r200.yaml --targets coherence_figures --slurm
     python benchmarks/rehearsal.py report --project ../rehearsal --json rehearsal.json
     python benchmarks/rehearsal.py growth r200.json r50.json r20.json --out docs/figures/rehearsal_growth.png
 """
@@ -80,6 +81,8 @@ def run(a: argparse.Namespace) -> None:
         timed("plan", ["socsim", "plan", "--json", "results/plan.json"], project, "plan.log")
     # Snakemake's console (its progress, the jobs' progress lines) goes to snakemake.log: `tail -f` it.
     snakemake = ["snakemake", "--cores", str(a.cores), "--keep-going", *a.targets]
+    if a.slurm:  # each job (a shard, a planted server) a SLURM job of its own, through profiles/slurm
+        snakemake = ["snakemake", "--workflow-profile", "profiles/slurm", "--", *a.targets]
     timed("snakemake", snakemake, project, "snakemake.log")
     if not a.targets:
         timed("dvc-commit", ["socsim", "dvc", "commit"], project, "dvc.log")
@@ -239,26 +242,33 @@ def growth(a: argparse.Namespace) -> None:
     points = []
     for path in a.reports:
         d = json.loads(Path(path).read_text())
-        st = {k: v for k, v in d["llm_stages"].items() if k.startswith("coherence ")}
-        jobs = [j for j in d["jobs"] if j["job"].startswith("coherence ")]
-        calls = sum(v["calls"] for v in st.values())
-        llm_wall = sum(v["wall_s"] for v in st.values())
-        other = sum(j["wall_s"] for j in jobs if j["job"].split()[1] in ("analyse", "figures", "pair", "agents"))
-        peak = max((v["peak_rss_mib"] for v in st.values()), default=0.0)
-        points.append((calls, llm_wall, other, peak, Path(path).stem))
+        shards = [v for k, v in d["llm_stages"].items() if k in ("coherence converse", "coherence judge")]
+        wall: dict[str, float] = defaultdict(float)
+        for j in d["jobs"]:
+            if j["job"].startswith("coherence "):
+                wall[j["job"].split()[1]] += j["wall_s"]
+        calls = sum(v["calls"] for v in shards)
+        llm = sum(wall[k] for k in ("elicit", "converse", "judge", "calibrate"))
+        other = sum(wall[k] for k in ("agents", "pair", "analyse", "figures"))
+        peak = max((v["peak_rss_mib"] for v in shards), default=0.0)
+        points.append((calls, llm, other, peak, Path(path).stem))
     points.sort()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
     xs = [p[0] for p in points]
-    ax1.plot(xs, [p[1] for p in points], "o-", label="LLM stage shards (summed)")
+    ax1.plot(xs, [p[1] for p in points], "o-", label="LLM jobs (elicit, converse, judge, calibrate), summed")
     ax1.plot(xs, [p[2] for p in points], "s-", label="agents, pair, analyse, figures")
-    ax1.set_xlabel("coherence calls")
-    ax1.set_ylabel("wall time (s)")
-    ax1.legend()
+    ax1.set_xlabel("coherence calls (converse and judge)")
+    ax1.set_ylabel("wall time (s, jobs summed)")
+    ax1.legend(fontsize=8)
     ax2.plot(xs, [p[3] for p in points], "o-")
-    ax2.set_xlabel("coherence calls")
-    ax2.set_ylabel("largest LLM shard's peak RSS (MiB)")
+    ax2.set_xlabel("coherence calls (converse and judge)")
+    ax2.set_ylabel("largest converse/judge shard's peak RSS (MiB)")
     for p in points:
         ax1.annotate(p[4], (p[0], p[1]), fontsize=8)
+        print(
+            f"{p[4]}: {p[0]:,} calls; LLM jobs {p[1]:,.0f} s; agents/pair/analyse/figures {p[2]:,.0f} s; "
+            f"peak {p[3]:,.0f} MiB"
+        )
     fig.suptitle("The rehearsal's coherence at several fractions of the paper's grid")
     fig.tight_layout()
     fig.savefig(a.out, dpi=120)
@@ -272,6 +282,7 @@ def main() -> None:
     r.add_argument("--project", required=True)
     r.add_argument("--also", nargs="*", default=[], help="params files merged after params.rehearsal.yaml")
     r.add_argument("--cores", type=int, default=os.cpu_count() or 2)
+    r.add_argument("--slurm", action="store_true", help="through profiles/slurm (a SLURM cluster at hand)")
     r.add_argument("--targets", nargs="*", default=[], help="Snakemake targets (coherence_figures): that part only")
     p = sub.add_parser("report", help="what a finished rehearsal cost")
     p.add_argument("--project", required=True)
