@@ -62,6 +62,8 @@ def timed(name: str, cmd: list[str], project: Path, log: str) -> int:
     timings["_children_cpu"] = cpu
     path.write_text(json.dumps(timings, indent=1))
     print(f"{name}: exit {proc.returncode}, {wall:.0f} s", flush=True)
+    if proc.returncode:
+        sys.exit(f"{name} failed: {project / log} says why")
     return proc.returncode
 
 

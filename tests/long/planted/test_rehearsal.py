@@ -30,7 +30,7 @@ TINY = {
     "coherence": {"shard_by": [], "agents_per_cell": 1, "turns_per_agent": 1, "utterance_max_tokens": 16},
     "opinion_dynamics": {
         "shard_by": [],
-        "n_agents": 2,
+        "n_agents": 5,  # (a uniform start over the five levels needs a multiple of 5)
         "steps": 1,
         "max_tokens": 16,
         "memory_max_tokens": 1000,
