@@ -25,6 +25,7 @@ SHIPPED = [
     "params.syndisco.yaml",
     "params.syndisco-revised.yaml",
     "params.control.yaml",
+    "params.rehearsal.yaml",
     "tests/params.tiny.yaml",
 ]
 
