@@ -16,12 +16,12 @@ from socsim.planted.server import app, listening
 class PlantedServer:
     """`python -m socsim.planted.server` in a thread: the same routes (its own event loop) on a free loopback port."""
 
-    def __init__(self, variant: str = "planted"):
+    def __init__(self, variant: str = "planted", key: str | None = None):
         self.variant, self.model_id = variant, MODEL_IDS[variant]
         sock = listening("127.0.0.1", 0)
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
         self.loop = asyncio.new_event_loop()
-        runner = web.AppRunner(app(variant, self.model_id, None), access_log=None)
+        runner = web.AppRunner(app(variant, self.model_id, key), access_log=None)
         started = threading.Event()
 
         def serve() -> None:

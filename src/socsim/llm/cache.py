@@ -5,15 +5,16 @@ backend's completion (text and token counts). Parsing happens after the cache, s
 of validation rules never needs a new model call.
 
 Writes are committed in batches (benchmarks/orchestration.py: a commit per answer cost more than the HTTP
-call to a fast engine): an answer is committed with the first one stored FLUSH_EVERY_S seconds or more after
-the last commit, at FLUSH_ROWS pending answers, and when the cache closes (the end of a stage, or its failure).
-At a slow model's pace every answer is committed as it comes; a process killed outright loses at most the
-answers of the last FLUSH_EVERY_S seconds, which a resumed stage asks again.
+call to a fast engine): pending answers are committed by the first answer stored FLUSH_EVERY_S seconds or more
+after the last commit, at FLUSH_ROWS pending answers, when the client releases its backend (the end of a run of
+calls, or its failure) and when the cache closes. At a slow model's pace every answer is committed as it comes.
+A process killed outright (SIGKILL, out of memory) loses the answers pending since the last commit, which a
+resumed stage asks again: while answers keep coming, those of the last FLUSH_EVERY_S seconds (at most
+FLUSH_ROWS); after a burst followed by a pause, the burst's last ones until the next answer.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -26,9 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from socsim.canonical import canonical_json
-from socsim.llm.constraints import Constraint
 from socsim.llm.errors import CacheFileError
-from socsim.llm.types import Completion, Request, Sampling
+from socsim.llm.types import Completion, Request
 
 # The file's layout, stamped in its header when socsim creates it, so that a socsim that changes
 # the layout later tells old caches from new ones instead of misreading them.
@@ -47,23 +47,16 @@ def request_key(model_identity: dict[str, Any], request: Request, identity_json:
     """sha256 of the canonical JSON of {"model": identity, **request.key_material()}. `identity_json`: the
     identity's canonical JSON, where the caller has it (the same key, without serialising it again): the text is
     put together in canonical (sorted) key order, as canonical_json would write the whole."""
+    # (Not memoised per Sampling or Constraint: equal values such as 1 and 1.0 hash alike but write other JSON.)
     model = identity_json if identity_json is not None else canonical_json(model_identity)
+    constraint = canonical_json(request.constraint.spec() if request.constraint is not None else None)
     messages = canonical_json([list(m) for m in request.messages])
+    sampling = canonical_json(request.sampling.as_dict())
     text = (
-        f'{{"constraint":{_constraint_json(request.constraint)},"messages":{messages},"model":{model},'
-        f'"sampling":{_sampling_json(request.sampling)},"seed":{canonical_json(request.seed)}}}'
+        f'{{"constraint":{constraint},"messages":{messages},"model":{model},'
+        f'"sampling":{sampling},"seed":{canonical_json(request.seed)}}}'
     )
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-@functools.lru_cache(maxsize=1024)
-def _constraint_json(constraint: Constraint | None) -> str:
-    return canonical_json(constraint.spec() if constraint is not None else None)
-
-
-@functools.lru_cache(maxsize=1024)
-def _sampling_json(sampling: Sampling) -> str:
-    return canonical_json(sampling.as_dict())
 
 
 class CallCache:

@@ -166,12 +166,17 @@ class LLMClient:
                 self._canary_task = False
                 return
             task = self._canary_task = asyncio.ensure_future(canary())
-        if task.done():
-            task.result()  # its error, if it found one
-            return
-        # Concurrent requests wait for the one canary and all go on together when it has answered (behind a lock
-        # they went on one per turn of the event loop); one of them cancelled does not cancel it.
-        await asyncio.shield(task)
+        try:
+            if task.done():
+                task.result()  # its error, if it found one
+                return
+            # Concurrent requests wait for the one canary and all go on together when it has answered (behind a
+            # lock they went on one per turn of the event loop); one of them cancelled does not cancel it.
+            await asyncio.shield(task)
+        except Exception:
+            if self._canary_task is task:  # a canary that failed is asked again by the next constrained call
+                self._canary_task = None
+            raise
 
     def _unparsed_answer(self, constraint: Constraint, text: str, error: str | None, cached: bool) -> None:
         """Note a constrained answer that did not parse; raise when the first parse_fail_fast all did not."""

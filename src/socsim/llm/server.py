@@ -201,6 +201,7 @@ def session(timeout: float, connections: int = 8, headers: dict[str, str] | None
         connector=aiohttp.TCPConnector(limit=connections, limit_per_host=connections),
         headers=headers,
         skip_auto_headers=("User-Agent",),
+        trust_env=True,  # HTTP(S)_PROXY and NO_PROXY, as huggingface-hub's client honoured them
     )
 
 
@@ -213,7 +214,14 @@ def wire_json(body: dict[str, Any]) -> bytes:
 
 
 JSON_HEADERS = {"Content-Type": "application/json"}
-TRANSPORT_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, asyncio.TimeoutError)
+# Retried: no connection, a connection lost or cut, an answer that is not HTTP (aiohttp's ClientResponseError: the
+# status is read, never raised for), a timeout.
+TRANSPORT_ERRORS = (
+    aiohttp.ClientConnectionError,
+    aiohttp.ClientPayloadError,
+    aiohttp.ClientResponseError,
+    asyncio.TimeoutError,
+)
 
 
 async def _get_json(client: aiohttp.ClientSession, url: str, headers: dict[str, str]) -> tuple[int, Any]:
@@ -412,6 +420,12 @@ class ServerBackend:
             **({"greedy": "without top_p"} if self.dialect == "tgi" else {}),
         }
         before = {ep.url: ep for ep in self._endpoints or []}
+        for old in before.values():  # a probe again (one client, several runs): the earlier sessions are released
+            if not old.client.closed:
+                try:
+                    await old.client.close()
+                except RuntimeError:  # a session of an event loop that has ended
+                    pass
         self._waiting = collections.deque()  # futures of an earlier event loop (asyncio.run) are not awaited here
         self._endpoints = [_Endpoint(s, k, self.concurrency, self.timeout) for s, k in zip(self.specs, keys)]
         for ep, result in zip(self._endpoints, results):
@@ -445,8 +459,8 @@ class ServerBackend:
     async def _acquire(self) -> _Endpoint:
         """A slot on the least-busy live endpoint that is not backing off, taken when one is free (so
         that a slow or failing endpoint gets fewer requests, not an equal share queued up front); ties
-        rotate so that an idle pool spreads its first requests. Requests without a slot wait in line (first
-        come, first served): a freed slot wakes the first of them only, a change of an endpoint's state all."""
+        rotate so that an idle pool spreads its first requests. Requests without a slot wait in line: a freed slot
+        wakes the first of them only, a change of an endpoint's state all (each goes back in line if none is free)."""
         woken = False
         while True:
             live = self._live()
@@ -464,10 +478,7 @@ class ServerBackend:
                     self._wake()
                 return ep
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            if woken:  # woken but overtaken: keep the place in line
-                self._waiting.appendleft(waiter)
-            else:
-                self._waiting.append(waiter)
+            self._waiting.append(waiter)  # (after a wake of every waiter, they go back in their order)
             backoffs = [ep.retry_at - now for ep in live if ep.retry_at > now]
             try:
                 if backoffs:

@@ -69,9 +69,9 @@ def app(variant: str, served: str, key: str | None) -> web.Application:
         return send(200, {"status": "ok"})
 
     async def models(request: web.Request) -> web.Response:
-        return refused(request) or send(
-            200, {"object": "list", "data": [{"id": served, "object": "model", "owned_by": "socsim"}]}
-        )
+        if (no := refused(request)) is not None:  # (an empty Response is falsy in older aiohttp)
+            return no
+        return send(200, {"object": "list", "data": [{"id": served, "object": "model", "owned_by": "socsim"}]})
 
     async def chat(request: web.Request) -> web.Response:
         raw = await request.read()

@@ -105,6 +105,27 @@ def test_the_cache_key_is_the_sha256_of_the_canonical_request(constraint):
     assert request_key({**identity, "model_id": "other"}, req) != expected
 
 
+def test_equal_samplings_written_alike_or_not_key_as_their_own_json():
+    identity = {"model_id": MODEL}
+    for sampling in (Sampling(1.0, 1.0, 8), Sampling(1, 1, 8), Sampling(0.0, 1.0, 8), Sampling(0, 1, 8)):
+        req = Request.chat([("user", "hi")], 1, sampling)
+        expected = hashlib.sha256(canonical_json({"model": identity, **req.key_material()}).encode()).hexdigest()
+        assert request_key(identity, req) == expected, sampling
+
+
+def test_a_canary_that_failed_is_asked_again_by_the_next_run(tmp_path):
+    from socsim.llm.canary import ConstraintIgnoredError
+
+    answers = iter(["not the constraint", None])  # first: an engine ignoring it; then one applying it
+    with ScriptedServer(MODEL, reply=lambda body: '{"answer":"Yes"}') as srv:
+        srv.canary_answer = lambda body: next(answers)
+        c = client(tmp_path, srv.url, 4)
+        with pytest.raises(ConstraintIgnoredError):
+            c.run([ask(1, Choice(("Yes", "No")))])
+        out = c.run([ask(2, Choice(("Yes", "No")))])
+    assert out[0].value == "Yes" and len(srv.canaries) == 2
+
+
 def rows(path) -> int:
     with sqlite3.connect(path) as conn:
         return conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
@@ -172,6 +193,16 @@ def test_the_planted_server_answers_what_completion_computes(constraint):
     expected = completion(body, "planted", srv.model_id)
     assert status == 200
     assert {**answer, "created": 0} == {**expected, "created": 0}
+
+
+def test_the_planted_server_asks_for_its_key():
+    with PlantedServer("planted", key="k3y") as srv:
+        for path in ("/v1/models", "/v1/chat/completions"):
+            req = urllib.request.Request(srv.url + path, data=None if "models" in path else b"{}")
+            with pytest.raises(urllib.error.HTTPError) as info:
+                urllib.request.urlopen(req, timeout=30)
+            assert info.value.code == 401, path
+        assert post(srv.url + "/v1/chat/completions", wire_json(planted_body()), key="k3y")[0] == 200
 
 
 def test_the_planted_server_refuses_what_it_cannot_read():
