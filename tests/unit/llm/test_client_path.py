@@ -213,3 +213,16 @@ def test_the_planted_server_refuses_what_it_cannot_read():
         assert post(srv.url + "/v1/other", b"{}")[0] == 404
         with urllib.request.urlopen(srv.url + "/v1/models", timeout=30) as resp:
             assert json.loads(resp.read())["data"][0]["id"] == srv.model_id
+
+
+def test_a_proxy_from_the_environment_is_read_once_per_endpoint(monkeypatch):
+    from socsim.llm.server import env_proxy
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "internal.example")
+    monkeypatch.delenv("https_proxy", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert env_proxy("https://api.openai.com") == "http://proxy.example:3128"
+    assert env_proxy("https://internal.example:8000") is None
+    monkeypatch.delenv("HTTPS_PROXY")
+    assert env_proxy("https://api.openai.com") is None
