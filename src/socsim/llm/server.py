@@ -238,7 +238,7 @@ TRANSPORT_ERRORS = (
 
 async def _get_json(client: aiohttp.ClientSession, url: str, headers: dict[str, str]) -> tuple[int, Any]:
     """GET a URL: its status and its body read as JSON (None where it is not JSON)."""
-    async with client.get(url, headers=headers) as resp:
+    async with client.get(url, headers=headers, proxy=env_proxy(url)) as resp:  # (the chat calls' proxy too)
         raw = await resp.read()
     try:
         return resp.status, json.loads(raw)
