@@ -11,13 +11,18 @@ everything else from its prompt:
 - the stranger's opinion s: the tweet quoted in a review prompt ("My honest take on XYZ: <level>").
 
 A tweet states o. A report after reading a stranger's tweet states the new opinion
-    o' = clip(round(o + w_b (s - o) + d_b tau + e), -2, 2),   e ~ Normal(0, NOISE_SD),
-with w_b the social influence and d_b the truth drift of its bias level (`EFFECTS`): opinions drift toward
-the truth (B < 0 under false framing, > 0 under true framing), and confirmation bias makes agents move less
-toward others and the truth, so opinions stay diverse (D rises with the bias). A reflective summary states
-o. A control (no interaction) reports o + e rounded (no drift: no effect planted there); the bare control
-(no persona) a level drawn uniformly. With probability OUTSIDE_SHARE, in every condition alike, a tweet or
-report ends with a sentence citing a news story (outside information: no effect planted there either).
+    o' = clip(round(o + w_b (s - o) + tau min(d_b, max(0, K_b - tau (o - o_0))) + e), -2, 2),   e ~ Normal(0, NOISE_SD),
+with w_b the social influence, d_b the truth drift and K_b the truth budget of its bias level (`EFFECTS`), and
+o_0 the agent's initial belief (its persona's): opinions drift toward the truth by d_b a report (B < 0 under
+false framing, > 0 under true framing) until they stand K_b levels on the truth's side of where the agent
+began, and confirmation bias makes agents move less toward others and the truth, so opinions stay diverse
+(D rises with the bias). The budget keeps the paper's 100 steps (about ten reports an agent) from driving
+every agent to the end of the scale: there, by a Monte-Carlo of this formula, B is about -1.7 (none) and -1.1
+(strong) under false framing and D about 0.4 and 0.9 (the paper's Table 1: B -1.42, D 0.64), where an unbounded
+drift gave B -1.99 and D 0 (docs/rehearsal.md). A reflective summary states o. A control (no interaction)
+reports o + e rounded (no drift: no effect planted there); the bare control (no persona) a level drawn uniformly.
+With probability OUTSIDE_SHARE, in every condition alike, a tweet or report ends with a sentence citing a news
+story (outside information: no effect planted there either).
 
 The null twin writes the same texts with every level drawn uniformly from -2..2, independently of its
 prompt.
@@ -48,13 +53,17 @@ EFFECTS: dict[str, float] = {
     "truth_drift.none": 0.8,
     "truth_drift.weak": 0.6,
     "truth_drift.strong": 0.4,
+    # How far (scale levels, on the truth's side) from its initial belief an agent's drift toward the truth takes it.
+    "truth_budget.none": 1.0,
+    "truth_budget.weak": 0.75,
+    "truth_budget.strong": 0.5,
 }
 # The claims the control design (params.control.yaml: 8 topics, bias none and strong, T = 10) has power for,
-# by their first words: per-topic tests over 8 topics (the verdict needs 3), Monte-Carlo power about 0.99 for
-# the B claims and 0.95 for D at these effect sizes (benchmarks/planted_power.py measures it over seeds).
+# by their first words: per-topic tests over 8 topics (the verdict needs 3); with the truth budget each held in
+# 10 of 10 replicate control runs (benchmarks/planted_power.py --studies opinion_dynamics measures it over seeds).
 POWERED: dict[str, str] = {
-    "B follows the truth: B < 0 under false framing": "truth drift 0.8 / 0.4 a report, 8 topics",
-    "B follows the truth: B higher under true framing": "truth drift 0.8 / 0.4 a report, 8 topics",
+    "B follows the truth: B < 0 under false framing": "truth drift 0.8 / 0.4 a report (budget 1.0 / 0.5), 8 topics",
+    "B follows the truth: B higher under true framing": "truth drift 0.8 / 0.4 a report (budget 1.0 / 0.5), 8 topics",
     "D rises with confirmation bias": "social influence 0.5 vs 0.1 (none vs strong), 8 topics",
 }
 NOISE_SD = 0.4  # a report's noise on the latent scale before rounding (not an effect: every condition alike)
@@ -117,7 +126,12 @@ def _last(pattern: re.Pattern[str], text: str) -> int | None:
 def current(text: str) -> int | None:
     """The agent's current opinion as its context shows it: its last stated belief, else its initial one."""
     stated = _last(STATED_LEVEL, text)
-    return stated if stated is not None else _last(INITIAL_LEVEL, text)
+    return stated if stated is not None else initial(text)
+
+
+def initial(text: str) -> int | None:
+    """The agent's initial belief: its persona's "Initial Belief"."""
+    return _last(INITIAL_LEVEL, text)
 
 
 def bias(text: str) -> str:
@@ -130,10 +144,13 @@ def clip_round(x: float) -> int:
     return int(min(2, max(-2, math.floor(x + 0.5))))
 
 
-def update(o: int, s: int, level: str, tau: int, noise: float) -> int:
-    """The reviewer's opinion after reading a tweet of opinion `s` (the module's generative model)."""
+def update(o: int, s: int, level: str, tau: int, noise: float, o0: int | None = None) -> int:
+    """The reviewer's opinion after reading a tweet of opinion `s`, for an agent whose initial belief was `o0`
+    (None: `o`) (the module's generative model)."""
     social, drift = EFFECTS[f"social_influence.{level}"], EFFECTS[f"truth_drift.{level}"]
-    return clip_round(o + social * (s - o) + drift * tau + noise)
+    budget = EFFECTS[f"truth_budget.{level}"]
+    left = budget - tau * (o - (o if o0 is None else o0))  # what is left of its budget toward the truth
+    return clip_round(o + social * (s - o) + tau * min(drift, max(0.0, left)) + noise)
 
 
 def _outside(ask: Ask) -> str:
@@ -155,7 +172,8 @@ def agent(ask: Ask) -> str | None:
         return TWEET.format(label=LABELS[level(current(text))]) + _outside(ask)
     if re.search(r"Reasoning: As [^\n]*, I$", last):  # review_cue: the reviewer after a stranger's tweet
         o, s = current(text), _last(TWEET_LEVEL, text)  # the stranger's tweet is the task's, the last one
-        new = None if o is None or s is None else update(o, s, bias(text), truth(text), ask.rng.normal(0, NOISE_SD))
+        noise = ask.rng.normal(0, NOISE_SD)
+        new = None if o is None or s is None else update(o, s, bias(text), truth(text), noise, initial(text))
         return REPORT.format(label=LABELS[level(new)]) + _outside(ask)
     if last.endswith("Reasoning: I"):  # control_cue: a report without interaction
         o = current(text)

@@ -17,6 +17,7 @@ import yaml
 
 from socsim import config, models
 from socsim.opinion_dynamics import analysis, classify, materials, setups, simulate
+from socsim.opinion_dynamics.analysis import measures
 from socsim.planted import Ask
 from socsim.planted import opinion_dynamics as od_policy
 from support.planted import PlantedServer
@@ -44,9 +45,9 @@ def servers():
         yield {"planted": planted, "null": null}
 
 
-def _params(server: PlantedServer) -> dict[str, Any]:
+def _params(server: PlantedServer, design: dict[str, Any] = DESIGN) -> dict[str, Any]:
     base = yaml.safe_load((ROOT / "params.yaml").read_text())
-    return config.validate(config.deep_merge(base, {"models": {"planted": server.entry()}, "opinion_dynamics": DESIGN}))
+    return config.validate(config.deep_merge(base, {"models": {"planted": server.entry()}, "opinion_dynamics": design}))
 
 
 def run_chain(
@@ -54,11 +55,12 @@ def run_chain(
     prompts: dict[str, Any] = PROMPTS,
     topics: list[dict[str, Any]] = TOPICS,
     shown: Callable[[dict[str, Any]], str] = lambda e: e["report"],
+    design: dict[str, Any] = DESIGN,
 ) -> pd.DataFrame:
     """The study's chain on the planted server: setups -> simulate -> classify (the classifier shown
     `shown(event)`) -> trajectories; per simulation B and D at T and `moved`, the mean size of a reviewer's
     opinion change per step (what confirmation bias damps), with its topic, framing and bias."""
-    params = _params(server)
+    params = _params(server, design)
     od = params["opinion_dynamics"]
     rows = setups.build(od, 7, PERSONAS, topics, prompts)
 
@@ -84,6 +86,7 @@ def run_chain(
                 "framing": s["framing"],
                 "bias": s["bias"],
                 "moved": moved(s),
+                "final": final[s["sim_id"]],
                 **analysis.bias_diversity(final[s["sim_id"]]),
             }
             for s in rows
@@ -162,3 +165,19 @@ def test_the_readers_read_back_what_the_agent_wrote_and_guess_on_unknown_text():
     for text, says in ((tweet, "no"), (tweet + od_policy.OUTSIDE, "yes")):
         prompt = PROMPTS["outside_info"].format(kind="tweet", claim="Theory XYZ claims that fire is hot", text=text)
         assert od_policy.answer(_ask(prompt, ["yes", "no"])) == says
+
+
+def test_at_ten_reports_an_agent_opinions_stop_short_of_the_end_of_the_scale(servers):
+    """The rehearsal's defect at small size: the paper's 100 steps give each of 10 agents about ten reports, and an
+    unbounded drift toward the truth sent 99 % of a cell's final opinions to one end of the scale, so every B and D
+    claim read "degenerate input" (measures.final_flags). The truth budget stops the drift short of it."""
+    long_run = {**DESIGN, "n_agents": 10, "steps": 100}  # the paper's N and T: ten reports an agent
+    ps = run_chain(servers["planted"], design=long_run)
+    b = ps.groupby(["framing", "bias"]).B.mean()
+    assert (b["false"] < -0.5).all() and (b["true"] > 0.5).all(), b  # still toward the truth
+    assert (b.abs() < 1.9).all(), b  # not at the end of the scale
+    d = ps.groupby("bias").D_pop.mean()
+    assert d["strong"] > d["none"] + 0.2, d  # confirmation bias keeps opinions diverse at length too
+    for (framing, level), g in ps.groupby(["framing", "bias"]):  # the analysis's own rule, per cell
+        pooled = [v for f in g.final for v in f]
+        assert measures.final_flags(pooled, {"framing": framing, "bias": level}) == [], pooled
