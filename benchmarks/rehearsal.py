@@ -209,8 +209,11 @@ def report(a: argparse.Namespace) -> None:
     print("| stage | shards | calls | wall (s, shards summed) | calls/s | socsim CPU ms/call | peak RSS MiB |")
     print("|---|---|---|---|---|---|---|")
     for name, r in data["llm_stages"].items():
+        asked = r["calls"] + r["cache_hits"]
+        if not asked:  # a stage that asked no model this run (validation with nothing to validate): no per-call row
+            continue
         rate = r["calls"] / r["wall_s"] if r["wall_s"] else 0.0
-        cpu = 1000 * r["cpu_s"] / max(r["calls"] + r["cache_hits"], 1)
+        cpu = 1000 * r["cpu_s"] / asked
         print(
             f"| {name} | {r['shards']} | {r['calls']:,} | {r['wall_s']:,.0f} | {rate:,.0f} | {cpu:.2f} | "
             f"{r['peak_rss_mib']:,.0f} |"
