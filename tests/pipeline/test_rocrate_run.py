@@ -51,3 +51,29 @@ def test_the_recorded_run_exports_a_crate_the_validator_passes(tiny_run, tmp_pat
     assert answered > 0
     run = props("#run")
     assert run["calls"]["value"] == calls
+
+
+def test_the_readmes_scorecard_command_reads_a_run_with_its_crate_once(tiny_run, tmp_path):
+    """`make run` ends with `socsim rocrate --out results/rocrate --link`: a link of every report of the run inside
+    results. The README's `socsim scorecard results` reads each report once (the crate's links are the same reports,
+    not a second run), and a crate given by itself is read as a run."""
+    import shutil
+
+    import pandas as pd
+
+    results, crate = tiny_run.project / "results", tiny_run.project / "results" / "rocrate"
+    before = sh(["socsim", "scorecard", "results", "--out", str(tmp_path / "before")], tiny_run.project)
+    try:
+        sh(["socsim", "rocrate", "--out", "results/rocrate", "--link"], tiny_run.project)
+        assert (crate / "ro-crate-metadata.json").is_file() and list(crate.rglob("findings.parquet"))
+        after = sh(["socsim", "scorecard", "results", "--out", str(tmp_path / "after")], tiny_run.project)
+        alone = sh(["socsim", "scorecard", str(crate), "--out", str(tmp_path / "alone")], tiny_run.project)
+    finally:
+        shutil.rmtree(crate, ignore_errors=True)
+    assert before.returncode == after.returncode == alone.returncode == 0
+    tables = {k: pd.read_parquet(tmp_path / k / "scorecard.parquet") for k in ("before", "after", "alone")}
+    keep = ["study", "claim", "model", "verdict"]
+    assert len(tables["before"]) > 0
+    assert tables["after"][keep].equals(tables["before"][keep])
+    assert tables["alone"][keep].equals(tables["before"][keep])
+    assert not list(results.rglob("ro-crate-metadata.json"))

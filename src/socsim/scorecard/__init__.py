@@ -86,13 +86,26 @@ def report_folders(path: Path) -> list[Path]:
         raise ScorecardError(f"{path}: no such file or folder")
     if (path / "findings.parquet").is_file():
         return [path]
-    found = sorted(f.parent for f in path.rglob("findings.parquet") if (f.parent / "provenance.json").is_file())
+    found = sorted(
+        f.parent
+        for f in path.rglob("findings.parquet")
+        if (f.parent / "provenance.json").is_file() and not _in_crate(f.parent, path)
+    )
     if not found:
         raise ScorecardError(
             f"{path}: no report folder under it (an analysis folder with findings.parquet and provenance.json, "
             "written by a study's analyse stage)"
         )
     return found
+
+
+def _in_crate(folder: Path, root: Path) -> bool:
+    """Whether `folder` lies inside an RO-Crate below `root` (a folder with ro-crate-metadata.json): `make run`'s
+    results/rocrate holds a link of every report of the run, which is the same report, not a second run's. A crate
+    given as `root` itself is read."""
+    return any(
+        (root / d / "ro-crate-metadata.json").is_file() for d in folder.relative_to(root).parents if d != Path(".")
+    )
 
 
 def _identity(identity: Mapping[str, Any]) -> str:
