@@ -66,7 +66,7 @@ def main() -> None:
 
     from socsim.planted import MODEL_IDS
     from socsim.planted.answers import POWERED
-    from socsim.scorecard import NOT_RUN, NULL_RATE, null_allowance
+    from socsim.scorecard import NULL_RATE, judged, null_allowance
 
     with tempfile.TemporaryDirectory(dir=a.scratch) as tmp:
         project = scratch_project(Path(tmp))
@@ -75,13 +75,13 @@ def main() -> None:
             runs.append(replicate(project, a.seed + r, a.params, a.studies, a.cores))
             print(f"replicate {r + 1}/{a.replicates} done ({time.monotonic() - t0:.0f} s)", file=sys.stderr)
     long = pd.concat(runs, ignore_index=True)
-    long = long[long["verdict"] != NOT_RUN]
+    long = long[judged(long)]
     planted = long[long["identity"].str.startswith(MODEL_IDS["planted"])]
     null = long[long["identity"].str.startswith(MODEL_IDS["null"])]
     print(f"{a.replicates} replicate(s) of {a.params} in {time.monotonic() - t0:.0f} s")
     print("planted model, claims its design has power for (target: holds in >= 0.8 of replicates):")
-    for (study, prefix), why in sorted(POWERED.items()):
-        rows = planted[(planted["study"] == study) & planted["claim"].str.startswith(prefix)]
+    for (study, fid), why in sorted(POWERED.items()):
+        rows = planted[(planted["study"] == study) & (planted["finding_id"] == fid)]
         for claim, g in rows.groupby("claim"):
             rate = (g["verdict"] == "holds").mean()
             print(f"  {study}: {claim}: holds {int((g['verdict'] == 'holds').sum())}/{len(g)} = {rate:.2f} ({why})")

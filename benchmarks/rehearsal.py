@@ -147,20 +147,20 @@ def scorecard_counts(results: Path) -> dict[str, Any]:
 
     from socsim.planted import MODEL_IDS
     from socsim.planted.answers import POWERED
-    from socsim.scorecard import NOT_RUN, null_allowance
+    from socsim.scorecard import judged, null_allowance
 
     path = results / "scorecard" / "scorecard.parquet"
     if not path.exists():
         return {}
     long = pd.read_parquet(path)
     planted = long[long["identity"].str.startswith(MODEL_IDS["planted"])]
-    powered = [
-        planted[(planted["study"] == s) & planted["claim"].str.startswith(p)]["verdict"].tolist() for s, p in POWERED
+    powered = [  # each powered finding's verdicts (one per part: a memory and topology, ...)
+        planted[(planted["study"] == s) & (planted["finding_id"] == fid)]["verdict"].tolist() for s, fid in POWERED
     ]
-    null = long[long["identity"].str.startswith(MODEL_IDS["null"]) & (long["verdict"] != NOT_RUN)]
+    null = long[long["identity"].str.startswith(MODEL_IDS["null"]) & judged(long)]
     return {
         "planted_powered": len(POWERED),
-        "planted_powered_hold": sum(v == ["holds"] for v in powered),
+        "planted_powered_hold": sum(bool(v) and all(x == "holds" for x in v) for v in powered),
         "planted_verdicts": planted["verdict"].value_counts().to_dict(),
         "null_findings": len(null),
         "null_hold": int((null["verdict"] == "holds").sum()),

@@ -126,6 +126,7 @@ import pandas as pd
 
 from socsim.io import vs_paper
 from socsim.io.claims import Claim, Judgement, assemble
+from socsim.io.findings import Scope
 from socsim.io.report import AnalysisInputs, Finding, Report, Table
 from socsim.stats import verdict as vd
 
@@ -133,6 +134,7 @@ from socsim.stats import verdict as vd
 @dataclass
 class Evidence:
     words: pd.DataFrame  # one row per word: its length and the model's answer
+    model: str  # the registry name of the model that counted
 
 
 def counts_letters(ev: Evidence) -> Judgement:
@@ -140,7 +142,10 @@ def counts_letters(ev: Evidence) -> Judgement:
     n = len(ev.words)
     right = float((ev.words["answer"] == ev.words["length"]).mean()) if n else None
     verdict = vd.inconclusive_too_few(n, vd.MIN_UNITS, "words") or vd.Verdict(right == 1.0)
-    finding = Finding("the model counts letters", "share counted right", right, "every word", "words", n, verdict)
+    finding = Finding(
+        "the model counts letters", "share counted right", right, "every word", "words", n, verdict,
+        id="toy.counts_letters", scope=Scope.model(ev.model),
+    )
     return Judgement([finding], [vs_paper.Row("share of words counted right", right, 1.0, verdict=verdict)])
 
 
@@ -152,7 +157,14 @@ def analyse(inputs: AnalysisInputs) -> Report:
     total = words.agg({"length": ["sum"]}).reset_index()
     base = Report("Toy: ours vs the paper", tables={"sum": Table(total, "The sum of the lengths")})
     base.metrics = {"total": int(words["length"].sum())}
-    return assemble(base, CLAIMS, Evidence(words))
+    return assemble(base, CLAIMS, Evidence(words, str(inputs.params["model"])))
+'''
+
+TOY_FINDINGS = '''"""The toy paper's one finding (socsim.io.findings)."""
+
+from socsim.io.findings import PaperFinding
+
+FINDINGS = (PaperFinding("toy.counts_letters", "the model counts letters", "the toy paper", "Sect. 1", "holds"),)
 '''
 
 TOY_SCHEMA = """type: object
@@ -189,6 +201,7 @@ def test_a_new_study_needs_only_its_own_files_and_one_registry_line(tmp_path):
     (project / "src/socsim/toy/__init__.py").write_text('"""A toy study."""\n')
     (project / "src/socsim/toy/stages.py").write_text(TOY_STAGES)
     (project / "src/socsim/toy/analysis.py").write_text(TOY_ANALYSIS)
+    (project / "src/socsim/toy/findings.py").write_text(TOY_FINDINGS)  # the paper's findings, declared once
     (project / "data/toy").mkdir()
     (project / "data/toy/words.yaml").write_text("words: [alpha, be, gamma, delta]\n")
     (project / "workflow/schemas/toy.schema.yaml").write_text(TOY_SCHEMA)
@@ -228,6 +241,7 @@ def test_a_new_study_needs_only_its_own_files_and_one_registry_line(tmp_path):
     [finding] = summary["findings"]
     assert (finding["claim"], finding["value"], finding["n"]) == ("the model counts letters", 1.0, 3)
     assert finding["holds"] is True
+    assert (finding["finding_id"], finding["scope"]) == ("toy.counts_letters", "toy-scripted")
     assert (out / "vs_paper.csv").exists()
     assert json.loads((project / "results/toy/metrics/analyse.json").read_text())["total"] == 12
     assert not (project / "results/facilitation").exists()  # the target rule ran one study

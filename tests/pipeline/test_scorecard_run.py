@@ -25,12 +25,13 @@ def test_the_run_ends_with_the_scorecard_of_every_study(tiny_run):
         answered = {}
         for f in (tiny_run.project / "results" / study / "metrics").rglob("*.json"):
             answered |= {n: m["identity"] for n, m in (json.loads(f.read_text()).get("models") or {}).items()}
-        cells = long[(long["study"] == study) & (long["verdict"] != sc.NOT_RUN)]
-        assert set(cells["model"]) - {sc.POOLED} <= set(answered), study  # (all models: e.g. the humans' data)
-        for model, identity in cells[cells["model"] != sc.POOLED].groupby("model")["identity"].first().items():
+        cells = long[(long["study"] == study) & sc.judged(long)]
+        models = cells[~cells["model"].str.startswith("humans (")]  # (the humans' column: named by their data)
+        assert set(models["model"]) <= set(answered), study
+        for model, identity in models.groupby("model")["identity"].first().items():
             assert identity.startswith(str(answered[model]["model_id"])), (study, model)
     # Every cell that ran is its report's finding: the same verdicts, counted independently per study.
-    for study, cells in long[long["verdict"] != sc.NOT_RUN].groupby("study"):
+    for study, cells in long[sc.judged(long)].groupby("study"):
         findings = pd.read_parquet(tiny_run.project / "results" / study / "analysis" / "findings.parquet")
         degenerate = findings["verdict"].str.startswith("degenerate input")
         holds = findings["holds"].fillna(False).astype(bool)
@@ -40,5 +41,6 @@ def test_the_run_ends_with_the_scorecard_of_every_study(tiny_run):
     # The run says it on the console (the job's line), and the table people read has every claim.
     assert "scorecard of 4 studies" in tiny_run.console
     table = pd.read_csv(out / "scorecard_table.csv")
-    assert len(table) == long.drop_duplicates(["study", "claim"]).shape[0]
+    assert len(table) == long.drop_duplicates(["study", "finding_id", "part"]).shape[0]
+    assert list(table.columns[:4]) == ["study", "claim", "version", "the paper"]  # the paper's result first
     assert (out / "scorecard.png").stat().st_size > 10_000

@@ -25,21 +25,25 @@ Claims are judged and added to the report by `socsim.io.claims.assemble`.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from socsim.io import tables, vs_paper
+from socsim.io.findings import Scope
 from socsim.io.parquet import write_json
 from socsim.stats import degeneracy as dg
 from socsim.stats.verdict import Verdict
 
 PLOT_COLUMNS = ["panel", "note", "has_data"]  # the first columns of every plot table
 FINDING_COLUMNS = [
+    "finding_id",
+    "scope_kind",
+    "scope",
+    "part",
     "claim",
     "statistic",
     "value",
@@ -75,9 +79,27 @@ class Finding:
     n: int | None
     verdict: Verdict
     ci: tuple[float, float] | None = None  # the 95 % interval of `value`, where the claim's test gives one
+    # The paper finding it speaks to (socsim.io.findings: an id the study declares), whom it was judged on and
+    # its part ("" for the whole finding): what the scorecard joins on, never the claim's wording. A finding is
+    # built with its id where its test is; its scope may come later (`judged_on`), but none is written without.
+    id: str = field(default="", kw_only=True)
+    scope: Scope | None = field(default=None, kw_only=True)
+    part: str = field(default="", kw_only=True)
+
+    def judged_on(self, scope: Scope, part: str | None = None, claim: str | None = None) -> Finding:
+        """This finding with its scope (and part, and the claim's wording for the study's own report) set."""
+        return replace(
+            self, scope=scope, part=self.part if part is None else part, claim=self.claim if claim is None else claim
+        )
 
     def as_dict(self) -> dict[str, Any]:
+        if not self.id or self.scope is None:
+            raise ValueError(f"a finding without its id or scope cannot be written: {self.claim!r}")
         return {
+            "finding_id": self.id,
+            "scope_kind": self.scope.kind,
+            "scope": self.scope.name,
+            "part": self.part,
             "claim": self.claim,
             "statistic": self.statistic,
             "value": self.value,
@@ -208,25 +230,26 @@ def verdict_word(v: Verdict) -> str:
     return "holds" if v.holds is True else "no" if v.holds is False else "inconclusive"
 
 
-def claim_key(i: int, claim: str) -> str:
-    """A finding's short key in the analyse stage's metrics (a column of `dvc exp show`): its place in the
-    report and the claim's first words."""
-    slug = re.sub(r"[^a-z0-9]+", "_", claim.lower()).strip("_")
-    return f"{i + 1:02d}_{slug[:40].rstrip('_')}"
+def claim_key(f: Finding) -> str:
+    """A finding's key in the analyse stage's metrics (a column of `dvc exp show`): its finding id, whom it was
+    judged on and its part, from its typed fields (the same key in every run that judges it)."""
+    scope = f.scope.label if f.scope is not None else "?"
+    return " ".join(x for x in (f.id, f"[{scope}]", f.part) if x)
 
 
 def findings_metrics(findings: Sequence[Finding]) -> dict[str, Any]:
     """What experiments are compared on (the analyse stage's DVC metrics): the findings counted by verdict,
     and each finding's verdict and value (its statistic; the full claim, test and reason are in findings.csv)."""
     words = [verdict_word(f.verdict) for f in findings]
+    keys = [claim_key(f) for f in findings]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise ValueError(f"findings judged twice on one scope and part: {', '.join(twice)}")
     return {
         "verdicts": {w: words.count(w) for w in VERDICT_WORDS},
         "claims": {
-            claim_key(i, f.claim): {
-                "verdict": w,
-                "value": f.value if f.value is not None and math.isfinite(f.value) else None,
-            }
-            for i, (f, w) in enumerate(zip(findings, words, strict=True))
+            k: {"verdict": w, "value": f.value if f.value is not None and math.isfinite(f.value) else None}
+            for k, f, w in zip(keys, findings, words, strict=True)
         },
     }
 

@@ -54,10 +54,18 @@ EFFECTS: dict[str, float] = {
     "agreement_per_openness": 3.5,
 }
 # The claims the control design (params.control.yaml's coherence section: 3 topics x 5 bias cells x 6 agents, at
-# most 60 conversations a topic) has power for, by their first words: 6 of 6 run seeds held both.
+# most 60 conversations a topic) has power for, by finding id: 6 of 6 run seeds held both.
 POWERED: dict[str, str] = {
-    "Test 1: Increasing preference gap decreases agreement": "agreement -0.4 a gap level, ~90 agents as unit",
-    "Test 5: Increasing openness, increasing agreement": "agreement +3.5 over openness 0..1, ~90 agents as unit",
+    "coh.test1": "agreement -0.4 a gap level, ~90 agents as unit",
+    "coh.test5": "agreement +3.5 over openness 0..1, ~90 agents as unit",
+}
+# Findings the generative model builds (in the claimed direction) that the control design has no power for, by
+# finding id (why); any other finding is not planted (the scorecard marks each control cell so).
+PLANTED: dict[str, str] = {
+    "coh.test2": "agreement symmetric under s -> 6 - s, so gap 4 mirrors gap 0; a no-difference claim, ~20 gap-4 talks",
+    "coh.test3": "(1-1) pairs at gap 0 agree more than gaps 1-3; three Bonferroni MWUs on a handful of conversations",
+    "coh.test4": "by absence: nothing reads the topic (the null twin meets it too); 3 topics, smallest p 1/6",
+    "coh.test6": "agreement +3.5 over openness, so low-openness pairs agree least; tiny cells under the strict rule",
 }
 AGREE_BASE = 3.8  # the agreement stated at gap 0 and theta = 1/2 (not an effect: every condition alike)
 NOISE_SD = 0.6  # a stated agreement's noise before rounding (both variants' structure alike)

@@ -56,11 +56,17 @@ EFFECTS: dict[str, float] = {
     "convergence": 0.3,
 }
 # The claims the control design (params.control.yaml: 7 Depth topics x 4 synthetic groups, Mode 3) has power
-# for, by their first words: sign-flip tests over the 7 topics (exact p = 1/64 when every topic agrees; the
+# for, by finding id: sign-flip tests over the 7 topics (exact p = 1/64 when every topic agrees; the
 # test needs 6).
 POWERED: dict[str, str] = {
-    "Sect. 6: the twins' groups converge more than the humans'": "convergence 0.3 a round, 7 topics x 4 groups",
-    "Sect. 6 / Fig. 3: the twins follow their round-1 partner": "partner influence 0.3 a round, 7 topics x 4 groups",
+    "deb.twins_converge": "convergence 0.3 a round, 7 topics x 4 groups",
+    "deb.twins_follow_partner": "partner influence 0.3 a round, 7 topics x 4 groups",
+}
+# Findings the generative model builds (in the claimed direction) that the control design has no power for, by
+# finding id (why); any other finding is not planted (the scorecard marks each control cell so).
+PLANTED: dict[str, str] = {
+    "deb.humans_no_change": "the synthetic humans keep their drawn level; the equivalence test has ~0.2 power at 28",
+    "deb.private_profile_ablation": "a side effect: without a profile a twin writes uniform levels; Mode 3 only here",
 }
 NOISE_SD = 0.25  # a written level's noise before rounding to the scale (both variants alike; not an effect)
 OFF_TOPIC_SHARE = 0.2  # responses that are off-topic chat (twins of both variants and humans alike)

@@ -57,11 +57,12 @@ EFFECTS: dict[str, float] = {
     "calm.Constructive Communications": 1.0,
 }
 # The claims the control design (params.control.yaml: 8 discussions per strategy and model, 6 user turns)
-# has power for, by their first words (the pooled claim and the planted model's own, `[planted]`).
+# has power for, by finding id (socsim.facilitation.findings; the pooled finding and the planted model's own).
 POWERED: dict[str, str] = {
-    "LLM facilitators lower toxicity": "calm 1.0-1.2 levels under each strategy, 8 discussions a side",
-    "toxicity differs across strategies": "calm 1.0-1.2 levels vs none, 8 discussions per strategy",
+    "fac.toxicity_lowered": "calm 1.0-1.2 levels under each strategy, 8 discussions a side",
+    "fac.toxicity_differs": "calm 1.0-1.2 levels vs none, 8 discussions per strategy",
 }
+PLANTED: dict[str, str] = {}  # every planted effect is powered (any other finding: not planted)
 BASE = 2.2  # a normal user's toxicity at its discussion's first generated comment (post 2)
 ROLE = {"normal_user": 0.0, "troll": 1.0, "community_veteran": -0.5}  # the role's offset (not a claim)
 NOISE_SD = 0.6  # a comment's noise before rounding (not an effect)

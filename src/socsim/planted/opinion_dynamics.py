@@ -59,13 +59,14 @@ EFFECTS: dict[str, float] = {
     "truth_budget.strong": 0.5,
 }
 # The claims the control design (params.control.yaml: 8 topics, bias none and strong, T = 10) has power for,
-# by their first words: per-topic tests over 8 topics (the verdict needs 3); with the truth budget each held in
+# by finding id: per-topic tests over 8 topics (the verdict needs 3); with the truth budget each held in
 # 10 of 10 replicate control runs (benchmarks/planted_power.py --studies opinion_dynamics measures it over seeds).
 POWERED: dict[str, str] = {
-    "B follows the truth: B < 0 under false framing": "truth drift 0.8 / 0.4 a report (budget 1.0 / 0.5), 8 topics",
-    "B follows the truth: B higher under true framing": "truth drift 0.8 / 0.4 a report (budget 1.0 / 0.5), 8 topics",
-    "D rises with confirmation bias": "social influence 0.5 vs 0.1 (none vs strong), 8 topics",
+    "od.truth_false_negative": "truth drift 0.8 / 0.4 a report (budget 1.0 / 0.5), 8 topics",
+    "od.truth_true_higher": "truth drift 0.8 / 0.4 a report (budget 1.0 / 0.5), 8 topics",
+    "od.d_rises_with_bias": "social influence 0.5 vs 0.1 (none vs strong), 8 topics",
 }
+PLANTED: dict[str, str] = {}  # every planted effect is powered (any other finding: not planted)
 NOISE_SD = 0.4  # a report's noise on the latent scale before rounding (not an effect: every condition alike)
 OUTSIDE_SHARE = 0.1  # tweets and reports that cite an outside source (every condition and both variants alike)
 

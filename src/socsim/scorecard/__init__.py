@@ -5,26 +5,29 @@ Sources: the report folders of finished runs (an analysis folder: `findings.parq
 default what its data are (`generated` for a run's own simulations, `syndisco_release` / `syndisco_revision`
 for paper 000's released data). One table and one figure:
 
-- rows: each study's findings as the paper states them (the claim with the model it was judged on taken out;
-  a claim's parts, where the report also judges the whole claim, stay in the study's own findings);
-- columns: the paper (it claims every row; its number where vs_paper gives one), then one per model and source:
-  the registry name, the identity that answered (from the run's metrics), and whether it is a control (the
-  planted model: socsim.planted), never merged across sources;
-- cells: the verdict by the one rule (holds / no / inconclusive / degenerate, or "not run"), the effect with
-  its interval where the claim's test gives one, its unit and n, and the reason when it is not a verdict.
+- rows: each study's findings (socsim.io.findings: the ids a study declares, each finding of a report names
+  one, with its scope and part), one per finding id and part, in the study's order, with the paper version
+  that states it; a finding's counterpart in the other version of the paper (paper 000) right after it, with
+  what differs (a part of a finding that the report also judges whole stays in the study's own findings);
+- columns: the paper's own result first, then one per source and whom it judged: each registry model (the
+  identity that answered, from the run's metrics; a control, the planted model, last), all models together
+  (only for findings that no model of that source was judged on alone), and the humans of a named data set
+  (DEBATE's humans: the release, the fixture, the planted control's synthetic humans), never merged across
+  sources;
+- cells: the verdict by the one rule (holds / no / inconclusive / degenerate), "not claimed in this version"
+  where the source judged the study on the paper's other version, or "not run"; the effect with its interval
+  where the claim's test gives one, its unit and n, and the reason when it is not a verdict.
 
-A finding judged on all of a run's models together ("[all models]", or no model named) is a column of its own
-(`all models`), shown only for claims that no model of that source was judged on alone.
-
-Refused, with a message: a report of another socsim version (or without the columns of this one), a path with
-no report, and two reports of one study, model and source (two runs of one model: label them apart).
+Refused, with a message: a report of another socsim version (or without the columns of this one), a report
+with findings of ids its study does not declare (named), a path with no report, and two reports of one study,
+model and source (two runs of one model: label them apart). A report folder inside an RO-Crate below the
+given folder is the run's own report linked (`make run`'s results/rocrate), not read twice.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,17 +38,21 @@ import pandas as pd
 
 import socsim
 from socsim.io import tables
+from socsim.io.findings import study_findings, undeclared
 from socsim.io.parquet import write_json
 from socsim.io.report import FINDING_COLUMNS
 from socsim.planted import MODEL_IDS, control_label, is_control_id
+from socsim.planted.answers import mark as planted_mark
 from socsim.stats.verdict import ALPHA
 
 POOLED = "all models"
 NOT_RUN = "not run"
-VERDICTS = ("holds", "no", "inconclusive", "degenerate", NOT_RUN)
+NOT_CLAIMED = "not claimed in this version"
+VERDICTS = ("holds", "no", "inconclusive", "degenerate", NOT_CLAIMED, NOT_RUN)
 COLUMNS = [
-    "study", "claim", "source", "model", "identity", "control", "verdict", "label", "value", "ci_low", "ci_high",
-    "unit", "n", "statistic", "test", "reason", "report",
+    "study", "finding_id", "part", "claim", "version", "where", "paper", "counterpart", "differs", "source", "model",
+    "identity", "control", "mark", "verdict", "label", "value", "ci_low", "ci_high", "unit", "n", "statistic", "test",
+    "reason", "report",
 ]  # fmt: skip
 TABLE = "scorecard"
 
@@ -63,7 +70,6 @@ class Folder:
     stage: str
     source: str
     findings: pd.DataFrame
-    paper: dict[str, str] = field(default_factory=dict)  # claim -> the paper's number (vs_paper)
     identities: dict[str, str] = field(default_factory=dict)  # model name -> the identity that answered, in words
     controls: set[str] = field(default_factory=set)  # model names that are planted models
     models: list[str] = field(default_factory=list)  # every model name the report may name
@@ -179,34 +185,7 @@ def read_folder(path: Path, label: str | None = None) -> Folder:
     folder.identities = {n: _identity(i) for n, i in answered.items()}
     folder.controls = {n for n, i in answered.items() if is_control_id(i.get("model_id"))}
     folder.models = sorted({*answered, *_named_models(prov, summary)}, key=lambda m: (-len(m), m))
-    if (path / "vs_paper.parquet").is_file():
-        vs = tables.read(path, "vs_paper")
-        for _, row in vs[vs["finding"].astype(str) != ""].iterrows():
-            if isinstance(row["paper"], float) and math.isfinite(row["paper"]):
-                folder.paper.setdefault(str(row["finding"]), tables.cell(row["paper"]))
     return folder
-
-
-SCOPE = re.compile(r"^(?P<claim>.*) \[(?P<scope>[^\[\]]+)\]$")
-PAREN = re.compile(r"\(([^()]*)\)")
-
-
-def split_model(claim: str, models: Sequence[str]) -> tuple[str, str]:
-    """A finding's claim as the paper states it and the model it was judged on: "<claim> [<model>]" (the
-    revised study's scopes), or a model named among the items of the claim's last parenthesis that names one
-    ("(smollm2-135m, cumulative, complete)" -> "(cumulative, complete)"); else the run's models together."""
-    m = SCOPE.match(claim)
-    if m:
-        return m["claim"], m["scope"]
-    for paren in reversed(list(PAREN.finditer(claim))):
-        items = [x.strip() for x in re.split(r"[,;]", paren[1])]
-        named = [x for x in items if x in models]
-        if named:
-            rest = [x for x in items if x != named[0]]
-            inner = f"({', '.join(rest)})" if rest else ""
-            text = (claim[: paren.start()] + inner + claim[paren.end() :]).replace("  ", " ").strip()
-            return re.sub(r"\s+([,;:.])", r"\1", text), named[0]
-    return claim, POOLED
 
 
 def _word(row: Mapping[str, Any]) -> str:
@@ -231,22 +210,41 @@ def _unrecorded(folder: Folder, model: str) -> str:
     return "all the run's models" if pooled else "not recorded"
 
 
+def _column_of(folder: Folder, kind: str, name: str) -> tuple[str, str, bool]:
+    """A finding's column within its source: (the column's subject, the identity that answered, control)."""
+    if kind == "humans":
+        return f"humans ({name})", f"the humans of {name}", False
+    if kind == "all":
+        return POOLED, _unrecorded(folder, POOLED), False
+    return name, folder.identities.get(name, _unrecorded(folder, name)), name in folder.controls
+
+
 def long_rows(folder: Folder) -> list[dict[str, Any]]:
-    """One row per finding of a report folder, the claim split from its model; parts of a claim judged whole
-    in the same report (and scope) left out; a claim judged on all models left out where models were judged alone."""
+    """One row per finding of a report folder, on its typed identity (finding id, scope, part): a part of a
+    finding judged whole in the same report and scope left out, a finding judged on all models together left
+    out where models were judged alone. Findings of ids the study does not declare are refused, named."""
+    declared = study_findings(folder.study)
+    ids = [str(i) for i in folder.findings["finding_id"]]
+    unknown = undeclared(ids, declared)
+    if unknown:
+        raise ScorecardError(
+            f"{folder.path}: findings of ids {folder.study} does not declare ({', '.join(unknown)}): declare them "
+            f"in socsim.{folder.study}.findings, or re-run the analysis with this socsim"
+        )
     rows = []
-    only = folder.models[0] if len(folder.models) == 1 else None  # a run of one model: its findings are that model's
     for _, f in folder.findings.iterrows():
-        claim, model = split_model(str(f["claim"]), folder.models)
-        model = only if model == POOLED and only else model
+        kind, fid, part = str(f["scope_kind"]), str(f["finding_id"]), str(f["part"] or "")
+        model, identity, control = _column_of(folder, kind, str(f["scope"]))
         rows.append(
             {
                 "study": folder.study,
-                "claim": claim,
+                "finding_id": fid,
+                "part": part,
                 "source": folder.source,
                 "model": model,
-                "identity": folder.identities.get(model, _unrecorded(folder, model)),
-                "control": model in folder.controls,
+                "scope_kind": kind,
+                "identity": identity,
+                "control": control,
                 "verdict": _word(f),
                 "label": str(f["verdict"]),
                 "value": _num(f["value"]),
@@ -258,19 +256,15 @@ def long_rows(folder: Folder) -> list[dict[str, Any]]:
                 "test": str(f["test"]),
                 "reason": str(f["reason"] or ""),
                 "report": str(folder.path),
-                "_paper": folder.paper.get(str(f["claim"])) or folder.paper.get(claim),
             }
         )
-    claims = {(str(r["model"]), str(r["claim"])) for r in rows}
-    per_model = {str(r["claim"]) for r in rows if r["model"] != POOLED}
-
-    def part(model: str, claim: str) -> bool:  # "<claim>: <part>" where "<claim>" is judged whole too
-        return any(m == model and claim.startswith(c + ": ") for m, c in claims)
-
+    whole = {(r["model"], r["finding_id"]) for r in rows if not r["part"]}
+    per_model = {(r["finding_id"], r["part"]) for r in rows if r["scope_kind"] == "model"}
     return [
         r
         for r in rows
-        if not part(str(r["model"]), str(r["claim"])) and not (r["model"] == POOLED and r["claim"] in per_model)
+        if not (r["part"] and (r["model"], r["finding_id"]) in whole)
+        and not (r["scope_kind"] == "all" and (r["finding_id"], r["part"]) in per_model)
     ]
 
 
@@ -303,42 +297,106 @@ def column_name(source: str, model: str) -> str:
     return f"{model} · {source}"
 
 
+KIND_ORDER = {"model": 0, "all": 1, "humans": 2}  # language models, all models together, humans; controls last
+
+
+def row_order(study: str, present: Iterable[str]) -> list[str]:
+    """The finding ids of `study` in `present`, in the order the study declares them, each counterpart right
+    after the first of the two (the two versions' related findings side by side)."""
+    declared, present = study_findings(study), set(present)
+    out: list[str] = []
+    for fid, f in declared.items():
+        for i in (fid, f.counterpart):
+            if i and i in present and i not in out:
+                out.append(i)
+    return out
+
+
+def _findings_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The table's rows: one per (study, finding id, part), with the paper's side (wording, version, place,
+    result, counterpart and what differs)."""
+    rows = []
+    for study in [s for s in study_names() if s in set(df["study"])]:
+        declared = study_findings(study)
+        mine = df[df["study"] == study]
+        for fid in row_order(study, mine["finding_id"]):
+            f = declared[fid]
+            for part in sorted(set(mine.loc[mine["finding_id"] == fid, "part"])):
+                counterpart = declared.get(f.counterpart)
+                rows.append(
+                    {
+                        "study": study,
+                        "finding_id": fid,
+                        "part": part,
+                        "claim": f.wording + (f" ({part})" if part else ""),
+                        "version": f.version,
+                        "where": f.where,
+                        "paper": f.paper,
+                        "counterpart": f.counterpart,
+                        "differs": f"counterpart of {f.counterpart} ({counterpart.version}): {f.differs}"
+                        if counterpart
+                        else "",
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
 def scorecard(folders: Sequence[Folder]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The long table (one row per cell: study, claim, source, model, ...; "not run" where a column's source
-    ran the study but not that claim on that model, or did not run the study) and the columns' description
-    (column, source, model, identity, control), language models first, controls last."""
+    """The long table (one row per cell: a finding of a study, by id and part, on one column: a source and
+    whom it judged; "not claimed in this version" where the source judged the study on another version of the
+    paper, "not run" where it did not judge that finding on that column or did not run the study) and the
+    columns' description (column, source, model, identity, control): language models first, then all models
+    together, then the humans, controls last."""
     rows = [r for f in folders for r in long_rows(f)]
     if not rows:
         raise ScorecardError("the reports hold no findings")
     df = pd.DataFrame(rows)
-    df["study"] = pd.Categorical(df["study"], [s for s in study_names() if s in set(df["study"])], ordered=True)
     cols = (
         df.groupby(["source", "model"], sort=False)
-        .agg(identity=("identity", "first"), control=("control", "any"))
+        .agg(identity=("identity", "first"), control=("control", "any"), kind=("scope_kind", "first"))
         .reset_index()
     )
-    cols["pooled"] = cols["model"] == POOLED
-    cols = cols.sort_values(["control", "pooled", "source", "model"], kind="stable").drop(columns="pooled")
+    cols["order"] = [KIND_ORDER[k] for k in cols["kind"]]
+    cols = cols.sort_values(["control", "order", "source", "model"], kind="stable").drop(columns=["order"])
     cols.insert(0, "column", [column_name(s, m) for s, m in zip(cols["source"], cols["model"], strict=True)])
-    claims = df.drop_duplicates(["study", "claim"])[["study", "claim", "_paper"]].sort_values("study", kind="stable")
-    full = claims.merge(cols[["source", "model", "identity", "control"]], how="cross")
-    out = full.drop(columns=["_paper"]).merge(
-        df.drop(columns=["identity", "control", "_paper"]), on=["study", "claim", "source", "model"], how="left"
+    findings = _findings_rows(df)
+    full = findings.merge(cols[["source", "model", "identity", "control"]], how="cross")
+    out = full.merge(
+        df.drop(columns=["identity", "control", "scope_kind"]),
+        on=["study", "finding_id", "part", "source", "model"],
+        how="left",
     )
-    out["verdict"] = out["verdict"].fillna(NOT_RUN)
-    out["label"] = out["label"].fillna(NOT_RUN)
-    out["reason"] = out["reason"].where(out["verdict"] != NOT_RUN, "no such finding in this source's report")
-    out["study"] = out["study"].astype(str)
-    out = out[COLUMNS].reset_index(drop=True)
-    paper = claims.assign(study=claims["study"].astype(str)).rename(columns={"_paper": "paper"})
-    return out.merge(paper, on=["study", "claim"], how="left"), cols.reset_index(drop=True)
+    versions = {  # (source, study) -> the paper versions its findings speak to
+        key: {study_findings(key[1])[i].version for i in g["finding_id"]}
+        for key, g in df.groupby(["source", "study"], sort=False)
+    }
+    judged = out["verdict"].notna()
+    ran = [(s, st) in versions for s, st in zip(out["source"], out["study"], strict=True)]
+    other = [
+        r and v not in versions[(s, st)]
+        for r, s, st, v in zip(ran, out["source"], out["study"], out["version"], strict=True)
+    ]
+    out["verdict"] = out["verdict"].where(judged, [NOT_CLAIMED if o else NOT_RUN for o in other])
+    out["label"] = out["label"].fillna(out["verdict"])
+    reasons = [
+        f"this source judged {st} on the paper's {', '.join(sorted(versions[(s, st)]))} version"
+        if o
+        else ("no such finding in this source's report" if r else f"this source did not run {st}")
+        for o, r, s, st in zip(other, ran, out["source"], out["study"], strict=True)
+    ]
+    out["reason"] = out["reason"].where(judged, reasons)
+    out["mark"] = [  # what a control's cell can speak to (socsim.planted.answers.mark)
+        planted_mark(st, fid, str(i).startswith(MODEL_IDS["null"])) if c else ""
+        for st, fid, i, c in zip(out["study"], out["finding_id"], out["identity"], out["control"], strict=True)
+    ]
+    return out[COLUMNS].reset_index(drop=True), cols.reset_index(drop=True)
 
 
 def cell_text(row: Mapping[str, Any], width: int = 0) -> str:
     """A cell in words: the verdict, the effect with its interval, n and unit; the reason when it is not a verdict."""
     verdict = str(row["verdict"])
-    if verdict == NOT_RUN:
-        return NOT_RUN
+    if verdict in (NOT_RUN, NOT_CLAIMED):
+        return verdict + (f" [{row['mark']}]" if row.get("mark") else "")
     parts = [verdict]
     if row.get("value") is not None and not pd.isna(row["value"]):
         effect = tables.cell(float(row["value"]), ".3g")
@@ -349,19 +407,24 @@ def cell_text(row: Mapping[str, Any], width: int = 0) -> str:
         parts.append(f"n = {int(row['n'])} {row['unit']}")
     if verdict in ("inconclusive", "degenerate", "no") and row.get("reason"):
         parts.append(f"({row['reason']})")
+    if row.get("mark"):
+        parts.append(f"[{row['mark']}]")
     text = "; ".join(parts)
     return textwrap.shorten(text, width, placeholder=" ...") if width else text
 
 
 def wide(long: pd.DataFrame, cols: pd.DataFrame) -> pd.DataFrame:
-    """The table people read: one row per study and claim, the paper's column, then one column per model and source."""
+    """The table people read: one row per finding (study, its wording with its part, the paper version that
+    states it), the paper's own result first, then one column per model and source, and what differs from the
+    finding's counterpart in the other version."""
     long = long.assign(column=[column_name(s, m) for s, m in zip(long["source"], long["model"], strict=True)])
     long = long.assign(cell=[cell_text(r) for r in long.to_dict("records")])
-    table = long.pivot_table(index=["study", "claim"], columns="column", values="cell", aggfunc="first", sort=False)
-    table = table[list(cols["column"])].reset_index()
-    paper = long.drop_duplicates(["study", "claim"]).set_index(["study", "claim"])["paper"]
-    claimed = ["claimed" + (f" ({p})" if isinstance(p, str) and p else "") for p in paper.to_numpy()]
-    table.insert(2, "paper", claimed)
+    key = ["study", "finding_id", "part"]
+    table = long.pivot_table(index=key, columns="column", values="cell", aggfunc="first", sort=False)
+    table = table[list(cols["column"])]
+    side = long.drop_duplicates(key).set_index(key)[["claim", "version", "paper", "differs"]]
+    table = side[["claim", "version", "paper"]].join(table).join(side[["differs"]]).reset_index()
+    table = table.drop(columns=["finding_id", "part"]).rename(columns={"paper": "the paper"})
     table.columns.name = None
     return table
 
@@ -431,10 +494,15 @@ def null_allowance(n: int, rate: float = NULL_RATE, level: float = ALLOWANCE_LEV
     return int(stats.binom.ppf(level, n, rate)) if n else 0
 
 
+def judged(long: pd.DataFrame) -> pd.Series:
+    """The cells of the long table that hold a verdict (not "not run", not "not claimed in this version")."""
+    return ~long["verdict"].isin([NOT_RUN, NOT_CLAIMED])
+
+
 def null_lines(long: pd.DataFrame) -> list[str]:
     """For each null twin's column: its findings that hold beside their binomial allowance."""
     lines = []
-    nulls = long[long["identity"].astype(str).str.startswith(MODEL_IDS["null"]) & (long["verdict"] != NOT_RUN)]
+    nulls = long[long["identity"].astype(str).str.startswith(MODEL_IDS["null"]) & judged(long)]
     for (source, model), g in nulls.groupby(["source", "model"], sort=False):
         k, n = int((g["verdict"] == "holds").sum()), len(g)
         allowed = null_allowance(n)

@@ -6,8 +6,6 @@ the null twin hold at most as often as chance allows."""
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 import pytest
 from scipy import stats
@@ -31,11 +29,11 @@ def test_the_planted_claims_hold_on_the_planted_model_and_not_on_its_null_twin(c
 
     findings = pd.read_parquet(results / "analysis" / "findings.parquet")
     for name in ("planted", "planted-null"):
-        mine = findings[findings.claim.str.contains(rf"\({re.escape(name)}\)")]
-        assert all(mine.claim.str.startswith(c).any() for c in policy.POWERED), mine.claim.tolist()
+        mine = findings[findings.scope == name]
+        assert set(policy.POWERED) <= set(mine.finding_id), mine.claim.tolist()
         assert not mine.verdict.str.startswith("degenerate").any(), mine[["claim", "verdict"]].to_string()
         if name == "planted":
-            powered = mine[[any(c.startswith(p) for p in policy.POWERED) for c in mine.claim]]
+            powered = mine[mine.finding_id.isin(list(policy.POWERED))]
             assert (powered.verdict == "yes").all(), powered[["claim", "verdict"]].to_string()
         else:  # at most the binomial allowance of false positives (1 in 100 runs may have more)
             allowance = int(stats.binom.isf(0.01, len(mine), ALPHA))

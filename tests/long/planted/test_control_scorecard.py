@@ -10,18 +10,18 @@ import pytest
 
 from socsim.planted import MODEL_IDS
 from socsim.planted.answers import POWERED
-from socsim.scorecard import NOT_RUN, null_allowance
+from socsim.scorecard import judged, null_allowance
 
 
 @pytest.mark.slow
 def test_the_powered_planted_findings_hold_and_the_null_twin_stays_within_its_allowance(control_run):
     long = pd.read_parquet(control_run / "results" / "scorecard" / "scorecard.parquet")
     planted = long[long["identity"].str.startswith(MODEL_IDS["planted"])]
-    for (study, prefix), _why in POWERED.items():
-        rows = planted[(planted["study"] == study) & planted["claim"].str.startswith(prefix)]
-        assert len(rows) == 1, (study, prefix)
-        assert rows["verdict"].iloc[0] == "holds", rows[["claim", "verdict", "reason"]].to_string()
-    null = long[long["identity"].str.startswith(MODEL_IDS["null"]) & (long["verdict"] != NOT_RUN)]
+    for (study, fid), _why in POWERED.items():
+        rows = planted[(planted["study"] == study) & (planted["finding_id"] == fid)]
+        assert len(rows) >= 1, (study, fid)  # (one per part: opinion dynamics' memory and topology)
+        assert (rows["verdict"] == "holds").all(), rows[["claim", "verdict", "reason"]].to_string()
+    null = long[long["identity"].str.startswith(MODEL_IDS["null"]) & judged(long)]
     held = int((null["verdict"] == "holds").sum())
     assert held <= null_allowance(len(null)), null.loc[null["verdict"] == "holds", ["study", "claim"]].to_string()
     printed = re.search(

@@ -3,26 +3,22 @@
 topics) in Mode 3, each control's tweets and utterances are annotated by the control itself, and the report's
 findings say "yes" to both planted claims (the twins converge more than the humans; they follow their round-1
 partner more than the humans) on the planted model, and on the null twin hold at most as often as chance allows.
-Sect. 6 is judged on each agent model, each finding naming its model (socsim.scorecard.split_model reads it), so
-one run's analysis judges both."""
+Sect. 6 is judged on each agent model, each finding naming its model in its typed scope (socsim.io.findings),
+so one run's analysis judges both."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from socsim.scorecard import null_allowance, split_model
+from socsim.scorecard import null_allowance
 
-PLANTED_CLAIMS = (
-    "Sect. 6: the twins' groups converge more than the humans'",
-    "Sect. 6 / Fig. 3: the twins follow their round-1 partner more than the humans do",
-)
-MODELS = ["planted", "planted-null"]  # params.control.yaml's debate.agent_models
+PLANTED_CLAIMS = ("deb.twins_converge", "deb.twins_follow_partner")  # their finding ids
 
 
 def _model_findings(findings: pd.DataFrame, model: str) -> pd.DataFrame:
-    """The findings judged on `model`'s twins: those naming it (socsim.scorecard.split_model)."""
-    return findings[[split_model(c, MODELS)[1] == model for c in findings.claim]]
+    """The findings judged on `model`'s twins (their typed scope)."""
+    return findings[(findings.scope_kind == "model") & (findings.scope == model)]
 
 
 @pytest.mark.slow
@@ -36,10 +32,10 @@ def test_the_planted_claims_hold_on_the_planted_model_and_not_on_its_null_twin(c
 
     findings = pd.read_parquet(results / "analysis" / "findings.parquet")
     planted = _model_findings(findings, "planted")
-    for claim in PLANTED_CLAIMS:
-        mine = planted[planted.claim.str.startswith(claim)]
+    for fid in PLANTED_CLAIMS:
+        mine = planted[planted.finding_id == fid]
         assert len(mine) == 1 and mine.verdict.iloc[0] == "yes", planted[["claim", "verdict"]].to_string()
     null = _model_findings(findings, "planted-null")
-    for claim in (*PLANTED_CLAIMS, "Sect. 6: the twins' public tweet stance drifts upwards"):  # Sect. 6, both models
-        assert (planted.claim.str.startswith(claim).sum(), null.claim.str.startswith(claim).sum()) == (1, 1), claim
+    for fid in (*PLANTED_CLAIMS, "deb.twins_drift_up"):  # Sect. 6, both models
+        assert ((planted.finding_id == fid).sum(), (null.finding_id == fid).sum()) == (1, 1), fid
     assert null.holds.eq(True).sum() <= null_allowance(len(null)), null[["claim", "verdict"]].to_string()

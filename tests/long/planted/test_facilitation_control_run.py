@@ -29,9 +29,9 @@ def test_the_planted_claims_hold_on_the_planted_model_and_not_on_its_null_twin(c
 
     findings = pd.read_parquet(results / "analysis" / "findings.parquet")
     for model in ("planted", "planted-null"):
-        mine = findings[findings.claim.str.endswith(f" [{model}]")]
-        assert len(mine) == (~findings.claim.str.endswith("]")).sum()  # every pooled claim, judged on the model
-        powered = mine[mine.claim.str.startswith(tuple(POWERED))]
+        mine = findings[(findings.scope_kind == "model") & (findings.scope == model)]
+        assert len(mine) == (findings.scope_kind == "all").sum()  # every pooled finding, judged on the model
+        powered = mine[mine.finding_id.isin(list(POWERED))]
         assert len(powered) == len(POWERED), mine.claim.tolist()
         if model == "planted":
             assert (powered.verdict == "yes").all(), powered[["claim", "verdict"]].to_string()

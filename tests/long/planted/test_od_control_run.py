@@ -6,18 +6,12 @@ often as chance allows."""
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 import pytest
 from scipy import stats
 
 ALPHA = 0.05
-PLANTED_CLAIMS = (
-    "B follows the truth: B < 0 under false framing, and below B under true framing",
-    "B follows the truth: B higher under true framing",
-    "D rises with confirmation bias (none < strong",
-)
+PLANTED_CLAIMS = ("od.truth_false_negative", "od.truth_true_higher", "od.d_rises_with_bias")  # their finding ids
 
 
 @pytest.mark.slow
@@ -33,8 +27,8 @@ def test_the_planted_claims_hold_on_the_planted_model_and_not_on_its_null_twin(c
 
     findings = pd.read_parquet(results / "analysis" / "findings.parquet")
     for model in ("planted", "planted-null"):
-        mine = findings[findings.claim.str.contains(rf"[(;] ?{re.escape(model)}, ")]
-        assert sorted(c for c in PLANTED_CLAIMS if mine.claim.str.startswith(c).any()) == sorted(PLANTED_CLAIMS)
+        mine = findings[(findings.scope_kind == "model") & (findings.scope == model)]
+        assert sorted(set(mine.finding_id)) == sorted(PLANTED_CLAIMS)
         if model == "planted":
             assert (mine.verdict == "yes").all(), mine[["claim", "verdict"]].to_string()
         else:  # at most the binomial allowance of false positives (1 in 100 runs may have more)

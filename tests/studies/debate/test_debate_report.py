@@ -16,7 +16,6 @@ from socsim.debate import analysis, figures
 from socsim.debate.analysis import stats
 from socsim.debate.schemas import FIGURES
 from socsim.io import report
-from socsim.scorecard import split_model
 from socsim.stats import ttest
 from socsim.stats.verdict import MIN_UNITS
 from support.analysis import plots
@@ -306,22 +305,17 @@ def test_report_writes_parquet_and_figures_read_it_without_csv(tmp_path: Path):
     assert not any("stance annotator" in x for x in metric["s_sem"].note)
 
 
-SECT6_CLAIMS = (
-    "Sect. 6: the twins' groups converge more than the humans'",
-    "Sect. 6: the twins' public tweet stance drifts upwards",
-    "Sect. 6 / Fig. 3: the twins follow their round-1 partner more than the humans do",
-)
+SECT6_CLAIMS = ("deb.twins_converge", "deb.twins_drift_up", "deb.twins_follow_partner")  # their finding ids
 
 
 def _sect6_by_model(rep: report.Report, models: list[str]) -> dict[tuple[str, str], object]:
-    """(claim start, model) -> the one Sect. 6 finding of that claim judged on that model (split_model)."""
+    """(finding id, model) -> the one Sect. 6 finding of that id judged on that model (its typed scope)."""
     out = {}
     for f in rep.findings:
-        start = next((c for c in SECT6_CLAIMS if f.claim.startswith(c)), None)
-        if start is not None:
-            _, model = split_model(f.claim, models)
-            assert (start, model) not in out, f.claim
-            out[(start, model)] = f
+        if f.id in SECT6_CLAIMS:
+            assert f.scope.kind == "model" and f.scope.name in models, f
+            assert (f.id, f.scope.name) not in out, f.claim
+            out[(f.id, f.scope.name)] = f
     return out
 
 
@@ -338,8 +332,10 @@ def test_two_agent_models_get_sect6_findings_tables_and_figures_each(tmp_path: P
     assert got[(conv, "m")].verdict.label != got[(conv, "b")].verdict.label
     assert rep.tables["members_b"].df.s3[lambda d: d.index % 2 == 1].nunique() <= 2  # +-1 reverse-coded
     # the humans' own findings once, without a model; their vs_paper rows once, the twins' per model
-    humans = [f.claim for f in rep.findings if f.claim.startswith("Fig. 2: the humans'")]
-    assert humans and len(humans) == len(set(humans)) and all(split_model(c, models)[1] == "all models" for c in humans)
+    humans = [f for f in rep.findings if f.claim.startswith("Fig. 2: the humans'")]
+    assert humans and len({f.claim for f in humans}) == len(humans)
+    assert {(f.id, f.scope.kind) for f in humans} == {("deb.humans_no_change", "humans")}  # the humans' scope
+    assert len({f.part for f in humans}) == len(humans)
     quantities = [r.quantity for r in rep.vs_paper]
     assert quantities.count("Fig. 2 tweet mean: human change (d_z = t / sqrt(G))") == 1
     for m in models:

@@ -40,7 +40,8 @@ def _about(count: int, reps: int, rate: float = NOMINAL) -> bool:
 
 def _d_rises(ps: pd.DataFrame, biases: list[str] = THREE) -> Finding:
     """The finding as the claims make it for one scope (test_findings_use_the_same_d_rises checks that)."""
-    return analysis.d_rises(ps, biases, [], CLAIM, "m, cumulative, complete", ALPHA)
+    part = "cumulative, complete"
+    return analysis.d_rises(ps, biases, [], CLAIM, f"m, {part}", ALPHA, model="m", part=part)
 
 
 def _per_topic_d(ps: pd.DataFrame) -> pd.DataFrame:

@@ -114,23 +114,31 @@ def test_dvc_lock_is_not_in_git_and_dvc_does_not_stage_it():
 
 
 def test_the_findings_are_the_metrics_experiments_compare():
+    from socsim.io.findings import Scope
     from socsim.io.report import Finding, findings_metrics
     from socsim.stats.verdict import Verdict
 
+    m1, m2 = Scope.model("m1"), Scope.model("qwen2.5-7b")
     found = [
-        Finding("A holds", "d", 0.4, "t", "u", 40, Verdict(True)),
-        Finding("B: no", "d", -0.1, "t", "u", 40, Verdict(False, "p = 0.9")),
-        Finding("C", "d", None, "t", "u", 2, Verdict(None, "n = 2 topics, needs 3")),
-        Finding("D", "d", float("nan"), "t", "u", 9, Verdict(None, "degenerate input: all 1")),
+        Finding("A holds", "d", 0.4, "t", "u", 40, Verdict(True), id="coh.test1", scope=m1),
+        Finding("B: no", "d", -0.1, "t", "u", 40, Verdict(False, "p = 0.9"), id="coh.test1", scope=m2),
+        Finding(
+            "C", "d", None, "t", "u", 2, Verdict(None, "n = 2 topics, needs 3"), id="od.d_rises_with_bias"
+        ).judged_on(m1, "cumulative, complete"),  # fmt: skip
+        Finding(
+            "D", "d", float("nan"), "t", "u", 9, Verdict(None, "degenerate input: 1"), id="deb.humans_no_change"
+        ).judged_on(Scope.humans("fixture (synthetic)"), "tweet mean"),  # fmt: skip
     ]
     m = findings_metrics(found)
     assert m["verdicts"] == {"holds": 1, "no": 1, "inconclusive": 1, "degenerate": 1}
-    assert m["claims"] == {
-        "01_a_holds": {"verdict": "holds", "value": 0.4},
-        "02_b_no": {"verdict": "no", "value": -0.1},
-        "03_c": {"verdict": "inconclusive", "value": None},
-        "04_d": {"verdict": "degenerate", "value": None},
+    assert m["claims"] == {  # keyed by the typed identity: the same key in every run that judges it
+        "coh.test1 [m1]": {"verdict": "holds", "value": 0.4},
+        "coh.test1 [qwen2.5-7b]": {"verdict": "no", "value": -0.1},
+        "od.d_rises_with_bias [m1] cumulative, complete": {"verdict": "inconclusive", "value": None},
+        "deb.humans_no_change [humans (fixture (synthetic))] tweet mean": {"verdict": "degenerate", "value": None},
     }
+    with pytest.raises(ValueError, match="judged twice on one scope and part: coh.test1 \\[m1\\]"):
+        findings_metrics([*found, found[0]])
     json.dumps(m, allow_nan=False)  # strict JSON
 
 

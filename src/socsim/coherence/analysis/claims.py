@@ -31,7 +31,9 @@ from socsim.coherence.analysis.tests import (
     suppression_verdicts,
     verdict_of,
 )
+from socsim.coherence.findings import TEST_IDS
 from socsim.io.claims import Claim, Judgement
+from socsim.io.findings import Scope
 from socsim.io.report import Finding, Flagged
 from socsim.stats import verdict as vd
 
@@ -63,6 +65,9 @@ def suppressed(ev: Evidence) -> Judgement:
                     "conversations",
                     int(part["n"].sum()) if len(part) else 0,
                     vd.all_of(panels[label][g] for g in (1, 2, 3, 4)),
+                    id="coh.disagreement_suppressed",
+                    scope=Scope.model(model),
+                    part=f"{label} shift",
                 )
             )
         m = vp.model_rows(ev, model)
@@ -91,6 +96,8 @@ def six_test(ev: Evidence, test: int) -> Judgement:
                 str(r["unit"]),
                 _int(r["n"]),
                 verdict,
+                id=TEST_IDS[test],
+                scope=Scope.model(model),
             )
         )
         j.rows.append(vp.table4_row(ev, vp.model_rows(ev, model), test, verdict))
@@ -115,6 +122,8 @@ def finding3(ev: Evidence) -> Judgement:
                 "conversations",
                 min(int(row["n_at_1"]), int(row["n_at_5"])),
                 verdict,
+                id="coh.negative_anchor_agrees_less",
+                scope=Scope.model(model),
             )
         )
         j.rows += vp.anchor_rows(ev, vp.model_rows(ev, model), verdict)

@@ -5,10 +5,10 @@ judged with. CLAIMS lists them in the report's order: per topic set the utteranc
 (9/10) and Sect. 5's claims, the humans' on-topic rate, Sect. 6 (Figs. 2 and 3) and Appendix H.
 
 Sect. 6's claims and the Sect. 5 ablation are judged per agent model (measures.Twins; the ablation on
-the models that ran one), each finding naming its model in its claim's last parenthesis ("... (model)",
-"(depth, model)"), which socsim.scorecard.split_model reads; the first model's tables keep their names,
-another's get "_<model>" (measures.table_name). The humans' own Fig. 2 findings and vs_paper rows are
-given once, on the first model's groups.
+the models that ran one), each finding with its finding id and its model as its typed scope
+(socsim.io.findings; the claim's wording names the model too, for the report's reader); the first model's
+tables keep their names, another's get "_<model>" (measures.table_name). The humans' own Fig. 2 findings
+(scope: the humans of the run's data source) and vs_paper rows are given once, on the first model's groups.
 
 Design differences (vs_paper's `comparable`): the data source the run read, and per quantity the agent
 model, the annotator and the sentence encoder when it depends on them (design.RunDesign). A row with a
@@ -17,7 +17,6 @@ design difference gives no verdict of agreement with the paper."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -45,6 +44,7 @@ from socsim.debate.analysis.measures import (
 from socsim.debate.schemas import METRICS, OUTCOMES, QUANTITIES
 from socsim.io import vs_paper
 from socsim.io.claims import Claim, Judgement
+from socsim.io.findings import Scope
 from socsim.io.report import Finding, Flagged, Table
 from socsim.stats import degeneracy as dg
 
@@ -176,6 +176,7 @@ def mode_order(ts: str, ev: Evidence) -> Judgement:
         order = tests.mode_order(sess, ev.topics, flags, f"{ts}, {model}", g["mode"])
         if order is None:
             continue
+        order = order.judged_on(Scope.model(model), ts)
         s.finding(order)
         s.row(
             vs_paper.Row(
@@ -197,7 +198,7 @@ def llm_longer(ts: str, ev: Evidence) -> Judgement:
     s = _Sheet()
     for model, g, sess, settings in _per_model(ev, ts):
         flags = union(ev.flags.metric("d_signed_len", x) for x in settings)
-        longer = tests.llm_longer(sess, ev.topics, flags, f"{ts}, {model}")
+        longer = tests.llm_longer(sess, ev.topics, flags, f"{ts}, {model}").judged_on(Scope.model(model), ts)
         s.finding(longer)
         s.row(
             vs_paper.Row(
@@ -235,7 +236,7 @@ def _ablation_of(s: _Sheet, ev: Evidence, m: pd.DataFrame, ts: str, model: str) 
         for mode, abl in sorted(ran)
         for metric in ("s_sem", "d_stance")
     }
-    finding = tests.ablation_claim(ev.by_session, model, ts, ran, fl, ev.topics)
+    finding = tests.ablation_claim(ev.by_session, model, ts, ran, fl, ev.topics).judged_on(Scope.model(model), ts)
     s.finding(finding)
     name = TABLES[ts][1]
     ref = ev.paper.get(name) or {}
@@ -343,7 +344,7 @@ def _fig2_test(
         else None
     )
     if finding is not None:
-        s.finding(finding)
+        s.finding(finding.judged_on(Scope.humans(ev.run.data_source)))
     t_shown = "n/a" if pd.isna(r.t) else f"{r.t:.3g}"
     if theirs or tw.first:
         quantity = f"Fig. 2 {r.quantity}: {r.test} (d_z = t / sqrt(G))"
@@ -524,8 +525,8 @@ def _model_written_claim(name: str, ev: Evidence) -> Judgement:
         if name == next(iter(tests.SECT6_GROUP_CLAIMS)):  # the first claim brings the table both are judged on
             _model_written_table(s, tw)
         flags, findings, mw = tw.model_written
-        f = replace(findings[list(tests.SECT6_GROUP_CLAIMS).index(name)])
-        f.claim = tw.named(f.claim)
+        f = findings[list(tests.SECT6_GROUP_CLAIMS).index(name)]
+        f = f.judged_on(Scope.model(tw.model), claim=tw.named(f.claim))
         _, parts = tests.SECT6_GROUP_CLAIMS[name]
         s.finding(f)
         vars_ = union(test_vars(q, t) for q, t, _ in parts)
@@ -605,7 +606,7 @@ def partner_influence(ev: Evidence) -> Judgement:
     for tw in ev.sect6.values():
         out_flags = tw.outcome_flags
         partner, pparts = tests.partner_claim(tw.mem, ev.topics, out_flags)
-        partner = replace(partner, claim=tw.named(partner.claim))
+        partner = partner.judged_on(Scope.model(tw.model), claim=tw.named(partner.claim))
         s.finding(partner)
         s.table(
             tw.table("fig3_partner_coefficients"),

@@ -140,6 +140,7 @@ def mode_order(
         unit="topics",
         n=min(r.n_topics for r in parts),
         verdict=vd.all_of(r.verdict for r in parts),
+        id="deb.mode_order_s_sem",
     )
 
 
@@ -158,6 +159,7 @@ def llm_longer(by_session: pd.DataFrame, topics: Mapping[Any, Any], flags: list[
         unit="topics",
         n=r.n_topics,
         verdict=r.verdict,
+        id="deb.llm_longer",
     )
 
 
@@ -241,6 +243,8 @@ def group_finding(
         unit=unit,
         n=n_out,
         verdict=verdict,
+        id="deb.humans_no_change" if not direction else "deb.humans_group_change",
+        part=quantity,
     )
 
 
@@ -265,6 +269,7 @@ SECT6_GROUP_CLAIMS = {
         [("tweet mean, rounds 2-3", "llm change", +1), ("tweet mean, rounds 2-3", "llm change vs human change", +1)],
     ),
 }
+SECT6_GROUP_IDS = {"convergence": "deb.twins_converge", "drift": "deb.twins_drift_up"}  # (socsim.debate.findings)
 # The paper's claims as it tests them (round 3 vs 1, final vs initial): shown, no verdict (PAPERS_COMPARISON)
 SECT6_PAPER_CLAIMS = {
     "convergence": (
@@ -319,7 +324,7 @@ def group_claims(
             changes[(r.quantity, r.test)], topics, claimed[0] if claimed else 0, fl, "groups", vd.MIN_UNITS
         )
     out = []
-    for claim, parts in SECT6_GROUP_CLAIMS.values():
+    for name, (claim, parts) in SECT6_GROUP_CLAIMS.items():
         verdicts = [_named(f"{q}, {t}", judged[(q, t)].verdict) for q, t, _ in parts]
         named = "; ".join(f"{q} {t} {'>' if d > 0 else '<'} 0" for q, t, d in parts)
         out.append(
@@ -332,6 +337,7 @@ def group_claims(
                 unit="topics",
                 n=min(judged[(q, t)].n_topics for q, t, _ in parts),
                 verdict=vd.all_of(verdicts),
+                id=SECT6_GROUP_IDS[name],
             )
         )
     claimed_parts = {(q, t) for _, parts in SECT6_GROUP_CLAIMS.values() for q, t, _ in parts}
@@ -384,6 +390,7 @@ def partner_claim(
             unit="topics",
             n=int(parts.n_topics.min()) if len(parts) else 0,
             verdict=vd.all_of(verdicts),
+            id="deb.twins_follow_partner",
         ),
         parts,
     )
@@ -437,6 +444,7 @@ def ablation_claim(
             "topics",
             0,
             vd.Verdict(None, "not run: needs ablations original and no_private_profile in mode 2 or 3"),
+            id="deb.private_profile_ablation",
         )
     s = by_session[(by_session.model == model) & (by_session.topic_set == topic_set)]
     verdicts, ns = [], []
@@ -459,4 +467,5 @@ def ablation_claim(
         "topics",
         min(ns),
         vd.all_of(verdicts),
+        id="deb.private_profile_ablation",
     )

@@ -119,7 +119,21 @@ def finding1(ev: Evidence) -> Judgement:
         flags=ev.ols.flags,
         note=na or ", ".join(f"{k}: {ours[k]['coef']:.3f}" for k in strategies),
     )
-    return Judgement([Finding(claim, stat, None, BY_DISCUSSION, "discussions", n, v)], [row])
+    return Judgement(
+        [
+            Finding(
+                claim,
+                stat,
+                None,
+                BY_DISCUSSION,
+                "discussions",
+                n,
+                v,
+                id="fac.toxicity_lowered",
+            )
+        ],
+        [row],
+    )
 
 
 def _anova_flags(a: dict[str, Any]) -> list[dg.Flag]:
@@ -146,7 +160,16 @@ def anova_levels(ev: Evidence) -> Judgement:
         va = vd.effect(p, a.get("F"), n, ts.MIN_DISCUSSIONS, "discussions per strategy", flags=a_flags)
         claim = "toxicity differs across strategies"
         j.findings.append(
-            Finding(claim, "F", _f(a.get("F")), "one-way ANOVA over discussion means", "discussions", n, va)
+            Finding(
+                claim,
+                "F",
+                _f(a.get("F")),
+                "one-way ANOVA over discussion means",
+                "discussions",
+                n,
+                va,
+                id="fac.toxicity_differs",
+            )
         )
         note = _with("one mean per discussion; the paper reports only the rating-level p", ev.seed_msg)
         j.rows.append(Row(quantity, p, None, finding=f"{claim} (p < {ALPHA})", verdict=va, flags=a_flags, note=note))
@@ -181,7 +204,19 @@ def finding2_no_gain(ev: Evidence) -> Judgement:
         note=_with(note, looks_for),
     )
     return Judgement(
-        [Finding(claim, f"elaborate minus {reference} mean toxicity", None, test, "discussions", n, v)], [row]
+        [
+            Finding(
+                claim,
+                f"elaborate minus {reference} mean toxicity",
+                None,
+                test,
+                "discussions",
+                n,
+                v,
+                id="fac.no_gain_beyond_simple",
+            )
+        ],
+        [row],
     )
 
 
@@ -203,7 +238,21 @@ def finding2_table2(ev: Evidence) -> Judgement:
         flags=ev.ols.flags,
         note=na or ", ".join(f"{k}: {x:.4f}" for k, x in have.items() if x is not None) or "terms not estimated",
     )
-    return Judgement([Finding(claim, stat, None, BY_DISCUSSION, "discussions", n, v)], [row])
+    return Judgement(
+        [
+            Finding(
+                claim,
+                stat,
+                None,
+                BY_DISCUSSION,
+                "discussions",
+                n,
+                v,
+                id="fac.elaborate_lower_over_time",
+            )
+        ],
+        [row],
+    )
 
 
 def finding3(ev: Evidence) -> Judgement:
@@ -230,7 +279,19 @@ def finding3(ev: Evidence) -> Judgement:
     )
     test = "one-sample t over discussions"
     return Judgement(
-        [Finding(claim, "mean rate per discussion - threshold", diff, test, "discussions", len(main), v)], [row]
+        [
+            Finding(
+                claim,
+                "mean rate per discussion - threshold",
+                diff,
+                test,
+                "discussions",
+                len(main),
+                v,
+                id="fac.intervene_almost_always",
+            )
+        ],
+        [row],
     )
 
 
@@ -273,7 +334,21 @@ def fig5b(ev: Evidence) -> Judgement:
         verdict=v,
         note=", ".join(f"{k}: {x.mean():.3f} (n = {len(x)})" for k, x in by_tt.items()) or "no ablation",
     )
-    return Judgement([Finding(claim, "respond minus each other", None, "Welch t per pair", "discussions", n, v)], [row])
+    return Judgement(
+        [
+            Finding(
+                claim,
+                "respond minus each other",
+                None,
+                "Welch t per pair",
+                "discussions",
+                n,
+                v,
+                id="fac.respond_lowest_diversity",
+            )
+        ],
+        [row],
+    )
 
 
 def fig5a(ev: Evidence) -> Judgement:
@@ -293,7 +368,21 @@ def fig5a(ev: Evidence) -> Judgement:
         verdict=v,
         note=", ".join(f"{k}: {x.mean():.3f} (n = {len(x)})" for k, x in by_model.items()),
     )
-    return Judgement([Finding(claim, "Qwen minus each other", None, "Welch t per pair", "discussions", n, v)], [row])
+    return Judgement(
+        [
+            Finding(
+                claim,
+                "Qwen minus each other",
+                None,
+                "Welch t per pair",
+                "discussions",
+                n,
+                v,
+                id="fac.qwen_highest_diversity",
+            )
+        ],
+        [row],
+    )
 
 
 def fig6(ev: Evidence) -> Judgement:
@@ -302,7 +391,16 @@ def fig6(ev: Evidence) -> Judgement:
     claim = "trolls raise other users' toxicity only with the instruction prompt"
     stat = "non-troll toxicity, with minus without trolls (instruction prompt)"
     test = "Welch t over discussions; and the instruction effect above the basic one"
-    finding = Finding(claim, stat, effects.get("instruction prompt"), test, "discussions", None, v)
+    finding = Finding(
+        claim,
+        stat,
+        effects.get("instruction prompt"),
+        test,
+        "discussions",
+        None,
+        v,
+        id="fac.trolls_need_instruction_prompt",
+    )
     row = Row(
         "Fig. 6: non-troll toxicity, with minus without trolls (instruction prompt)",
         effects.get("instruction prompt"),

@@ -22,6 +22,7 @@ from socsim.facilitation.analysis import tests as ts
 from socsim.facilitation.analysis.claims import CLAIMS, Evidence
 from socsim.facilitation.analysis.plots import plots
 from socsim.io.claims import assemble, judge_all
+from socsim.io.findings import Scope
 from socsim.io.report import AnalysisInputs, Finding, Report, Table
 from socsim.io.vs_paper import differences
 
@@ -187,7 +188,8 @@ def by_model(inputs: AnalysisInputs, human: pd.DataFrame | None) -> list[Finding
         ids = setups.loc[setups["model"] == model, "discussion_id"]
         own = {k: inputs[k][inputs[k]["discussion_id"].isin(ids)].reset_index(drop=True) for k in TABLES}
         ev = measure(replace(inputs, tables=own), human).ev
-        out += [replace(f, claim=f"{f.claim} [{model}]") for _, j in judge_all(CLAIMS, ev) for f in j.findings]
+        judged = [f for _, j in judge_all(CLAIMS, ev) for f in j.findings]
+        out += [f.judged_on(Scope.model(model), claim=f"{f.claim} [{model}]") for f in judged]
     return out
 
 
@@ -205,7 +207,9 @@ def report(inputs: AnalysisInputs, agreement: dict[str, Any]) -> Report:
     m = measure(inputs, human)
     rep = assemble(base_report(m, agreement, source), CLAIMS, m.ev)
     rep.plots = plots(rep)  # after assemble: the claims' flags reach the panels (Report.flags_on)
-    rep.findings += by_model(inputs, human)
+    models = sorted(inputs["setups"]["model"].unique())
+    pooled = Scope.model(models[0]) if len(models) == 1 else Scope.all_models()  # (one model: its findings)
+    rep.findings = [f.judged_on(pooled) for f in rep.findings] + by_model(inputs, human)
     if data_source:
         rep.provenance["data_source"] = data_source
     anova = m.ev.anova

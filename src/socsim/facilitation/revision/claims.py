@@ -31,9 +31,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from socsim.facilitation.findings import REVISED_IDS
 from socsim.facilitation.revision.data import NO_FACILITATOR
 from socsim.facilitation.revision.measures import POOLED, in_scope
 from socsim.io.claims import Claim, Judgement
+from socsim.io.findings import Scope
 from socsim.io.report import Finding, Table
 from socsim.io.vs_paper import Row
 from socsim.stats import degeneracy as dg
@@ -143,6 +145,7 @@ def _judge(
     has several, as a last finding per scope), a vs_paper row per part on all models, and the grid rows."""
     j, grid = Judgement(), []
     for scope in ev.scopes:
+        judged = Scope.all_models() if scope == POOLED else Scope.model(scope)
         units, interv = in_scope(ev.units, scope), in_scope(ev.interv, scope)
         flags = ev.flags.get(scope, [])
         verdicts = []
@@ -153,7 +156,21 @@ def _judge(
             )
             verdicts.append(vd.named(part.name, v) if len(parts) > 1 else v)
             label = f"{claim}: {part.name}" if len(parts) > 1 else claim
-            j.findings.append(Finding(f"{label} [{scope}]", statistic, t.estimate, test, UNIT, t.n, v, t.ci))
+            j.findings.append(
+                Finding(
+                    f"{label} [{scope}]",
+                    statistic,
+                    t.estimate,
+                    test,
+                    UNIT,
+                    t.n,
+                    v,
+                    t.ci,
+                    id=REVISED_IDS[name],
+                    scope=judged,
+                    part=part.name if len(parts) > 1 else "",
+                )
+            )
             grid.append(_grid_row(name, part.name, scope, v, t, test))
             if scope == POOLED:
                 j.rows.append(
@@ -169,7 +186,11 @@ def _judge(
                 )
         if len(parts) > 1:
             v = vd.all_of(verdicts)
-            j.findings.append(Finding(f"{claim} [{scope}]", "every part", None, test, UNIT, None, v))
+            j.findings.append(
+                Finding(
+                    f"{claim} [{scope}]", "every part", None, test, UNIT, None, v, id=REVISED_IDS[name], scope=judged
+                )
+            )
             grid.append(_grid_row(name, "all parts", scope, v, Tested(None, None, v.p, 0), test))
     j.tables[f"grid_{name}"] = Table(pd.DataFrame(grid, columns=GRID), name)
     return j

@@ -29,6 +29,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from socsim.io import findings as fd
 from socsim.io import vs_paper
 from socsim.io.claims import Claim, Judgement, judge_all
 from socsim.io.report import Finding, Flagged, Table
@@ -194,7 +195,9 @@ class Scope:
         g = self.g
         self.biases = sorted(set(g.bias), key=cast(Callable[[str], int], BIAS_ORDER.get))
         start = "" if k["init"] == "uniform" else f", {k['init']} start"
-        self.label = f"{k['model']}, {k['memory']}, {k['topology']}{start}"
+        self.part = f"{k['memory']}, {k['topology']}{start}"  # the finding's part (socsim.io.findings)
+        self.label = f"{k['model']}, {self.part}"
+        self.judged = fd.Scope.model(k["model"])
         mine = [(r, f) for r, f in self.ev.test_rows or [] if all(r[c] == k[c] for c in SCOPE)]
         self.one = [(r, f) for r, f in mine if r["test"] == "one-sample t: B vs 0" and r["framing"] == "false"]
         pair = [(r, f) for r, f in mine if r["test"] == "paired t: B true vs false"]
@@ -259,6 +262,9 @@ def false_negative(s: Scope) -> Finding | None:
         verdict=vd.all_of(negative + s.higher)
         if s.pair
         else vd.Verdict(None, "needs both framings: B < 0 under false framing alone does not follow the truth"),
+        id="od.truth_false_negative",
+        scope=s.judged,
+        part=s.part,
     )
 
 
@@ -277,6 +283,9 @@ def true_higher(s: Scope) -> Finding | None:
         unit="topics",
         n=min(r["n"] for r, _ in s.pair),
         verdict=vd.all_of(s.higher),
+        id="od.truth_true_higher",
+        scope=s.judged,
+        part=s.part,
     )
 
 
@@ -328,7 +337,15 @@ def judge_truth(s: Scope) -> Judgement:
 
 
 def d_rises(
-    g: pd.DataFrame, biases: list[str], flags: list[dg.Flag], claim: str, label: str, alpha: float = vd.ALPHA
+    g: pd.DataFrame,
+    biases: list[str],
+    flags: list[dg.Flag],
+    claim: str,
+    label: str,
+    alpha: float = vd.ALPHA,
+    *,
+    model: str,
+    part: str,
 ) -> Finding:
     """ "D rises with confirmation bias" in one scope, by adjacent steps of the bias levels that ran
     (`steps`: none < weak and weak < strong on three levels), topics as the unit: a topic's D per level
@@ -364,13 +381,16 @@ def d_rises(
         unit="topics",
         n=min(ns) if ns else 0,
         verdict=vd.all_of(parts) if parts else vd.Verdict(None, f"needs 2 bias levels, ran {len(biases)}"),
+        id="od.d_rises_with_bias",
+        scope=fd.Scope.model(model),
+        part=part,
     )
 
 
 def d_rises_of(s: Scope) -> Finding:
     """`d_rises` in a scope, with its model's main-ratings flags and the final-value flags of its cells."""
     fl = dg.collect(s.ev.flags.get((s.k["model"], MAIN), []), cells_flags(s.ev.finals, s.g))
-    return d_rises(s.g, s.biases, fl, s.d_claim, s.label, s.ev.alpha)
+    return d_rises(s.g, s.biases, fl, s.d_claim, s.label, s.ev.alpha, model=s.k["model"], part=s.part)
 
 
 def judge_d_rises(s: Scope) -> Judgement:
@@ -549,6 +569,8 @@ def _outside_finding(ev: Evidence, o: Outside, tab: pd.DataFrame, flags: Mapping
             unit="simulations per world",
             n=n,
             verdict=verdict,
+            id="od.outside_info_open_world",
+            scope=fd.Scope.model(model),
         )
         ro, rc = (ref.get("open") or {}).get("rate"), (ref.get("closed") or {}).get("rate")
         cells = main[main.model == model]
