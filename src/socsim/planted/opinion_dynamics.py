@@ -17,7 +17,7 @@ o_0 the agent's initial belief (its persona's): opinions drift toward the truth 
 false framing, > 0 under true framing) until they stand K_b levels on the truth's side of where the agent
 began, and confirmation bias makes agents move less toward others and the truth, so opinions stay diverse
 (D rises with the bias). The budget keeps the paper's 100 steps (about ten reports an agent) from driving
-every agent to the end of the scale: there, by a Monte-Carlo of this formula, B is about -1.7 (none) and -1.1
+every agent to the end of the scale: there, by a Monte-Carlo of this formula, B is about -1.7 (none) and -1.0
 (strong) under false framing and D about 0.4 and 0.9 (the paper's Table 1: B -1.42, D 0.64), where an unbounded
 drift gave B -1.99 and D 0 (docs/rehearsal.md). A reflective summary states o. A control (no interaction)
 reports o + e rounded (no drift: no effect planted there); the bare control (no persona) a level drawn uniformly.
@@ -55,15 +55,15 @@ EFFECTS: dict[str, float] = {
     "truth_drift.strong": 0.4,
     # How far (scale levels, on the truth's side) from its initial belief an agent's drift toward the truth takes it.
     "truth_budget.none": 1.0,
-    "truth_budget.weak": 0.75,
-    "truth_budget.strong": 0.5,
+    "truth_budget.weak": 0.6,
+    "truth_budget.strong": 0.25,
 }
 # The claims the control design (params.control.yaml: 8 topics, bias none and strong, T = 10) has power for,
 # by finding id: per-topic tests over 8 topics (the verdict needs 3); with the truth budget each held in
 # 10 of 10 replicate control runs (benchmarks/planted_power.py --studies opinion_dynamics measures it over seeds).
 POWERED: dict[str, str] = {
-    "od.truth_false_negative": "truth drift 0.8 / 0.4 a report (budget 1.0 / 0.5), 8 topics",
-    "od.truth_true_higher": "truth drift 0.8 / 0.4 a report (budget 1.0 / 0.5), 8 topics",
+    "od.truth_false_negative": "truth drift 0.8 / 0.4 a report (budget 1.0 / 0.25), 8 topics",
+    "od.truth_true_higher": "truth drift 0.8 / 0.4 a report (budget 1.0 / 0.25), 8 topics",
     "od.d_rises_with_bias": "social influence 0.5 vs 0.1 (none vs strong), 8 topics",
 }
 PLANTED: dict[str, str] = {}  # every planted effect is powered (any other finding: not planted)
