@@ -64,8 +64,9 @@ POWERED: dict[str, str] = {
 }
 # Findings the generative model builds (in the claimed direction) that the control design has no power for, by
 # finding id (why); any other finding is not planted (the scorecard marks each control cell so).
+# (The planted humans keep their drawn level, so "the humans do not change" is built into the data, not the model:
+# their findings are the humans' column's, which no control mark concerns.)
 PLANTED: dict[str, str] = {
-    "deb.humans_no_change": "the synthetic humans keep their drawn level; the equivalence test has ~0.2 power at 28",
     "deb.private_profile_ablation": "a side effect: without a profile a twin writes uniform levels; Mode 3 only here",
 }
 NOISE_SD = 0.25  # a written level's noise before rounding to the scale (both variants alike; not an effect)

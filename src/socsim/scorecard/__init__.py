@@ -386,8 +386,10 @@ def scorecard(folders: Sequence[Folder]) -> tuple[pd.DataFrame, pd.DataFrame]:
     ]
     out["reason"] = out["reason"].where(judged, reasons)
     out["mark"] = [  # what a control's cell can speak to (socsim.planted.answers.mark)
-        planted_mark(st, fid, str(i).startswith(MODEL_IDS["null"])) if c else ""
-        for st, fid, i, c in zip(out["study"], out["finding_id"], out["identity"], out["control"], strict=True)
+        planted_mark(st, fid, str(i).startswith(MODEL_IDS["null"])) if c and j else ""
+        for st, fid, i, c, j in zip(
+            out["study"], out["finding_id"], out["identity"], out["control"], judged, strict=True
+        )
     ]
     return out[COLUMNS].reset_index(drop=True), cols.reset_index(drop=True)
 
@@ -396,7 +398,7 @@ def cell_text(row: Mapping[str, Any], width: int = 0) -> str:
     """A cell in words: the verdict, the effect with its interval, n and unit; the reason when it is not a verdict."""
     verdict = str(row["verdict"])
     if verdict in (NOT_RUN, NOT_CLAIMED):
-        return verdict + (f" [{row['mark']}]" if row.get("mark") else "")
+        return verdict
     parts = [verdict]
     if row.get("value") is not None and not pd.isna(row["value"]):
         effect = tables.cell(float(row["value"]), ".3g")

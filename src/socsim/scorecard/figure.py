@@ -42,7 +42,7 @@ MARKS = {
 def _short(row: pd.Series) -> str:
     mark = MARKS.get(str(row.get("mark") or ""), "")  # a control's cell: what it can speak to
     if row["verdict"] == "not run":
-        return "\n".join(x for x in ("not run", mark) if x)
+        return "not run"
     if row["verdict"] == "not claimed in this version":
         return "not claimed\nin this\nversion"
     lines = [str(row["verdict"])]

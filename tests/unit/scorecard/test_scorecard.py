@@ -213,5 +213,6 @@ def test_a_controls_cells_say_what_it_can_speak_to(tmp_path):
     assert mark[("coh.disagreement_suppressed", "planted")] == "not planted"
     assert mark[("coh.test1", "planted-null")] == "not planted"  # the null twin plants nothing
     assert mark[("coh.test1", "smollm2-135m")] == ""  # a language model's cell has no mark
+    assert mark[("coh.test2", "planted-null")] == ""  # nor a cell that was not run
     cells = {sc.cell_text(r) for r in long.to_dict("records") if r["model"] == "planted"}
     assert any(c.startswith("holds") and c.endswith("[planted, powered]") for c in cells), cells
