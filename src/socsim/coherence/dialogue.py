@@ -19,7 +19,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from socsim.llm import IntRange, LLMClient, Request, Sampling
-from socsim.planted import reader_of
+from socsim.models import reader_of
 from socsim.sim import judge as sim_judge
 from socsim.sim import policies, runner, stop, views
 from socsim.sim.episode import Episode, Speaker, play
@@ -171,7 +171,7 @@ def judges_for(
     """The judge (a registry name) of every agent model: `judge_models[agent model]` where given,
     otherwise `judge_model` (the paper avoids a model judging its own conversations), except that a
     planted model (a control, by its `registry` entry) judges its own conversations by default
-    (socsim.planted.reader_of: no other model reads its levels). A key of `judge_models` that is no
+    (socsim.models.reader_of: no other model reads its levels). A key of `judge_models` that is no
     agent model is an error (a typo), unless it names a model of the `registry`: then it is a judge
     for a model this run leaves out (params.paper.yaml's mapping for Llama3.1-8B when `agent_models`
     is cut to a subset)."""

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from socsim.coherence import schemas
-from socsim.planted import is_control
+from socsim.models import reads_itself
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, analysis_folder, shard_table
 
 if TYPE_CHECKING:
@@ -95,12 +95,12 @@ def _agent_model_names(p: Mapping[str, Any]) -> dict[str, str]:
 
 def _judge_model_names(p: Mapping[str, Any]) -> dict[str, str]:
     """Stage.models of judge and calibrate: every agent model's judge (and judge_model, the fallback, unless
-    every agent model is a control, which judges itself: socsim.planted.reader_of)."""
+    every agent model is a control, which judges itself: socsim.models.reader_of)."""
     from socsim.coherence import dialogue
 
     cp = p["coherence"]
     judges = dialogue.judges_for(list(cp["agent_models"]), cp["judge_model"], cp["judge_models"], p["models"])
-    fallback = [] if all(is_control(p["models"].get(m)) for m in cp["agent_models"]) else [cp["judge_model"]]
+    fallback = [] if all(reads_itself(p["models"].get(m)) for m in cp["agent_models"]) else [cp["judge_model"]]
     return dict.fromkeys([*judges.values(), *fallback], _judge_key(cp))
 
 

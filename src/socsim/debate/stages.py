@@ -12,7 +12,7 @@ import pandas as pd
 
 from socsim.debate import schemas
 from socsim.debate.setups import settings
-from socsim.planted import reader_of
+from socsim.models import reader_of
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, analysis_folder, shard_table
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ def _annotator_name(p: Mapping[str, Any]) -> dict[str, str]:
 
 def _reader_names(p: Mapping[str, Any]) -> dict[str, str]:
     """The models that annotate the twins' texts -> the params key that names each: the annotator for a
-    language model's texts, a control's own for its texts (socsim.planted.reader_of)."""
+    language model's texts, a control's own for its texts (socsim.models.reader_of)."""
     configured = p[DB]["annotator"]["model"]
     out: dict[str, str] = {}
     for m in p[DB]["agent_models"]:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from socsim.facilitation import materials, schemas
-from socsim.planted import reader_of
+from socsim.models import reader_of
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, analysis_folder, shard_table
 
 DATA = "data/facilitation"
@@ -91,7 +91,7 @@ def run_simulate(ctx: StageContext) -> None:
 
 def _readers(p: Mapping[str, Any]) -> dict[str, str]:
     """Stage.models of annotate: the models that rate the comments -> the params key that names each: the
-    annotation model for a language model's comments, a control's own for its comments (socsim.planted.reader_of)."""
+    annotation model for a language model's comments, a control's own for its comments (socsim.models.reader_of)."""
     fp, configured = p["facilitation"], model_of(p["facilitation"], "annotation")
     out: dict[str, str] = {}
     for m in fp["models"]:

@@ -9,9 +9,9 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from socsim.io.parquet import write_json
+from socsim.models import reader_of, reads_itself
 from socsim.opinion_dynamics import schemas
 from socsim.opinion_dynamics.plot_layout import FIGURES
-from socsim.planted import is_control, reader_of
 from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, analysis_folder, shard_table
 
 DATA = "data/opinion_dynamics"
@@ -62,7 +62,7 @@ def _human_ratings(against: str | None) -> bool:
 
 def _readers(p: Mapping[str, Any], configured: str, where: str) -> dict[str, str]:
     """The models that read the agents' outputs -> the params key that names each: `configured` (named by
-    `where`) for a language model's outputs, a control's own for its outputs (socsim.planted.reader_of)."""
+    `where`) for a language model's outputs, a control's own for its outputs (socsim.models.reader_of)."""
     out: dict[str, str] = {}
     for m in p[OD]["agent_models"]:
         r = reader_of(p["models"], m, configured)
@@ -149,9 +149,9 @@ def run_validate(ctx: StageContext) -> None:
         against = f"human ratings ({v['against']})"
     else:
         registry = ctx.params["models"]
-        # a control's reports are read by the control alone (socsim.planted): the second classifier validates
+        # a control's reports are read by the control alone (models.reads_itself): the second classifier validates
         # the configured classifier on the language models' reports
-        events = [e for e in ctx.rows("events") if not is_control(registry.get(e["model"]))]
+        events = [e for e in ctx.rows("events") if not reads_itself(registry.get(e["model"]))]
         claims = {s["sim_id"]: s["claim"] for s in ctx.rows("setups")}
         from socsim import seeds
 

@@ -15,8 +15,9 @@ what the model writes and how the study's own prompts, parsers and annotators re
 The null twin (`--effects null`) writes the same kind of text with levels drawn independently of every
 condition: whatever "holds" on it is a false positive, at most at the claims' alpha.
 
-Which model reads a control's outputs: the control itself (`reader_of`), as no other model reads its
-levels, and a control never reads a language model's outputs.
+Which model reads a control's outputs: the control itself, as no other model reads its levels, and a control
+never reads a language model's outputs: the registry's rule (socsim.models.reader_of: a model served on this
+package's ENGINE reads itself), so that the studies need not import this package.
 """
 
 from __future__ import annotations
@@ -44,21 +45,9 @@ def control_label(model_id: str | None) -> str | None:
     return next((CONTROL_LABELS[v] for v, mid in MODEL_IDS.items() if mid == model_id), None)
 
 
-def is_control(entry: Mapping[str, Any] | None) -> bool:
-    """Whether a registry entry (params' models.<name>) is a planted model (served by the engine `planted`)."""
-    serve = (entry or {}).get("serve") or {}
-    return serve.get("engine") == ENGINE
-
-
 def is_control_id(model_id: str | None) -> bool:
     """Whether a served model id (as provenance records it) is a planted model's."""
     return model_id in MODEL_IDS.values()
-
-
-def reader_of(registry: Mapping[str, Any], agent_model: str, configured: str) -> str:
-    """The model that annotates, judges or classifies `agent_model`'s outputs: the control itself when
-    `agent_model` is a planted model (only it reads the levels it writes), else the study's `configured` one."""
-    return agent_model if is_control(registry.get(agent_model)) else configured
 
 
 @dataclass

@@ -140,3 +140,29 @@ def test_the_checks_find_a_circle_and_an_upward_arrow(tmp_path):
     graph = imports(tmp_path)
     assert graph["socsim.llm.client"] == {"socsim.models"} and graph["socsim.config"] == {"socsim.models"}
     assert circles(graph) == [["socsim.llm", "socsim.llm.client", "socsim.models"]]
+
+
+# The planted control is a model like any other to the studies: the reader rule is the registry's
+# (socsim.models.reader_of). One study module still imports it, named here: DEBATE's planted humans write in the
+# planted model's vocabulary (open: they belong with the control's materials).
+STUDY_IMPORTS_OF_PLANTED = {"socsim.debate.planted_humans"}
+
+
+def test_no_study_module_imports_the_planted_control():
+    studies = {"facilitation", "coherence", "opinion_dynamics", "debate"}
+    found = {mod for mod, deps in imports().items() if part(mod) in studies and any(part(d) == "planted" for d in deps)}
+    assert found == STUDY_IMPORTS_OF_PLANTED
+
+
+def test_a_model_served_on_the_planted_engine_reads_itself_and_no_other_does():
+    from socsim.models import reader_of, reads_itself
+
+    registry = {
+        "planted": {"backend": "openai", "serve": {"engine": "planted", "model": "planted"}},
+        "qwen": {"backend": "openai", "serve": {"engine": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct"}},
+        "smollm2-135m": {"backend": "embedded"},
+    }
+    assert [reads_itself(registry[m]) for m in registry] == [True, False, False]
+    assert reader_of(registry, "planted", "judge") == "planted"
+    assert reader_of(registry, "qwen", "judge") == reader_of(registry, "smollm2-135m", "judge") == "judge"
+    assert reader_of(registry, "not-in-the-registry", "judge") == "judge"
