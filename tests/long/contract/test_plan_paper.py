@@ -1,7 +1,7 @@
 """The paper params planned: their coherence grid (960 agents per cell, 2 million planned calls),
 facilitation's 144 discussions (their echo check compares every intervention with the comments before it)
 and opinion dynamics' 360 simulations of T = 100 take minutes to plan, so they are cut here (every model,
-strategy, world and topic stays; in full in the README). DEBATE's data come from the Hub: the fixture has the
+strategy, world and topic stays; in full in docs/benchmarks.md). DEBATE's data come from the Hub: the fixture has the
 same layout. Still 30 s of planning: in the slow lane (the other shipped params: tests/unit/contract/test_plan.py)."""
 
 from __future__ import annotations
