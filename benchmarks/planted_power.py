@@ -13,6 +13,7 @@ one holds beside the nominal rate (a two-sided test read in its direction: alpha
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -45,7 +46,13 @@ def replicate(project: Path, seed: int, params: str, studies: list[str], cores: 
     # The seed as a params file: socsim's commands read params files (Snakemake's --config reaches no command).
     (project / "seed.yaml").write_text(f"seed: {seed}\n")
     cmd = ["snakemake", "--cores", str(cores), "--configfile", params, "seed.yaml", "--", *studies]
-    proc = subprocess.run(cmd, cwd=project, capture_output=True, text=True)
+    # The copy's own code (its src first): the repository's may change while the replicates run.
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(project / "src"),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
+    proc = subprocess.run(cmd, cwd=project, capture_output=True, text=True, env=env)
     if proc.returncode:
         sys.exit(f"replicate seed {seed} failed:\n{proc.stderr[-3000:]}")
     reports = [str(project / "results" / s / "analysis") for s in studies] or [str(project / "results")]

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from socsim.io.model_record import records
+
 TEXT = (
     "The committee met on a rainy Tuesday to discuss the new bicycle lanes, the bus timetable and the "
     "library's opening hours, and every member had an opinion about each of them. "
@@ -58,25 +60,26 @@ def stage_uses(results: Path) -> list[StageUse]:
     """Every model's use in every LLM stage under results/<study>/metrics/ (shards included)."""
     out = []
     for path in sorted(results.glob("*/metrics/**/*.json")):
-        metrics = json.loads(path.read_text())
-        if not isinstance(metrics, dict) or not isinstance(metrics.get("models"), dict):
+        found = records(json.loads(path.read_text()))
+        if not found:
             continue
         study = path.relative_to(results).parts[0]
         stage = str(path.relative_to(results / study / "metrics").with_suffix(""))
-        for name, m in sorted(metrics["models"].items()):
+        for name, m in sorted(found.items()):
+            a = m.accounting
             out.append(
                 StageUse(
                     study=study,
                     stage=stage,
                     model=name,
-                    calls=int(m.get("calls", 0)),
-                    cache_hits=int(m.get("cache_hits", 0)),
-                    prompt_tokens=int(m.get("prompt_tokens", 0)),
-                    prompt_tokens_evaluated=m.get("prompt_tokens_evaluated"),
-                    completion_tokens=int(m.get("completion_tokens", 0)),
-                    wall_s=float(m.get("wall_s", 0.0)),
-                    time_s=m.get("time_s"),
-                    shapes=m.get("shapes"),
+                    calls=m.calls,
+                    cache_hits=m.cache_hits,
+                    prompt_tokens=m.count("prompt_tokens"),
+                    prompt_tokens_evaluated=a.get("prompt_tokens_evaluated"),
+                    completion_tokens=m.count("completion_tokens"),
+                    wall_s=float(a.get("wall_s", 0.0)),
+                    time_s=a.get("time_s"),
+                    shapes=a.get("shapes"),
                 )
             )
     return out

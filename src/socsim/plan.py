@@ -34,6 +34,7 @@ from typing import Any
 
 from socsim import config, studies
 from socsim.io import DataUnavailableError
+from socsim.io.model_record import records
 from socsim.llm.client import LLMClient
 from socsim.llm.counting import PlanBackend, Tally, TokenCounter
 from socsim.models import ModelSpec, resolve, sampling
@@ -286,11 +287,12 @@ def measured_rates(results: Path) -> dict[tuple[str, str, str], tuple[float, flo
             metrics = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        for model, m in (metrics.get("models") or {}).items():
-            if not isinstance(m, dict) or not m.get("calls") or not m.get("generation_wall_s"):
+        for model, m in records(metrics).items():
+            wall = float(m.accounting.get("generation_wall_s") or 0.0)
+            if not m.calls or not wall:
                 continue
             tok, sec = out.get((study, stage, model), (0.0, 0.0))
-            out[(study, stage, model)] = (tok + m["prompt_tokens"], sec + m["generation_wall_s"])
+            out[(study, stage, model)] = (tok + m.count("prompt_tokens"), sec + wall)
     return out
 
 
@@ -480,9 +482,9 @@ def compare(plan_path: Path, results: Path) -> tuple[str, list[dict[str, Any]]]:
             if not path.is_file():
                 continue
             metrics = json.loads(path.read_text(encoding="utf-8"))
-            m = (metrics.get("models") or {}).get(r["model"], {})
+            m = records(metrics).get(r["model"])
             for k in actual:
-                actual[k] += int(m.get(k, 0))
+                actual[k] += m.count(k) if m is not None else 0
             metrics.setdefault("planned", {})[r["model"]] = planned
             atomic_json(path, metrics)
         out.append(

@@ -39,6 +39,7 @@ from urllib.parse import quote
 import socsim
 from socsim import studies, workflow
 from socsim.canonical import canonical_json
+from socsim.io.model_record import ModelRecord, records
 from socsim.io.parquet import UnreadableError, read_provenance
 from socsim.stages import ALL, SHARD, Stage, Study
 
@@ -313,17 +314,17 @@ def identity_text(identity: Mapping[str, Any]) -> str:
     return f"{identity.get('model_id')}" + (f"@{sha[:12]}" if sha else "") + f" ({identity.get('runtime')})"
 
 
-def engine(model: Mapping[str, Any]) -> str | None:
+def engine(model: ModelRecord) -> str | None:
     """What computed a model's answers: the run's own server (engine and version), else the engine an external
     server names itself as at the probe (`engine`: owned_by and /version), else the identity's runtime (the
     embedded model's llama-cpp-python; an external server's own name)."""
-    server = model.get("server") or {}
+    server = model.server or {}
     if server.get("engine"):
         return " ".join(str(server[k]) for k in ("engine", "version") if server.get(k))
-    named = model.get("engine") or {}
+    named = model.engine or {}
     if named.get("name"):
         return " ".join(str(named[k]) for k in ("name", "version") if named.get(k))
-    identity = model.get("identity") or {}
+    identity = model.identity
     return str(identity["runtime"]) if identity.get("runtime") else None
 
 
@@ -336,25 +337,25 @@ def default_sampling(provenance: Mapping[str, Any], name: str) -> dict[str, Any]
     return merged or None
 
 
-def model_fields(name: str, model: Mapping[str, Any], job: Job) -> list[tuple[str, Any, str]]:
+def model_fields(name: str, model: ModelRecord, job: Job) -> list[tuple[str, Any, str]]:
     """(name, value, where it was read) of one model's PropertyValues in one job."""
     key = f"{job.metrics_file}: models.{name}"
     out: list[tuple[str, Any, str]] = []
-    for k, v in sorted((model.get("identity") or {}).items()):
+    for k, v in sorted(model.identity.items()):
         out.append((k, v, f"{key}.identity.{k}"))
     out.append(("engine", engine(model), f"{key}.server (engine, version), else {key}.identity.runtime"))
-    for k, v in sorted((model.get("server") or {}).items()):
+    for k, v in sorted((model.server or {}).items()):
         out.append((f"server.{k}", v, f"{key}.server.{k}"))
-    if model.get("sampling") is not None:  # as the stage applied it, where its metrics record it
-        out.append(("sampling", model["sampling"], f"{key}.sampling"))
+    if model.sampling is not None:  # as the stage applied it, where its metrics record it
+        out.append(("sampling", model.sampling, f"{key}.sampling"))
     else:
         where = f"{job.provenance_file}: params llm.sampling, then models.{name}.sampling (the model's default)"
         out.append(("sampling", default_sampling(job.provenance, name), where))
-    out += [(k, model.get(k), f"{key}.{k}") for k in ACCOUNTING]
-    if model.get("canary"):  # the constraint canaries its server answered (socsim.llm.canary)
-        out.append(("canary", model["canary"], f"{key}.canary"))
-    if model.get("replayed_from"):
-        out.append(("replayed_from", model["replayed_from"], f"{key}.replayed_from"))
+    out += [(k, model.accounting.get(k), f"{key}.{k}") for k in ACCOUNTING]
+    if model.canary:  # the constraint canaries its server answered (socsim.llm.canary)
+        out.append(("canary", model.canary, f"{key}.canary"))
+    if model.replayed_from:
+        out.append(("replayed_from", model.replayed_from, f"{key}.replayed_from"))
     return [(n, v, w) for n, v, w in out if v is not None]
 
 
@@ -387,8 +388,8 @@ def answered(jobs: Sequence[Job]) -> list[Answered]:
     """Every (registry name, identity) that answered in the run, with the jobs it answered in and its totals."""
     found: dict[tuple[str, str], Answered] = {}
     for job in jobs:
-        for name, model in sorted((job.metrics.get("models") or {}).items()):
-            identity = dict(model.get("identity") or {})
+        for name, model in sorted(records(job.metrics).items()):
+            identity = dict(model.identity)
             a = found.setdefault((name, canonical_json(identity)), Answered(name, identity))
             a.jobs.append(job.label)
             for n, v, _ in model_fields(name, model, job):
@@ -613,8 +614,8 @@ def _job_action(crate: Crate, job: Job, params: str | None) -> tuple[str, str]:
         objects.append(params)
     results = [f for f in (crate.data(p) for p in job.outputs) if f]
     groups = [
-        crate.model_group(aid, name, model.get("identity") or {}, model_fields(name, model, job))
-        for name, model in sorted((job.metrics.get("models") or {}).items())
+        crate.model_group(aid, name, model.identity, model_fields(name, model, job))
+        for name, model in sorted(records(job.metrics).items())
     ]
     action = {
         "@id": aid,

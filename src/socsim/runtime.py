@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from socsim import models
 from socsim.config import ParamsError
+from socsim.io.model_record import ModelRecord
 
 if TYPE_CHECKING:
     from socsim.llm import LLMClient
@@ -102,14 +103,14 @@ class ModelRuntime:
         """Accounting of the clients: totals, and each model's own (the models that answered)."""
         servers = self.servers()
         per = {
-            name: {
-                **c.accounting.as_metrics(),
-                "identity": c.identity(),
-                **({"server": servers[name]} if name in servers else {}),
-                **({"engine": engine} if (engine := getattr(c.backend, "engine", None)) else {}),
-                **({"canary": canaried} if (canaried := getattr(c.backend, "canaried", None)) else {}),
-                **({"replayed_from": where} if (where := getattr(c.backend, "replayed_from", None)) else {}),
-            }
+            name: ModelRecord(
+                identity=c.identity(),
+                accounting=c.accounting.as_metrics(),
+                server=servers.get(name),
+                engine=getattr(c.backend, "engine", None),
+                canary=getattr(c.backend, "canaried", None),
+                replayed_from=getattr(c.backend, "replayed_from", None),
+            ).as_json()
             for name, c in self._clients.items()
             if c.answered
         }

@@ -39,6 +39,7 @@ import pandas as pd
 import socsim
 from socsim.io import tables
 from socsim.io.findings import study_findings, undeclared
+from socsim.io.model_record import records
 from socsim.io.parquet import write_json
 from socsim.io.report import FINDING_COLUMNS
 from socsim.planted import MODEL_IDS, control_label, is_control_id
@@ -133,9 +134,9 @@ def _answered(folder: Path) -> dict[str, dict[str, Any]]:
                 data = json.loads(f.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
-            for name, m in (data.get("models") or {}).items() if isinstance(data, dict) else ():
-                if isinstance(m, dict) and isinstance(m.get("identity"), dict):
-                    out.setdefault(name, m["identity"])
+            for name, m in records(data).items():
+                if m.identity:
+                    out.setdefault(name, dict(m.identity))
         break
     return out
 
