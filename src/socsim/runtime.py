@@ -107,9 +107,9 @@ class ModelRuntime:
                 identity=c.identity(),
                 accounting=c.accounting.as_metrics(),
                 server=servers.get(name),
-                engine=getattr(c.backend, "engine", None),
-                canary=getattr(c.backend, "canaried", None),
-                replayed_from=getattr(c.backend, "replayed_from", None),
+                engine=c.backend.engine,
+                canary=c.backend.canaried,
+                replayed_from=c.backend.replayed_from,
             ).as_json()
             for name, c in self._clients.items()
             if c.answered

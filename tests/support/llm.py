@@ -12,10 +12,10 @@ from collections.abc import Callable
 
 from socsim.llm import canary
 from socsim.llm.local import SERVED_MODEL_ID
-from socsim.llm.types import Completion
+from socsim.llm.types import Capabilities, Completion
 
 
-class Scripted:
+class Scripted(Capabilities):
     """The one scripted test backend: its speakers follow a script, reply(request) -> text; it records
     every request. No model: what the fast lane's tests use in place of the LLM layer's backends."""
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, Protocol
 
 from socsim.canonical import canonical_json
@@ -39,9 +39,24 @@ def _short(spec: dict[str, Any]) -> str:
 
 
 class Backend(Protocol):
-    """What every backend (embedded, tgi, openai) provides; only LLMClient talks to it."""
+    """What every backend (embedded, tgi, openai, a replay, the plan's counter) provides; only LLMClient talks to
+    it. Besides the four calls, the optional capabilities, declared by every backend (`Capabilities` gives their
+    absence) and forwarded whole by every wrapper: what the stage's model record and its messages say."""
 
-    retries: int  # retries so far (timeouts, connection errors, 429, 5xx)
+    @property
+    def retries(self) -> int: ...  # retries so far (timeouts, connection errors, 429, 5xx)
+
+    @property
+    def name(self) -> str | None: ...  # the registry name, where the backend knows it (messages)
+
+    @property
+    def engine(self) -> dict[str, Any] | None: ...  # the engine as a server names itself at the probe
+
+    @property
+    def canaried(self) -> list[dict[str, Any]] | None: ...  # the constraint canaries its server answered
+
+    @property
+    def replayed_from(self) -> str | None: ...  # the recording a replay answers from
 
     async def probe(self) -> dict[str, Any]: ...  # load the model / check every endpoint; returns identity()
 
@@ -50,6 +65,10 @@ class Backend(Protocol):
     async def complete(self, request: Request) -> Completion: ...
 
     async def aclose(self) -> None: ...  # release the model / connections (a later call reopens)
+
+    def endpoint_stats(self) -> dict[str, dict[str, int | bool]] | None: ...  # per endpoint (server pools)
+
+    def canary_of(self) -> Callable[[], Awaitable[list[dict[str, Any]]]] | None: ...  # its constraint canary
 
 
 class LLMClient:
@@ -127,8 +146,9 @@ class LLMClient:
                 completion = await self.backend.complete(request)
             finally:
                 acc.retries = self.backend.retries  # the backend's total: concurrent requests share it
-                if hasattr(self.backend, "endpoint_stats"):  # server pools: calls, failures, retries per endpoint
-                    acc.endpoints = self.backend.endpoint_stats()
+                stats = self.backend.endpoint_stats()  # server pools: calls, failures, retries per endpoint
+                if stats is not None:
+                    acc.endpoints = stats
             acc.call_finished(completion, grammar=request.constraint is not None)
             if self.cache is not None:
                 self.cache.put(key, completion, identity, ident_json)
@@ -161,7 +181,7 @@ class LLMClient:
         if task is False:
             return
         if task is None or (task.done() and task.cancelled()):
-            canary = getattr(self.backend, "canary", None)  # servers (through a lease); not a replay, not in process
+            canary = self.backend.canary_of()  # servers (through a lease); not a replay, not in process
             if canary is None:
                 self._canary_task = False
                 return
@@ -193,7 +213,7 @@ class LLMClient:
 
     def _unparsed_message(self) -> str:
         identity = self.identity()
-        registry = self.name or getattr(self.backend, "name", None)  # the registry name, where known
+        registry = self.name or self.backend.name  # the registry name, where known
         name = f"{registry!r} (models.{registry})" if registry else repr(identity.get("model_id", "?"))
         engine = ", ".join(
             f"{k} {identity[k]}" for k in ("backend", "dialect", "runtime", "model_id") if identity.get(k) is not None

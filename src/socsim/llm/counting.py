@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from socsim.llm.constraints import Choice, Constraint, IntRange, JsonSchema
-from socsim.llm.types import Completion, Request
+from socsim.llm.types import Capabilities, Completion, Request
 
 CHARS_PER_TOKEN = 4  # the estimate where no tokenizer is at hand
 MESSAGE_OVERHEAD = 4  # tokens a chat template adds per message (estimate)
@@ -121,7 +121,7 @@ def answer(constraint: Constraint | None, seed: int, max_tokens: int) -> tuple[s
     return FILLER * max_tokens, True
 
 
-class PlanBackend:
+class PlanBackend(Capabilities):
     """A backend that answers instantly and counts: the Backend protocol of socsim.llm.client."""
 
     kind = "plan"

@@ -17,7 +17,7 @@ from socsim.llm import hub
 from socsim.llm.batched import BatchedEngine, Finished
 from socsim.llm.constraints import Constraint
 from socsim.llm.errors import LLMConfigError
-from socsim.llm.types import Completion, Request
+from socsim.llm.types import Capabilities, Completion, Request
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -157,7 +157,7 @@ def model_fingerprint(path: Path) -> str:
     return h.hexdigest()
 
 
-class EmbeddedBackend:
+class EmbeddedBackend(Capabilities):
     """One llama.cpp model in this process. Calls are serialised (a llama.cpp context is not
     thread-safe) on one dedicated worker thread, so the event loop stays responsive and
     llama.cpp's compute threads are always driven from the same OS thread: from several

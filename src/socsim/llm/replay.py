@@ -22,7 +22,7 @@ from typing import Any
 
 from socsim.llm.cache import CallCache, request_key
 from socsim.llm.errors import LLMError, ReplayMissError
-from socsim.llm.types import Completion, Request
+from socsim.llm.types import Capabilities, Completion, Request
 
 ENV = "SOCSIM_REPLAY"
 DELAY_ENV = "SOCSIM_REPLAY_DELAY"
@@ -47,13 +47,14 @@ def recorded_caches(where: Path) -> list[Path]:
     return files
 
 
-class ReplayBackend:
+class ReplayBackend(Capabilities):
     """Answers from a recording, under the identity of the backend it stands in for (`inner`, never called:
     an embedded model is not loaded; a server model's server is only asked who it serves, as a run asks)."""
 
     def __init__(self, inner: Any, where: Path, delay: float | None = None) -> None:
         self.inner = inner
         self.where = Path(where)
+        self.replayed_from: str | None = str(self.where)  # where the answers came from (in the stage's metrics)
         self.delay = float(os.environ.get(DELAY_ENV, 0) or 0) if delay is None else delay
         self.retries = 0
         self._caches: list[CallCache] | None = None
@@ -90,11 +91,6 @@ class ReplayBackend:
             f"{len(self._caches)} call cache file(s). A replay never calls the model: record the run again on "
             f"these params and code, or unset {ENV}"
         )
-
-    @property
-    def replayed_from(self) -> str:
-        """Where the answers came from (in the stage's metrics)."""
-        return str(self.where)
 
     async def aclose(self) -> None:
         """Close the recording (a later call opens it again) and whatever the stood-in backend opened."""

@@ -29,14 +29,14 @@ import os
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
 from socsim.llm.errors import EndpointUnavailableError, LLMConfigError, LLMError, ModelIdentityError
-from socsim.llm.types import Completion, Request
+from socsim.llm.types import Capabilities, Completion, Request
 
 RETRYABLE_STATUS = {408, 425, 429, 500, 502, 503, 504}
 NO_KEY = "EMPTY"  # the Bearer token sent to servers that need no key (OpenAI clients' convention)
@@ -306,7 +306,7 @@ def _auth_error(spec: EndpointSpec, status: int | None) -> LLMError:
     )
 
 
-class ServerBackend:
+class ServerBackend(Capabilities):
     def __init__(
         self,
         kind: str,
@@ -596,6 +596,9 @@ class ServerBackend:
             prompt_tokens_evaluated=_evaluated(usage, prompt_tokens),
         )
 
+    def canary_of(self) -> Callable[[], Awaitable[list[dict[str, Any]]]] | None:
+        return self.canary
+
     async def canary(self) -> list[dict[str, Any]]:
         """The constraint canary (socsim.llm.canary), once per client, before its first constrained call: one
         request per field this backend's constraints can go in (a grammar engine's grammar field, then
@@ -621,7 +624,9 @@ class ServerBackend:
             done = await self._complete(req, field, count=False)
             try:
                 records.append(
-                    canary.check(done.text, done.finish_reason, str(field), engine, self.name, done.endpoint or "?")
+                    canary.check(
+                        done.text, done.finish_reason, str(field), engine, str(self.name), done.endpoint or "?"
+                    )
                 )
             except canary.ConstraintIgnoredError as exc:
                 if field == "response_format" or ignored is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,3 +114,18 @@ def alternating(messages: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str],
     elif system:
         turns[0] = ("user", system + "\n\n" + turns[0][1])
     return tuple(turns)
+
+
+class Capabilities:
+    """The optional capabilities of a backend that has none of them (an embedded model, a scripted one)."""
+
+    name: str | None = None
+    engine: dict[str, Any] | None = None
+    canaried: list[dict[str, Any]] | None = None
+    replayed_from: str | None = None
+
+    def endpoint_stats(self) -> dict[str, dict[str, int | bool]] | None:
+        return None
+
+    def canary_of(self) -> Callable[[], Awaitable[list[dict[str, Any]]]] | None:
+        return None

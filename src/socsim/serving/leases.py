@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -289,14 +289,37 @@ class LeasedBackend:
     """A served model's backend with its lease on the run's own server: the inner backend (a server
     backend pointed at the lease's URL) answers; `release()` drops the lease when the stage's job ends
     (`aclose()` only closes connections: a client reopens them on its next call, the lease stays);
-    `record` and `failure()` say how the server was started and what happened to it. Every other
-    attribute is the inner backend's (retries, endpoint statistics, name)."""
+    `record` and `failure()` say how the server was started and what happened to it. The rest of the
+    Backend interface is the inner backend's, forwarded one by one (its calls and its optional capabilities)."""
 
     def __init__(self, lease: Lease, inner: Backend) -> None:
         self.lease, self.inner = lease, inner
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+    @property
+    def retries(self) -> int:
+        return self.inner.retries
+
+    @property
+    def name(self) -> str | None:
+        return self.inner.name
+
+    @property
+    def engine(self) -> dict[str, Any] | None:
+        return self.inner.engine
+
+    @property
+    def canaried(self) -> list[dict[str, Any]] | None:
+        return self.inner.canaried
+
+    @property
+    def replayed_from(self) -> str | None:
+        return self.inner.replayed_from
+
+    def endpoint_stats(self) -> dict[str, dict[str, int | bool]] | None:
+        return self.inner.endpoint_stats()
+
+    def canary_of(self) -> Callable[[], Awaitable[list[dict[str, Any]]]] | None:
+        return self.inner.canary_of()
 
     @property
     def record(self) -> dict[str, Any]:

@@ -58,3 +58,27 @@ def test_a_lease_is_dropped_when_its_client_cannot_be_made(monkeypatch):
     with pytest.raises(RuntimeError, match="no backend"):
         ModelRuntime(params, "toy.stage", lambda: {"m": "models"}, lambda: None).client("m", "here")
     assert Beat.stopped == 1
+
+
+BACKEND_MEMBERS = (  # socsim.llm.client.Backend: its calls and its optional capabilities
+    "probe", "identity", "complete", "aclose", "endpoint_stats", "canary_of", "name", "engine", "canaried",
+    "replayed_from",
+)  # fmt: skip
+
+
+def test_every_backend_declares_the_whole_interface_and_the_lease_forwards_each_part():
+    from socsim.llm.counting import PlanBackend
+    from socsim.llm.embedded import EmbeddedBackend
+    from socsim.llm.replay import ReplayBackend
+
+    for cls in (ServerBackend, EmbeddedBackend, ReplayBackend, PlanBackend, LeasedBackend):
+        assert [m for m in BACKEND_MEMBERS if not hasattr(cls, m)] == [], cls.__name__
+    inner = ServerBackend("openai", ["http://127.0.0.1:9"], model="x", name="m")
+    inner.engine, inner.canaried, inner.retries = {"name": "vllm"}, [{"field": "structured_outputs"}], 2
+    leased = LeasedBackend(Lease("m", "http://127.0.0.1:9", None, {}, Beat()), inner)  # type: ignore[arg-type]
+    for attr in ("name", "engine", "canaried", "replayed_from", "retries"):
+        assert getattr(leased, attr) == getattr(inner, attr), attr
+    assert leased.endpoint_stats() == inner.endpoint_stats() and leased.canary_of() == inner.canary_of()
+    assert leased.canary_of() is not None  # a server has its canary; a backend without one says None
+    with pytest.raises(AttributeError):
+        leased.not_in_the_interface  # noqa: B018 - no catch-all forwarding: the interface, part by part
