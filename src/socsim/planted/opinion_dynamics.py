@@ -59,8 +59,9 @@ EFFECTS: dict[str, float] = {
     "truth_budget.strong": 0.25,
 }
 # The claims the control design (params.control.yaml: 8 topics, bias none and strong, T = 10) has power for,
-# by finding id: per-topic tests over 8 topics (the verdict needs 3); with the truth budget each held in
-# 10 of 10 replicate control runs (benchmarks/planted_power.py --studies opinion_dynamics measures it over seeds).
+# by finding id: per-topic tests over 8 topics (the verdict needs 3); with the truth budget the B claims held in 9
+# of 10 replicate control runs and D in 10 of 10 (benchmarks/planted_power.py --studies opinion_dynamics, seeds
+# 1000-1009), and all three at the control run's own seed.
 POWERED: dict[str, str] = {
     "od.truth_false_negative": "truth drift 0.8 / 0.4 a report (budget 1.0 / 0.25), 8 topics",
     "od.truth_true_higher": "truth drift 0.8 / 0.4 a report (budget 1.0 / 0.25), 8 topics",
