@@ -89,6 +89,7 @@ FINDINGS = (
         PAPER_ERA,
         "Ablation; Fig. 5a",
         "holds (Fig. 5a; no test)",
+        across_models=True,
     ),
     PaperFinding(
         "fac.trolls_need_instruction_prompt",

@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 ScopeKind = Literal["model", "all", "humans"]
-ALL_MODELS = "all models"
+ALL_MODELS = "the models together"  # (a column's name: never "all models", which read as every model alone)
 
 
 @dataclass(frozen=True)
 class Scope:
-    """Whom a finding was judged on: one registry model (`name` its registry name), every model of the source
-    together (`all`), or the humans of a data set (`name` names the data: "the DEBATE release", "planted humans")."""
+    """Whom a finding was judged on: one registry model (`name` its registry name), the source's models together
+    (`all`), or the humans of a data set (`name` names the data: "DEBATE (real)", "fixture (synthetic)",
+    "synthetic humans (planted control)")."""
 
     kind: ScopeKind
     name: str
@@ -48,7 +49,7 @@ class Scope:
 
     @property
     def label(self) -> str:
-        """How a reader sees it: the model's name, "all models", or "humans (<data>)"."""
+        """How a reader sees it: the model's name, "the models together", or "humans (<data>)"."""
         return f"humans ({self.name})" if self.kind == "humans" else self.name
 
 
@@ -63,6 +64,7 @@ class PaperFinding:
     paper: str  # the paper's own result, in words: "holds (every strategy below No Moderator, p < .001)"
     counterpart: str = ""  # the id of a related finding in another version of the paper
     differs: str = ""  # what differs from the counterpart (test, reference condition, measure)
+    across_models: bool = False  # it compares the models ("Qwen has the highest diversity"): judged on them together
 
     def __post_init__(self) -> None:
         if not self.id or "." not in self.id or " " in self.id:

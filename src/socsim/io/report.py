@@ -237,14 +237,21 @@ def claim_key(f: Finding) -> str:
     return " ".join(x for x in (f.id, f"[{scope}]", f.part) if x)
 
 
-def findings_metrics(findings: Sequence[Finding]) -> dict[str, Any]:
-    """What experiments are compared on (the analyse stage's DVC metrics): the findings counted by verdict,
-    and each finding's verdict and value (its statistic; the full claim, test and reason are in findings.csv)."""
-    words = [verdict_word(f.verdict) for f in findings]
+def unique_keys(findings: Sequence[Finding]) -> list[str]:
+    """The findings' keys (`claim_key`), refused where two findings share one: one finding judged twice on one
+    scope and part (a study's error, stopped before anything is written)."""
     keys = [claim_key(f) for f in findings]
     twice = sorted({k for k in keys if keys.count(k) > 1})
     if twice:
         raise ValueError(f"findings judged twice on one scope and part: {', '.join(twice)}")
+    return keys
+
+
+def findings_metrics(findings: Sequence[Finding]) -> dict[str, Any]:
+    """What experiments are compared on (the analyse stage's DVC metrics): the findings counted by verdict,
+    and each finding's verdict and value (its statistic; the full claim, test and reason are in findings.csv)."""
+    words = [verdict_word(f.verdict) for f in findings]
+    keys = unique_keys(findings)
     return {
         "verdicts": {w: words.count(w) for w in VERDICT_WORDS},
         "claims": {
@@ -255,6 +262,7 @@ def findings_metrics(findings: Sequence[Finding]) -> dict[str, Any]:
 
 
 def findings_table(findings: Sequence[Finding]) -> pd.DataFrame:
+    unique_keys(findings)
     return pd.DataFrame([f.as_dict() for f in findings], columns=FINDING_COLUMNS).astype(
         {"value": "float64", "ci_low": "float64", "ci_high": "float64", "n": "Int64", "holds": "boolean"}
     )

@@ -64,8 +64,9 @@ POWERED: dict[str, str] = {
 }
 # Findings the generative model builds (in the claimed direction) that the control design has no power for, by
 # finding id (why); any other finding is not planted (the scorecard marks each control cell so).
-# (The planted humans keep their drawn level, so "the humans do not change" is built into the data, not the model:
-# their findings are the humans' column's, which no control mark concerns.)
+# (The planted humans write their drawn level plus noise in every round, so no change is built into the data, not
+# the model; a test over 28 groups can still find one by chance. Their findings are the humans' column's, which no
+# control mark concerns.)
 PLANTED: dict[str, str] = {
     "deb.private_profile_ablation": "a side effect: without a profile a twin writes uniform levels; Mode 3 only here",
 }

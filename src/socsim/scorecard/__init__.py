@@ -38,7 +38,7 @@ import pandas as pd
 
 import socsim
 from socsim.io import tables
-from socsim.io.findings import study_findings, undeclared
+from socsim.io.findings import ALL_MODELS, study_findings, undeclared
 from socsim.io.model_record import records
 from socsim.io.parquet import write_json
 from socsim.io.report import FINDING_COLUMNS
@@ -46,7 +46,7 @@ from socsim.planted import MODEL_IDS, control_label, is_control_id
 from socsim.planted.answers import mark as planted_mark
 from socsim.stats.verdict import ALPHA
 
-POOLED = "all models"
+POOLED = ALL_MODELS  # the column of findings judged on a source's models together
 NOT_RUN = "not run"
 NOT_CLAIMED = "not claimed in this version"
 VERDICTS = ("holds", "no", "inconclusive", "degenerate", NOT_CLAIMED, NOT_RUN)
@@ -73,7 +73,6 @@ class Folder:
     findings: pd.DataFrame
     identities: dict[str, str] = field(default_factory=dict)  # model name -> the identity that answered, in words
     controls: set[str] = field(default_factory=set)  # model names that are planted models
-    models: list[str] = field(default_factory=list)  # every model name the report may name
     provenance: dict[str, Any] = field(default_factory=dict)
 
 
@@ -148,22 +147,11 @@ def _source_kind(prov: Mapping[str, Any]) -> str:
     return "syndisco_revision" if str(prov.get("stage", "")).endswith("analyse_revision") else "generated"
 
 
-def _named_models(prov: Mapping[str, Any], summary: Mapping[str, Any]) -> list[str]:
-    """Model names a report's claims may carry where the run's metrics are not beside it."""
-    names: list[str] = []
-    for key, value in (prov.get("params") or {}).items():
-        if key.endswith("models") and isinstance(value, list):
-            names += [str(v) for v in value]
-    if isinstance(summary.get("models"), list):
-        names += [str(v) for v in summary["models"]]
-    return names
-
-
 def read_folder(path: Path, label: str | None = None) -> Folder:
     """A report folder, checked: written by this socsim version, with this version's findings columns."""
     try:
         prov = json.loads((path / "provenance.json").read_text(encoding="utf-8"))
-        summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+        json.loads((path / "summary.json").read_text(encoding="utf-8"))  # (a report folder's: read to check it)
     except (OSError, ValueError) as exc:
         raise ScorecardError(f"{path}: not a readable report folder ({exc})") from None
     stage = str(prov.get("stage") or "")
@@ -185,7 +173,6 @@ def read_folder(path: Path, label: str | None = None) -> Folder:
     folder = Folder(path, study, stage, label or _source_kind(prov), findings, provenance=prov)
     folder.identities = {n: _identity(i) for n, i in answered.items()}
     folder.controls = {n for n, i in answered.items() if is_control_id(i.get("model_id"))}
-    folder.models = sorted({*answered, *_named_models(prov, summary)}, key=lambda m: (-len(m), m))
     return folder
 
 
@@ -282,8 +269,9 @@ def read_sources(args: Iterable[str]) -> list[Folder]:
         for model in sorted({r["model"] for r in long_rows(folder)}):
             key = (folder.study, model, folder.source)
             if key in seen and seen[key] != folder.path:
+                whom = model if model.startswith("humans (") else f"the model {model}"  # (two runs on one data set)
                 raise ScorecardError(
-                    f"two reports of {folder.study} judge the model {model} from the source {folder.source!r}: "
+                    f"two reports of {folder.study} judge {whom} from the source {folder.source!r}: "
                     f"{seen[key]} and {folder.path}; give them labels of their own (LABEL=PATH, e.g. "
                     f"run-a={seen[key]} run-b={folder.path}), the scorecard never merges two runs"
                 )
@@ -450,8 +438,10 @@ def write(folders: Sequence[Folder], out: Path, figure: bool = True) -> pd.DataF
     tables.write_parquet(long, out / f"{TABLE}.parquet")
     shown = wide(long, cols)
     notes = [
-        "Each cell: the verdict by the one rule (holds / no / inconclusive / degenerate; not run), the effect with its "
-        "95 % interval where the claim's test gives one, n and its unit, and why when it is not a verdict.",
+        "Each cell: the verdict by the one rule (holds / no / inconclusive / degenerate; not claimed in this version, "
+        "where the source judged the paper's other version; not run), the effect with its 95 % interval where the "
+        "claim's test gives one, n and its unit, and why when it is not a verdict; a control's cell with a verdict "
+        "ends with what it can speak to ([planted, powered], [planted, not powered here] or [not planted]).",
         *(
             f"{r.column}: {control_label(str(r.identity).split(' ')[0].split('@')[0])}"
             for r in cols[cols["control"]].itertuples()

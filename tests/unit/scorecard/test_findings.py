@@ -6,8 +6,11 @@ from __future__ import annotations
 import pytest
 
 from socsim import studies
+from socsim.facilitation.analysis.report import per_model
 from socsim.io.findings import PaperFinding, Scope, catalogue, study_findings
-from socsim.planted.answers import POWERED
+from socsim.io.report import Finding
+from socsim.planted.answers import PLANTED, POWERED
+from socsim.stats.verdict import Verdict
 
 
 def test_every_study_declares_its_findings_with_ids_unique_across_studies():
@@ -30,9 +33,17 @@ def test_paper_000s_two_versions_name_their_counterparts_with_what_differs():
     assert all(declared[a].version != declared[b].version for a, b in pairs)  # across versions
 
 
-def test_every_powered_planted_finding_is_declared():
-    for study, fid in POWERED:
+def test_every_powered_or_planted_finding_is_declared_and_none_is_both():
+    for study, fid in [*POWERED, *PLANTED]:
         assert fid in study_findings(study), (study, fid)
+    assert not set(POWERED) & set(PLANTED)
+
+
+def test_a_finding_that_compares_the_models_is_never_judged_on_one_model_alone():
+    across = [f.id for f in study_findings("facilitation").values() if f.across_models]
+    assert across == ["fac.qwen_highest_diversity"]
+    found = [Finding("c", "s", None, "t", "u", 3, Verdict(None), id=i) for i in ("fac.toxicity_lowered", *across)]
+    assert [f.id for f in per_model(found)] == ["fac.toxicity_lowered"]  # (it stands on the models together)
 
 
 def test_a_catalogue_refuses_an_id_twice_and_a_counterpart_that_does_not_name_it_back():
@@ -50,7 +61,7 @@ def test_a_catalogue_refuses_an_id_twice_and_a_counterpart_that_does_not_name_it
 
 def test_a_scope_is_a_model_all_models_or_named_humans():
     assert Scope.humans("DEBATE (real)").label == "humans (DEBATE (real))"
-    assert Scope.all_models().label == "all models" and Scope.model("m").label == "m"
+    assert Scope.all_models().label == "the models together" and Scope.model("m").label == "m"
     with pytest.raises(ValueError, match="a model, all models or humans"):
         Scope("crowd", "x")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="needs a name"):

@@ -22,7 +22,7 @@ from socsim.facilitation.analysis import tests as ts
 from socsim.facilitation.analysis.claims import CLAIMS, Evidence
 from socsim.facilitation.analysis.plots import plots
 from socsim.io.claims import assemble, judge_all
-from socsim.io.findings import Scope
+from socsim.io.findings import Scope, study_findings
 from socsim.io.report import AnalysisInputs, Finding, Report, Table
 from socsim.io.vs_paper import differences
 
@@ -188,9 +188,16 @@ def by_model(inputs: AnalysisInputs, human: pd.DataFrame | None) -> list[Finding
         ids = setups.loc[setups["model"] == model, "discussion_id"]
         own = {k: inputs[k][inputs[k]["discussion_id"].isin(ids)].reset_index(drop=True) for k in TABLES}
         ev = measure(replace(inputs, tables=own), human).ev
-        judged = [f for _, j in judge_all(CLAIMS, ev) for f in j.findings]
+        judged = per_model([f for _, j in judge_all(CLAIMS, ev) for f in j.findings])
         out += [f.judged_on(Scope.model(model), claim=f"{f.claim} [{model}]") for f in judged]
     return out
+
+
+def per_model(findings: list[Finding]) -> list[Finding]:
+    """The findings a model can be judged on alone: not those that compare the models (`across_models`: one
+    model's discussions cannot say whether Qwen is the most diverse), which stand on the models together."""
+    declared = study_findings("facilitation")
+    return [f for f in findings if not declared[f.id].across_models]
 
 
 def report(inputs: AnalysisInputs, agreement: dict[str, Any]) -> Report:
