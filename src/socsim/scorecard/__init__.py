@@ -367,11 +367,19 @@ def scorecard(folders: Sequence[Folder]) -> tuple[pd.DataFrame, pd.DataFrame]:
     ]
     out["verdict"] = out["verdict"].where(judged, [NOT_CLAIMED if o else NOT_RUN for o in other])
     out["label"] = out["label"].fillna(out["verdict"])
+
+    def not_judged(ran: bool, study: str, fid: str) -> str:
+        if not ran:
+            return f"this source did not run {study}"
+        if study_findings(study)[fid].across_models:
+            return "it compares the models: judged on the models together, not on one model alone"
+        return "no such finding in this source's report"
+
     reasons = [
         f"this source judged {st} on the paper's {', '.join(sorted(versions[(s, st)]))} version"
         if o
-        else ("no such finding in this source's report" if r else f"this source did not run {st}")
-        for o, r, s, st in zip(other, ran, out["source"], out["study"], strict=True)
+        else not_judged(r, st, fid)
+        for o, r, s, st, fid in zip(other, ran, out["source"], out["study"], out["finding_id"], strict=True)
     ]
     out["reason"] = out["reason"].where(judged, reasons)
     out["mark"] = [  # what a control's cell can speak to (socsim.planted.answers.mark)

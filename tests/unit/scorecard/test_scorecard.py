@@ -216,3 +216,14 @@ def test_a_controls_cells_say_what_it_can_speak_to(tmp_path):
     assert mark[("coh.test2", "planted-null")] == ""  # nor a cell that was not run
     cells = {sc.cell_text(r) for r in long.to_dict("records") if r["model"] == "planted"}
     assert any(c.startswith("holds") and c.endswith("[planted, powered]") for c in cells), cells
+
+
+def test_a_finding_that_compares_the_models_stands_on_the_models_together(tmp_path):
+    together, llama = Scope.all_models(), Scope.model("llama")
+    findings = [_f("fac.qwen_highest_diversity", together, True), _f("fac.toxicity_lowered", llama, True)]
+    _folder(tmp_path / "run", "facilitation", findings, {"llama": "l"})
+    long, cols = sc.scorecard(sc.read_sources([str(tmp_path / "run")]))
+    assert list(cols["model"]) == ["llama", "the models together"]  # kept: no model was judged on it alone
+    cell = long.set_index(["finding_id", "model"])
+    assert cell.loc[("fac.qwen_highest_diversity", "the models together"), "verdict"] == "holds"
+    assert cell.loc[("fac.qwen_highest_diversity", "llama"), "reason"].startswith("it compares the models")
