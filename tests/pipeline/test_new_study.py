@@ -109,7 +109,7 @@ STUDY = Study(
             run_analyse,
             ("numbers", "answers"),
             ("analysis",),
-            ("toy.n", "seed"),
+            ("toy.n", "toy.model", "seed"),  # (toy.model: whom its finding was judged on)
         ),
     ],
 )
@@ -264,6 +264,7 @@ def test_a_new_study_needs_only_its_own_files_and_one_registry_line(tmp_path):
         "src/socsim/toy/__init__.py",
         "src/socsim/toy/stages.py",
         "src/socsim/toy/analysis.py",
+        "src/socsim/toy/findings.py",
         "data/toy/words.yaml",
         "workflow/schemas/toy.schema.yaml",
         "params.yaml",
