@@ -11,9 +11,11 @@ reads scopes as columns, never the claim's wording (which stays for people to re
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Literal
 
 ScopeKind = Literal["model", "all", "humans"]
@@ -73,10 +75,11 @@ class PaperFinding:
             raise ValueError(f"{self.id}: a counterpart ({self.counterpart}) needs what differs from it")
 
 
-def study_findings(study: str) -> dict[str, PaperFinding]:
-    """The findings a registered study declares (`socsim.<study>.findings.FINDINGS`), by id."""
+@functools.cache
+def study_findings(study: str) -> Mapping[str, PaperFinding]:
+    """The findings a registered study declares (`socsim.<study>.findings.FINDINGS`), by id (read once; read-only)."""
     module = importlib.import_module(f"socsim.{study}.findings")
-    return catalogue(module.FINDINGS)
+    return MappingProxyType(catalogue(module.FINDINGS))
 
 
 def catalogue(findings: Iterable[PaperFinding]) -> dict[str, PaperFinding]:

@@ -72,6 +72,11 @@ def _f(x: float | None) -> float | None:
     return None if x is None or not np.isfinite(x) else float(x)
 
 
+def _finding(fid: str, claim: str, stat: str, value: float | None, test: str, n: int | None, v: vd.Verdict) -> Finding:
+    """A finding of paper finding `fid` (socsim.facilitation.findings), discussions as its unit."""
+    return Finding(claim, stat, value, test, "discussions", n, v, id=fid)
+
+
 def _with(note: str, extra: str) -> str:
     return "; ".join(x for x in (note, extra) if x)
 
@@ -120,18 +125,7 @@ def finding1(ev: Evidence) -> Judgement:
         note=na or ", ".join(f"{k}: {ours[k]['coef']:.3f}" for k in strategies),
     )
     return Judgement(
-        [
-            Finding(
-                claim,
-                stat,
-                None,
-                BY_DISCUSSION,
-                "discussions",
-                n,
-                v,
-                id="fac.toxicity_lowered",
-            )
-        ],
+        [_finding("fac.toxicity_lowered", claim, stat, None, BY_DISCUSSION, n, v)],
         [row],
     )
 
@@ -160,16 +154,7 @@ def anova_levels(ev: Evidence) -> Judgement:
         va = vd.effect(p, a.get("F"), n, ts.MIN_DISCUSSIONS, "discussions per strategy", flags=a_flags)
         claim = "toxicity differs across strategies"
         j.findings.append(
-            Finding(
-                claim,
-                "F",
-                _f(a.get("F")),
-                "one-way ANOVA over discussion means",
-                "discussions",
-                n,
-                va,
-                id="fac.toxicity_differs",
-            )
+            _finding("fac.toxicity_differs", claim, "F", _f(a.get("F")), "one-way ANOVA over discussion means", n, va)
         )
         note = _with("one mean per discussion; the paper reports only the rating-level p", ev.seed_msg)
         j.rows.append(Row(quantity, p, None, finding=f"{claim} (p < {ALPHA})", verdict=va, flags=a_flags, note=note))
@@ -204,18 +189,7 @@ def finding2_no_gain(ev: Evidence) -> Judgement:
         note=_with(note, looks_for),
     )
     return Judgement(
-        [
-            Finding(
-                claim,
-                f"elaborate minus {reference} mean toxicity",
-                None,
-                test,
-                "discussions",
-                n,
-                v,
-                id="fac.no_gain_beyond_simple",
-            )
-        ],
+        [_finding("fac.no_gain_beyond_simple", claim, f"elaborate minus {reference} mean toxicity", None, test, n, v)],
         [row],
     )
 
@@ -239,18 +213,7 @@ def finding2_table2(ev: Evidence) -> Judgement:
         note=na or ", ".join(f"{k}: {x:.4f}" for k, x in have.items() if x is not None) or "terms not estimated",
     )
     return Judgement(
-        [
-            Finding(
-                claim,
-                stat,
-                None,
-                BY_DISCUSSION,
-                "discussions",
-                n,
-                v,
-                id="fac.elaborate_lower_over_time",
-            )
-        ],
+        [_finding("fac.elaborate_lower_over_time", claim, stat, None, BY_DISCUSSION, n, v)],
         [row],
     )
 
@@ -280,15 +243,8 @@ def finding3(ev: Evidence) -> Judgement:
     test = "one-sample t over discussions"
     return Judgement(
         [
-            Finding(
-                claim,
-                "mean rate per discussion - threshold",
-                diff,
-                test,
-                "discussions",
-                len(main),
-                v,
-                id="fac.intervene_almost_always",
+            _finding(
+                "fac.intervene_almost_always", claim, "mean rate per discussion - threshold", diff, test, len(main), v
             )
         ],
         [row],
@@ -335,18 +291,7 @@ def fig5b(ev: Evidence) -> Judgement:
         note=", ".join(f"{k}: {x.mean():.3f} (n = {len(x)})" for k, x in by_tt.items()) or "no ablation",
     )
     return Judgement(
-        [
-            Finding(
-                claim,
-                "respond minus each other",
-                None,
-                "Welch t per pair",
-                "discussions",
-                n,
-                v,
-                id="fac.respond_lowest_diversity",
-            )
-        ],
+        [_finding("fac.respond_lowest_diversity", claim, "respond minus each other", None, "Welch t per pair", n, v)],
         [row],
     )
 
@@ -369,18 +314,7 @@ def fig5a(ev: Evidence) -> Judgement:
         note=", ".join(f"{k}: {x.mean():.3f} (n = {len(x)})" for k, x in by_model.items()),
     )
     return Judgement(
-        [
-            Finding(
-                claim,
-                "Qwen minus each other",
-                None,
-                "Welch t per pair",
-                "discussions",
-                n,
-                v,
-                id="fac.qwen_highest_diversity",
-            )
-        ],
+        [_finding("fac.qwen_highest_diversity", claim, "Qwen minus each other", None, "Welch t per pair", n, v)],
         [row],
     )
 
@@ -391,15 +325,8 @@ def fig6(ev: Evidence) -> Judgement:
     claim = "trolls raise other users' toxicity only with the instruction prompt"
     stat = "non-troll toxicity, with minus without trolls (instruction prompt)"
     test = "Welch t over discussions; and the instruction effect above the basic one"
-    finding = Finding(
-        claim,
-        stat,
-        effects.get("instruction prompt"),
-        test,
-        "discussions",
-        None,
-        v,
-        id="fac.trolls_need_instruction_prompt",
+    finding = _finding(
+        "fac.trolls_need_instruction_prompt", claim, stat, effects.get("instruction prompt"), test, None, v
     )
     row = Row(
         "Fig. 6: non-troll toxicity, with minus without trolls (instruction prompt)",
