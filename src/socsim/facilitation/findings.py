@@ -92,6 +92,27 @@ FINDINGS = (
         across_models=True,
     ),
     PaperFinding(
+        "fac.humans_diversity_not_matched",
+        "none of the models closely matches the diversity of human discussions",
+        PAPER_ERA,
+        "Ablation; Fig. 5a",
+        "holds (Fig. 5a; no test, no divergence printed)",
+    ),
+    PaperFinding(
+        "fac.humans_turn_taking_diverge",
+        "every turn-taking function's diversity diverges from the humans'",
+        PAPER_ERA,
+        "Ablation; Fig. 5b",
+        "holds (Fig. 5b: 'all distributions diverge from the human distribution'; no test)",
+    ),
+    PaperFinding(
+        "fac.humans_ablations_farther",
+        "SDBs, roles and the instruction prompt bring the diversity closer to the humans'",
+        PAPER_ERA,
+        "Ablation; Fig. 5c",
+        "holds (Fig. 5c; no test)",
+    ),
+    PaperFinding(
         "fac.trolls_need_instruction_prompt",
         "trolls raise other users' toxicity only with the instruction prompt",
         PAPER_ERA,

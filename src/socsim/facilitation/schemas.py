@@ -113,5 +113,19 @@ SCORES = pa.schema(
     ]
 )
 
+# Human comments (socsim.facilitation.humans): paper 000's Regulation Room workbook, socsim's fixture or a user's table.
+HUMANS = pa.schema(
+    [
+        pa.field("discussion_id", pa.string(), nullable=False),  # "<sheet> / <post>" (the workbook's)
+        pa.field("comment_id", pa.string(), nullable=False),
+        pa.field("turn", pa.int32(), nullable=False),  # its index in the discussion (comment id order)
+        pa.field("parent_id", pa.string()),  # the comment it replies to (null: a top-level comment)
+        pa.field("thread_id", pa.string(), nullable=False),  # the top-level comment of its reply thread
+        pa.field("speaker", pa.string()),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("sheet", pa.string()),  # the workbook's topic sheet ("" for a table)
+    ]
+)
+
 # The revised study's figures, each drawn from its plot table plot_<name>.
 REVISION_FIGURES = ("toxicity_over_turns", "interventions", "model_effects")

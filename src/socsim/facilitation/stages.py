@@ -240,12 +240,31 @@ def run_figures_revision(ctx: StageContext) -> None:
     ctx.write_metrics(figures=sorted(p.name for p in out.glob("*.png")))
 
 
+def run_humans(ctx: StageContext) -> None:
+    from socsim.facilitation import humans
+
+    a = ctx.params["facilitation"]["analysis"]
+    h = humans.read(a["human_reference"], a["human_revision"])  # read and checked before anything is written
+    source = h.source if h else {"source": "none", "name": ""}
+    ctx.write("humans", h.comments if h else [], data_source=source)
+    ctx.write_metrics(**(h.counts if h else {"comments": 0}), data_source=source)
+    if h:
+        c = h.counts
+        print(
+            f"socsim: humans: {c['comments']} comments in {c['discussions']} discussions of {source['name']} "
+            f"({source['path']}; {source.get('commit') or 'no commit checked'})",
+            file=sys.stderr,
+        )
+        for what, n in c.get("dropped", {}).items():
+            print(f"socsim: humans: {n} {what}", file=sys.stderr)
+
+
 def run_analyse(ctx: StageContext) -> None:
     from socsim.facilitation import analysis
     from socsim.io.parquet import write_json
 
     try:
-        rep = analysis.analyse(ctx.analysis_inputs("setups", "comments", "annotations"))
+        rep = analysis.analyse(ctx.analysis_inputs("setups", "comments", "annotations", "humans"))
     except analysis.NoUsableRatings as e:  # the parse-failure rates (agreement.json) are kept: the error names them
         for name, value in e.partial.documents.items():
             write_json(ctx.path("analysis") / name, value)
@@ -318,6 +337,7 @@ ARTIFACTS = {
     "figures": Artifact(f"{RESULTS}/figures", kind="dir", report="figures"),
     "paper_revision_file": Artifact(f"{DATA}/paper_revision.yaml"),
     "scores": Artifact(f"{RESULTS}/scores.parquet", schemas.SCORES, ("discussion_id", "turn")),
+    "humans": Artifact(f"{RESULTS}/humans.parquet", schemas.HUMANS, ("comment_id",)),
     "revision_analysis": analysis_folder(f"{RESULTS}/revision/analysis", schemas.REVISION_FIGURES),
     "revision_figures": Artifact(f"{RESULTS}/revision/figures", kind="dir", report="figures"),
 }
@@ -394,12 +414,21 @@ STUDY = Study(
             when=RELEASE,
         ),
         Stage(
+            "humans",
+            "Human discussions (Fig. 5): paper 000's Regulation Room workbook (a release clone, its commit checked), "
+            "socsim's synthetic fixture or a user's table, read and checked; every topic sheet once; no LLM.",
+            run_humans,
+            outputs=("humans",),
+            params=("facilitation.analysis.human_reference", "facilitation.analysis.human_revision"),
+            when=RATED,
+        ),
+        Stage(
             "analyse",
             "Diversity, OLS toxicity ~ strategy * time (Table 2; plain and clustered errors), ANOVA and "
             "pairwise t-tests with Holm at comment and discussion level, interventions, troll effects, Krippendorff's "
             "alpha, findings by the verdict rule, flags where they apply, ours vs the paper (vs_paper).",
             run_analyse,
-            inputs=("setups", "comments", "annotations", "paper_file"),
+            inputs=("setups", "comments", "annotations", "humans", "paper_file"),
             outputs=("analysis",),
             params=("facilitation.analysis",),
             when=RATED,

@@ -64,9 +64,17 @@ def _write_study(d, comments, ann, setups_small):
 
 
 def _analyse(d, params):
+    """The humans stage (the params' human reference: socsim's fixture), then analyse."""
+    humans = run_socsim(
+        "facilitation", "humans", "--params", str(params), "--humans", str(d / "humans.parquet"),
+        "--metrics", str(d / "humans.json"),
+    )  # fmt: skip
+    assert humans.returncode == 0, humans.stderr
     return run_socsim(
         "facilitation",
         "analyse",
+        "--humans",
+        str(d / "humans.parquet"),
         "--params",
         str(params),
         "--setups",

@@ -57,7 +57,14 @@ def imported(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("imported")
     proc = import_cmd(tmp, FIXTURE)
     assert proc.returncode == 0, proc.stderr
+    fixture = "facilitation.analysis.human_reference=data/facilitation/humans_fixture.xlsx"  # (the release's: opt-in)
+    humans = release_stage("humans", "--set", fixture, *HUMANS(tmp), "--metrics", str(tmp / "humans.json"))
+    assert humans.returncode == 0, humans.stderr
     return tmp, proc.stderr
+
+
+def HUMANS(tmp: Path) -> list[str]:
+    return ["--humans", str(tmp / "humans.parquet")]
 
 
 def fixture_copy(tmp_path: Path) -> Path:
@@ -109,8 +116,9 @@ def test_table2_of_the_imported_data_equals_the_authors_way(imported, tmp_path):
     tmp, _ = imported
     out = tmp_path / "analysis"
     proc = release_stage(
-        "analyse", *imported_paths(tmp), "--analysis", str(out), "--metrics", str(tmp_path / "analyse.json")
-    )
+        "analyse", *imported_paths(tmp), *HUMANS(tmp), "--analysis", str(out), "--metrics",
+        str(tmp_path / "analyse.json"),
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     ours = pd.read_parquet(out / "table2_ols.parquet").set_index("variable")
     ref = reference.table2(FIXTURE / "data")

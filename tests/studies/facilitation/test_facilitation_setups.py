@@ -104,5 +104,6 @@ def test_ablations_run_on_their_model_and_fig5_takes_the_baseline_from_them():
     base, label = analysis.ablation_baseline(div)
     assert base["discussion_id"].tolist() == ["b"] and "qwen" in label
     assert "not set" in analysis.human_note(div)
-    human = pd.concat([div, pd.DataFrame([{"discussion_id": "human.1", "diversity": 0.8, "source": "human"}])])
-    assert "not set" not in analysis.human_note(human)
+    one = {"discussion_id": "human.1", "diversity": 0.8, "source": "human", "humans": "fixture (synthetic)"}
+    human = pd.concat([div, pd.DataFrame([one])])
+    assert "not set" not in analysis.human_note(human) and "fixture (synthetic)" in analysis.human_note(human)

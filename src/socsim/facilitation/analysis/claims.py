@@ -40,11 +40,21 @@ import pandas as pd
 
 from socsim.facilitation.analysis import places
 from socsim.facilitation.analysis import tests as ts
-from socsim.facilitation.analysis.measures import LEVELS, MAIN, UNIT_WORDS, ablation_cell, intervention_rates
+from socsim.facilitation.analysis.measures import (
+    LEVELS,
+    MAIN,
+    UNIT_WORDS,
+    ablation_baseline,
+    ablation_cell,
+    intervention_rates,
+)
 from socsim.io.claims import Claim, Judgement
+from socsim.io.findings import Scope
 from socsim.io.report import Finding, Flagged
 from socsim.io.vs_paper import Row
+from socsim.seeds import derive_seed
 from socsim.stats import degeneracy as dg
+from socsim.stats import divergence as dv
 from socsim.stats import verdict as vd
 from socsim.stats.regression import OLSResult
 
@@ -66,6 +76,7 @@ class Evidence:
     tt: pd.DataFrame  # non-troll toxicity per comment
     flags: list[dg.Flag]  # of the main study's toxicity ratings
     seed_msg: str = ""  # the note on the rows that rest on ratings when seed ratings were excluded
+    humans: str = ""  # the name of the human discussions in `div` (source "human"; "" without any)
 
 
 def _f(x: float | None) -> float | None:
@@ -340,6 +351,129 @@ def fig6(ev: Evidence) -> Judgement:
     return Judgement([finding], [row])
 
 
+# Fig. 5 against the humans: what "closely matches" means (socsim.stats.divergence.CLOSE) and how it is judged.
+JS_TEST = (
+    f"the authors' JS divergence of the discussions' diversity distributions (KDE on {dv.POINTS} points of [0, 1]), "
+    f"its 95 % percentile interval from {{repeats}} resamples of both sides' discussions; 'closely matches': within "
+    f"{dv.CLOSE} (two normals half an SD apart); holds when the interval lies above it, no when below"
+)
+ABLATION_TEST = (
+    "the ablation's JS to the humans minus the main cell's, its 95 % percentile interval from {repeats} resamples of "
+    "the three groups' discussions (two-sided); holds when the interval lies above 0, no when below"
+)
+REPEATS = 1000
+ABLATION_PARTS = {"no_sdb": "without SDBs", "no_roles": "without roles", "basic_instructions": "basic instructions"}
+
+
+def _rng(part: str) -> np.random.Generator:
+    """The resampling's generator, by the part judged (the same part resamples alike in every run)."""
+    return np.random.default_rng(derive_seed(0, "fig5 humans", part))
+
+
+def not_close(
+    div: np.ndarray, human: np.ndarray, part: str
+) -> tuple[float | None, tuple[float, float] | None, vd.Verdict]:
+    """Whether `div`'s distribution does not closely match the humans' (JS_TEST): the JS, its interval, the verdict."""
+    few = vd.inconclusive_too_few(min(len(div), len(human)), ts.MIN_DISCUSSIONS, "discussions a side")
+    if few:
+        return None, None, few
+    value = dv.js(div, human)
+    ci = dv.interval(dv.resampled(div, human, _rng(part), REPEATS))
+    sizes = f"n = {len(div)} and {len(human)} human discussions"
+    if ci is None or not np.isfinite(value):
+        return None, None, vd.Verdict(None, f"the divergence could not be computed ({sizes})")
+    lo, hi = ci
+    span = f"JS {value:.3f}, 95 % interval [{lo:.3f}, {hi:.3f}]"
+    if lo > dv.CLOSE:
+        return value, ci, vd.Verdict(True, f"{span} above the margin {dv.CLOSE}: does not closely match, {sizes}")
+    if hi < dv.CLOSE:
+        return value, ci, vd.Verdict(False, f"{span} below the margin {dv.CLOSE}: closely matches, {sizes}")
+    return value, ci, vd.Verdict(None, f"{span} spans the margin {dv.CLOSE}, {sizes}")
+
+
+def _diversities(rows: pd.DataFrame) -> np.ndarray:
+    out: np.ndarray = rows["diversity"].dropna().to_numpy(dtype=float)
+    return out
+
+
+def fig5_humans(ev: Evidence) -> Judgement:
+    """Fig. 5 against the human discussions (ev.humans), discussions as units, each part its own finding in the
+    humans' column: each model's main-study diversity does not closely match the humans' (5a); nor does any
+    turn-taking function's in the ablations' cell (5b); and each ablation's lies farther from the humans' than the
+    main cell's (5c: SDBs, roles and the instruction prompt bring it closer)."""
+    human = _diversities(ev.div[ev.div["source"] == "human"])
+    if not ev.humans:
+        row = Row("Fig. 5: JS divergence to the human discussions", None, None, note="no human reference")
+        return Judgement(rows=[row])
+    scope, synth = Scope.humans(ev.humans), _synthetic(ev.div)
+    test, unit = JS_TEST.format(repeats=REPEATS), "discussions"
+    j = Judgement()
+
+    def judged(fid: str, claim: str, part: str, div: np.ndarray, stat: str, fig: str) -> None:
+        value, ci, v = not_close(div, human, f"{fid} {part}")
+        n = min(len(div), len(human))
+        j.findings.append(Finding(claim, stat, value, test, unit, n, v, ci, id=fid, scope=scope, part=part))
+        j.rows.append(
+            Row(
+                f"{fig}: JS to the humans ({part})",
+                value,
+                None,
+                finding=claim,
+                verdict=v,
+                note=f"humans: {ev.humans}; the paper-era version prints no JS (its Fig. 5 draws them)",
+            )
+        )
+
+    main = synth[synth["condition"] == MAIN]
+    for model, rows in main.groupby("model"):
+        claim = "none of the models closely matches the diversity of human discussions"
+        judged("fac.humans_diversity_not_matched", claim, str(model), _diversities(rows), "JS to the humans", "Fig. 5a")
+    cell = ablation_cell(synth)
+    if cell is not None:
+        tt = synth[(synth["condition"].eq(MAIN) | synth["condition"].str.startswith("tt_"))]
+        tt = tt[(tt["model"] == cell[0]) & (tt["strategy"] == cell[1])]
+        for fn, rows in tt.groupby("turn_taking"):
+            claim = "every turn-taking function's diversity diverges from the humans'"
+            judged("fac.humans_turn_taking_diverge", claim, str(fn), _diversities(rows), "JS to the humans", "Fig. 5b")
+        base, label = ablation_baseline(ev.div)
+        for condition, part in ABLATION_PARTS.items():
+            rows = synth[synth["condition"] == condition]
+            if len(rows):
+                j.findings.append(_farther(_diversities(rows), _diversities(base), human, scope, part, label))
+    return j
+
+
+def _farther(abl: np.ndarray, base: np.ndarray, human: np.ndarray, scope: Scope, part: str, label: str) -> Finding:
+    """Fig. 5c for one ablation: its JS to the humans above the main cell's (ABLATION_TEST)."""
+    claim = "SDBs, roles and the instruction prompt bring the diversity closer to the humans'"
+    test, n = ABLATION_TEST.format(repeats=REPEATS), min(len(abl), len(base), len(human))
+    stat = f"JS to the humans, {part} minus {label}"
+    few = vd.inconclusive_too_few(n, ts.MIN_DISCUSSIONS, "discussions a group")
+    if few:
+        return Finding(
+            claim, stat, None, test, "discussions", n, few, id="fac.humans_ablations_farther", scope=scope, part=part
+        )
+    value = dv.js(abl, human) - dv.js(base, human)
+    rng = _rng(f"fac.humans_ablations_farther {part}")
+    draws = np.array(
+        [
+            dv.js(rng.choice(abl, abl.size), h) - dv.js(rng.choice(base, base.size), h)
+            for h in (rng.choice(human, human.size) for _ in range(REPEATS))
+        ]
+    )
+    ci = dv.interval(draws)
+    if ci is None or not np.isfinite(value):
+        v = vd.Verdict(None, f"the divergence could not be computed (n = {n} discussions)")
+    else:
+        span = f"difference {value:+.3f}, 95 % interval [{ci[0]:+.3f}, {ci[1]:+.3f}], n = {n} discussions"
+        holds = True if ci[0] > 0 else False if ci[1] < 0 else None
+        words = {True: "farther from the humans", False: "closer to the humans", None: "the interval spans 0"}
+        v = vd.Verdict(holds, f"{span}: {words[holds]}")
+    return Finding(
+        claim, stat, value, test, "discussions", n, v, ci, id="fac.humans_ablations_farther", scope=scope, part=part
+    )
+
+
 CLAIMS: list[Claim[Evidence]] = [
     Claim("table2", table2, "Table 2"),
     Claim("finding1", finding1, "Finding 1"),
@@ -351,4 +485,5 @@ CLAIMS: list[Claim[Evidence]] = [
     Claim("fig5b_turn_taking", fig5b, "Fig. 5b"),
     Claim("fig5a_models", fig5a, "Fig. 5a"),
     Claim("fig6_trolls", fig6, "Fig. 6"),
+    Claim("fig5_humans", fig5_humans, "Fig. 5 (humans)"),
 ]

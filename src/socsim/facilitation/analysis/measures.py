@@ -26,7 +26,6 @@ analysis drops it; a release that rates it (SynDisco's does) would otherwise shi
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import krippendorff
@@ -50,7 +49,11 @@ UNIT_WORDS = {
 TOXICITY_SCOPE = "facilitation toxicity ratings"
 
 
-def diversity_table(comments: pd.DataFrame, setups: pd.DataFrame, human: pd.DataFrame | None = None) -> pd.DataFrame:
+def diversity_table(
+    comments: pd.DataFrame, setups: pd.DataFrame, human: pd.DataFrame | None = None, humans: str = ""
+) -> pd.DataFrame:
+    """Diversity per discussion: the generated ones (source "synthetic") and `human`'s (source "human", their data
+    set's name `humans` in the column of that name; their ids prefixed "human.")."""
     spoken = comments[~comments["is_silent"]]
     div = (
         spoken.sort_values(["discussion_id", "turn"])
@@ -73,6 +76,7 @@ def diversity_table(comments: pd.DataFrame, setups: pd.DataFrame, human: pd.Data
         )
         h["discussion_id"] = "human." + h["discussion_id"].astype(str)
         h["source"] = "human"
+        h["humans"] = humans
         out = pd.concat([out, h], ignore_index=True)
     return out.sort_values("discussion_id", ignore_index=True)
 
@@ -96,9 +100,10 @@ def ablation_baseline(div: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 
 
 def human_note(div: pd.DataFrame) -> str:
-    """Whether the diversity figure has human discussions beside the generated ones, and from where."""
-    if (div["source"] == "human").any():
-        return "Human: the discussions of facilitation.analysis.human_reference"
+    """Whether the diversity figure has human discussions beside the generated ones, and which."""
+    human = div[div["source"] == "human"]
+    if len(human):
+        return f"Human: {human['humans'].iloc[0]} (facilitation.analysis.human_reference)"
     return (
         "No human reference: facilitation.analysis.human_reference is not set, so no human discussions "
         "are drawn for comparison."
@@ -362,16 +367,3 @@ def check_ratings(annotations: pd.DataFrame) -> None:
             "agreement.json (CLI, DVC) and the annotate stage's metrics hold the parse-failure rates per "
             "annotator"
         )
-
-
-def read_human_reference(path: str | Path | None) -> pd.DataFrame | None:
-    if not path:
-        return None
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"facilitation.analysis.human_reference not found: {path}")
-    df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
-    missing = {"discussion_id", "text"} - set(df.columns)
-    if missing:
-        raise ValueError(f"{path}: human reference lacks column(s) {sorted(missing)}")
-    return df

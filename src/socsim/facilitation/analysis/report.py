@@ -67,9 +67,21 @@ class Measured:
     table2: tuple[pd.DataFrame, str, str]  # Table 2 as values, Markdown and LaTeX
 
 
-def measure(inputs: AnalysisInputs, human: pd.DataFrame | None) -> Measured:
+def humans_of(inputs: AnalysisInputs) -> tuple[pd.DataFrame | None, str]:
+    """The human discussions among `inputs` (the humans stage's table) and their name (its provenance's), or
+    (None, "") without any."""
+    table = inputs.tables.get("humans")
+    if table is None or not len(table):
+        return None, ""
+    name = str((inputs.provenance.get("humans", {}).get("data_source") or {}).get("name") or "")
+    if not name:
+        raise ValueError("the human discussions' provenance names no data set (data_source.name)")
+    return table, name
+
+
+def measure(inputs: AnalysisInputs, human: pd.DataFrame | None, humans: str = "") -> Measured:
     """Everything measured once on `inputs`' setups, comments and annotations (params `analysis.time`),
-    `human`: the human reference's discussions (Fig. 5), if any."""
+    `human`: the human discussions (Fig. 5), if any, named `humans`."""
     setups, comments, annotations = (inputs[k] for k in TABLES)
     paper, time = inputs.paper, inputs.params["analysis"]["time"]
     expected = sorted(setups.loc[setups["condition"] == ms.MAIN, "strategy"].unique())
@@ -86,10 +98,11 @@ def measure(inputs: AnalysisInputs, human: pd.DataFrame | None) -> Measured:
         anova=anova,
         interv=ms.interventions(comments),
         reply=ms.observed_reply_rate(comments, setups),
-        div=ms.diversity_table(comments, setups, human),
+        div=ms.diversity_table(comments, setups, human, humans),
         tt=ms.troll_toxicity(means),
         flags=flags,
         seed_msg="; ".join(notes),
+        humans=humans if human is not None else "",
     )
     return Measured(ev, setups, annotations, time, seeds, notes, pairwise, ts.ols_tables(ols, time, notes))
 
@@ -174,11 +187,11 @@ def base_report(m: Measured, agreement: dict[str, Any], source: str) -> Report:
     return rep
 
 
-def by_model(inputs: AnalysisInputs, human: pd.DataFrame | None) -> list[Finding]:
+def by_model(inputs: AnalysisInputs) -> list[Finding]:
     """Every claim judged on each model's discussions alone (`inputs` with only that model's rows), its
     claim suffixed " [<model>]" (the revised study's scopes, socsim.facilitation.revision.claims): pooled
     findings mix the models, a model is judged on its own. None with one model (the pooled findings are
-    that model's)."""
+    that model's). The findings against the humans are judged per model already (fig5_humans)."""
     setups = inputs["setups"]
     models = sorted(setups["model"].unique())
     if len(models) < 2:
@@ -187,7 +200,7 @@ def by_model(inputs: AnalysisInputs, human: pd.DataFrame | None) -> list[Finding
     for model in models:
         ids = setups.loc[setups["model"] == model, "discussion_id"]
         own = {k: inputs[k][inputs[k]["discussion_id"].isin(ids)].reset_index(drop=True) for k in TABLES}
-        ev = measure(replace(inputs, tables=own), human).ev
+        ev = measure(replace(inputs, tables=own), None).ev
         judged = per_model([f for _, j in judge_all(CLAIMS, ev) for f in j.findings])
         out += [f.judged_on(Scope.model(model), claim=f"{f.claim} [{model}]") for f in judged]
     return out
@@ -197,7 +210,7 @@ def per_model(findings: list[Finding]) -> list[Finding]:
     """The findings a model can be judged on alone: not those that compare the models (`across_models`: one
     model's discussions cannot say whether Qwen is the most diverse), which stand on the models together."""
     declared = study_findings("facilitation")
-    return [f for f in findings if not declared[f.id].across_models]
+    return [f for f in findings if not declared[f.id].across_models and f.scope is None]
 
 
 def report(inputs: AnalysisInputs, agreement: dict[str, Any]) -> Report:
@@ -207,16 +220,16 @@ def report(inputs: AnalysisInputs, agreement: dict[str, Any]) -> Report:
     it names none). With more than one model, every claim is also judged on each model's discussions
     alone (by_model)."""
     data_source = dict(inputs.provenance.get("setups", {}).get("data_source") or {})
-    human = ms.read_human_reference(inputs.params["analysis"]["human_reference"])
+    human, humans = humans_of(inputs)
     source = str(data_source.get("source", "generated"))
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
-    m = measure(inputs, human)
+    m = measure(inputs, human, humans)
     rep = assemble(base_report(m, agreement, source), CLAIMS, m.ev)
     rep.plots = plots(rep)  # after assemble: the claims' flags reach the panels (Report.flags_on)
     models = sorted(inputs["setups"]["model"].unique())
     pooled = Scope.model(models[0]) if len(models) == 1 else Scope.all_models()  # (one model: its findings)
-    rep.findings = [f.judged_on(pooled) for f in rep.findings] + by_model(inputs, human)
+    rep.findings = [f if f.scope else f.judged_on(pooled) for f in rep.findings] + by_model(inputs)
     if data_source:
         rep.provenance["data_source"] = data_source
     anova = m.ev.anova
