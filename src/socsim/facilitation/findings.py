@@ -17,7 +17,9 @@ REVISED_IDS = {
     "cannot_keep_silent": "facr.intervene_almost_always",
     "instructions_raise_interventions": "facr.instructions_raise_interventions",
     "trolls_raise_toxicity": "facr.trolls_raise_toxicity",
+    "humans_toxicity": "facr.humans_toxicity_differs",
 }
+SOCSIM = "socsim's question"  # a finding socsim asks of the paper's data that the paper does not state
 _TOX = (
     "the reference: No Moderator (paper-era) against No Facilitator (revised), the same condition renamed; the "
     "strategies: five against three; toxicity: LLM annotators' 1-5 against Perspective's 0-1"
@@ -170,5 +172,12 @@ FINDINGS = (
         "holds (stated)",
         "fac.trolls_need_instruction_prompt",
         _TROLLS,
+    ),
+    PaperFinding(
+        "facr.humans_toxicity_differs",
+        "a model's discussions differ in toxicity from people's (Change My View comments, the same scorer)",
+        SOCSIM,
+        "not in the paper: the revised release scores 41,772 human comments (cmv_awry2.csv) and never compares them",
+        "not claimed (socsim's own finding, on the paper's data)",
     ),
 )

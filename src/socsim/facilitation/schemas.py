@@ -127,5 +127,24 @@ HUMANS = pa.schema(
     ]
 )
 
+# The revised release's human comment toxicity (cmv_awry2.csv: Perspective, the models' scorer; no text, no discussion).
+HUMAN_TOXICITY = pa.schema(
+    [
+        pa.field("message_id", pa.string(), nullable=False),
+        pa.field("toxicity", pa.float64()),  # null: the scorer failed (`error`)
+        pa.field("error", pa.string()),
+    ]
+)
+
+# The authors' printed JS divergences to those humans (divergence_<dimension>.tex), as printed.
+PRINTED_DIVERGENCE = pa.schema(
+    [
+        pa.field("dimension", pa.string(), nullable=False),  # the table: initialization, sdbs, turn_taking, ...
+        pa.field("condition", pa.string(), nullable=False),  # its row, e.g. "Main", "Random"
+        pa.field("model", pa.string(), nullable=False),  # its column, the paper's label ("LLaMa-70B")
+        pa.field("js_printed", pa.float64(), nullable=False),
+    ]
+)
+
 # The revised study's figures, each drawn from its plot table plot_<name>.
 REVISION_FIGURES = ("toxicity_over_turns", "interventions", "model_effects")

@@ -187,7 +187,7 @@ def run_import(ctx: StageContext) -> None:
 
 def run_import_revision(ctx: StageContext) -> None:
     from socsim.config import ParamsError
-    from socsim.facilitation import release
+    from socsim.facilitation import humans, release
     from socsim.facilitation.revision import data as revision
 
     d = ctx.params["facilitation"]["data"]
@@ -201,16 +201,27 @@ def run_import_revision(ctx: StageContext) -> None:
     commit = release.revision(path, d["revision"], folder=revision.data_folder)
     source = {"source": "syndisco_revision", "path": path, "licence": revision.LICENCE, **commit}
     data = revision.read(path)  # everything is read and checked before anything is written
+    evaluated = revision.data_folder(path) / "eval_output"
+    tox, tox_counts = humans.read_toxicity(evaluated / humans.TOXICITY_FILE.name)
+    printed = humans.read_printed(evaluated)
+    people = {**source, "name": humans.CMV, "texts": "not released (nor their discussions)"}
     ctx.write("setups", data.setups, data_source=source)
     ctx.write("comments", data.comments, data_source=source)
     ctx.write("scores", data.scores, data_source=source)
-    ctx.write_metrics(**data.counts, data_source=source)
+    ctx.write("human_toxicity", tox, data_source=people)
+    ctx.write("printed_divergence", printed, data_source={**source, "inputs": "not released"})
+    ctx.write_metrics(**data.counts, human_toxicity=tox_counts, printed_divergences=len(printed), data_source=source)
     c = data.counts
     scored = sum(s["messages"] - s["messages_without_score"] for s in c["scores"].values())
     print(
         f"socsim: imported {sum(c['discussions'].values())} discussions ({c['comments']} turns, {c['silent_turns']} "
         f"silent) and the released toxicity of {scored} messages; "
         f"commit {source['commit'] or 'not a git checkout: unverified'}",
+        file=sys.stderr,
+    )
+    print(
+        f"socsim: humans: the toxicity of {tox_counts['scored']} human comments ({humans.CMV}; their texts are not "
+        f"released), and {len(printed)} printed divergences to them",
         file=sys.stderr,
     )
     for name, s in c["scores"].items():
@@ -227,7 +238,11 @@ def run_analyse_revision(ctx: StageContext) -> None:
     from socsim.facilitation.revision import report
 
     ctx.write_report(
-        report.analyse(ctx.analysis_inputs("setups", "comments", "scores", paper="paper_revision_file")),
+        report.analyse(
+            ctx.analysis_inputs(
+                "setups", "comments", "scores", "human_toxicity", "printed_divergence", paper="paper_revision_file"
+            )
+        ),
         "revision_analysis",
     )
 
@@ -338,6 +353,12 @@ ARTIFACTS = {
     "paper_revision_file": Artifact(f"{DATA}/paper_revision.yaml"),
     "scores": Artifact(f"{RESULTS}/scores.parquet", schemas.SCORES, ("discussion_id", "turn")),
     "humans": Artifact(f"{RESULTS}/humans.parquet", schemas.HUMANS, ("comment_id",)),
+    "human_toxicity": Artifact(f"{RESULTS}/revision/human_toxicity.parquet", schemas.HUMAN_TOXICITY, ("message_id",)),
+    "printed_divergence": Artifact(
+        f"{RESULTS}/revision/printed_divergence.parquet",
+        schemas.PRINTED_DIVERGENCE,
+        ("dimension", "condition", "model"),
+    ),
     "revision_analysis": analysis_folder(f"{RESULTS}/revision/analysis", schemas.REVISION_FIGURES),
     "revision_figures": Artifact(f"{RESULTS}/revision/figures", kind="dir", report="figures"),
 }
@@ -445,9 +466,10 @@ STUDY = Study(
             "import_revision",
             "Paper 000's revised study (facilitation.data.source: syndisco_revision): the six-model release's "
             "discussions and ablations as setups and comments, its released Perspective API toxicity joined on "
-            "the authors' message ids (md5 of discussion id and text); no LLM.",
+            "the authors' message ids (md5 of discussion id and text), and the human Change My View comments' "
+            "toxicity (the same scorer; no text) with the printed divergences to them; no LLM.",
             run_import_revision,
-            outputs=("setups", "comments", "scores"),
+            outputs=("setups", "comments", "scores", "human_toxicity", "printed_divergence"),
             params=("facilitation.data",),
             when=REVISION,
         ),
@@ -457,7 +479,7 @@ STUDY = Study(
             "the printed one, participation, interventions, and every claim judged per model and on all models "
             "with discussions as units (claims_by_model, verdict_matrix), beside the paper.",
             run_analyse_revision,
-            inputs=("setups", "comments", "scores", "paper_revision_file"),
+            inputs=("setups", "comments", "scores", "human_toxicity", "printed_divergence", "paper_revision_file"),
             outputs=("revision_analysis",),
             when=REVISION,
         ),

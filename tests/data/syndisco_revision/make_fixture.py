@@ -59,6 +59,11 @@ SILENT_FACILITATOR = {
 }
 SILENT_SCORE = 0.021  # the score Perspective gives the text '""' (one value: equal texts, one id)
 ERROR_AT = 5  # the released main scores drop this row with an error (its message then has no score)
+# The humans (cmv_awry2.csv: Perspective toxicity of human comments, no text, no discussion), drawn by a generator
+# of their own (the discussions above stay as they were): clip(N(HUMAN_MEAN, HUMAN_SD)), one row with an error.
+# Every model's No Facilitator discussions (B0 = 0.20 plus trolls) are planted less toxic than these humans.
+HUMAN_SEED, HUMANS, HUMAN_MEAN, HUMAN_SD = 20260304, 300, 0.40, 0.10
+PRINTED = {"Random": (0.385, 0.266), "Response-enabled": (0.353, 0.190)}  # divergence_turn_taking.tex, invented
 
 
 def md5(conv: str, text: str) -> str:
@@ -197,8 +202,10 @@ def main() -> None:
                 lines.append("message_id,toxicity,error")
         lines.append(f"{md5('no-such-discussion', 'orphan')},0.5,")  # a score without a message
         (ev / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    humans(ev)
     truth.update(
         {
+            "humans_toxicity": {"comments": HUMANS, "scored": HUMANS - 1, "mean": HUMAN_MEAN, "planted": "lower"},
             "models": list(MODELS),
             "per_cell": PER_CELL,
             "effects_model": MODELS[0],
@@ -217,6 +224,23 @@ def main() -> None:
         }
     )
     (HERE / "truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+
+
+def humans(ev: Path) -> None:
+    """The revised release's human toxicity (cmv_awry2.csv) and one printed divergence table, in their formats."""
+    rng = np.random.default_rng(HUMAN_SEED)
+    lines = ["message_id,toxicity,error"]
+    for i, v in enumerate(np.clip(rng.normal(HUMAN_MEAN, HUMAN_SD, HUMANS), 0.001, 0.999)):
+        lines.append(f"h{i:05d},,HttpError 400: language not supported" if i == 7 else f"h{i:05d},{v:.8g},")
+    (ev / "cmv_awry2.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    labels = " & ".join(("LLaMa-70B", "Qwen-7B"))
+    rows = "".join(f"{k} & {a:.3f} & {b:.3f} \\\\\n" for k, (a, b) in PRINTED.items())
+    (ev / "divergence_turn_taking.tex").write_text(
+        "\\begin{table}[ht]\n\\begin{tabular}{lrr}\n\\toprule\n"
+        f"Model & {labels} \\\\\nAblation &  &  \\\\\n\\midrule\n{rows}"
+        "\\bottomrule\n\\end{tabular}\n\\end{table}\n",
+        encoding="utf-8",
+    )
 
 
 if __name__ == "__main__":

@@ -228,7 +228,10 @@ def test_every_planted_effect_holds_and_no_null_one_does(analysed):
     tmp, _ = analysed
     grid = _verdicts(tmp)
     names = {"llama70b": "llama-3.1-70b", "qwen7b": "qwen2.5-7b"}
-    assert set(grid["claim"]) == set(TRUTH["planted"])
+    assert set(grid["claim"]) == {*TRUTH["planted"], "humans_toxicity"}
+    people = grid[grid["claim"] == "humans_toxicity"]  # every model's discussions planted less toxic than people
+    assert len(people) and TRUTH["humans_toxicity"]["planted"] == "lower"
+    assert people["holds"].eq(True).all() and (people["estimate"] < 0).all(), people[["scope", "part", "verdict"]]
     for claim, by_model in TRUTH["planted"].items():
         for model, kind in by_model.items():
             cells = grid[(grid["claim"] == claim) & (grid["scope"] == names[model])]
@@ -277,7 +280,11 @@ def test_the_report_stands_beside_the_paper_and_draws_three_figures(analysed):
     assert "discussions per model x strategy" in " ".join(vs["comparable"])  # the fixture's 8, the paper's 30
     assert vs["quantity"].str.startswith("Toxicity table: ").sum() == 8 + 3  # terms; variance, observations, groups
     claims = vs[vs["finding"] != ""]
-    assert len(claims) == 3 + 1 + 3 + 1 + 2 + 1 and claims["quantity"].str.contains("all models").all()
+    # the six claims' parts, then socsim's own against the humans (No Facilitator and the three strategies)
+    assert len(claims) == 3 + 1 + 3 + 1 + 2 + 1 + 4 and claims["quantity"].str.contains("all models").all()
+    printed = vs[vs["quantity"].str.startswith("JS to the humans")]
+    assert len(printed) == 4 and printed["ours"].isna().all() and printed["note"].str.startswith("as printed").all()
+    assert printed["paper"].tolist() == [0.385, 0.266, 0.353, 0.19]
     assert (vs["quantity"].str.startswith("Participation: ")).sum() == 3
     rates = table(tmp, "intervention_rates")
     assert len(rates) == 2 * 3 and set(rates.columns) >= {"mean_rate", "median_rate", "pooled_rate", "echoes"}

@@ -21,6 +21,10 @@ def data_paths(tmp: Path) -> list[str]:
         str(tmp / "comments" / "all.parquet"),
         "--scores",
         str(tmp / "scores.parquet"),
+        "--human-toxicity",
+        str(tmp / "human_toxicity.parquet"),
+        "--printed-divergence",
+        str(tmp / "printed_divergence.parquet"),
     ]
 
 

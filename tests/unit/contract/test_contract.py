@@ -189,7 +189,7 @@ def test_the_revision_switches_the_stages(params):
     rev = config.validate(config.deep_merge(params, {"facilitation": {"data": {"source": "syndisco_revision"}}}))
     assert [st.name for st in fac.active(rev)] == ["import_revision", "analyse_revision", "figures_revision"]
     paper_era = config.validate(config.deep_merge(params, {"facilitation": {"data": {"source": "syndisco_release"}}}))
-    assert [st.name for st in fac.active(paper_era)] == ["import", "analyse", "figures"]
+    assert [st.name for st in fac.active(paper_era)] == ["import", "humans", "analyse", "figures"]
     assert fac.producer("setups", rev).name == "import_revision"
     with pytest.raises(ValueError, match="runs when facilitation.data.source is 'generated' or 'syndisco_release'"):
         cli.run_stage(
@@ -208,8 +208,8 @@ def test_the_data_source_switches_the_stages_that_write_the_data(params, capsys)
     fac = studies.study("facilitation")
     release = config.validate(config.deep_merge(params, {"facilitation": {"data": {"source": "syndisco_release"}}}))
     made = ["personas", "topics", "setups", "simulate", "annotate"]
-    assert [st.name for st in fac.active(params)] == [*made, "analyse", "figures"]
-    assert [st.name for st in fac.active(release)] == ["import", "analyse", "figures"]
+    assert [st.name for st in fac.active(params)] == [*made, "humans", "analyse", "figures"]
+    assert [st.name for st in fac.active(release)] == ["import", "humans", "analyse", "figures"]
     assert fac.producer("comments", params).name == "simulate" and fac.producer("comments", release).name == "import"
     # an unsharded stage writes a sharded artifact as its one shard; the analysis reads that shard
     assert fac.paths(fac.stage("import"), release)["comments"] == "results/facilitation/comments/all.parquet"

@@ -57,6 +57,8 @@ class Evidence:
     interv: pd.DataFrame  # measures.interventions
     scopes: list[str]  # measures.scopes: all models, then each model
     flags: dict[str, list[dg.Flag]] = field(default_factory=dict)  # scope -> its toxicity's flags
+    human_toxicity: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the humans' comments' (no discussions)
+    humans: str = ""  # their data set's name ("" without them)
 
 
 @dataclass(frozen=True)
@@ -343,6 +345,31 @@ def trolls_raise_toxicity(ev: Evidence) -> Judgement:
     )
 
 
+def humans_toxicity(ev: Evidence) -> Judgement:
+    """socsim's own question (the authors score the humans and never compare): each condition's discussions' mean
+    toxicity against the human comments' (Welch t; the humans' discussions are not released, so their comments are
+    the units there), per model and on all models; any difference, its sign read from the estimate."""
+    if not ev.humans or not len(ev.human_toxicity):
+        return Judgement(rows=[Row("Humans: toxicity against the human comments", None, None, note="no humans")])
+    human = ev.human_toxicity
+
+    def part(strategy: str) -> Part:
+        def run(u: pd.DataFrame, _: pd.DataFrame) -> Tested:
+            return welch(_values(u, "mean_toxicity", strategy=strategy), human)
+
+        return Part(strategy, run, 0, note=f"humans: {ev.humans}, {len(human)} comments, mean {human.mean():.4g}")
+
+    return _judge(
+        ev,
+        "humans_toxicity",
+        "a model's discussions differ in toxicity from people's (socsim's question, not the paper's)",
+        "discussions' mean toxicity minus the human comments' (Perspective, the same scorer)",
+        "Welch t, the model's discussions against the human comments (their discussions are not released)",
+        [part(s) for s in (NO_FACILITATOR, *_strategies(ev))],
+        "Humans, toxicity",
+    )
+
+
 CLAIMS: list[Claim[Evidence]] = [
     Claim("strategies_lower_toxicity", strategies_lower_toxicity, "Toxicity table (strategy rows)"),
     Claim("toxicity_rises_with_turn", toxicity_rises_with_turn, "Toxicity table (Discussion Turn)"),
@@ -350,4 +377,5 @@ CLAIMS: list[Claim[Evidence]] = [
     Claim("cannot_keep_silent", cannot_keep_silent, "Sect. 5.1"),
     Claim("instructions_raise_interventions", instructions_raise_interventions, "Sect. 5.1"),
     Claim("trolls_raise_toxicity", trolls_raise_toxicity, "Sect. 3 (trolls)"),
+    Claim("humans_toxicity", humans_toxicity, "socsim's question (not in the paper)"),
 ]

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from socsim.facilitation.revision import measures as ms
@@ -108,6 +109,22 @@ def _markdown(t: pd.DataFrame, fit: MixedResult, paper: Mapping[str, Any]) -> st
 
 
 @dataclass
+class People:
+    """The revised release's humans: their comments' toxicity (no text, no discussion), their data set's name, and
+    the authors' printed divergences to them (humans.read_printed; their inputs are not released)."""
+
+    toxicity: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    name: str = ""
+    printed: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+NOT_RECOMPUTED = (
+    "as printed, inputs not released: the human texts of cmv_awry2.csv (and the authors' diversity caches) are not in "
+    "the public release, so socsim cannot recompute it"
+)
+
+
+@dataclass
 class Measured:
     ev: Evidence
     setups: pd.DataFrame
@@ -116,6 +133,7 @@ class Measured:
     participation: pd.DataFrame
     uc: pd.DataFrame  # the user comments the claims rest on
     left_out: dict[str, int]
+    printed: pd.DataFrame  # the authors' printed divergences to the humans (People.printed)
 
 
 def _fits(rows: pd.DataFrame, uc: pd.DataFrame, flags: Mapping[str, list[dg.Flag]]) -> pd.DataFrame:
@@ -130,16 +148,26 @@ def _fits(rows: pd.DataFrame, uc: pd.DataFrame, flags: Mapping[str, list[dg.Flag
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=FIT_COLUMNS)
 
 
-def measure(setups: pd.DataFrame, comments: pd.DataFrame, scores: pd.DataFrame, paper: Mapping[str, Any]) -> Measured:
+def measure(
+    setups: pd.DataFrame,
+    comments: pd.DataFrame,
+    scores: pd.DataFrame,
+    paper: Mapping[str, Any],
+    people: People | None = None,
+) -> Measured:
     uc, left = ms.user_comments(comments, scores)
     scopes = ms.scopes(setups)
     flags = {
         s: dg.collect(dg.near_constant(ms.in_scope(uc, s)["toxicity"], f"released toxicity ({s})")) for s in scopes
     }
-    ev = Evidence(paper, ms.discussions(uc, setups), ms.interventions(comments), scopes, flags)
+    people = people or People()
+    ev = Evidence(
+        paper, ms.discussions(uc, setups), ms.interventions(comments), scopes, flags, people.toxicity, people.name
+    )
     rows = ms.authors_frame(comments, scores)
     authors = _fit(rows, "message_order", ms.TURN)
-    return Measured(ev, setups, authors, _fits(rows, uc, flags), ms.participation(comments, paper), uc, left)
+    fits = _fits(rows, uc, flags)
+    return Measured(ev, setups, authors, fits, ms.participation(comments, paper), uc, left, people.printed)
 
 
 def _span(s: pd.Series) -> int | str:
@@ -185,6 +213,10 @@ def vs_paper_rows(m: Measured, paper: Mapping[str, Any], at: pd.DataFrame) -> li
         Row(f"Participation: {r.label}", r.participation, r.printed, note=f"{r.user_messages} user messages")
         for r in m.participation.itertuples(index=False)
     ]
+    rows += [
+        Row(f"JS to the humans, {r.dimension}: {r.condition} ({r.model})", None, r.js_printed, note=NOT_RECOMPUTED)
+        for r in m.printed.itertuples(index=False)
+    ]
     return rows
 
 
@@ -217,6 +249,9 @@ def tables(m: Measured, at: pd.DataFrame, paper: Mapping[str, Any]) -> dict[str,
         ),
         "discussions": Table(
             m.ev.units, "Per discussion: mean toxicity, slope per turn, active trolls, non-troll toxicity"
+        ),
+        "printed_divergence": Table(
+            m.printed, "The authors' JS divergences to the human discussions (divergence_*.tex)", notes=[NOT_RECOMPUTED]
         ),
     }
 
@@ -260,8 +295,14 @@ def verdict_matrix(grid: pd.DataFrame) -> pd.DataFrame:
     return wide.loc[list(dict.fromkeys(g["row"]))].reset_index()
 
 
-def report(setups: pd.DataFrame, comments: pd.DataFrame, scores: pd.DataFrame, paper: Mapping[str, Any]) -> Report:
-    m = measure(setups, comments, scores, paper)
+def report(
+    setups: pd.DataFrame,
+    comments: pd.DataFrame,
+    scores: pd.DataFrame,
+    paper: Mapping[str, Any],
+    people: People | None = None,
+) -> Report:
+    m = measure(setups, comments, scores, paper, people)
     at = authors_table(m.authors, paper)
     rep = Report(TITLE, design=design(setups, paper), own_data=True)
     rep.tables = tables(m, at, paper)
@@ -301,9 +342,14 @@ def report(setups: pd.DataFrame, comments: pd.DataFrame, scores: pd.DataFrame, p
 
 
 def analyse(inputs: AnalysisInputs) -> Report:
-    """The revised study's analysis: `inputs` holds setups, comments and scores (as imported) and the
-    revised paper's numbers (paper_revision.yaml)."""
-    rep = report(inputs["setups"], inputs["comments"], inputs["scores"], inputs.paper)
+    """The revised study's analysis: `inputs` holds setups, comments and scores (as imported), the humans' toxicity
+    and the printed divergences to them where imported, and the revised paper's numbers (paper_revision.yaml)."""
+    people = None
+    if "human_toxicity" in inputs.tables:
+        tox = inputs["human_toxicity"]["toxicity"].dropna().to_numpy(dtype=float)
+        name = str((inputs.provenance.get("human_toxicity", {}).get("data_source") or {}).get("name") or "")
+        people = People(tox, name, inputs.tables.get("printed_divergence", pd.DataFrame()))
+    rep = report(inputs["setups"], inputs["comments"], inputs["scores"], inputs.paper, people)
     data_source = dict(inputs.provenance.get("setups", {}).get("data_source") or {})
     if data_source:
         rep.provenance["data_source"] = data_source

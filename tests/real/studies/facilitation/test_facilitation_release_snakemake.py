@@ -19,13 +19,14 @@ def test_snakemake_imports_analyses_and_draws_the_release_with_no_llm_stage(tmp_
     no model loaded, vs_paper on the paper's own data."""
     project = copy_project(tmp_path / "project")
     override = project / "release.yaml"
-    override.write_text(f"facilitation:\n  data:\n    path: {FIXTURE}\n")
+    humans = "  analysis:\n    human_reference: data/facilitation/humans_fixture.xlsx\n"  # (the release's: opt-in)
+    override.write_text(f"facilitation:\n  data:\n    path: {FIXTURE}\n{humans}")
     cmd = ["snakemake", "--cores", "2", "--configfile", "params.syndisco.yaml", "release.yaml", "--", "facilitation"]
     proc = subprocess.run(cmd, cwd=project, env=tool_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = project / "results" / "facilitation"
     ran = {p.stem for p in (results / "metrics").glob("*.json")}
-    assert ran == {"import", "analyse", "figures"}, ran
+    assert ran == {"import", "humans", "analyse", "figures"}, ran
     assert not (results / "personas.parquet").exists() and not (results / "logs" / "simulate").exists()
     assert (results / "figures" / "fig3_pairwise_toxicity.png").is_file()
     vs = pd.read_parquet(results / "analysis" / "vs_paper.parquet")
