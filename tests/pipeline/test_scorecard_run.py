@@ -45,3 +45,15 @@ def test_the_run_ends_with_the_scorecard_of_every_study(tiny_run):
     assert len(table) == long.drop_duplicates(["study", "finding_id", "part"]).shape[0]
     assert list(table.columns[:4]) == ["study", "claim", "version", "the paper"]  # the paper's result first
     assert (out / "scorecard.png").stat().st_size > 10_000
+
+
+def test_every_model_of_the_run_stands_beside_paper_000s_humans(tiny_run):
+    """Fig. 5a against the humans (the default human reference: socsim's synthetic fixture), one row per model of the
+    run in the humans' column, named by their data."""
+    long = pd.read_parquet(tiny_run.project / "results" / "scorecard" / "scorecard.parquet")
+    people = long[(long["study"] == "facilitation") & (long["model"] == "humans (fixture (synthetic))")]
+    setups = pd.read_parquet(tiny_run.project / "results" / "facilitation" / "setups.parquet")
+    main = setups.loc[setups["condition"] == "main", "model"]
+    fig5a = people[people["finding_id"] == "fac.humans_diversity_not_matched"]
+    assert set(fig5a["part"]) == set(main) and len(fig5a) == main.nunique(), fig5a[["part", "verdict"]]
+    assert fig5a["claim"].str.startswith("none of the models closely matches").all()

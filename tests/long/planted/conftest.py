@@ -5,6 +5,7 @@ pytest-xdist worker runs them: the first to need it makes it under a file lock, 
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -16,7 +17,10 @@ from support.project import copy_project, tool_env
 
 @pytest.fixture(scope="session")
 def control_run(tmp_path_factory):
-    shared = tmp_path_factory.getbasetemp().parent  # the same folder for every worker of one pytest run
+    # the same folder for every worker of one pytest run: a worker's base is popen-gw<n> inside the run's own; without
+    # workers the base is the run's own (its parent is every run's, where an earlier run's project would be reused)
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     project = shared / "control" / "project"
     with FileLock(str(shared / "control.lock")):
         done = project.parent / "done"
