@@ -99,6 +99,7 @@ FINDINGS = (
         PAPER_ERA,
         "Ablation; Fig. 5a",
         "holds (Fig. 5a; no test, no divergence printed)",
+        against_humans=True,
     ),
     PaperFinding(
         "fac.humans_turn_taking_diverge",
@@ -106,6 +107,7 @@ FINDINGS = (
         PAPER_ERA,
         "Ablation; Fig. 5b",
         "holds (Fig. 5b: 'all distributions diverge from the human distribution'; no test)",
+        against_humans=True,
     ),
     PaperFinding(
         "fac.humans_ablations_farther",
@@ -113,6 +115,7 @@ FINDINGS = (
         PAPER_ERA,
         "Ablation; Fig. 5c",
         "holds (Fig. 5c; no test)",
+        against_humans=True,
     ),
     PaperFinding(
         "fac.trolls_need_instruction_prompt",

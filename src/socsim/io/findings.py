@@ -67,6 +67,7 @@ class PaperFinding:
     counterpart: str = ""  # the id of a related finding in another version of the paper
     differs: str = ""  # what differs from the counterpart (test, reference condition, measure)
     across_models: bool = False  # it compares the models ("Qwen has the highest diversity"): judged on them together
+    against_humans: bool = False  # it compares each model with people (its parts: the models): the humans' column
 
     def __post_init__(self) -> None:
         if not self.id or "." not in self.id or " " in self.id:

@@ -373,6 +373,8 @@ def scorecard(folders: Sequence[Folder]) -> tuple[pd.DataFrame, pd.DataFrame]:
             return f"this source did not run {study}"
         if study_findings(study)[fid].across_models:
             return "it compares the models: judged on the models together, not on one model alone"
+        if study_findings(study)[fid].against_humans:
+            return "it compares the generated discussions with people's: judged in the humans' column"
         return "no such finding in this source's report"
 
     reasons = [

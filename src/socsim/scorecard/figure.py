@@ -81,7 +81,7 @@ def draw(long: pd.DataFrame, cols: pd.DataFrame, out: Path, name: str) -> list[P
     labels = ["the paper\n(its own result)"]
     for r in cols.itertuples():
         kind = "null twin" if str(r.identity).startswith(MODEL_IDS["null"]) else "planted"
-        label = f"{r.model}\n{r.source}" + (f"\n(control: {kind})" if r.control else "")
+        label = f"{textwrap.fill(str(r.model), 18)}\n{r.source}" + (f"\n(control: {kind})" if r.control else "")
         labels.append(label)
     ax.set_xticklabels(labels, fontsize=6.5, rotation=0)
     ax.xaxis.tick_top()

@@ -185,8 +185,10 @@ def test_fig5_against_the_humans_judges_each_model_function_and_ablation():
     b = "fac.humans_turn_taking_diverge"
     assert got[(b, "random")].verdict.holds is True and got[(b, "respond")].verdict.holds is True
     c = got[("fac.humans_ablations_farther", "without SDBs")]
-    assert c.verdict.holds is True and c.ci[0] > 0 and c.value == pytest.approx(
-        dv.js(groups[("no_sdb", "far", "respond")], human) - dv.js(far, human)
+    assert (
+        c.verdict.holds is True
+        and c.ci[0] > 0
+        and c.value == pytest.approx(dv.js(groups[("no_sdb", "far", "respond")], human) - dv.js(far, human))
     )
     assert claims.fig5_humans(_evidence(_div(groups, human)[lambda d: d.source != "human"], name="")).findings == []
 
