@@ -158,6 +158,12 @@ def test_test6_strict_is_our_reading_the_default_and_pooled_is_labelled_ours():
         "significant)"
     )
     assert pooled["beside"] == strict["beside"]
+    # the verdict's reason (what the scorecard shows) names its rule and its counts, not only the first failure
+    n_others = smooth["open_pair"].nunique() - 1
+    along = an.test6(smooth, 0.01, "strict").verdict.reason
+    assert along.startswith(f"strict rule: the lowest openness pairing 0-0 below each of the {n_others} others, ")
+    assert f" of {n_others} significant; " in along, along
+    assert an.test6(step, 0.01, "pooled").verdict.reason.startswith("pooled rule: the lowest openness pairing 0-0")
     flat = an.six_tests(_far_pairs(lambda s: 3.0), 0.01).set_index("test").loc[6]
     assert flat["beside"].endswith(": inconclusive (0 of 54 comparisons significant)")
     for rule in ("strict", "pooled"):

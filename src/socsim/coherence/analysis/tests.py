@@ -412,6 +412,8 @@ def test6(df: pd.DataFrame, alpha: float, rule: str) -> TestRow:
     if rule == "pooled":
         est, p_dir = directed_mwu(base, others["agreement"], -1)
         v = vd.effect(p_dir, est, n, MIN_GROUP, unit, -1, alpha=alpha)
+        rule = f"pooled rule: the lowest openness pairing {lowest} below the other {len(others)} (1-5) pairs together"
+        v = replace(v, reason=f"{rule}; {v.reason}" if v.reason else rule)
         p = mwu_p(base, others["agreement"], "less")
         text = f"pooled rule (ours): lowest vs the other {len(others)} (1-5) pairs; {detail}"
         return replace(counts, verdict=v, p=p, detail=text)
@@ -434,7 +436,14 @@ def test6(df: pd.DataFrame, alpha: float, rule: str) -> TestRow:
         for (pair, g), (est, _), q in zip(comparable.items(), directed, adj_dir)
     ]
     text = f"strict rule (our reading of the paper's text): {detail}"
-    return replace(counts, verdict=vd.all_of(parts), p=float(adj.max()), detail=text)
+    along = sum(1 for (est, _), q in zip(directed, adj_dir) if est < 0 and q < alpha)
+    v = vd.all_of(parts)
+    rule = (
+        f"strict rule: the lowest openness pairing {lowest} below each of the {len(parts)} others, Bonferroni; "
+        f"{along} of {len(parts)} significant"
+    )
+    v = replace(v, reason=f"{rule}; {v.reason}" if v.reason else rule)
+    return replace(counts, verdict=v, p=float(adj.max()), detail=text)
 
 
 def _test_row(test: int, o: TestRow, found: list[dg.Flag], final: Verdict, test6_rule: str) -> dict[str, Any]:
