@@ -22,7 +22,12 @@ FINDINGS = (
         "every model passes",
     ),
     PaperFinding(
-        "coh.test2", "Test 2: agreement amplifies, disagreement dampens", V, "Sect. 4.3; Table 4", "no model passes"
+        "coh.test2",
+        "Test 2: agreement amplifies, disagreement dampens",
+        V,
+        "Sect. 4.3; Table 4",
+        "no model passes",
+        no_difference=True,
     ),
     PaperFinding(
         "coh.test3",
@@ -37,6 +42,7 @@ FINDINGS = (
         V,
         "Sect. 4.3; Table 4",
         "Qwen-14B and Gemma pass; the other models fail",
+        no_difference=True,
     ),
     PaperFinding(
         "coh.test5", "Test 5: increasing openness, increasing agreement", V, "Sect. 4.3; Table 4", "every model passes"

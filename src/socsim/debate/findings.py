@@ -33,6 +33,7 @@ FINDINGS = (
         V,
         "Sect. 6; Fig. 2",
         "holds: no change in the humans' tweets or opinions (every p > .05)",
+        no_difference=True,
     ),
     PaperFinding(
         "deb.humans_group_change",

@@ -59,6 +59,7 @@ FINDINGS = (
         PAPER_ERA,
         "Finding 2; Fig. 3",
         "holds (no test given; socsim's: no difference, with power for 0.213)",
+        no_difference=True,
     ),
     PaperFinding(
         "fac.elaborate_lower_over_time",

@@ -68,6 +68,9 @@ class PaperFinding:
     differs: str = ""  # what differs from the counterpart (test, reference condition, measure)
     across_models: bool = False  # it compares the models ("Qwen has the highest diversity"): judged on them together
     against_humans: bool = False  # it compares each model with people (its parts: the models): the humans' column
+    # A claim of no difference (judged by socsim.stats.verdict.no_difference): on a null it holds at the rate of its
+    # power, not at alpha, so the null twin's allowance leaves it out and reports it beside (scorecard.null_lines).
+    no_difference: bool = False
 
     def __post_init__(self) -> None:
         if not self.id or "." not in self.id or " " in self.id:

@@ -503,18 +503,38 @@ def judged(long: pd.DataFrame) -> pd.Series:
 
 
 def null_lines(long: pd.DataFrame) -> list[str]:
-    """For each null twin's column: its findings that hold beside their binomial allowance."""
+    """For each null twin's column: its directional findings that hold beside their binomial allowance, and beside
+    them its claims of no difference (which hold on a null at the rate of their power, not at alpha), each with
+    its verdict's words (their power)."""
     lines = []
     nulls = long[long["identity"].astype(str).str.startswith(MODEL_IDS["null"]) & judged(long)]
     for (source, model), g in nulls.groupby(["source", "model"], sort=False):
-        k, n = int((g["verdict"] == "holds").sum()), len(g)
+        same = no_difference(g)
+        effects, alike = g[~same], g[same]
+        k, n = int((effects["verdict"] == "holds").sum()), len(effects)
         allowed = null_allowance(n)
         verdict = "within" if k <= allowed else "ABOVE"
         lines.append(
-            f"  null twin {column_name(str(source), str(model))}: {k} of {n} findings hold; allowance {allowed} "
-            f"(the {ALLOWANCE_LEVEL:.0%} quantile of Binomial({n}, {NULL_RATE:g})): {verdict}"
+            f"  null twin {column_name(str(source), str(model))}: {k} of {n} directional findings hold; allowance "
+            f"{allowed} (the {ALLOWANCE_LEVEL:.0%} quantile of Binomial({n}, {NULL_RATE:g})): {verdict}"
         )
+        if len(alike):
+            held = int((alike["verdict"] == "holds").sum())
+            each = "; ".join(f"{r.finding_id}: {r.verdict} ({r.reason})" for r in alike.itertuples())
+            lines.append(
+                f"    and {held} of {len(alike)} claims of no difference hold (on a null at the rate of their power, "
+                f"not counted above): {each}"
+            )
     return lines
+
+
+def no_difference(long: pd.DataFrame) -> pd.Series:
+    """The cells of the long table whose finding is a claim of no difference (PaperFinding.no_difference)."""
+    return pd.Series(
+        [study_findings(st)[f].no_difference for st, f in zip(long["study"], long["finding_id"], strict=True)],
+        index=long.index,
+        dtype=bool,
+    )
 
 
 def main(sources: Sequence[str], out: str | Path, figure: bool = True) -> str:

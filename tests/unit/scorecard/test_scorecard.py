@@ -227,3 +227,26 @@ def test_a_finding_that_compares_the_models_stands_on_the_models_together(tmp_pa
     cell = long.set_index(["finding_id", "model"])
     assert cell.loc[("fac.qwen_highest_diversity", "the models together"), "verdict"] == "holds"
     assert cell.loc[("fac.qwen_highest_diversity", "llama"), "reason"].startswith("it compares the models")
+
+
+def test_the_null_twins_allowance_counts_directional_findings_and_lists_no_difference_claims_beside(tmp_path):
+    """Coherence's Test 2 and 4 are claims of no difference (they hold on a null at their power's rate): left out of
+    the count that the binomial allowance bounds, listed beside it with their verdict's words."""
+    null = Scope.model("planted-null")
+    _folder(
+        tmp_path / "run",
+        "coherence",
+        [
+            _f("coh.test1", null, True),
+            _f("coh.test5", null, None, "p = 0.4 >= 0.05"),
+            _f("coh.test2", null, True, "p = 0.6 with power 0.91 at n = 40 conversations"),
+            _f("coh.test4", null, None, "p = 0.3 but power 0.4 < 0.8"),
+        ],
+        {"planted-null": MODEL_IDS["null"]},
+    )
+    long, _ = sc.scorecard(sc.read_sources([str(tmp_path / "run")]))
+    assert sc.no_difference(long).tolist() == [study_findings("coherence")[f].no_difference for f in long["finding_id"]]
+    first, beside = sc.null_lines(long)
+    assert f"1 of 2 directional findings hold; allowance {sc.null_allowance(2)}" in first
+    assert beside.strip().startswith("and 1 of 2 claims of no difference hold")
+    assert "coh.test2: holds (p = 0.6 with power 0.91" in beside and "coh.test4: inconclusive" in beside
