@@ -8,8 +8,9 @@ coefficients, so that tables print "n/a" and the reason instead of +-0.000*** an
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -107,6 +108,11 @@ def stars(p: float, marginal: bool = True) -> str:
     return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else "." if marginal and p < 0.1 else ""
 
 
+DEFAULT_OPTIMIZER = "statsmodels' default (bfgs, then lbfgs and cg)"
+REFITS = ("nm", "powell", "cg")  # derivative-free first: the gradient is what fails near the boundary
+FAILED = ("failed to converge", "Gradient optimization failed", "optimization failed")
+
+
 @dataclass
 class MixedResult:
     """A linear mixed model with a random intercept per group (statsmodels MixedLM, REML)."""
@@ -116,21 +122,47 @@ class MixedResult:
     n_groups: int
     group_var: float
     llf: float
-    converged: bool
+    converged: bool  # statsmodels' own word, no optimiser failure on the way (mixed_lm)
     formula: str
+    optimizer: str = DEFAULT_OPTIMIZER  # the optimiser of the optimum kept
+    note: str = ""  # what was refit and why ("" when statsmodels' default converged at once)
 
 
-def mixed_lm(data: pd.DataFrame, formula: str, groups: str) -> MixedResult:
-    """`formula` with a random intercept per value of `groups`, fit as statsmodels' MixedLM defaults do
-    (REML, lbfgs): the fit paper 000's revision printed. Warnings of a boundary fit (group variance near
-    0) are kept out of the console; `converged` says whether the optimiser converged."""
+def _fit_mixed(model: Any, **options: Any) -> tuple[Any, bool, list[str]]:
+    """One fit: the result, whether it converged (statsmodels' flag and no optimiser failure among its warnings:
+    statsmodels retries another optimiser after a failure and can then flag a worse point converged), the
+    failures' words."""
     import warnings
 
-    from statsmodels.tools.sm_exceptions import ConvergenceWarning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = model.fit(**options)
+    failures = [str(w.message) for w in caught if any(f in str(w.message) for f in FAILED)]
+    return result, bool(result.converged) and not failures, failures
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        result = smf.mixedlm(formula, data=data, groups=data[groups]).fit()
+
+def mixed_lm(data: pd.DataFrame, formula: str, groups: str, first: Mapping[str, Any] | None = None) -> MixedResult:
+    """`formula` with a random intercept per value of `groups`, fit as statsmodels' MixedLM defaults do (REML):
+    the fit paper 000's revision printed. When that fit did not converge (statsmodels' flag, or an optimiser that
+    failed on the way), it is refit with each of REFITS and the converged optimum of the highest likelihood is kept,
+    its optimiser and why recorded; a fit that never converges says so (`converged` False). `first`: the first
+    fit's options (tests make it fail)."""
+    model = smf.mixedlm(formula, data=data, groups=data[groups])
+    result, converged, failures = _fit_mixed(model, **(first or {}))
+    optimizer, note = DEFAULT_OPTIMIZER, ""
+    if not converged:
+        tried = [(name, *_fit_mixed(model, method=[name], maxiter=5000)) for name in REFITS]
+        good = [(name, r) for name, r, ok, _ in tried if ok and np.isfinite(r.llf)]
+        why = failures[-1] if failures else "statsmodels: not converged"
+        if good:
+            optimizer, best = max(good, key=lambda t: t[1].llf)
+            note = (
+                f"the default optimiser did not converge ({why}; log-likelihood {result.llf:.3f}); refit with "
+                f"{', '.join(REFITS)}: {optimizer} kept (log-likelihood {best.llf:.3f})"
+            )
+            result, converged = best, True
+        else:
+            note = f"did not converge with the default optimiser ({why}) nor with {', '.join(REFITS)}"
     fe = result.fe_params
     table = pd.DataFrame(
         {"coef": fe, "se": result.bse_fe, "z": fe / result.bse_fe, "p": result.pvalues[fe.index]}, index=fe.index
@@ -142,6 +174,8 @@ def mixed_lm(data: pd.DataFrame, formula: str, groups: str) -> MixedResult:
         n_groups=int(result.model.n_groups),
         group_var=float(result.cov_re.iloc[0, 0]),
         llf=_finite_or_nan(result.llf),
-        converged=bool(result.converged),
+        converged=converged,
         formula=formula,
+        optimizer=optimizer,
+        note=note,
     )

@@ -57,7 +57,7 @@ def _fit_table(fit: MixedResult | None, scope: str, rows: str, note: str = "") -
     t = fit.table.reset_index()
     t["term"] = t["term"].map(term_label)
     t = t.assign(scope=scope, rows=rows, nobs=fit.nobs, groups=fit.n_groups, group_var=fit.group_var)
-    return t.assign(converged=fit.converged, note=note)[FIT_COLUMNS]
+    return t.assign(converged=fit.converged, note="; ".join(x for x in (note, fit.note) if x))[FIT_COLUMNS]
 
 
 def authors_table(fit: MixedResult, paper: Mapping[str, Any]) -> pd.DataFrame:
@@ -228,7 +228,8 @@ def tables(m: Measured, at: pd.DataFrame, paper: Mapping[str, Any]) -> dict[str,
             "The authors' toxicity table (MixedLM, discussion as group), refit on the release beside the printed one",
             notes=[
                 f"{m.authors.nobs} rows in {m.authors.n_groups} discussions, group variance {m.authors.group_var:.4f}, "
-                f"log-likelihood {m.authors.llf:.3f}; converged: {m.authors.converged}",
+                f"log-likelihood {m.authors.llf:.3f}; converged: {m.authors.converged} ({m.authors.optimizer}"
+                + (f"; {m.authors.note})" if m.authors.note else ")"),
                 f"the authors' rows: {m.left_out['silent_user_turns']} silent user turns kept (their text '\"\"' was "
                 f"scored) and comments whose text recurs in a discussion repeated once per copy: {repeated:+d} rows "
                 f"against one row per non-silent comment ({len(m.uc)})",
