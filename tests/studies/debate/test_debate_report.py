@@ -20,6 +20,7 @@ from socsim.stats import ttest
 from socsim.stats.verdict import MIN_UNITS
 from support.analysis import plots
 from support.studies.debate_inputs import PAPER, analysis_inputs, by_session_rows, random_inputs, two_models
+from support.studies.debate_synthetic import sect6
 
 TWEET_MEAN_LLM = PAPER["group_level"]["tweet_mean"]["llm_change"]  # t = 2.23, p = .03: "rises"
 TWEET_MEAN_HUMAN = PAPER["group_level"]["tweet_mean"]["human_change"]  # p = .59: "does not change"
@@ -158,13 +159,15 @@ def test_fig2_tiny_inputs_are_inconclusive_with_n_and_need():
     row = _tweet_mean(stats.group_level(m)[1], "human change")
     f = analysis.group_finding(row, PAPER_UP, [], _human_changes(m), _topics(2))
     assert f.verdict.holds is None and f.verdict.label == f"inconclusive (n = 2 groups, needs {MIN_UNITS})"
-    g = analysis.group_finding(row, TWEET_MEAN_HUMAN, [])
+    g = analysis.group_finding(row, TWEET_MEAN_HUMAN, [], _human_changes(m), _topics(2))
     assert g.verdict.label == f"inconclusive (n = 2 groups, needs {MIN_UNITS})"
 
 
-def test_fig2_no_change_claim_is_an_equivalence_test():
-    """'The humans do not change' holds only when an exact equivalence test shows |d_z| < 0.4 (the paper's
-    smallest significant change); its false "yes" rate at d_z = 0.4 is in test_debate_nulls.py."""
+def test_fig2_no_change_claim_is_an_equivalence_test_over_topics():
+    """'The humans do not change' holds only when two one-sided t tests over the topic means of the groups' changes
+    put them within 0.4 SD of the group changes (the paper's smallest significant change, d_z 0.4); a sign-flip test
+    over the topics that finds a change says no; without the groups' topics it is inconclusive (the unit is the
+    topic). Its false "yes" rate at d_z = 0.4 is in test_debate_nulls.py."""
     assert analysis.NO_CHANGE_DZ <= min(
         abs(PAPER["group_level"][q][k]["t"]) / math.sqrt(31)
         for q in ("tweet_mean", "tweet_sd", "opinion_mean", "opinion_sd")
@@ -172,26 +175,26 @@ def test_fig2_no_change_claim_is_an_equivalence_test():
         if PAPER["group_level"][q][k]["p"] < 0.05
     )
     rng = np.random.default_rng(22)
-    small = [
-        analysis.group_finding(
-            _tweet_mean(stats.group_level(_members(rng, 5))[1], "human change"), TWEET_MEAN_HUMAN, []
-        )
-        for _ in range(20)
-    ]
-    assert not any(f.verdict.holds for f in small)  # 5 groups cannot show |d_z| < 0.4
-    assert all("equivalence p" in f.verdict.reason for f in small if f.verdict.holds is None)
-    big = [
-        analysis.group_finding(
-            _tweet_mean(stats.group_level(_members(rng, 100))[1], "human change"), TWEET_MEAN_HUMAN, []
-        )
-        for _ in range(10)
-    ]
-    assert sum(f.verdict.holds is True for f in big) >= 8  # no change at 100 groups: power about 0.96
-    assert "does not change" in big[0].claim and big[0].unit == "groups"
-    changed = analysis.group_finding(
-        _tweet_mean(stats.group_level(_members(rng, 60, human_shift=1.0))[1], "human change"), TWEET_MEAN_HUMAN, []
-    )
-    assert changed.verdict.holds is False and changed.verdict.reason.startswith("a change was found")
+
+    def finding(groups: int, topics: int = 7, shift: float = 0.0):
+        members, of = sect6(rng, groups, topics, human_shift=shift)
+        per_group, tested = stats.group_level(members)
+        changes = stats.group_changes(per_group, stats.GROUP_TESTS)[("tweet mean", "human change")]
+        return analysis.group_finding(_tweet_mean(tested, "human change"), TWEET_MEAN_HUMAN, [], changes, of)
+
+    few = finding(20, topics=5)
+    assert few.verdict.holds is None and "n = 5 topics, needs 6" in few.verdict.reason  # too few topics
+    big = [finding(120) for _ in range(10)]
+    assert sum(f.verdict.holds is True for f in big) >= 8  # no change at 120 groups over 7 topics
+    held = next(f for f in big if f.verdict.holds)
+    assert "does not change" in held.claim and held.unit == "topics" and held.n == 7
+    assert "TOST p = " in held.verdict.reason and "sign-flip p = " in held.verdict.reason
+    changed = finding(60, shift=1.0)
+    assert changed.verdict.holds is False and changed.verdict.reason.startswith("a change was found over topics")
+    members, _ = sect6(rng, 40)
+    per_group, tested = stats.group_level(members)
+    alone = analysis.group_finding(_tweet_mean(tested, "human change"), TWEET_MEAN_HUMAN, [])
+    assert alone.verdict.holds is None and "the claim's unit is the topic" in alone.verdict.reason
 
 
 def test_equivalence_p_against_a_monte_carlo_of_its_definition():
@@ -485,7 +488,7 @@ def test_no_variance_in_the_changes_is_inconclusive_and_says_so():
     row = _tweet_mean(stats.group_level(members)[1], "human change")
     assert pd.isna(row.p) and pd.isna(row.t) and row.mean_change == pytest.approx(1.0)
     assert row.note.startswith("no variance in the changes")
-    g = analysis.group_finding(row, TWEET_MEAN_HUMAN, [])
+    g = analysis.group_finding(row, TWEET_MEAN_HUMAN, [], _human_changes(members), _topics(6))
     assert g.verdict.holds is None and g.verdict.reason.startswith("no variance in the changes")
     assert g.verdict.reason.endswith("n = 6 groups")
 

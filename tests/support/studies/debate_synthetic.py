@@ -11,7 +11,8 @@ null (no effect, but the nuisance structure) and the true effect of each claim:
 - `drift`, `converge`: the twins' round-3 tweets move up / towards their group's mean from round 2;
 - `topic_sd`: a drift of the twins' round-3 tweets specific to each topic, mean 0 over topics;
 - `human_partner`, `twin_partner`: the weight of the round-1 partner's start in the end value;
-- `human_shift`: the humans' round-3 tweets and final opinions move by this much.
+- `human_shift`: the humans' round-3 tweets and final opinions move by this much;
+- `human_topic_sd`: and by a topic-specific amount on top, mean 0 over topics (a change that varies by topic).
 
 `by_session` builds per-debate utterance metrics (modes 1-3, original and no_private_profile memory)
 of debates that nest in topics, with overall and topic-specific effects.
@@ -44,10 +45,12 @@ def sect6(
     human_partner: float = 0.0,
     twin_partner: float = 0.0,
     human_shift: float = 0.0,
+    human_topic_sd: float = 0.0,
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """(members, session -> topic) of `groups` groups of 4 over `topics` topics (see the module)."""
     sessions = topics_of(groups, topics)
     topic_dev = rng.normal(0.0, topic_sd, topics) if topic_sd else np.zeros(topics)
+    human_dev = rng.normal(0.0, human_topic_sd, topics) if human_topic_sd else np.zeros(topics)
     rows = []
     for g, sid in enumerate(sessions):
         x = rng.normal(0.0, 1.0, 4)  # each member's latent stance
@@ -55,12 +58,13 @@ def sect6(
         s1 = x + rng.normal(0.0, NOISE, 4)
         o_init = x + rng.normal(0.0, NOISE, 4)
         pull_s, pull_o = s1[PARTNER] - s1, o_init[PARTNER] - o_init
+        shift = human_shift + human_dev[g % topics]
         h = {
             "s1": s1,
             "s2": x + rng.normal(0.0, NOISE, 4),
-            "s3": x + rng.normal(0.0, NOISE, 4) + human_partner * pull_s + human_shift,
+            "s3": x + rng.normal(0.0, NOISE, 4) + human_partner * pull_s + shift,
             "o_init": o_init,
-            "o_final": x + rng.normal(0.0, NOISE, 4) + human_partner * pull_o + human_shift,
+            "o_final": x + rng.normal(0.0, NOISE, 4) + human_partner * pull_o + shift,
         }
         r3 = gm + converge * (x - gm) + drift + topic_dev[g % topics]
         t = {

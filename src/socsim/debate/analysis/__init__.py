@@ -45,6 +45,7 @@ from socsim.debate.analysis.tests import (
     group_finding,
     llm_longer,
     mode_order,
+    no_change,
     partner_claim,
     topic_effect,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "evidence",
     "group_claims",
     "group_finding",
+    "no_change",
     "llm_longer",
     "members",
     "mode_order",

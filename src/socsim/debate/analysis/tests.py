@@ -15,10 +15,11 @@
 - Fig. 3's partner influence is the partner coefficient of a regression of the end value on own and
   partner start (twins minus humans), not the r of the change score with "partner minus own", which
   shares -own start with the change; the paper's r comparison is shown without a verdict;
-- the humans' "no change" (Fig. 2, both points theirs) holds only by an exact equivalence test that
-  |d_z| < NO_CHANGE_DZ (the paper's smallest significant change, d_z 0.40) at EQUIVALENCE_ALPHA; a
-  paired t that finds a change says "no". Fig. 2 compares effect sizes d_z = t / sqrt(G) (the paper's t
-  with its G = 31 groups), not t, which grows with G.
+- the humans' "no change" (Fig. 2, both points theirs) is judged over the topics the groups nest in: it
+  holds only by two one-sided t tests over the topic means that their mean lies within NO_CHANGE_DZ (the
+  paper's smallest significant change, d_z 0.40) standard deviations of the group changes, at
+  EQUIVALENCE_ALPHA; a sign-flip test over the topic means that finds a change says "no". Fig. 2
+  compares effect sizes d_z = t / sqrt(G) (the paper's t with its G = 31 groups), not t, which grows with G.
 
 A test over debates or groups needs socsim.stats.verdict.MIN_UNITS of them.
 """
@@ -31,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from socsim.debate.analysis import stats
 from socsim.debate.analysis.design import union
@@ -107,6 +109,11 @@ def topic_effect(
 
 
 TOPIC_TEST = "sign-flip test over topics (exact over the 2^k sign assignments) of the topic means of"
+NO_CHANGE_TEST = (
+    f"over the topic means of the groups' changes: two one-sided t tests (k - 1 df) of |mean| < {NO_CHANGE_DZ:g} SD of "
+    f"the group changes at {EQUIVALENCE_ALPHA:g} (no change: yes), and the two-sided sign-flip test at {vd.ALPHA:g} "
+    "(a change: no)"
+)
 
 
 def mode_order(
@@ -177,23 +184,42 @@ def model_written(test: str) -> bool:
     return test == "human change"
 
 
-def no_change(p: float | None, t: float | None, n: int, flags: Sequence[dg.Flag], why: str | None) -> vd.Verdict:
-    """A claim of no change over groups: holds when the exact equivalence test (socsim.stats.ttest.equivalence_p)
-    shows |d_z| < NO_CHANGE_DZ at EQUIVALENCE_ALPHA; "no" when the paired t finds a change (p < ALPHA);
-    otherwise inconclusive, with both p."""
-    base = vd.effect(p, 0.0 if p is not None else None, n, vd.MIN_UNITS, "groups", 0, flags)
+def no_change(
+    changes: pd.Series, topics: Mapping[Any, Any], flags: Sequence[dg.Flag], why: str | None
+) -> tuple[vd.Verdict, int]:
+    """A claim of no change, judged over the topics the groups nest in (their change shares its topic's, so a
+    test over groups judges these topics, not the population): "holds" when two one-sided t tests over the topic
+    means of the groups' `changes` (k - 1 degrees of freedom) put their mean within NO_CHANGE_DZ standard
+    deviations of the group changes at EQUIVALENCE_ALPHA; "no" when the sign-flip test over the topic means finds
+    a change (p < ALPHA); otherwise inconclusive, with both p. At least MIN_TOPICS topics. Returns the verdict and
+    the number of topics."""
+    x = changes.astype(float)
+    x = x[np.isfinite(x.to_numpy())]
+    mean, p, n, note = ttest.one_sample_t(x.to_numpy())
+    base = vd.effect(p, mean, n, vd.MIN_UNITS, "groups", 0, flags)
     if base.degenerate or base.reason.startswith("n = ") or base.reason.startswith("the test could not"):
-        return undefined_why(base, why, n, "groups")
-    assert p is not None
-    if p < vd.ALPHA:
-        return vd.Verdict(False, f"a change was found, p = {p:.3g}, n = {n} groups")
-    p_eq = ttest.equivalence_p(t, n, NO_CHANGE_DZ)
-    if p_eq is None:
-        return vd.Verdict(None, f"the equivalence test could not be computed (n = {n} groups)")
-    within = f"|d_z| < {NO_CHANGE_DZ:g}: equivalence p = {p_eq:.3g}"
+        return undefined_why(base, why or note, n, "groups"), 0
+    means = signflip.cluster_means(x, topics)
+    k = len(means)
+    if k < MIN_TOPICS:
+        return vd.Verdict(None, f"{vd.too_few(k, MIN_TOPICS, 'topics')}: the groups nest in topics"), k
+    sf = signflip.sign_flip(means.to_numpy())
+    if sf.p is None or p is None:
+        return vd.Verdict(None, f"the sign-flip test over topics could not be computed (n = {k} topics)"), k
+    beside = f"sign-flip p = {sf.p:.3g}; per group: t-test p = {p:.3g}, n = {n} groups"
+    if sf.p < vd.ALPHA:
+        return vd.Verdict(False, f"a change was found over topics, {beside}, n = {k} topics", sf.p, vd.ALPHA), k
+    margin = NO_CHANGE_DZ * float(x.std(ddof=1))
+    m, se = float(means.mean()), float(means.std(ddof=1)) / np.sqrt(k)
+    if se > 0:
+        lower, upper = sps.t.sf((m + margin) / se, k - 1), sps.t.cdf((m - margin) / se, k - 1)
+        p_eq = float(max(lower, upper))
+    else:  # every topic changed alike
+        p_eq = 0.0 if abs(m) < margin else 1.0
+    within = f"topic mean {m:.3g} within {NO_CHANGE_DZ:g} SD of the group changes (+-{margin:.3g}): TOST p = {p_eq:.3g}"
     if p_eq < EQUIVALENCE_ALPHA:
-        return vd.Verdict(True, f"{within} < {EQUIVALENCE_ALPHA:g} (t-test p = {p:.3g}), n = {n} groups")
-    return vd.Verdict(None, f"not shown: {within} >= {EQUIVALENCE_ALPHA:g} (t-test p = {p:.3g}), n = {n} groups")
+        return vd.Verdict(True, f"{within} < {EQUIVALENCE_ALPHA:g} ({beside}), n = {k} topics"), k
+    return vd.Verdict(None, f"not shown: {within} >= {EQUIVALENCE_ALPHA:g} ({beside}), n = {k} topics"), k
 
 
 def group_finding(
@@ -213,8 +239,6 @@ def group_finding(
         return None
     what = quantity.split()[0]
     direction = int(np.sign(ref["t"])) if float(ref["p"]) < vd.ALPHA else 0
-    n = int(row.n_groups)
-    p = None if pd.isna(row.p) else float(row.p)
     dz = None if pd.isna(row.d_z) else float(row.d_z)
     why = row.note if isinstance(row.note, str) else None
     how = {1: "rises", -1: "falls", 0: "does not change"}[direction]
@@ -228,13 +252,13 @@ def group_finding(
             r = topic_effect(changes, topics, direction, flags, "groups", vd.MIN_UNITS)
             verdict, unit, n_out = r.verdict, "topics", r.n_topics
     else:
-        t = None if pd.isna(row.t) else float(row.t)
-        verdict = no_change(p, t, n, flags, why)
-        test_text = (
-            f"paired t over groups, two-sided (a change: no), and the exact equivalence t test of |d_z| < "
-            f"{NO_CHANGE_DZ:g} at {EQUIVALENCE_ALPHA:g} (Wellek; no change: yes)"
-        )
-        unit, n_out = "groups", n
+        test_text = NO_CHANGE_TEST
+        if changes is None or topics is None:
+            verdict = vd.Verdict(None, "the groups' topics are not given: the claim's unit is the topic")
+            unit, n_out = "topics", 0
+        else:
+            verdict, n_out = no_change(changes, topics, flags, why)
+            unit = "topics"
     return Finding(
         claim=claim,
         statistic="d_z = mean change / SD of the changes over groups (t / sqrt(G))",
