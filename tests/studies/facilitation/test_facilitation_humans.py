@@ -163,7 +163,8 @@ def _evidence(div: pd.DataFrame, name: str = "fixture (synthetic)") -> claims.Ev
     return claims.Evidence({}, pd.DataFrame(), None, {}, pd.DataFrame(), {}, div, pd.DataFrame(), [], humans=name)
 
 
-def test_fig5_against_the_humans_judges_each_model_function_and_ablation():
+def test_fig5_against_the_humans_judges_each_model_function_and_ablation(monkeypatch):
+    monkeypatch.setattr(claims, "REPEATS", 300)  # (the report's 1,000: the same rule, a coarser interval)
     rng = np.random.default_rng(11)
     human = np.clip(rng.normal(0.9, 0.03, 400), 0, 1)
     like = rng.choice(human, 400)  # drawn from the humans themselves
@@ -193,9 +194,10 @@ def test_fig5_against_the_humans_judges_each_model_function_and_ablation():
     assert claims.fig5_humans(_evidence(_div(groups, human)[lambda d: d.source != "human"], name="")).findings == []
 
 
-def test_no_fig5_human_verdict_holds_more_often_than_it_should_on_models_drawn_from_the_humans():
+def test_no_fig5_human_verdict_holds_more_often_than_it_should_on_models_drawn_from_the_humans(monkeypatch):
     """A model drawn from the humans' own distribution: 'does not closely match' (a false holds) in at most 2 of 20
     draws (the interval must lie above the margin)."""
+    monkeypatch.setattr(claims, "REPEATS", 300)
     rng = np.random.default_rng(5)
     human = np.concatenate([np.clip(rng.normal(0.9, 0.02, 120), 0, 1), rng.uniform(0.3, 0.8, 13)])
     held = 0
