@@ -61,6 +61,7 @@ def _add_params_and_dvc(sub: Any) -> None:
     )
     pa.add_argument("files", nargs="+", metavar="OVERRIDE")
     pa.add_argument("--params", default=stages.PARAMS_FILE)
+    pss.add_parser("table", help="every key of params.yaml from the schema, as Markdown (docs/parameters.md)")
 
     dv = sub.add_parser("dvc", help="dvc.yaml generated from the stage registry")
     dss = dv.add_subparsers(dest="action", required=True)
@@ -350,6 +351,8 @@ def run_args(args: argparse.Namespace) -> int:
             print("\n".join([f"{args.params}: {len(changed)} key(s) changed", *changed]))
             if changed:
                 print("then: `socsim dvc export` (the shards may change), `dvc repro` or `snakemake --cores all`")
+        elif args.study == "params" and args.action == "table":
+            print(config.parameter_table(config.load_schema()), end="")
         elif args.study == "params":
             import yaml
 

@@ -11,7 +11,7 @@ import copy
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +92,44 @@ def _describe(schema: Mapping[str, Any]) -> str:
     if "minItems" in schema:
         parts.append(f"at least {schema['minItems']} item(s)")
     return ", ".join(parts) or "a valid value"
+
+
+def parameter_rows(schema: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str, str, str]]:
+    """(key, what it takes, default, description) of every key the schema declares, depth first; a map of named
+    entries (the models registry) as `<prefix><name>.<key>`. A section's default is its keys' (shown on them)."""
+    for key, sub in (schema.get("properties") or {}).items():
+        name = f"{prefix}{key}"
+        section = sub.get("type") == "object" and (
+            "properties" in sub or isinstance(sub.get("additionalProperties"), dict)
+        )
+        default = "" if section or "default" not in sub else json.dumps(sub["default"])
+        yield name, _describe(sub), default, " ".join(str(sub.get("description", "")).split())
+        yield from parameter_rows(sub, name + ".")
+        extra = sub.get("additionalProperties")
+        if isinstance(extra, dict) and extra.get("type") == "object":
+            yield from parameter_rows(extra, f"{name}.<name>.")
+
+
+def parameter_table(schema: Mapping[str, Any]) -> str:
+    """docs/parameters.md: every key of params.yaml, from the schema (`socsim params table`; a test keeps the
+    committed page equal to it)."""
+    head = [
+        "# Parameters",
+        "",
+        "Every key of `params.yaml`, generated from `workflow/schemas/` by `socsim params table > docs/parameters.md`",
+        "(a test fails when this page and the schema differ). A section's default is its keys' defaults.",
+        "",
+        "| key | takes | default | what it is |",
+        "| --- | --- | --- | --- |",
+    ]
+
+    def cell(x: str) -> str:
+        return x.replace("|", "\\|")
+
+    rows = [
+        f"| `{k}` | {cell(t)} | {f'`{cell(d)}`' if d else ''} | {cell(w)} |" for k, t, d, w in parameter_rows(schema)
+    ]
+    return "\n".join(head + rows) + "\n"
 
 
 def _format_error(err: jsonschema.ValidationError, origin: Callable[[list[Any]], str] = lambda path: "") -> str:

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -173,3 +174,15 @@ def test_a_yaml_syntax_error_names_the_file_and_the_line(tmp_path):
     proc = dry_run(tmp_path)
     assert proc.returncode != 0
     assert f"params file params.yaml is not valid YAML: {WHERE}" in proc.stdout + proc.stderr, proc.stderr
+
+
+def test_the_parameter_page_is_the_schema():
+    """docs/parameters.md is what `socsim params table` writes from the schema: every key, its type, default and
+    meaning (regenerate it with `socsim params table > docs/parameters.md`)."""
+    from socsim import config as cfg
+
+    page = (Path(__file__).resolve().parents[3] / "docs" / "parameters.md").read_text(encoding="utf-8")
+    assert page == cfg.parameter_table(cfg.load_schema()), "run `socsim params table > docs/parameters.md`"
+    keys = [r[0] for r in cfg.parameter_rows(cfg.load_schema())]
+    assert "facilitation.analysis.human_reference" in keys and "models.<name>.backend" in keys
+    assert len(keys) == len(set(keys)) and all(f"| `{k}` |" in page for k in keys)
