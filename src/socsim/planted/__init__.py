@@ -143,6 +143,21 @@ def fill(ask: Ask, schema: Mapping[str, Any]) -> Any:
 WORDS = re.compile(r"\S+")
 
 
+def study_data(folder: str, *names: str) -> list[Any] | None:
+    """The YAML files `names` of data/<folder>/ of the project a control serves (the working directory), else of
+    socsim's source tree, all from the same one; None when neither holds them all (what the model knows of the
+    questions it is asked)."""
+    from pathlib import Path
+
+    import yaml
+
+    for root in (Path.cwd(), Path(__file__).resolve().parents[3]):
+        paths = [root / "data" / folder / n for n in names]
+        if all(p.is_file() for p in paths):
+            return [yaml.safe_load(p.read_text()) for p in paths]
+    return None
+
+
 def tokens(text: str) -> int:
     """A token count for usage (whitespace words: the planted model has no tokenizer)."""
     return len(WORDS.findall(text))

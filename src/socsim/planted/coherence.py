@@ -38,12 +38,9 @@ import functools
 import hashlib
 import math
 import re
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from socsim.planted import Ask
+from socsim.planted import Ask, study_data
 
 EFFECTS: dict[str, float] = {
     # The change of the agreement an agent states with its partner per level of difference between its own
@@ -193,12 +190,8 @@ LINE = re.compile(r"^Agent (\d+): (.*)$", re.M)  # dialogue.AGENT_LINE as the ju
 def materials() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The study's prompts and topics (data/coherence/) of the project it serves (the working directory),
     else of socsim's source tree: what the model knows of the questions it is asked."""
-    rel = Path("data/coherence")
-    for root in (Path.cwd(), Path(__file__).resolve().parents[3]):
-        if (root / rel / "prompts.yaml").is_file() and (root / rel / "topics.yaml").is_file():
-            prompts = yaml.safe_load((root / rel / "prompts.yaml").read_text())
-            return prompts, yaml.safe_load((root / rel / "topics.yaml").read_text())["topics"]
-    return {}, []
+    found = study_data("coherence", "prompts.yaml", "topics.yaml")
+    return (found[0], found[1]["topics"]) if found else ({}, [])
 
 
 @functools.lru_cache(maxsize=1)

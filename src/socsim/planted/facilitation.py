@@ -39,12 +39,9 @@ from __future__ import annotations
 import functools
 import math
 import re
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from socsim.planted import Ask
+from socsim.planted import Ask, study_data
 
 EFFECTS: dict[str, float] = {
     # Toxicity levels a user's comment gains per user comment of its discussion (every condition alike).
@@ -117,11 +114,8 @@ RATED_KEYS = {"toxicity", "argument_quality"}  # socsim.facilitation.annotate.AN
 
 def _data(name: str) -> dict[str, Any]:
     """data/facilitation/<name> of the project it serves (the working directory), else of socsim's source tree."""
-    rel = Path("data/facilitation") / name
-    for path in (Path.cwd() / rel, Path(__file__).resolve().parents[3] / rel):
-        if path.is_file():
-            return yaml.safe_load(path.read_text()) or {}
-    return {}
+    found = study_data("facilitation", name)
+    return (found[0] or {}) if found else {}
 
 
 @functools.lru_cache(maxsize=1)

@@ -37,12 +37,9 @@ from __future__ import annotations
 import functools
 import math
 import re
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from socsim.planted import Ask
+from socsim.planted import Ask, study_data
 
 EFFECTS: dict[str, float] = {
     # The share of the gap to the stranger's tweeted opinion a reviewer closes per report, by its bias level.
@@ -104,13 +101,11 @@ OPINION_CHOICES = ["-2", "-1", "0", "1", "2"]
 def known_claims() -> dict[str, int]:
     """The claims the model knows (each framing's clause, as a prompt quotes it) -> +1 (true) or -1 (false):
     the study's topics file of the project it serves (the working directory), else of socsim's source tree."""
-    rel = Path("data/opinion_dynamics/topics.yaml")
-    for path in (Path.cwd() / rel, Path(__file__).resolve().parents[3] / rel):
-        if path.is_file():
-            topics = yaml.safe_load(path.read_text())["topics"]
-            side = {"true": 1, "false": -1}
-            return {str(c).strip().rstrip("."): side[k] for t in topics for k, c in t["claims"].items()}
-    return {}
+    found = study_data("opinion_dynamics", "topics.yaml")
+    if not found:
+        return {}
+    side = {"true": 1, "false": -1}
+    return {str(c).strip().rstrip("."): side[k] for t in found[0]["topics"] for k, c in t["claims"].items()}
 
 
 def truth(text: str) -> int:
