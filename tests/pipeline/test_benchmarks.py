@@ -95,6 +95,16 @@ CASES = [
         needs_cores=2,
     ),
     Case(
+        "debate_no_change.py",
+        ["--replicates", "2", "--groups", "31"],
+        [
+            r"^\| groups \| scenario \| over topics: yes \| over topics: no \| "
+            r"over groups \(before\): yes \| before: no \|$",
+            r"^\| 31 \| d_z 0\.4, varying by topic \| [0-2]/2 \| [0-2]/2 \| [0-2]/2 \| [0-2]/2 \|$",
+            r"^\| 31 \| no change, varying by topic \| [0-2]/2 \| [0-2]/2 \| [0-2]/2 \| [0-2]/2 \|$",
+        ],
+    ),
+    Case(
         "llm_overhead.py",
         ["--requests", "2", "--max-tokens", "8", "--rounds", "1", *THREADS],
         [
