@@ -31,6 +31,9 @@ def test_js_is_the_authors_divergence_where_theirs_is_defined():
         a, b = rng.normal(0.6, 0.08, n_a), rng.normal(0.6 + shift, 0.1, n_b)
         assert dv.js(a, b) == pytest.approx(_authors(a, b), rel=1e-9, abs=1e-12)
         assert dv.js(a, b) == pytest.approx(_by_definition(dv.mass(a), dv.mass(b)), rel=1e-9, abs=1e-12)
+    narrow = rng.normal(0.85, 0.01, 46)  # Scott's bandwidth below a grid step: still the authors' estimator
+    wide = rng.normal(0.9, 0.05, 133)
+    assert dv.js(narrow, wide) == pytest.approx(_authors(narrow, wide), rel=1e-9)
     same = rng.normal(0.5, 0.1, 80)
     assert dv.js(same, same) == pytest.approx(0.0, abs=1e-12)
     far = dv.js(rng.normal(0.1, 0.01, 50), rng.normal(0.9, 0.01, 50))
@@ -38,8 +41,8 @@ def test_js_is_the_authors_divergence_where_theirs_is_defined():
 
 
 def test_a_sample_without_spread_or_a_denormal_density_still_gives_a_number():
-    """The authors' code fails on both (a singular KDE; an infinite divergence); ours floors the bandwidth at a
-    grid step and counts densities below 1e-200 as none."""
+    """The authors' code fails on both (a singular KDE; an infinite divergence); ours takes one grid step as the
+    bandwidth where Scott's gives no density on the grid, and counts densities below 1e-200 as none."""
     point = np.full(10, 0.893)
     nearly = 0.893 + np.arange(10) * 1e-9
     spread = np.random.default_rng(0).normal(0.85, 0.05, 150)
@@ -77,3 +80,11 @@ def test_the_interval_covers_the_estimate_and_narrows_with_more_discussions():
     again = dv.resampled(np.arange(5.0) / 10, np.arange(5.0) / 10, np.random.default_rng(2), 20)
     assert np.array_equal(draws, again)  # seeded: the same draws
     assert dv.interval(np.full(3, np.nan)) is None
+
+
+def test_the_permutation_p_of_one_distribution_is_uniform_on_a_null_and_small_on_two():
+    rng = np.random.default_rng(8)
+    null = [dv.permutation_p(rng.normal(0.5, 0.1, 8), rng.normal(0.5, 0.1, 40), rng, 99) for _ in range(60)]
+    assert sum(p < 0.05 for p in null) <= 8  # about 5 % (3 expected; 8 is the 0.999 binomial bound)
+    apart = dv.permutation_p(rng.normal(0.3, 0.05, 20), rng.normal(0.7, 0.05, 20), rng, 99)
+    assert apart == pytest.approx(1 / 100)  # no relabelling reaches the observed divergence

@@ -355,11 +355,13 @@ def fig6(ev: Evidence) -> Judgement:
 JS_TEST = (
     f"the authors' JS divergence of the discussions' diversity distributions (KDE on {dv.POINTS} points of [0, 1]), "
     f"its 95 % percentile interval from {{repeats}} resamples of both sides' discussions; 'closely matches': within "
-    f"{dv.CLOSE} (two normals half an SD apart); holds when the interval lies above it, no when below"
+    f"{dv.CLOSE} (two normals half an SD apart); holds when the interval lies above it and a permutation test "
+    f"rejects one distribution (p < {vd.ALPHA / 2:g}), no when the interval lies below"
 )
 ABLATION_TEST = (
     "the ablation's JS to the humans minus the main cell's, its 95 % percentile interval from {repeats} resamples of "
-    "the three groups' discussions (two-sided); holds when the interval lies above 0, no when below"
+    "the three groups' discussions (two-sided); holds when the interval lies above 0, no when below, each only when a "
+    f"permutation test rejects one distribution for the ablation and the main cell (p < {vd.ALPHA / 2:g})"
 )
 REPEATS = 1000
 ABLATION_PARTS = {"no_sdb": "without SDBs", "no_roles": "without roles", "basic_instructions": "basic instructions"}
@@ -378,14 +380,20 @@ def not_close(
     if few:
         return None, None, few
     value = dv.js(div, human)
-    ci = dv.interval(dv.resampled(div, human, _rng(part), REPEATS))
+    rng = _rng(part)
+    ci = dv.interval(dv.resampled(div, human, rng, REPEATS))
     sizes = f"n = {len(div)} and {len(human)} human discussions"
     if ci is None or not np.isfinite(value):
         return None, None, vd.Verdict(None, f"the divergence could not be computed ({sizes})")
     lo, hi = ci
     span = f"JS {value:.3f}, 95 % interval [{lo:.3f}, {hi:.3f}]"
     if lo > dv.CLOSE:
-        return value, ci, vd.Verdict(True, f"{span} above the margin {dv.CLOSE}: does not closely match, {sizes}")
+        p = dv.permutation_p(div, human, rng, REPEATS)
+        if not p < vd.ALPHA / 2:  # few discussions of one distribution: a JS and interval above 0 all the same
+            why = f"{span} above the margin {dv.CLOSE}, but one distribution is not rejected (permutation p = {p:.3g})"
+            return value, ci, vd.Verdict(None, f"{why}, {sizes}")
+        held = f"{span} above the margin {dv.CLOSE} (permutation p = {p:.3g}): does not closely match, {sizes}"
+        return value, ci, vd.Verdict(True, held)
     if hi < dv.CLOSE:
         return value, ci, vd.Verdict(False, f"{span} below the margin {dv.CLOSE}: closely matches, {sizes}")
     return value, ci, vd.Verdict(None, f"{span} spans the margin {dv.CLOSE}, {sizes}")
@@ -468,7 +476,13 @@ def _farther(abl: np.ndarray, base: np.ndarray, human: np.ndarray, scope: Scope,
         span = f"difference {value:+.3f}, 95 % interval [{ci[0]:+.3f}, {ci[1]:+.3f}], n = {n} discussions"
         holds = True if ci[0] > 0 else False if ci[1] < 0 else None
         words = {True: "farther from the humans", False: "closer to the humans", None: "the interval spans 0"}
-        v = vd.Verdict(holds, f"{span}: {words[holds]}")
+        p = dv.permutation_p(abl, base, rng, REPEATS) if holds is not None else None
+        if p is not None and not p < vd.ALPHA / 2:  # the ablation and the main cell: one distribution
+            v = vd.Verdict(
+                None, f"{span}, but the ablation and the main cell are one distribution (permutation p = {p:.3g})"
+            )
+        else:
+            v = vd.Verdict(holds, f"{span}: {words[holds]}" + (f" (permutation p = {p:.3g})" if p is not None else ""))
     return Finding(
         claim, stat, value, test, "discussions", n, v, ci, id="fac.humans_ablations_farther", scope=scope, part=part
     )
