@@ -127,6 +127,8 @@ def _sheet(path: Path, name: str, rows: list[tuple[Any, ...]]) -> tuple[list[dic
         parent = cell["COMMENT PARENT"]
         pid = 0 if parent is None or str(parent).strip() == "" else _id(parent, f"{where}, row {r}, COMMENT PARENT")
         post = " / ".join(_post(cell[k]) for k in key)
+        if not post.strip(" /"):
+            raise HumansError(f"{where}, row {r}: no {' or '.join(key)}: the comment belongs to no post")
         text = clean(cell["COMMENT"])
         if _QUOTES.fullmatch(text):
             dropped["empty or quote-only comments"] += 1
@@ -225,6 +227,7 @@ def read_table(path: Path) -> Humans:
         raise HumansError(f"{path}: human reference lacks column(s) {sorted(missing)}")
     rows = []
     turn: Counter[str] = Counter()
+    df = df[df["text"].notna() & ~df["text"].astype(str).str.fullmatch(r'[\s"]*')]  # empty and quote-only: dropped
     for i, (d, t) in enumerate(zip(df["discussion_id"].astype(str), df["text"])):
         rows.append(
             {
@@ -233,7 +236,7 @@ def read_table(path: Path) -> Humans:
                 "parent_id": None,
                 "thread_id": d,
                 "speaker": "",
-                "text": "" if t is None else str(t),
+                "text": str(t),
                 "sheet": "",
                 "turn": turn[d],
             }
@@ -291,7 +294,9 @@ def read_toxicity(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any
                 try:
                     value = float(tox) if tox.strip() and not err.strip() else None
                 except ValueError:
-                    raise HumansError(f"{path}, line {n}: toxicity {tox!r} is not a number") from None
+                    value = float("nan")
+                if value is not None and not 0.0 <= value <= 1.0:
+                    raise HumansError(f"{path}, line {n}: toxicity {tox!r} is not a score in [0, 1]")
                 rows.append({"message_id": mid, "toxicity": value, "error": err or None})
     except OSError as exc:
         raise HumansError(f"{path}: not readable ({exc})") from None

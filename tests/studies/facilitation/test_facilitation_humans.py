@@ -71,6 +71,7 @@ def test_bad_workbooks_stop_with_the_file_and_what_is_wrong(tmp_path):
         ),
         "twice": (lambda p: _book(p, {"T": [fx.POST_HEADER, ROW, ROW]}), "COMMENT ID 1 appears twice"),
         "bad id": (lambda p: _book(p, {"T": [fx.POST_HEADER, ["x1", *ROW[1:]]]}), "'x1' is not a comment id"),
+        "no post": (lambda p: _book(p, {"T": [fx.POST_HEADER, [1, None, *ROW[2:]]]}), "belongs to no post"),
         "a stranger's Key": (lambda p: _book(p, {"T": [fx.POST_HEADER, ROW]}, key="hello"), "neither CeRI's"),
         "not a workbook": (lambda p: p.write_text("COMMENT ID,COMMENT\n1,x\n"), "not a readable Excel workbook"),
     }
@@ -138,6 +139,14 @@ def test_the_revised_releases_human_toxicity_and_printed_tables(tmp_path):
     (tmp_path / "bad.csv").write_text("id,score\n1,0.2\n")
     with pytest.raises(humans.HumansError, match="expected"):
         humans.read_toxicity(tmp_path / "bad.csv")
+    for value in ("inf", "nan", "1.5", "x"):
+        (tmp_path / "odd.csv").write_text(f"message_id,toxicity,error\na,{value},\n")
+        with pytest.raises(humans.HumansError, match=r"is not a score in \[0, 1\]"):
+            humans.read_toxicity(tmp_path / "odd.csv")
+    table = tmp_path / "people.csv"
+    table.write_text('discussion_id,text\nd1,one comment\nd1,\nd1,""""""\nd1,another one\n')
+    people = humans.read(table)
+    assert people is not None and [c["text"] for c in people.comments] == ["one comment", "another one"]
     (tmp_path / "divergence_turn_taking.tex").write_text(
         "\\begin{tabular}{lrr}\n\\toprule\nModel & LLaMa-70B & Qwen-7B \\\\\nAblation &  &  \\\\\n\\midrule\n"
         "Random & 0.385 & 0.266 \\\\\nRound-robin & 0.376 & 0.260 \\\\\n\\bottomrule\n\\end{tabular}\n"
