@@ -28,12 +28,17 @@ TINY = 1e-200
 SHIFT_SD = 0.5  # the margin's shift between two normals, in standard deviations
 
 
+def _finite(x: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    v = np.asarray(x, dtype=float)
+    out: npt.NDArray[np.float64] = v[np.isfinite(v)]
+    return out
+
+
 def mass(x: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """A sample's KDE on GRID as probability masses (NaNs dropped; at least one value): Scott's bandwidth (scipy's
     `gaussian_kde`, the authors' estimator); one grid step (`STEP`) only where that gives no density on the grid
     (a sample without spread, or with so little that its density vanishes between the grid's points)."""
-    v = np.asarray(x, dtype=float)
-    v = v[np.isfinite(v)]
+    v = _finite(x)
     if v.size == 0:
         raise ValueError("no finite value to estimate a density from")
     scott = float(np.std(v, ddof=1)) * v.size ** (-1 / 5) if v.size > 1 else 0.0
@@ -55,8 +60,8 @@ def _density(v: npt.NDArray[np.float64], bw: float) -> npt.NDArray[np.float64]:
 
 def js(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
     """The authors' divergence of two samples (NaN when either has fewer than two finite values)."""
-    a_, b_ = (np.asarray(x, dtype=float) for x in (a, b))
-    if np.isfinite(a_).sum() < 2 or np.isfinite(b_).sum() < 2:
+    a_, b_ = _finite(a), _finite(b)
+    if a_.size < 2 or b_.size < 2:
         return float("nan")
     return float(jensenshannon(mass(a_), mass(b_)) ** 2)
 
@@ -65,9 +70,7 @@ def resampled(
     a: npt.ArrayLike, b: npt.ArrayLike, rng: np.random.Generator, repeats: int = 1000
 ) -> npt.NDArray[np.float64]:
     """`js` over `repeats` resamples of both samples (each with replacement, at its own size)."""
-    a_ = np.asarray(a, dtype=float)
-    b_ = np.asarray(b, dtype=float)
-    a_, b_ = a_[np.isfinite(a_)], b_[np.isfinite(b_)]
+    a_, b_ = _finite(a), _finite(b)
     out = np.full(repeats, np.nan)
     if a_.size < 2 or b_.size < 2:
         return out
@@ -81,9 +84,7 @@ def permutation_p(a: npt.ArrayLike, b: npt.ArrayLike, rng: np.random.Generator, 
     its size) whose `js` is at least the observed one, counting the observed labelling ((1 + hits) / (1 + repeats)).
     It guards the interval against the estimator's upward bias on few units: two samples of one distribution give
     a JS above 0, the more so the fewer they are."""
-    a_ = np.asarray(a, dtype=float)
-    b_ = np.asarray(b, dtype=float)
-    a_, b_ = a_[np.isfinite(a_)], b_[np.isfinite(b_)]
+    a_, b_ = _finite(a), _finite(b)
     observed = js(a_, b_)
     if not np.isfinite(observed):
         return float("nan")

@@ -168,8 +168,8 @@ def _div(groups: dict[tuple[str, str, str], np.ndarray], human: np.ndarray) -> p
     return pd.DataFrame(rows)
 
 
-def _evidence(div: pd.DataFrame, name: str = "fixture (synthetic)") -> claims.Evidence:
-    return claims.Evidence({}, pd.DataFrame(), None, {}, pd.DataFrame(), {}, div, pd.DataFrame(), [], humans=name)
+def _evidence(div: pd.DataFrame) -> claims.Evidence:
+    return claims.Evidence({}, pd.DataFrame(), None, {}, pd.DataFrame(), {}, div, pd.DataFrame(), [])
 
 
 def test_fig5_against_the_humans_judges_each_model_function_and_ablation(monkeypatch):
@@ -200,7 +200,7 @@ def test_fig5_against_the_humans_judges_each_model_function_and_ablation(monkeyp
         and c.ci[0] > 0
         and c.value == pytest.approx(dv.js(groups[("no_sdb", "far", "respond")], human) - dv.js(far, human))
     )
-    assert claims.fig5_humans(_evidence(_div(groups, human)[lambda d: d.source != "human"], name="")).findings == []
+    assert claims.fig5_humans(_evidence(_div(groups, human)[lambda d: d.source != "human"])).findings == []
 
 
 def test_no_fig5_human_verdict_holds_more_often_than_it_should_on_models_drawn_from_the_humans(monkeypatch):

@@ -76,7 +76,6 @@ class Evidence:
     tt: pd.DataFrame  # non-troll toxicity per comment
     flags: list[dg.Flag]  # of the main study's toxicity ratings
     seed_msg: str = ""  # the note on the rows that rest on ratings when seed ratings were excluded
-    humans: str = ""  # the name of the human discussions in `div` (source "human"; "" without any)
 
 
 def _f(x: float | None) -> float | None:
@@ -409,17 +408,19 @@ def fig5_humans(ev: Evidence) -> Judgement:
     humans' column: each model's main-study diversity does not closely match the humans' (5a); nor does any
     turn-taking function's in the ablations' cell (5b); and each ablation's lies farther from the humans' than the
     main cell's (5c: SDBs, roles and the instruction prompt bring it closer)."""
-    human = _diversities(ev.div[ev.div["source"] == "human"])
-    if not ev.humans:
+    people = ev.div[ev.div["source"] == "human"]
+    if not len(people):
         row = Row("Fig. 5: JS divergence to the human discussions", None, None, note="no human reference")
         return Judgement(rows=[row])
-    scope, synth = Scope.humans(ev.humans), _synthetic(ev.div)
+    name, human = str(people["humans"].iloc[0]), _diversities(people)
+    scope, synth = Scope.humans(name), _synthetic(ev.div)
     test, unit = JS_TEST.format(repeats=REPEATS), "discussions"
     j = Judgement()
 
-    def judged(fid: str, claim: str, part: str, div: np.ndarray, stat: str, fig: str) -> None:
+    def judged(fid: str, claim: str, part: str, div: np.ndarray, fig: str) -> None:
         value, ci, v = not_close(div, human, f"{fid} {part}")
         n = min(len(div), len(human))
+        stat = "JS to the humans"
         j.findings.append(Finding(claim, stat, value, test, unit, n, v, ci, id=fid, scope=scope, part=part))
         j.rows.append(
             Row(
@@ -428,21 +429,21 @@ def fig5_humans(ev: Evidence) -> Judgement:
                 None,
                 finding=claim,
                 verdict=v,
-                note=f"humans: {ev.humans}; the paper-era version prints no JS (its Fig. 5 draws them)",
+                note=f"humans: {name}; the paper-era version prints no JS (its Fig. 5 draws them)",
             )
         )
 
     main = synth[synth["condition"] == MAIN]
     for model, rows in main.groupby("model"):
         claim = "none of the models closely matches the diversity of human discussions"
-        judged("fac.humans_diversity_not_matched", claim, str(model), _diversities(rows), "JS to the humans", "Fig. 5a")
+        judged("fac.humans_diversity_not_matched", claim, str(model), _diversities(rows), "Fig. 5a")
     cell = ablation_cell(synth)
     if cell is not None:
         tt = synth[(synth["condition"].eq(MAIN) | synth["condition"].str.startswith("tt_"))]
         tt = tt[(tt["model"] == cell[0]) & (tt["strategy"] == cell[1])]
         for fn, rows in tt.groupby("turn_taking"):
             claim = "every turn-taking function's diversity diverges from the humans'"
-            judged("fac.humans_turn_taking_diverge", claim, str(fn), _diversities(rows), "JS to the humans", "Fig. 5b")
+            judged("fac.humans_turn_taking_diverge", claim, str(fn), _diversities(rows), "Fig. 5b")
         base, label = ablation_baseline(ev.div)
         for condition, part in ABLATION_PARTS.items():
             rows = synth[synth["condition"] == condition]

@@ -102,7 +102,6 @@ def measure(inputs: AnalysisInputs, human: pd.DataFrame | None, humans: str = ""
         tt=ms.troll_toxicity(means),
         flags=flags,
         seed_msg="; ".join(notes),
-        humans=humans if human is not None else "",
     )
     return Measured(ev, setups, annotations, time, seeds, notes, pairwise, ts.ols_tables(ols, time, notes))
 

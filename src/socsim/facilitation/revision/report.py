@@ -296,16 +296,10 @@ def verdict_matrix(grid: pd.DataFrame) -> pd.DataFrame:
     return wide.loc[list(dict.fromkeys(g["row"]))].reset_index()
 
 
-def report(
-    setups: pd.DataFrame,
-    comments: pd.DataFrame,
-    scores: pd.DataFrame,
-    paper: Mapping[str, Any],
-    people: People | None = None,
-) -> Report:
-    m = measure(setups, comments, scores, paper, people)
+def report(m: Measured, paper: Mapping[str, Any]) -> Report:
+    """The report of what `measure` measured, beside the revised paper's numbers."""
     at = authors_table(m.authors, paper)
-    rep = Report(TITLE, design=design(setups, paper), own_data=True)
+    rep = Report(TITLE, design=design(m.setups, paper), own_data=True)
     rep.tables = tables(m, at, paper)
     rep.vs_paper = vs_paper_rows(m, paper, at)
     for scope, fl in m.ev.flags.items():  # a model's own flag: its rows and the panels that draw it
@@ -350,7 +344,8 @@ def analyse(inputs: AnalysisInputs) -> Report:
         tox = inputs["human_toxicity"]["toxicity"].dropna().to_numpy(dtype=float)
         name = str((inputs.provenance.get("human_toxicity", {}).get("data_source") or {}).get("name") or "")
         people = People(tox, name, inputs.tables.get("printed_divergence", pd.DataFrame()))
-    rep = report(inputs["setups"], inputs["comments"], inputs["scores"], inputs.paper, people)
+    m = measure(inputs["setups"], inputs["comments"], inputs["scores"], inputs.paper, people)
+    rep = report(m, inputs.paper)
     data_source = dict(inputs.provenance.get("setups", {}).get("data_source") or {})
     if data_source:
         rep.provenance["data_source"] = data_source
