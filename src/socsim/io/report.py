@@ -92,6 +92,14 @@ class Finding:
             self, scope=scope, part=self.part if part is None else part, claim=self.claim if claim is None else claim
         )
 
+    @property
+    def test_text(self) -> str:
+        """`test` with the rule its verdict was judged by (sidedness and level: `Verdict.rule`), unless it says it."""
+        rule = self.verdict.rule
+        if not rule or rule in self.test:
+            return self.test
+        return f"{self.test}; {rule}" if self.test else rule
+
     def as_dict(self) -> dict[str, Any]:
         if not self.id or self.scope is None:
             raise ValueError(f"a finding without its id or scope cannot be written: {self.claim!r}")
@@ -105,7 +113,7 @@ class Finding:
             "value": self.value,
             "ci_low": self.ci[0] if self.ci else None,
             "ci_high": self.ci[1] if self.ci else None,
-            "test": self.test,
+            "test": self.test_text,
             "unit": self.unit,
             "n": self.n,
             "verdict": self.verdict.label,

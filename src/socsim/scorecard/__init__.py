@@ -486,7 +486,9 @@ def write(folders: Sequence[Folder], out: Path, figure: bool = True) -> pd.DataF
     return long
 
 
-NULL_RATE = ALPHA / 2  # a claim's rate of "holds" on a null: a two-sided test at alpha read in its direction
+# A directional claim's rate of "holds" on a null: its one-sided level (docs/honest-results.md, "Sidedness"), 0.025,
+# or less (coherence's one-sided 0.01).
+NULL_RATE = ALPHA / 2
 ALLOWANCE_LEVEL = 0.95
 
 

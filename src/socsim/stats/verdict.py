@@ -2,7 +2,11 @@
 
 A finding **holds** only when a test whose unit matches the claim (one value per discussion, group
 or simulation where observations nest), with at least the minimum n, rejects at ALPHA in the
-claimed direction. Otherwise:
+claimed direction. Sidedness, one rule for every directional claim: it is tested **one-sided in the claimed
+direction**, at ALPHA / 2 = 0.025 where its test gives a two-sided p (two-sided p < 0.05 with the estimate in
+the claimed direction: most tests), at the study's one-sided level where it gives a one-sided p (coherence: the
+paper's p < .01, one-sided). A claim of any difference is two-sided at ALPHA. Each verdict carries its `rule`
+(`effect_rule`), which its finding's test text states. Otherwise:
 
 - too little data, or a test that could not be computed: "inconclusive (n = 2 discussions, needs 3)";
 - a degenerate input (socsim.stats.degeneracy): the flag's message, never a verdict;
@@ -56,6 +60,9 @@ class Verdict:
     p: float | None = None
     alpha: float | None = None
     family: int = 1
+    # The rule a verdict was judged by, as its finding's test text states it (`rule_text`): "" where a verdict was
+    # built by hand without one. Set by `effect`, `no_difference` and `all_of`.
+    rule: str = ""
 
     @property
     def degenerate(self) -> bool:
@@ -89,6 +96,17 @@ def inconclusive_too_few(n: int, need: int, unit: str) -> Verdict | None:
     return Verdict(None, why) if why else None
 
 
+def effect_rule(alpha: float, direction: int, sides: int = 2) -> str:
+    """The sidedness and level of an effect's verdict, as a finding's test text states it (docs/honest-results.md):
+    a directional claim is one-sided in the claimed direction, at alpha / 2 for a two-sided p read in its
+    direction, at alpha for a one-sided p; a claim of any difference is two-sided at alpha."""
+    if direction == 0:
+        return f"two-sided p < {alpha:g}"
+    if sides == 1:
+        return f"one-sided in the claimed direction, p < {alpha:g}"
+    return f"one-sided in the claimed direction at {alpha / 2:g}: two-sided p < {alpha:g}, estimate in that direction"
+
+
 def effect(
     p: float | None,
     estimate: float | None,
@@ -99,21 +117,29 @@ def effect(
     flags: Sequence[dg.Flag] = (),
     alpha: float = ALPHA,
     family: int = 1,
+    sides: int = 2,
 ) -> Verdict:
     """A claim of an effect: `direction` +1 (estimate > 0 claimed), -1 (< 0) or 0 (any difference).
-    `family`: the number of tests `p` is already Bonferroni-adjusted over (1: a single test's p)."""
+    `family`: the number of tests `p` is already Bonferroni-adjusted over (1: a single test's p).
+    `sides`: 2 when `p` is two-sided (a directional claim is then judged one-sided at alpha / 2: p < alpha
+    with the estimate in the claimed direction), 1 when it is one-sided in the estimate's direction
+    (`socsim.stats.ranks.directed_mwu`: one-sided at alpha). The comparison is the same; `rule` says which."""
+    if sides not in (1, 2) or (sides == 1 and direction == 0):
+        raise ValueError(f"sides must be 2, or 1 for a directional claim, not {sides} (direction {direction})")
+    rule = effect_rule(alpha, direction, sides)
     if flags:
-        return Verdict(None, flags[0].message)
+        return Verdict(None, flags[0].message, rule=rule)
     few = inconclusive_too_few(n, need, unit)
     if few:
-        return few
+        return replace(few, rule=rule)
     if not _finite(p) or not _finite(estimate):
-        return Verdict(None, f"the test could not be computed: too few values or no variance (n = {n} {unit})")
+        why = f"the test could not be computed: too few values or no variance (n = {n} {unit})"
+        return Verdict(None, why, rule=rule)
     assert p is not None and estimate is not None
     p = float(p)
 
     def judged(holds: bool | None, reason: str) -> Verdict:
-        return Verdict(holds, reason, p, alpha, family)
+        return Verdict(holds, reason, p, alpha, family, rule)
 
     against = direction != 0 and estimate * direction <= 0
     if against:
@@ -138,18 +164,19 @@ def no_difference(
 ) -> Verdict:
     """A claim that two things do not differ: it holds only when the test does not reject and had
     power >= `min_power` to find the effect it looks for at the observed n. `family` as in `effect`."""
+    rule = f"no difference: no rejection at {alpha:g} and power >= {min_power:g}"
     if flags:
-        return Verdict(None, flags[0].message)
+        return Verdict(None, flags[0].message, rule=rule)
     few = inconclusive_too_few(n, need, unit)
     if few:
-        return few
+        return replace(few, rule=rule)
     if not _finite(p):
-        return Verdict(None, f"the test could not be computed (n = {n} {unit})")
+        return Verdict(None, f"the test could not be computed (n = {n} {unit})", rule=rule)
     assert p is not None
     p = float(p)
 
     def judged(holds: bool | None, reason: str) -> Verdict:
-        return Verdict(holds, reason, p, alpha, family)
+        return Verdict(holds, reason, p, alpha, family, rule)
 
     if p < alpha:
         return judged(False, f"a difference was found, {_p(p)}, n = {n} {unit}")
@@ -185,9 +212,10 @@ def all_of(verdicts: Iterable[Verdict]) -> Verdict:
     vs = list(verdicts)
     if not vs:
         return Verdict(None, "nothing to test")
+    rule = joined_rule(vs)
     for v in vs:
         if v.degenerate:
-            return v
+            return replace(v, rule=rule)
     k = len(vs)
     judged: list[Verdict] = []
     for v in vs:
@@ -203,16 +231,26 @@ def all_of(verdicts: Iterable[Verdict]) -> Verdict:
         if v.holds is False:
             level = no_level(v, k)
             if level is None or v.p is None or v.alpha is None:
-                return v
-            return replace(v, p=min(1.0, v.p * v.alpha / level), family=1)
+                return replace(v, rule=rule)
+            return replace(v, p=min(1.0, v.p * v.alpha / level), family=1, rule=rule)
     for v in judged:
         if v.holds is None:
-            return v
+            return replace(v, rule=rule)
     ps = [v.p for v in vs if v.p is not None]
     alphas = [v.alpha for v in vs if v.alpha is not None]
     whole = len(ps) == k and len(alphas) == k  # every part's p known: the intersection-union p
     reason = "; ".join(v.reason for v in vs if v.reason)
-    return Verdict(True, reason, max(ps) if whole else None, min(alphas) if whole else None)
+    return Verdict(True, reason, max(ps) if whole else None, min(alphas) if whole else None, rule=rule)
+
+
+RULE_SEPARATOR = " / "
+
+
+def joined_rule(verdicts: Sequence[Verdict]) -> str:
+    """The rules of a claim's parts, each once in order ("" where none says one): a nested claim's own
+    joined rule is split again, so no rule is named twice."""
+    rules = [r for v in verdicts if v.rule for r in v.rule.split(RULE_SEPARATOR)]
+    return RULE_SEPARATOR.join(dict.fromkeys(rules))
 
 
 def power_t(d: float, n: int, two_sample_n2: int | None = None, alpha: float = ALPHA) -> float | None:

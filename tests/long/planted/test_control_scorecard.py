@@ -32,3 +32,16 @@ def test_the_powered_planted_findings_hold_and_the_null_twin_stays_within_its_al
     assert printed, "the run prints the null twin's count beside its allowance"
     assert [int(x) for x in printed.groups()] == [held, len(effects), null_allowance(len(effects))]
     assert same.any() and f"of {int(same.sum())} claims of no difference hold" in console
+
+
+@pytest.mark.slow
+def test_every_finding_of_every_study_states_its_sidedness(control_run):
+    """One sidedness rule (docs/honest-results.md): every finding's test text says how its verdict was judged,
+    one-sided in the claimed direction (at its level), two-sided for any difference, or a claim of no difference."""
+    long = pd.read_parquet(control_run / "results" / "scorecard" / "scorecard.parquet")
+    said = long["test"].str.contains("one-sided|two-sided|no difference", regex=True)
+    assert said.all(), long.loc[~said, ["study", "finding_id", "test"]].drop_duplicates().to_string()
+    directional = long[long["test"].str.contains("in the claimed direction")]
+    assert set(directional["study"]) >= {"facilitation", "coherence", "opinion_dynamics", "debate"}
+    coherence = directional[directional["study"] == "coherence"]
+    assert coherence["test"].str.contains("one-sided in the claimed direction, p < 0.01").all()

@@ -116,7 +116,9 @@ def test_agent_permutation_p_is_the_full_enumeration():
         return pm.dyadic_t(gap[None, :], y, *ma)[0]
 
     t_obs = t_of(p)
-    exact = np.mean([abs(t_of(p[list(perm)])) >= abs(t_obs) - 1e-9 for perm in itertools.permutations(range(6))])
+    # one-sided in the observed t's direction (the verdict rule's sidedness): permuted t at least as far that way
+    side = np.sign(t_obs)
+    exact = np.mean([side * t_of(p[list(perm)]) >= side * t_obs - 1e-9 for perm in itertools.permutations(range(6))])
     assert (
         got.agents == 6
         and got.t == pytest.approx(t_obs)
@@ -229,20 +231,22 @@ def test_test2_cannot_pass_on_scores_unrelated_to_the_gap():
 
 def test_tests_1_and_5_hold_at_the_nominal_rate_with_agent_agreeableness():
     """No preference or openness effect, each agent its own agreeableness, the project's pairing: with
-    the agent as unit Tests 1 and 5 reject at about alpha (0.1 here, for resolution); the paper's
-    conversation-level p, beside them, rejects Test 5's null in most runs."""
+    the agent as unit Tests 1 and 5 pass, and fail, each at about alpha (0.1 here, for resolution: one-sided in the
+    claimed direction, and one-sided the other way); the paper's conversation-level p, beside them, rejects Test
+    5's null in most runs."""
     sides, pref, open_ = _agent_design()
     assert np.bincount(sides.ravel()).max() >= 30  # a rare profile's agent sits in many conversations
     level, reps = 0.1, 80
-    hits = {1: 0, 5: 0}
+    hits = {(t, outcome): 0 for t in (1, 5) for outcome in (True, False)}
     paper = {1: 0, 5: 0}
     for rep in range(reps):
         df = _agreeable(sides, pref, open_, np.random.default_rng(100 + rep))
         for t in (1, 5):
             row = an.correlation_test(df, t, level, rep, 199, "")
-            hits[t] += row.verdict.holds is not None  # a pass or a fail: either rejects the null
+            if row.verdict.holds is not None:  # a pass or a fail: each a one-sided rejection of the null
+                hits[(t, row.verdict.holds)] += 1
             paper[t] += row.p_paper < level
-    assert hits[1] <= 0.2 * reps and hits[5] <= 0.2 * reps, hits  # nominal 8 of 80 (sd 2.7)
+    assert max(hits.values()) <= 0.2 * reps, hits  # nominal 8 of 80 each (sd 2.7)
     assert paper[5] >= 0.4 * reps, paper  # the conversation as unit: a spurious "every model passes Test 5"
 
 

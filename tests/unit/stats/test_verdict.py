@@ -26,6 +26,47 @@ def test_a_claim_holds_only_when_a_test_with_enough_units_rejects_in_its_directi
     assert v.holds is None and v.degenerate and v.label == flag.message
 
 
+def test_every_verdict_states_its_sidedness_and_level():
+    """One sidedness rule (docs/honest-results.md): a directional claim is one-sided in the claimed direction, at
+    alpha / 2 for a two-sided p read in its direction, at alpha for a one-sided p; any difference is two-sided. The
+    rule rides on every verdict `effect` builds, inconclusive ones included, and a finding's test text says it."""
+    from socsim.io.report import Finding
+
+    two = vd.effect(0.01, -0.3, 10, 3, "discussions", -1)
+    assert two.rule == "one-sided in the claimed direction at 0.025: two-sided p < 0.05, estimate in that direction"
+    assert vd.effect(0.01, 0.3, 2, 3, "discussions", -1).rule == two.rule  # too few: the same rule
+    assert vd.effect(0.002, 0.3, 10, 3, "agents", +1, alpha=0.01, sides=1).rule == (
+        "one-sided in the claimed direction, p < 0.01"
+    )
+    assert vd.effect(0.01, 0.3, 10, 3, "discussions").rule == "two-sided p < 0.05"
+    assert vd.no_difference(0.5, 0.9, 10, 3, "pairs").rule == "no difference: no rejection at 0.05 and power >= 0.8"
+    for sides, direction in ((1, 0), (3, 1)):
+        with pytest.raises(ValueError, match="sides"):
+            vd.effect(0.01, 0.3, 10, 3, "discussions", direction, sides=sides)
+    # a claim of parts names each part's rule once, also when a part is itself a claim of parts
+    one = vd.effect(0.002, 0.3, 10, 3, "agents", +1, alpha=0.01, sides=1)
+    nested = vd.all_of([vd.all_of([two, one]), two])
+    assert nested.rule == f"{two.rule} / {one.rule}" and vd.all_of([vd.Verdict(None, "by hand")]).rule == ""
+    finding = Finding("c", "s", 0.1, "Welch t over discussions", "discussions", 10, two)
+    assert finding.test_text == f"Welch t over discussions; {two.rule}"
+    said = Finding("c", "s", 0.1, f"Welch t; {two.rule}", "discussions", 10, two)
+    assert said.test_text == said.test  # a test text that says its rule is not told twice
+
+
+def test_the_stated_one_sided_level_is_the_null_rate_of_holds():
+    """On null samples, "holds" comes at the stated one-sided level: alpha / 2 from scipy's two-sided t read in the
+    claimed direction, alpha from its one-sided p (4,000 replicates; the binomial sd is about 0.25 and 0.34 points)."""
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(4000, 12))
+    mean = x.mean(axis=1)
+    two = sps.ttest_1samp(x, 0, axis=1).pvalue
+    greater, less = (sps.ttest_1samp(x, 0, axis=1, alternative=a).pvalue for a in ("greater", "less"))
+    one = np.where(mean > 0, greater, less)  # one-sided in the estimate's direction, as `sides=1` takes it
+    held2 = np.mean([vd.effect(p, m, 12, 3, "units", +1).holds is True for p, m in zip(two, mean)])
+    held1 = np.mean([vd.effect(p, m, 12, 3, "units", +1, sides=1).holds is True for p, m in zip(one, mean)])
+    assert abs(held2 - 0.025) < 0.01 and abs(held1 - 0.05) < 0.013, (held2, held1)
+
+
 def test_no_difference_needs_power_and_is_never_passed_by_small_samples():
     assert vd.no_difference(0.5, 0.31, 5, 2, "conversations").label == (
         "inconclusive (p = 0.5 but power 0.31 < 0.8 at n = 5 conversations)"

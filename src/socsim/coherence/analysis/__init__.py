@@ -14,8 +14,10 @@ judge per paper claim, `CLAIMS`: each gives its own verdicts and builds its vs_p
 the panels that read it), `plots` (what each figure draws, its notes' flags from the report) and `report`
 (the base report, Table 4 and `analyse`).
 
-Every verdict follows the one rule (socsim.stats.verdict, alpha = coherence.alpha, .01 by default):
-a test passes only when it rejects in the claimed direction with at least the minimum n (MIN_CORRELATION
+Every verdict follows the one rule (socsim.stats.verdict, alpha = coherence.alpha, .01 by default, the paper's
+"p < .01"): a directional test is one-sided in the claimed direction at alpha (its p is computed one-sided: the
+permutation p of Tests 1 and 5, the U tests of Tests 3 and 6 and Finding 3, the suppression t), and it passes only
+when it rejects in the claimed direction with at least the minimum n (MIN_CORRELATION
 conversations and agents for a correlation, MIN_GROUP per compared group); it fails only when it rejects
 in the opposite direction (or, for a "no difference" test, when it finds a difference); otherwise it is
 "inconclusive (...)" with the n and what it needs. A test whose passing means "no difference found"
@@ -26,8 +28,8 @@ reuses agents and nests conversations in topics, so Tests 1 and 5 are judged wit
 Test 4 with the topic as unit. The paper's p, with the conversation as unit, stays beside them
 (`p_paper`, `beside`) without a verdict of its own. The six tests of section 4.3:
 
-1. Pearson r between preference gap and final agreement: pass if r < 0 and the permutation p of the
-   slope's dyadic-robust t, preferences permuted across the agents of each topic, is < alpha
+1. Pearson r between preference gap and final agreement: pass if r < 0 and the one-sided permutation p of
+   the slope's dyadic-robust t, preferences permuted across the agents of each topic, is < alpha
    (units.agent_permutation).
 2. Kolmogorov-Smirnov between the scores at gap 4 and the inverted (6 - s) scores at gap 0: the
    agents are coherent if the two are the same distribution, so it passes only if p >= alpha AND the
@@ -47,7 +49,7 @@ Test 4 with the topic as unit. The paper's p, with the conversation as unit, sta
    topic-level test had power >= 0.8 to find a contentiousness effect of CONTENTIOUSNESS_D SD
    (simulated: each (pair, topic) cell from its own scores, the levels moved on a latent normal
    scale); with too few topics to reach alpha it is inconclusive and says so.
-5. Pearson r between O1 + O2 and final agreement: pass if r > 0 and the permutation p (openness
+5. Pearson r between O1 + O2 and final agreement: pass if r > 0 and the one-sided permutation p (openness
    permuted across the agents of each topic, as Test 1) is < alpha.
 6. Among (1-5) preference pairs, the lowest openness pairing (lowest O1 + O2, e.g. (0, 0)) should
    agree less than the other openness pairings. The paper's text does not say whether every or any

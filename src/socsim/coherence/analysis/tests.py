@@ -59,7 +59,7 @@ TEST_COLUMNS = [
 TEST_SPECS = {
     1: (
         "Pearson r, preference gap vs final agreement",
-        "Pearson r; two-sided permutation p, preferences permuted across the agents of each topic "
+        "Pearson r; one-sided permutation p, preferences permuted across the agents of each topic "
         "(agents as unit); r < 0 claimed",
     ),
     2: (
@@ -79,7 +79,7 @@ TEST_SPECS = {
     ),
     5: (
         "Pearson r, O1 + O2 vs final agreement",
-        "Pearson r; two-sided permutation p, openness permuted across the agents of each topic "
+        "Pearson r; one-sided permutation p, openness permuted across the agents of each topic "
         "(agents as unit); r > 0 claimed",
     ),
     6: (
@@ -116,7 +116,7 @@ def suppression_verdict(row: pd.Series, alpha: float, flags: Sequence[dg.Flag] =
     if flags:
         return Verdict(None, flags[0].message)
     if n0 < MIN_SUPPRESSION:
-        return vd.effect(None, None, n0, MIN_SUPPRESSION, "conversations at gap 0", alpha=alpha)
+        return vd.effect(None, None, n0, MIN_SUPPRESSION, "conversations at gap 0", +1, alpha=alpha, sides=1)
     diff = row["difference"]
     p = row["p_null_greater"] if pd.notna(diff) and diff > 0 else row["p_null_less"]
     unit = f"conversations at gap {int(row['gap'])} ({n0} at gap 0)"
@@ -128,6 +128,7 @@ def suppression_verdict(row: pd.Series, alpha: float, flags: Sequence[dg.Flag] =
         unit,
         +1,
         alpha=alpha,
+        sides=1,  # p_null_greater / p_null_less: one-sided, in the estimate's direction
     )
 
 
@@ -166,6 +167,7 @@ def finding3_verdict(row: pd.Series, alpha: float, flags: Sequence[dg.Flag] = ()
         "conversations a side ((1-1), (5-5))",
         -1,
         alpha=alpha,
+        sides=1,  # p_less / p_greater: one-sided, in the estimate's direction
     )
 
 
@@ -201,6 +203,7 @@ def correlation_test(df: pd.DataFrame, test: int, alpha: float, seed: int, permu
     permutation p with the agent as unit (socsim.coherence.analysis.units); the paper's conversation-level p
     stands beside it."""
     x, what = ("gap", "preference") if test == 1 else ("open_sum", "openness")
+    direction = -1 if test == 1 else +1
     shown = "preference gaps" if test == 1 else "openness sums"
     const = (
         dg.near_constant(df[x], f"coherence {shown}{label}"),
@@ -208,17 +211,16 @@ def correlation_test(df: pd.DataFrame, test: int, alpha: float, seed: int, permu
     )
     n = len(df)
     if n < MIN_CORRELATION or any(const):
-        v = vd.effect(None, None, n, MIN_CORRELATION, "conversations", alpha=alpha)
+        v = vd.effect(None, None, n, MIN_CORRELATION, "conversations", direction, alpha=alpha, sides=1)
         detail = f"needs >= {MIN_CORRELATION} conversations with varied {shown} and scores"
         return TestRow(v, detail=detail, extra=const, n=n)
     r_paper, p_paper = (float(v) for v in sps.pearsonr(df[x], df["agreement"]))
     at = units.agent_permutation(df, what, seed, permutations)
-    direction = -1 if test == 1 else +1
-    v = vd.effect(at.p, at.r, at.agents, MIN_CORRELATION, "agents", direction, alpha=alpha)
+    v = vd.effect(at.p, at.r, at.agents, MIN_CORRELATION, "agents", direction, alpha=alpha, sides=1)
     unit = f"agents ({what} permuted across the agents of each topic)"
     detail = (
         f"n = {n} conversations, {at.agents} agents in {at.topics} topic(s); slope t (dyadic-robust) = "
-        f"{at.t:.3g}, permutation p = {at.p:.3g} ({at.permutations} permutations, agents as unit)"
+        f"{at.t:.3g}, one-sided permutation p = {at.p:.3g} ({at.permutations} permutations, agents as unit)"
     )
     beside = f"the paper's p (conversations as unit, no verdict): {p_paper:.3g}"
     return TestRow(v, r_paper, at.p, detail, n=at.agents, unit=unit, p_paper=p_paper, beside=beside)
@@ -272,7 +274,8 @@ def test3(df: pd.DataFrame, alpha: float) -> TestRow:
             if missing
             else f"{vd.too_few(n, MIN_GROUP, unit)} (" + ", ".join(f"{m} {len(g)}" for m, g in groups.items()) + ")"
         )
-        return TestRow(vd.effect(None, None, n, MIN_GROUP, unit, alpha=alpha), detail=detail, n=n, unit=unit)
+        v = vd.effect(None, None, n, MIN_GROUP, unit, +1, alpha=alpha, sides=1)
+        return TestRow(v, detail=detail, n=n, unit=unit)
     claimed = bonferroni([mwu_p(groups["1-1"], groups[m], "greater") for m in mixed])
     directed = [directed_mwu(groups["1-1"], groups[m], +1) for m in mixed]
     adj = bonferroni([p for _, p in directed])
@@ -286,6 +289,7 @@ def test3(df: pd.DataFrame, alpha: float) -> TestRow:
             +1,
             alpha=alpha,
             family=len(mixed),  # q is Bonferroni-adjusted over the three comparisons
+            sides=1,  # directed_mwu: one-sided, in the estimate's direction
         )
         for m, (est, _), q in zip(mixed, directed, adj)
     ]
@@ -384,7 +388,7 @@ def test6(df: pd.DataFrame, alpha: float, rule: str) -> TestRow:
     far = df[df["pref_pair"] == "1-5"]
     unit = "conversations a side (lowest pairing, the others)"
     if len(far) == 0:
-        v = vd.effect(None, None, 0, MIN_GROUP, "(1-5) conversations", alpha=alpha)
+        v = vd.effect(None, None, 0, MIN_GROUP, "(1-5) conversations", -1, alpha=alpha, sides=1)
         return TestRow(v, detail="needs (1-5) pairs", n=0, unit="(1-5) conversations")
     lowest = far.loc[far["open_sum"] == far["open_sum"].min(), "open_pair"].min()
     base = far.loc[far["open_pair"] == lowest, "agreement"]
@@ -396,7 +400,8 @@ def test6(df: pd.DataFrame, alpha: float, rule: str) -> TestRow:
             if len(others) == 0
             else f"{vd.too_few(n, MIN_GROUP, unit)} (lowest openness {lowest} {len(base)}, others {len(others)})"
         )
-        return TestRow(vd.effect(None, None, n, MIN_GROUP, unit, alpha=alpha), detail=detail, n=n, unit=unit)
+        v = vd.effect(None, None, n, MIN_GROUP, unit, -1, alpha=alpha, sides=1)
+        return TestRow(v, detail=detail, n=n, unit=unit)
     per = {pair: g["agreement"] for pair, g in others.groupby("open_pair")}
     above = sum(float(g.mean()) > float(base.mean()) for g in per.values())
     comparable = {pair: g for pair, g in per.items() if len(g) >= MIN_GROUP}
@@ -411,7 +416,7 @@ def test6(df: pd.DataFrame, alpha: float, rule: str) -> TestRow:
     )
     if rule == "pooled":
         est, p_dir = directed_mwu(base, others["agreement"], -1)
-        v = vd.effect(p_dir, est, n, MIN_GROUP, unit, -1, alpha=alpha)
+        v = vd.effect(p_dir, est, n, MIN_GROUP, unit, -1, alpha=alpha, sides=1)
         rule = f"pooled rule: the lowest openness pairing {lowest} below the other {len(others)} (1-5) pairs together"
         v = replace(v, reason=f"{rule}; {v.reason}" if v.reason else rule)
         p = mwu_p(base, others["agreement"], "less")
@@ -419,7 +424,8 @@ def test6(df: pd.DataFrame, alpha: float, rule: str) -> TestRow:
         return replace(counts, verdict=v, p=p, detail=text)
     if len(adj) == 0:
         largest = max(len(g) for g in per.values())
-        v = vd.effect(None, None, largest, MIN_GROUP, "(1-5) conversations in the largest other pairing", alpha=alpha)
+        unit_l = "(1-5) conversations in the largest other pairing"
+        v = vd.effect(None, None, largest, MIN_GROUP, unit_l, -1, alpha=alpha, sides=1)
         return replace(counts, verdict=v, detail=f"strict rule (our reading of the paper's text): {detail}")
     adj_dir = bonferroni([q for _, q in directed])
     parts = [
@@ -432,6 +438,7 @@ def test6(df: pd.DataFrame, alpha: float, rule: str) -> TestRow:
             -1,
             alpha=alpha,
             family=len(adj_dir),  # q is Bonferroni-adjusted over the comparisons
+            sides=1,  # directed_mwu: one-sided, in the estimate's direction
         )
         for (pair, g), (est, _), q in zip(comparable.items(), directed, adj_dir)
     ]

@@ -8,8 +8,9 @@ as independent rejects on an agent's own agreeableness or on topic differences. 
   (Test 5) of each agent is shuffled across the agents of its topic, every agent keeping its own
   conversations (and with them its own agreeableness). The statistic is the t of the slope of the
   final agreement on the gap (|P1 - P2|) or the openness sum (O1 + O2) with a dyadic-robust variance
-  (conversations that share an agent are correlated), and the p the share of permutations with a |t|
-  at least as large (Monte Carlo, (1 + hits) / (1 + B)). Studentized, because agents are not
+  (conversations that share an agent are correlated), and the p the share of permutations with a t
+  at least as far in the observed t's direction (one-sided, the verdict rule's sidedness: Monte Carlo,
+  (1 + hits) / (1 + B)). Studentized, because agents are not
   exchangeable in the pairing: a rare profile's agent sits in many conversations, so permuting r
   itself rejected Test 5's null with agent agreeableness at 2.6 times its level (13 of 100 at 0.05;
   studentized 19 of 300; the conversation as unit 62 of 100).
@@ -59,7 +60,7 @@ TEST2_MARGIN = 0.5  # Test 2: equivalence margin on the means (score points; our
 class AgentTest:
     r: float  # Pearson r of the conversation table (the paper's statistic)
     t: float  # the slope's t with the dyadic-robust variance (what is permuted)
-    p: float  # its permutation p, agents as unit (two-sided)
+    p: float  # its permutation p, agents as unit: one-sided, in the direction of t (verdict.effect's sides=1)
     agents: int
     topics: int
     permutations: int
@@ -107,7 +108,7 @@ def agent_permutation(df: pd.DataFrame, which: str, seed: int, permutations: int
     for start in range(0, permutations, chunk):
         v = pm.permuted_within(values, groups, min(chunk, permutations - start), rng)
         null.append(pm.dyadic_t(stat(v[:, sides[:, 0]], v[:, sides[:, 1]]), y, by_agent, by_dyad))
-    p = pm.permutation_p(t, np.concatenate(null) if null else [], "two-sided")
+    p = pm.permutation_p(t, np.concatenate(null) if null else [], "greater" if t > 0 else "less")
     return AgentTest(r, t, p, len(ids), len(dict.fromkeys(groups)), permutations)
 
 

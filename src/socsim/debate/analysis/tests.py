@@ -80,6 +80,7 @@ def _at_topics(
             None,
             f"{vd.too_few(sf.n, MIN_TOPICS, 'topics')}: the {unit} nest in topics, and a sign-flip test over "
             f"fewer cannot reject at {vd.ALPHA:g}{beside}",
+            rule=vd.effect_rule(vd.ALPHA, direction),
         )
     v = vd.effect(sf.p, sf.mean, sf.n, MIN_TOPICS, "topics", direction)
     return replace(v, reason=f"sign-flip over topics: {v.reason}{beside}")  # keeps what it was judged on
@@ -143,7 +144,7 @@ def mode_order(
         statistic=f"mean per-debate S_sem of Mode {modes[0]} minus Mode {modes[-1]}",
         value=float(first_last.mean()) if first_last.size else None,
         test=f"{TOPIC_TEST} the per-debate S_sem difference of each pair of consecutive modes (paired over "
-        "debates), two-sided; every pair must hold; the one-sample t over debates beside it",
+        "debates); every pair must hold; the one-sample t over debates beside it",
         unit="topics",
         n=min(r.n_topics for r in parts),
         verdict=vd.all_of(r.verdict for r in parts),
@@ -161,7 +162,7 @@ def llm_longer(by_session: pd.DataFrame, topics: Mapping[Any, Any], flags: list[
         claim="LLM utterances are longer than the humans' (signed difference < 0)" + (f" ({label})" if label else ""),
         statistic="mean per-debate signed length difference (human - LLM)",
         value=r.mean,
-        test=f"{TOPIC_TEST} the per-debate signed length difference (each debate's mean over modes), two-sided; "
+        test=f"{TOPIC_TEST} the per-debate signed length difference (each debate's mean over modes); "
         "the one-sample t over debates beside it",
         unit="topics",
         n=r.n_topics,
@@ -174,7 +175,7 @@ def undefined_why(verdict: vd.Verdict, why: str | None, n: int, unit: str) -> vd
     """An inconclusive verdict whose test could not be computed, with the reason (`why`, e.g. "no
     variance in the changes ...") instead of the bare "the test could not be computed"."""
     if why and verdict.holds is None and verdict.reason.startswith("the test could not be computed"):
-        return vd.Verdict(None, f"{why}; n = {n} {unit}")
+        return vd.Verdict(None, f"{why}; n = {n} {unit}", rule=verdict.rule)
     return verdict
 
 
@@ -196,7 +197,7 @@ def no_change(
     x = changes.astype(float)
     x = x[np.isfinite(x.to_numpy())]
     mean, p, n, note = ttest.one_sample_t(x.to_numpy())
-    base = vd.effect(p, mean, n, vd.MIN_UNITS, "groups", 0, flags)
+    base = replace(vd.effect(p, mean, n, vd.MIN_UNITS, "groups", 0, flags), rule="")  # NO_CHANGE_TEST says its rule
     if base.degenerate or base.reason.startswith("n = ") or base.reason.startswith("the test could not"):
         return undefined_why(base, why or note, n, "groups"), 0
     means = signflip.cluster_means(x, topics)
@@ -244,9 +245,10 @@ def group_finding(
     how = {1: "rises", -1: "falls", 0: "does not change"}[direction]
     claim = f"Fig. 2: the humans' group {quantity} {how} ({STEP[what]})"
     if direction:
-        test_text = f"{TOPIC_TEST} the groups' changes, two-sided; the paired t over groups beside it"
+        test_text = f"{TOPIC_TEST} the groups' changes; the paired t over groups beside it"
         if changes is None or topics is None:
-            verdict = vd.Verdict(None, "the groups' topics are not given: the claim's unit is the topic")
+            why = "the groups' topics are not given: the claim's unit is the topic"
+            verdict = vd.Verdict(None, why, rule=vd.effect_rule(vd.ALPHA, direction))
             unit, n_out = "topics", 0
         else:
             r = topic_effect(changes, topics, direction, flags, "groups", vd.MIN_UNITS)
@@ -356,7 +358,7 @@ def group_claims(
                 claim=claim,
                 statistic="every part's d_z (sect6_model_written)",
                 value=None,
-                test=f"per part ({named}): {TOPIC_TEST} the groups' changes, two-sided; every part must hold; "
+                test=f"per part ({named}): {TOPIC_TEST} the groups' changes; every part must hold; "
                 "the paired t over groups beside it",
                 unit="topics",
                 n=min(judged[(q, t)].n_topics for q, t, _ in parts),
@@ -409,7 +411,7 @@ def partner_claim(
             statistic="every part's b_llm - b_human (table fig3_partner_coefficients)",
             value=None,
             test=f"per outcome: {TOPIC_TEST.replace('topic means of', 'per-topic')} partner-coefficient "
-            f"difference (twins minus humans, OLS end ~ own start + partner start), two-sided, > 0; both must hold; "
+            f"difference (twins minus humans, OLS end ~ own start + partner start), > 0; both must hold; "
             f"a cluster bootstrap over groups ({stats.BOOTSTRAP_REPEATS} resamples) beside it",
             unit="topics",
             n=int(parts.n_topics.min()) if len(parts) else 0,
@@ -455,7 +457,7 @@ def ablation_claim(
         f"({topic_set}, {model})"
     )
     test = (
-        f"{TOPIC_TEST} the per-debate difference (no_private_profile - original), two-sided, per mode and "
+        f"{TOPIC_TEST} the per-debate difference (no_private_profile - original), per mode and "
         "metric; every part must hold; the one-sample t over debates beside it"
     )
     modes = [m for m in (2, 3) if (m, "original") in ran and (m, "no_private_profile") in ran]
@@ -467,7 +469,11 @@ def ablation_claim(
             test,
             "topics",
             0,
-            vd.Verdict(None, "not run: needs ablations original and no_private_profile in mode 2 or 3"),
+            vd.Verdict(
+                None,
+                "not run: needs ablations original and no_private_profile in mode 2 or 3",
+                rule=vd.effect_rule(vd.ALPHA, -1),
+            ),
             id="deb.private_profile_ablation",
         )
     s = by_session[(by_session.model == model) & (by_session.topic_set == topic_set)]

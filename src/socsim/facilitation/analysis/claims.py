@@ -354,13 +354,15 @@ def fig6(ev: Evidence) -> Judgement:
 JS_TEST = (
     f"the authors' JS divergence of the discussions' diversity distributions (KDE on {dv.POINTS} points of [0, 1]), "
     f"its 95 % percentile interval from {{repeats}} resamples of both sides' discussions; 'closely matches': within "
-    f"{dv.CLOSE} (two normals half an SD apart); holds when the interval lies above it and a permutation test "
-    f"rejects one distribution (p < {vd.ALPHA / 2:g}), no when the interval lies below"
+    f"{dv.CLOSE} (two normals half an SD apart); holds when the interval lies above it (one-sided at "
+    f"{vd.ALPHA / 2:g}) and a permutation test of the JS rejects one distribution (one-sided, p < {vd.ALPHA / 2:g}), "
+    "no when the interval lies below"
 )
 ABLATION_TEST = (
     "the ablation's JS to the humans minus the main cell's, its 95 % percentile interval from {repeats} resamples of "
-    "the three groups' discussions (two-sided); holds when the interval lies above 0, no when below, each only when a "
-    f"permutation test rejects one distribution for the ablation and the main cell (p < {vd.ALPHA / 2:g})"
+    "the three groups' discussions; holds when the interval lies above 0 (one-sided at {alpha1}), no when below, each "
+    "only when a permutation test of the JS rejects one distribution for the ablation and the main cell (one-sided, "
+    "p < {alpha1})"
 )
 REPEATS = 1000
 ABLATION_PARTS = {"no_sdb": "without SDBs", "no_roles": "without roles", "basic_instructions": "basic instructions"}
@@ -455,7 +457,7 @@ def fig5_humans(ev: Evidence) -> Judgement:
 def _farther(abl: np.ndarray, base: np.ndarray, human: np.ndarray, scope: Scope, part: str, label: str) -> Finding:
     """Fig. 5c for one ablation: its JS to the humans above the main cell's (ABLATION_TEST)."""
     claim = "SDBs, roles and the instruction prompt bring the diversity closer to the humans'"
-    test, n = ABLATION_TEST.format(repeats=REPEATS), min(len(abl), len(base), len(human))
+    test, n = ABLATION_TEST.format(repeats=REPEATS, alpha1=f"{vd.ALPHA / 2:g}"), min(len(abl), len(base), len(human))
     stat = f"JS to the humans, {part} minus {label}"
     few = vd.inconclusive_too_few(n, ts.MIN_DISCUSSIONS, "discussions a group")
     if few:

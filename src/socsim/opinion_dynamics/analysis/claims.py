@@ -255,13 +255,17 @@ def false_negative(s: Scope) -> Finding | None:
         value=_float(g[g.framing == "false"].groupby(["bias", "topic"]).B.mean().groupby(level=0).mean().mean()),
         test="per bias cell: one-sample t of the per-topic B under false framing against 0 (direction -) "
         "and the paired t of B(true) - B(false) over topics (direction +, Bonferroni over the fixed "
-        f"family of {PAIRED_FAMILY} paired tests), two-sided; every part must hold (B < 0 in both framings "
+        f"family of {PAIRED_FAMILY} paired tests); every part must hold (B < 0 in both framings "
         "does not follow the truth)",
         unit="topics",
         n=min(r["n"] for r, _ in s.one + s.pair),
         verdict=vd.all_of(negative + s.higher)
         if s.pair
-        else vd.Verdict(None, "needs both framings: B < 0 under false framing alone does not follow the truth"),
+        else vd.Verdict(
+            None,
+            "needs both framings: B < 0 under false framing alone does not follow the truth",
+            rule=vd.effect_rule(alpha, -1),
+        ),
         id="od.truth_false_negative",
         scope=s.judged,
         part=s.part,
@@ -277,7 +281,7 @@ def true_higher(s: Scope) -> Finding | None:
         claim=f"{s.truth}: B higher under true framing ({s.label})",
         statistic="mean over bias cells of the mean per-topic B(true) - B(false)",
         value=_float(np.mean(means)) if means else None,
-        test="paired t of B over topics (true vs false framing) in each bias cell, two-sided, Bonferroni "
+        test="paired t of B over topics (true vs false framing) in each bias cell, Bonferroni "
         f"over the fixed family of {PAIRED_FAMILY} paired tests (the paper's 3 bias levels x 2 memories per "
         "model, topology and start); every cell must hold",
         unit="topics",
@@ -373,7 +377,7 @@ def d_rises(
         value=_float(whole.mean()) if len(whole) else None,
         test=(
             f"adjacent step(s) {'; '.join(shown)} of the per-topic D, one difference per topic, one-sample t "
-            "against 0 over topics (paired), two-sided; every step must hold (the paper's planned contrasts "
+            "against 0 over topics (paired); every step must hold (the paper's planned contrasts "
             "(-2, 1, 1) and (0, -1, 1) are in the tests table: they do not test this order)"
         )
         if contrasts
@@ -565,7 +569,7 @@ def _outside_finding(ev: Evidence, o: Outside, tab: pd.DataFrame, flags: Mapping
             claim=f"{claim} ({model})",
             statistic="mean per-simulation share of judged outputs with outside information, open - closed",
             value=diff,
-            test="Welch t over simulations (open vs closed world), two-sided, direction +",
+            test="Welch t over simulations (open vs closed world), direction +",
             unit="simulations per world",
             n=n,
             verdict=verdict,

@@ -19,18 +19,20 @@ from support.studies.coherence import ALPHA, LLM_LIKE_OPENNESS, _agent_design, _
 def test_paper_shaped_agent_null_tests_1_and_5():
     """Paper-shaped: 800 agents of one topic with LLM-like skewed answers, the project's pairing (a rare
     profile's agent in 80 or more conversations); each agent its own agreeableness, no preference or
-    openness effect. At alpha = 0.01 with the agent as unit, Tests 1 and 5 pass or fail in at most 3 of
-    100 test runs (nominal 1); the paper's conversation-level p, beside them, in many more."""
+    openness effect. At alpha = 0.01 with the agent as unit (one-sided), Tests 1 and 5 pass in at most 3 of 100
+    test runs (nominal 1) and fail in at most 3 (nominal 1); the paper's conversation-level p, beside them, rejects
+    in many more."""
     sides, pref, open_ = _agent_design(800, 1, (0.5, 0.05, 0.05, 0.1, 0.3), LLM_LIKE_OPENNESS)
     assert np.bincount(sides.ravel()).max() >= 80
-    hits = paper = 0
+    passes = fails = paper = 0
     for rep in range(50):
         df = _agreeable(sides, pref, open_, np.random.default_rng(rep))
         for t in (1, 5):
             row = an.correlation_test(df, t, ALPHA, rep, 999, "")
-            hits += row.verdict.holds is not None
+            passes += row.verdict.holds is True
+            fails += row.verdict.holds is False
             paper += row.p_paper < ALPHA
-    assert hits <= 3 and paper >= 10, (hits, paper)
+    assert passes <= 3 and fails <= 3 and paper >= 10, (passes, fails, paper)
 
 
 @pytest.mark.slow
