@@ -17,7 +17,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from socsim import config, progress, stages, studies
+from socsim import config, context, progress, stages, studies
 from socsim.io.lock import LockedError
 from socsim.io.parquet import SchemaError
 from socsim.llm.errors import LLMError
@@ -242,7 +242,7 @@ def run_stage(args: argparse.Namespace) -> None:
 def _run_job(
     study: stages.Study, st: stages.Stage, params: dict[str, Any], paths: dict[str, Path | list[Path]], shard: str
 ) -> None:
-    ctx = stages.StageContext(study, st, params, paths, shard)
+    ctx = context.StageContext(study, st, params, paths, shard)
     # Start and end times in the stage's log (Snakemake sends stderr there): when jobs of a cluster run
     # overlapped, and how long each waited, can be read off the logs.
     name = st.job(shard)

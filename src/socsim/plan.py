@@ -33,13 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from socsim import config, studies
+from socsim.context import StageContext
 from socsim.io import DataUnavailableError
 from socsim.io.model_record import records
 from socsim.llm.client import LLMClient
 from socsim.llm.counting import PlanBackend, Tally, TokenCounter
 from socsim.models import ModelSpec, resolve, sampling
 from socsim.progress import duration
-from socsim.stages import ALL, Stage, StageContext, Study
+from socsim.stages import ALL, Stage, Study
 
 
 class PlanInterrupted(KeyboardInterrupt):

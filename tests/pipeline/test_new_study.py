@@ -31,7 +31,8 @@ import pyarrow as pa
 
 from socsim.llm import IntRange, Request
 from socsim.seeds import derive_seed
-from socsim.stages import Artifact, Stage, StageContext, Study, shard_table
+from socsim.context import StageContext
+from socsim.stages import Artifact, Stage, Study, shard_table
 from socsim.toy import analysis
 
 

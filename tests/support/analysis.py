@@ -15,11 +15,11 @@ from typing import Any
 import pandas as pd
 
 from socsim import config, studies
+from socsim.context import StageContext
 from socsim.io import report
 from socsim.io.figures import panels
 from socsim.io.report import AnalysisInputs, Panel
 from socsim.io.vs_paper import read_paper
-from socsim.stages import StageContext
 from support.project import ROOT
 
 

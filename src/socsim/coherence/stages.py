@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from socsim.coherence import schemas
+from socsim.context import StageContext
 from socsim.models import reads_itself
-from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, analysis_folder, shard_table
+from socsim.stages import SHARD, Artifact, Stage, Study, analysis_folder, shard_table
 
 if TYPE_CHECKING:
     from socsim.llm import LLMClient

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from socsim.context import StageContext
 from socsim.debate import schemas
 from socsim.debate.setups import settings
 from socsim.models import reader_of
-from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, analysis_folder, shard_table
+from socsim.stages import SHARD, Artifact, Stage, Study, analysis_folder, shard_table
 
 if TYPE_CHECKING:
     from socsim.llm import LLMClient

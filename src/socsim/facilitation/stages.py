@@ -6,9 +6,10 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from socsim.context import StageContext
 from socsim.facilitation import materials, schemas
 from socsim.models import reader_of
-from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, analysis_folder, shard_table
+from socsim.stages import SHARD, Artifact, Stage, Study, analysis_folder, shard_table
 
 DATA = "data/facilitation"
 RESULTS = "results/facilitation"

@@ -8,11 +8,12 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
+from socsim.context import StageContext
 from socsim.io.parquet import write_json
 from socsim.models import reader_of, reads_itself
 from socsim.opinion_dynamics import schemas
 from socsim.opinion_dynamics.plot_layout import FIGURES
-from socsim.stages import SHARD, Artifact, Stage, StageContext, Study, analysis_folder, shard_table
+from socsim.stages import SHARD, Artifact, Stage, Study, analysis_folder, shard_table
 
 DATA = "data/opinion_dynamics"
 RESULTS = "results/opinion_dynamics"

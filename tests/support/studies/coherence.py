@@ -194,7 +194,7 @@ def run_stages(paths, captured=None, monkeypatch=None, **coherence):
             figures, "save", lambda fig, out, name: captured.setdefault(name, fig) and real(fig, out, name)
         )
     from socsim import config
-    from socsim.stages import StageContext
+    from socsim.context import StageContext
 
     params = config.validate({"seed": 1, "coherence": {"bootstrap": {"repeats": 50}, **coherence}})
     for name in ("analyse", "figures"):  # the real stages with the real context, without the CLI

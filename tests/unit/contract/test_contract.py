@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from socsim import cli, config, studies
+from socsim.context import StageContext
 from socsim.io.parquet import read_tables, write_table
-from socsim.stages import ALL, ParamsView, StageContext, shard_table
+from socsim.stages import ALL, ParamsView, shard_table
 from support.project import ROOT
 
 STAGES = studies.all_stages()

@@ -22,6 +22,7 @@ FLOORS: list[set[str]] = [
     {"serving"},
     {"runtime"},
     {"preflight", "stages"},
+    {"context"},
     {"facilitation", "coherence", "opinion_dynamics", "debate"},
     {"studies"},
     {"workflow", "plan", "limits", "scorecard"},

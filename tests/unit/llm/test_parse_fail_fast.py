@@ -11,12 +11,13 @@ import json
 import pytest
 
 from socsim import cli
+from socsim.context import StageContext
 from socsim.llm import Choice, JsonSchema, LLMClient, LLMError, Request
 from socsim.llm.accounting import Accounting
 from socsim.llm.cache import CallCache
 from socsim.llm.errors import UnparsedAnswersError
 from socsim.sim import runner
-from socsim.stages import Stage, StageContext, Study
+from socsim.stages import Stage, Study
 from support.llm import Scripted, scripted_client
 from support.project import ROOT
 
