@@ -101,3 +101,16 @@ def test_every_documented_snakemake_command_puts_a_target_where_snakemake_reads_
                     f"{f.name}: {line.strip()!r}: {w!r} would be read as a config file"
                 )
     assert seen >= 10
+
+
+def test_the_readme_is_a_guide_of_at_most_250_lines_and_its_links_resolve():
+    """The README guides (issue 51): at most 250 lines, measurement history in docs/benchmarks.md and CHANGELOG.md;
+    every relative link it holds points at a file of the repository."""
+    import re
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250, len(text.splitlines())
+    targets = {m.split("#")[0] for m in re.findall(r"\]\(([^)\s]+)\)", text) if "://" not in m}
+    missing = sorted(t for t in targets if t and not (ROOT / t).exists())
+    assert not missing, missing
+    assert (ROOT / "CHANGELOG.md").exists() and (ROOT / "docs" / "benchmarks.md").exists()
