@@ -107,6 +107,17 @@ def effect_rule(alpha: float, direction: int, sides: int = 2) -> str:
     return f"one-sided in the claimed direction at {alpha / 2:g}: two-sided p < {alpha:g}, estimate in that direction"
 
 
+def no_difference_rule(alpha: float = ALPHA, min_power: float = POWER) -> str:
+    """How a claim of no difference is judged, as its finding's test text states it."""
+    return f"no difference: no rejection at {alpha:g} and power >= {min_power:g}"
+
+
+def untested(reason: str, direction: int = 0, alpha: float = ALPHA, sides: int = 2) -> Verdict:
+    """An inconclusive verdict of an effect claim that could not be tested (a group or a condition absent), with
+    the rule it is judged by where it can be (`effect_rule`), so that its finding's test text still states it."""
+    return Verdict(None, reason, rule=effect_rule(alpha, direction, sides))
+
+
 def effect(
     p: float | None,
     estimate: float | None,
@@ -164,7 +175,7 @@ def no_difference(
 ) -> Verdict:
     """A claim that two things do not differ: it holds only when the test does not reject and had
     power >= `min_power` to find the effect it looks for at the observed n. `family` as in `effect`."""
-    rule = f"no difference: no rejection at {alpha:g} and power >= {min_power:g}"
+    rule = no_difference_rule(alpha, min_power)
     if flags:
         return Verdict(None, flags[0].message, rule=rule)
     few = inconclusive_too_few(n, need, unit)

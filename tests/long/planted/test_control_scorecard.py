@@ -39,6 +39,7 @@ def test_every_finding_of_every_study_states_its_sidedness(control_run):
     """One sidedness rule (docs/honest-results.md): every finding's test text says how its verdict was judged,
     one-sided in the claimed direction (at its level), two-sided for any difference, or a claim of no difference."""
     long = pd.read_parquet(control_run / "results" / "scorecard" / "scorecard.parquet")
+    long = long[long["test"].notna()]  # the cells a source judged (not the paper's, not "not run")
     said = long["test"].str.contains("one-sided|two-sided|no difference", regex=True)
     assert said.all(), long.loc[~said, ["study", "finding_id", "test"]].drop_duplicates().to_string()
     directional = long[long["test"].str.contains("in the claimed direction")]

@@ -114,7 +114,7 @@ def suppression_verdict(row: pd.Series, alpha: float, flags: Sequence[dg.Flag] =
     simulated under "no suppression" (`suppression_null_p`), each side at least MIN_SUPPRESSION."""
     n, n0 = int(row["n"]), int(row["n_gap0"]) if pd.notna(row["n_gap0"]) else 0
     if flags:
-        return Verdict(None, flags[0].message)
+        return vd.untested(flags[0].message, +1, alpha, sides=1)
     if n0 < MIN_SUPPRESSION:
         return vd.effect(None, None, n0, MIN_SUPPRESSION, "conversations at gap 0", +1, alpha=alpha, sides=1)
     diff = row["difference"]
@@ -155,7 +155,7 @@ def finding3_verdict(row: pd.Series, alpha: float, flags: Sequence[dg.Flag] = ()
     """Finding 3's directional claim, (1-1) pairs agree less than (5-5) pairs: one-sided
     Mann-Whitney U over conversations (`row`: gap 0 of descriptive.anchors), MIN_GROUP a side."""
     if flags:
-        return Verdict(None, flags[0].message)
+        return vd.untested(flags[0].message, -1, alpha, sides=1)
     n = min(int(row["n_at_1"]), int(row["n_at_5"]))
     est = row["u_estimate"]
     p = row["p_less"] if pd.notna(est) and est < 0 else row["p_greater"]
@@ -244,7 +244,7 @@ def test2(df: pd.DataFrame, alpha: float, alternative: tuple[FloatArray, FloatAr
     eq = cond.equivalence
     interval = f"{eq.difference:+.2f}, {1 - 2 * alpha:.0%} interval [{eq.lo:+.2f}, {eq.hi:+.2f}]"
     if v.holds and not eq.p < alpha:
-        v = Verdict(None, f"{v.reason}, but the means are not shown within +-{eq.margin:g}: {interval}")
+        v = Verdict(None, f"{v.reason}, but the means are not shown within +-{eq.margin:g}: {interval}", rule=v.rule)
 
     def shown(pw: float | None, what: str) -> str:
         return f"power to find {what}: " + ("unknown (no paper distributions)" if pw is None else f"{pw:.2f}")
@@ -514,7 +514,9 @@ def found_flags(tests: dict[int, TestRow], flags: dict[int, list[dg.Flag]] | Non
 def verdict_of(o: TestRow, found: Sequence[dg.Flag]) -> Verdict:
     """A test's verdict: its inputs' first flag (degenerate inputs first, even without data), else the
     test's own, else inconclusive with why the test does not apply."""
-    return Verdict(None, found[0].message) if found else (o.verdict or Verdict(None, o.detail))
+    if found:  # the rule the test is judged by stays with it
+        return Verdict(None, found[0].message, rule=o.verdict.rule if o.verdict else "")
+    return o.verdict or Verdict(None, o.detail)
 
 
 def tests_table(tests: dict[int, TestRow], found: dict[int, list[dg.Flag]], test6_rule: str) -> pd.DataFrame:

@@ -76,11 +76,10 @@ def _at_topics(
     if base.degenerate or base.reason.startswith("n = ") or base.reason.startswith("the test could not"):
         return undefined_why(base, why, n, unit)
     if sf.n < MIN_TOPICS:
-        return vd.Verdict(
-            None,
+        return vd.untested(
             f"{vd.too_few(sf.n, MIN_TOPICS, 'topics')}: the {unit} nest in topics, and a sign-flip test over "
             f"fewer cannot reject at {vd.ALPHA:g}{beside}",
-            rule=vd.effect_rule(vd.ALPHA, direction),
+            direction,
         )
     v = vd.effect(sf.p, sf.mean, sf.n, MIN_TOPICS, "topics", direction)
     return replace(v, reason=f"sign-flip over topics: {v.reason}{beside}")  # keeps what it was judged on
@@ -248,7 +247,7 @@ def group_finding(
         test_text = f"{TOPIC_TEST} the groups' changes; the paired t over groups beside it"
         if changes is None or topics is None:
             why = "the groups' topics are not given: the claim's unit is the topic"
-            verdict = vd.Verdict(None, why, rule=vd.effect_rule(vd.ALPHA, direction))
+            verdict = vd.untested(why, direction)
             unit, n_out = "topics", 0
         else:
             r = topic_effect(changes, topics, direction, flags, "groups", vd.MIN_UNITS)
@@ -469,11 +468,7 @@ def ablation_claim(
             test,
             "topics",
             0,
-            vd.Verdict(
-                None,
-                "not run: needs ablations original and no_private_profile in mode 2 or 3",
-                rule=vd.effect_rule(vd.ALPHA, -1),
-            ),
+            vd.untested("not run: needs ablations original and no_private_profile in mode 2 or 3", -1),
             id="deb.private_profile_ablation",
         )
     s = by_session[(by_session.model == model) & (by_session.topic_set == topic_set)]

@@ -180,7 +180,8 @@ def finding2_no_gain(ev: Evidence) -> Judgement:
     elaborate = list(ev.paper.get("finding2_elaborate") or [])
     reference, effect = str(spec.get("reference", "No Instructions")), spec.get("effect")
     if effect is None:
-        v, n, note = vd.Verdict(None, "paper.yaml names no effect to look for (finding2_no_gain)"), 0, ""
+        why = "paper.yaml names no effect to look for (finding2_no_gain)"
+        v, n, note = vd.Verdict(None, why, rule=vd.no_difference_rule()), 0, ""
     else:
         v, n, note = ts.no_gain_over(ev.rated, elaborate, reference, float(effect), ev.flags)
     why = spec.get("why", "socsim's choice")
@@ -312,7 +313,7 @@ def fig5a(ev: Evidence) -> Judgement:
     main_div = synth[synth["condition"] == MAIN]
     by_model = {k: g["diversity"].to_numpy(dtype=float) for k, g in main_div.groupby("model")}
     qwen = [m for m in by_model if str(ev.paper.get("ablation_model", "qwen")).lower() in m.lower()]
-    v = ts.ordering(by_model, qwen[0], +1, "a Qwen model") if qwen else vd.Verdict(None, "no Qwen model in this run")
+    v = ts.ordering(by_model, qwen[0], +1, "a Qwen model") if qwen else vd.untested("no Qwen model in this run", +1)
     claim = "Qwen has the highest diversity of the models"
     n = min((len(x) for x in by_model.values()), default=0)
     row = Row(

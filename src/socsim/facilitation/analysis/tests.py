@@ -306,7 +306,7 @@ def strategy_contrasts(rated: pd.DataFrame, terms: list[str], flags: list[dg.Fla
     each with at least MIN_DISCUSSIONS discussions a side. Returns the verdict and the fewest
     discussions involved."""
     if not terms:
-        return vd.Verdict(None, "no terms to test"), 0
+        return vd.untested("no terms to test", -1), 0
     units = discussion_units(rated)
     ref = units[units["strategy"] == NO_MODERATOR]
     parts, ns = [], []
@@ -340,7 +340,7 @@ def no_gain_over(
     strategy must hold. Returns the verdict, the fewest discussions a side, and a note with each
     strategy's difference, p and power."""
     if not strategies:
-        return vd.Verdict(None, "no strategies to compare"), 0, ""
+        return vd.Verdict(None, "no strategies to compare", rule=vd.no_difference_rule()), 0, ""
     units = discussion_units(rated)
     ref = _means(units, reference)
     parts, ns, notes = [], [], []
@@ -358,7 +358,7 @@ def no_gain_over(
 def ordering(groups: dict[str, np.ndarray], key: str, direction: int, what: str) -> vd.Verdict:
     """`key`'s group lies below (direction -1) or above (+1) every other group: Welch t per pair."""
     if key not in groups or len(groups) < 2:
-        return vd.Verdict(None, f"needs {what} and at least one other group")
+        return vd.untested(f"needs {what} and at least one other group", direction)
     parts = []
     for other, values in sorted(groups.items()):
         if other == key:
@@ -379,7 +379,7 @@ def troll_verdict(tt: pd.DataFrame, flags: list[dg.Flag]) -> tuple[vd.Verdict, d
     tt = tt.dropna(subset=["toxicity"])
     basic = tt[tt["condition"] == BASIC]
     if not len(basic):
-        return vd.Verdict(None, "no basic-prompt ablation"), {}, NEEDS_TROLLS
+        return vd.untested("no basic-prompt ablation", +1), {}, NEEDS_TROLLS
     model, strategy = basic["model"].iloc[0], basic["strategy"].iloc[0]
     cells = {
         "instruction prompt": tt[(tt["condition"] == MAIN) & (tt["model"] == model) & (tt["strategy"] == strategy)],
@@ -393,7 +393,7 @@ def troll_verdict(tt: pd.DataFrame, flags: list[dg.Flag]) -> tuple[vd.Verdict, d
         if {"with trolls", "without trolls"} <= set(per[prompt]):
             effects[prompt] = float(per[prompt]["with trolls"].mean() - per[prompt]["without trolls"].mean())
     if len(effects) < 2:
-        return vd.Verdict(None, NEEDS_TROLLS), effects, NEEDS_TROLLS
+        return vd.untested(NEEDS_TROLLS, +1), effects, NEEDS_TROLLS
     ins, bas = per["instruction prompt"], per["basic prompt"]
     n = min(len(v) for g in (ins, bas) for v in g.values())
     diff, p = vd.welch(ins["with trolls"], ins["without trolls"])

@@ -261,11 +261,7 @@ def false_negative(s: Scope) -> Finding | None:
         n=min(r["n"] for r, _ in s.one + s.pair),
         verdict=vd.all_of(negative + s.higher)
         if s.pair
-        else vd.Verdict(
-            None,
-            "needs both framings: B < 0 under false framing alone does not follow the truth",
-            rule=vd.effect_rule(alpha, -1),
-        ),
+        else vd.untested("needs both framings: B < 0 under false framing alone does not follow the truth", -1, alpha),
         id="od.truth_false_negative",
         scope=s.judged,
         part=s.part,
@@ -384,7 +380,7 @@ def d_rises(
         else "n/a",
         unit="topics",
         n=min(ns) if ns else 0,
-        verdict=vd.all_of(parts) if parts else vd.Verdict(None, f"needs 2 bias levels, ran {len(biases)}"),
+        verdict=vd.all_of(parts) if parts else vd.untested(f"needs 2 bias levels, ran {len(biases)}", +1, alpha),
         id="od.d_rises_with_bias",
         scope=fd.Scope.model(model),
         part=part,
