@@ -52,6 +52,7 @@ FINDINGS = (
         PAPER_ERA,
         "Finding 1",
         "holds: ANOVA p < .001 (ratings as units)",
+        any_difference=True,
     ),
     PaperFinding(
         "fac.no_gain_beyond_simple",
@@ -183,5 +184,6 @@ FINDINGS = (
         SOCSIM,
         "not in the paper: the revised release scores 41,772 human comments (cmv_awry2.csv) and never compares them",
         "not claimed (socsim's own finding, on the paper's data)",
+        any_difference=True,
     ),
 )

@@ -71,8 +71,13 @@ class PaperFinding:
     # A claim of no difference (judged by socsim.stats.verdict.no_difference): on a null it holds at the rate of its
     # power, not at alpha, so the null twin's allowance leaves it out and reports it beside (scorecard.null_lines).
     no_difference: bool = False
+    # A claim of any difference (an F test, a two-sided t: socsim.stats.verdict.effect without a direction): on a null
+    # it holds at alpha, twice a directional claim's one-sided rate, so the null twin's allowance counts it apart.
+    any_difference: bool = False
 
     def __post_init__(self) -> None:
+        if self.no_difference and self.any_difference:
+            raise ValueError(f"{self.id}: a claim of no difference or of any difference, not both")
         if not self.id or "." not in self.id or " " in self.id:
             raise ValueError(f"a finding id is '<prefix>.<name>' without spaces, not {self.id!r}")
         if self.counterpart and not self.differs:

@@ -36,7 +36,7 @@ from socsim.io import tables, vs_paper
 from socsim.io.findings import Scope
 from socsim.io.parquet import write_json
 from socsim.stats import degeneracy as dg
-from socsim.stats.verdict import Verdict
+from socsim.stats.verdict import Verdict, with_rule
 
 PLOT_COLUMNS = ["panel", "note", "has_data"]  # the first columns of every plot table
 FINDING_COLUMNS = [
@@ -95,10 +95,7 @@ class Finding:
     @property
     def test_text(self) -> str:
         """`test` with the rule its verdict was judged by (sidedness and level: `Verdict.rule`), unless it says it."""
-        rule = self.verdict.rule
-        if not rule or rule in self.test:
-            return self.test
-        return f"{self.test}; {rule}" if self.test else rule
+        return with_rule(self.test, self.verdict.rule)
 
     def as_dict(self) -> dict[str, Any]:
         if not self.id or self.scope is None:

@@ -505,14 +505,15 @@ def judged(long: pd.DataFrame) -> pd.Series:
 
 
 def null_lines(long: pd.DataFrame) -> list[str]:
-    """For each null twin's column: its directional findings that hold beside their binomial allowance, and beside
-    them its claims of no difference (which hold on a null at the rate of their power, not at alpha), each with
-    its verdict's words (their power)."""
+    """For each null twin's column: its directional findings that hold beside their binomial allowance (each at its
+    one-sided level, NULL_RATE), its claims of any difference beside theirs (at ALPHA), and beside them its claims
+    of no difference (which hold on a null at the rate of their power, not at alpha), each with its verdict's words
+    (their power)."""
     lines = []
     nulls = long[long["identity"].astype(str).str.startswith(MODEL_IDS["null"]) & judged(long)]
     for (source, model), g in nulls.groupby(["source", "model"], sort=False):
-        same = no_difference(g)
-        effects, alike = g[~same], g[same]
+        same, anyd = no_difference(g), any_difference(g)
+        effects, differ, alike = g[~same & ~anyd], g[anyd], g[same]
         k, n = int((effects["verdict"] == "holds").sum()), len(effects)
         allowed = null_allowance(n)
         verdict = "within" if k <= allowed else "ABOVE"
@@ -520,6 +521,13 @@ def null_lines(long: pd.DataFrame) -> list[str]:
             f"  null twin {column_name(str(source), str(model))}: {k} of {n} directional findings hold; allowance "
             f"{allowed} (the {ALLOWANCE_LEVEL:.0%} quantile of Binomial({n}, {NULL_RATE:g})): {verdict}"
         )
+        if len(differ):
+            k, n = int((differ["verdict"] == "holds").sum()), len(differ)
+            allowed = null_allowance(n, ALPHA)
+            lines.append(
+                f"    and {k} of {n} claims of any difference hold; allowance {allowed} (Binomial({n}, {ALPHA:g})): "
+                + ("within" if k <= allowed else "ABOVE")
+            )
         if len(alike):
             held = int((alike["verdict"] == "holds").sum())
             each = "; ".join(f"{r.finding_id}: {r.verdict} ({r.reason})" for r in alike.itertuples())
@@ -532,11 +540,17 @@ def null_lines(long: pd.DataFrame) -> list[str]:
 
 def no_difference(long: pd.DataFrame) -> pd.Series:
     """The cells of the long table whose finding is a claim of no difference (PaperFinding.no_difference)."""
-    return pd.Series(
-        [study_findings(st)[f].no_difference for st, f in zip(long["study"], long["finding_id"], strict=True)],
-        index=long.index,
-        dtype=bool,
-    )
+    return _declared(long, "no_difference")
+
+
+def any_difference(long: pd.DataFrame) -> pd.Series:
+    """The cells of the long table whose finding is a claim of any difference (PaperFinding.any_difference)."""
+    return _declared(long, "any_difference")
+
+
+def _declared(long: pd.DataFrame, kind: str) -> pd.Series:
+    found = [getattr(study_findings(st)[f], kind) for st, f in zip(long["study"], long["finding_id"], strict=True)]
+    return pd.Series(found, index=long.index, dtype=bool)
 
 
 def main(sources: Sequence[str], out: str | Path, figure: bool = True) -> str:

@@ -5,8 +5,8 @@ or simulation where observations nest), with at least the minimum n, rejects at 
 claimed direction. Sidedness, one rule for every directional claim: it is tested **one-sided in the claimed
 direction**, at ALPHA / 2 = 0.025 where its test gives a two-sided p (two-sided p < 0.05 with the estimate in
 the claimed direction: most tests), at the study's one-sided level where it gives a one-sided p (coherence: the
-paper's p < .01, one-sided). A claim of any difference is two-sided at ALPHA. Each verdict carries its `rule`
-(`effect_rule`), which its finding's test text states. Otherwise:
+paper's p < .01, one-sided). A claim of any difference is judged at ALPHA (its p: an F test's, a two-sided
+t's). Each verdict carries its `rule` (`effect_rule`), which its finding's test text states. Otherwise:
 
 - too little data, or a test that could not be computed: "inconclusive (n = 2 discussions, needs 3)";
 - a degenerate input (socsim.stats.degeneracy): the flag's message, never a verdict;
@@ -60,8 +60,9 @@ class Verdict:
     p: float | None = None
     alpha: float | None = None
     family: int = 1
-    # The rule a verdict was judged by, as its finding's test text states it (`rule_text`): "" where a verdict was
-    # built by hand without one. Set by `effect`, `no_difference` and `all_of`.
+    # The rule a verdict was judged by (sidedness and level), as its finding's test text states it
+    # (`with_rule`, `Finding.test_text`): "" where a verdict was built by hand and its test text says how it was
+    # judged. Set by `effect`, `no_difference`, `untested` and `all_of`.
     rule: str = ""
 
     @property
@@ -99,9 +100,9 @@ def inconclusive_too_few(n: int, need: int, unit: str) -> Verdict | None:
 def effect_rule(alpha: float, direction: int, sides: int = 2) -> str:
     """The sidedness and level of an effect's verdict, as a finding's test text states it (docs/honest-results.md):
     a directional claim is one-sided in the claimed direction, at alpha / 2 for a two-sided p read in its
-    direction, at alpha for a one-sided p; a claim of any difference is two-sided at alpha."""
+    direction, at alpha for a one-sided p; a claim of any difference (an F test, a two-sided t) at alpha."""
     if direction == 0:
-        return f"two-sided p < {alpha:g}"
+        return f"any difference: p < {alpha:g}"
     if sides == 1:
         return f"one-sided in the claimed direction, p < {alpha:g}"
     return f"one-sided in the claimed direction at {alpha / 2:g}: two-sided p < {alpha:g}, estimate in that direction"
@@ -255,6 +256,13 @@ def all_of(verdicts: Iterable[Verdict]) -> Verdict:
 
 
 RULE_SEPARATOR = " / "
+
+
+def with_rule(test: str, rule: str) -> str:
+    """A test's text with the rule its verdict was judged by appended (`Verdict.rule`), unless it says it already."""
+    if not rule or rule in test:
+        return test
+    return f"{test}; {rule}" if test else rule
 
 
 def joined_rule(verdicts: Sequence[Verdict]) -> str:

@@ -10,7 +10,7 @@ import pytest
 
 from socsim.planted import MODEL_IDS
 from socsim.planted.answers import POWERED
-from socsim.scorecard import judged, no_difference, null_allowance
+from socsim.scorecard import any_difference, judged, no_difference, null_allowance
 
 
 @pytest.mark.slow
@@ -23,7 +23,7 @@ def test_the_powered_planted_findings_hold_and_the_null_twin_stays_within_its_al
         assert (rows["verdict"] == "holds").all(), rows[["claim", "verdict", "reason"]].to_string()
     null = long[long["identity"].str.startswith(MODEL_IDS["null"]) & judged(long)]
     same = no_difference(null)  # claims of no difference hold on a null at their power's rate: reported beside
-    effects = null[~same]
+    effects = null[~same & ~any_difference(null)]  # and claims of any difference at alpha, also beside
     held = int((effects["verdict"] == "holds").sum())
     assert held <= null_allowance(len(effects)), effects.loc[effects["verdict"] == "holds", ["claim"]].to_string()
     console = (control_run / "console.txt").read_text()
@@ -40,7 +40,7 @@ def test_every_finding_of_every_study_states_its_sidedness(control_run):
     one-sided in the claimed direction (at its level), two-sided for any difference, or a claim of no difference."""
     long = pd.read_parquet(control_run / "results" / "scorecard" / "scorecard.parquet")
     long = long[long["test"].notna()]  # the cells a source judged (not the paper's, not "not run")
-    said = long["test"].str.contains("one-sided|two-sided|no difference", regex=True)
+    said = long["test"].str.contains("one-sided|two-sided|any difference|no difference", regex=True)
     assert said.all(), long.loc[~said, ["study", "finding_id", "test"]].drop_duplicates().to_string()
     directional = long[long["test"].str.contains("in the claimed direction")]
     assert set(directional["study"]) >= {"facilitation", "coherence", "opinion_dynamics", "debate"}

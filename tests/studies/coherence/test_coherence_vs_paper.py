@@ -21,7 +21,7 @@ def test_a_paper_model_is_compared_with_its_own_table4_row(tmp_path):
         assert r["comparable"].startswith("no: judge model, statements per agent, topics")
         assert ACROSS_DESIGN in r["note"] and "paper row: Qwen2.5-7B" in r["note"]
     assert t1["comparable"].endswith(", Test 1 unit") and t2["comparable"].endswith(", topics")
-    assert "the paper's p (conversations as unit, no verdict): " in t1["note"]
+    assert "the paper's p (conversations as unit, two-sided, no verdict): " in t1["note"]
     assert t1["paper"] == 1 and t1["ours"] == 1 and t1["finding_holds"] == "yes"
     assert t1["finding"] == "qwen2.5-7b passes Test 1 (our run)"
     # both fail Test 2: across a design difference that is no "yes, the paper's result holds", only

@@ -250,3 +250,21 @@ def test_the_null_twins_allowance_counts_directional_findings_and_lists_no_diffe
     assert f"1 of 2 directional findings hold; allowance {sc.null_allowance(2)}" in first
     assert beside.strip().startswith("and 1 of 2 claims of no difference hold")
     assert "coh.test2: holds (p = 0.6 with power 0.91" in beside and "coh.test4: inconclusive" in beside
+
+
+def test_claims_of_any_difference_are_counted_beside_the_directional_ones_at_alpha(tmp_path):
+    """Facilitation's ANOVA ("toxicity differs across strategies") holds on a null at alpha, twice a directional
+    claim's one-sided rate: its own line and allowance (Binomial(n, 0.05)), not in the directional count."""
+    null = Scope.model("planted-null")
+    _folder(
+        tmp_path / "run",
+        "facilitation",
+        [_f("fac.toxicity_differs", null, True), _f("fac.toxicity_lowered", null, None, "p = 0.4 >= 0.05")],
+        {"planted-null": MODEL_IDS["null"]},
+    )
+    long, _ = sc.scorecard(sc.read_sources([str(tmp_path / "run")]))
+    assert sc.any_difference(long).tolist() == [f == "fac.toxicity_differs" for f in long["finding_id"]]
+    first, beside = sc.null_lines(long)
+    assert f"0 of 1 directional findings hold; allowance {sc.null_allowance(1)}" in first
+    assert sc.null_allowance(1, 0.05) == 0  # P(X = 0) of Binomial(1, 0.05) is 0.95: the 95 % quantile is 0
+    assert beside.strip() == "and 1 of 1 claims of any difference hold; allowance 0 (Binomial(1, 0.05)): ABOVE"

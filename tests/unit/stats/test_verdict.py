@@ -38,7 +38,7 @@ def test_every_verdict_states_its_sidedness_and_level():
     assert vd.effect(0.002, 0.3, 10, 3, "agents", +1, alpha=0.01, sides=1).rule == (
         "one-sided in the claimed direction, p < 0.01"
     )
-    assert vd.effect(0.01, 0.3, 10, 3, "discussions").rule == "two-sided p < 0.05"
+    assert vd.effect(0.01, 0.3, 10, 3, "discussions").rule == "any difference: p < 0.05"
     assert vd.no_difference(0.5, 0.9, 10, 3, "pairs").rule == "no difference: no rejection at 0.05 and power >= 0.8"
     for sides, direction in ((1, 0), (3, 1)):
         with pytest.raises(ValueError, match="sides"):

@@ -71,8 +71,9 @@ Test 4 with the topic as unit. The paper's p, with the conversation as unit, sta
    the pairings whose mean lies above the lowest one's (the paper: 6 of 28); the `rule` column of
    Test 6 and vs_paper's Test 6 rows say which rule ran, a design difference from the paper either way.
 
-For the one-sided U tests (3, 6) a comparison whose estimate (U / (n1 n2) - 1/2) lies against the
-claim is judged on the one-sided p in that direction, so "fail" means significant the other way.
+For the one-sided tests (the U tests of 3 and 6, the permutation p of 1 and 5) a comparison whose estimate
+(U / (n1 n2) - 1/2, or r) lies against the claim is judged on the one-sided p in that direction, so "fail" means
+significant the other way.
 Tests 3, 4 and 6 also report `significant` of `comparisons` (Bonferroni-corrected p < alpha; for Test
 4 the paper's conversation-level comparisons).
 

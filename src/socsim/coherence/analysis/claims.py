@@ -27,6 +27,7 @@ from socsim.coherence.analysis.tests import (
     MIN_SUPPRESSION,
     TEST_NAMES,
     finding3_verdict,
+    rule_of_test,
     spec_of_test,
     suppression_verdicts,
     verdict_of,
@@ -86,7 +87,7 @@ def six_test(ev: Evidence, test: int) -> Judgement:
         r = tests[(tests["model"] == model) & (tests["test"] == test)].iloc[0]
         value = r["statistic"] if pd.notna(r["statistic"]) else r["p"]
         found = ev.test_flags[model][test]
-        verdict = verdict_of(ev.tests[model][test], found)
+        verdict = verdict_of(ev.tests[model][test], found, rule_of_test(test, ev.alpha))
         j.findings.append(
             Finding(
                 f"Test {test}: {TEST_NAMES[test]} ({model})",

@@ -103,6 +103,17 @@ TEST6_RULE_LABELS = {
 TEST6_ANY_LABEL = "any, another reading of the paper's text: any Bonferroni-corrected comparison significant"
 
 
+# Each test's claim: its direction (the estimate's sign it claims), or None for a claim of no difference (Tests 2, 4).
+TEST_DIRECTIONS: dict[int, int | None] = {1: -1, 2: None, 3: +1, 4: None, 5: +1, 6: -1}
+
+
+def rule_of_test(test: int, alpha: float) -> str:
+    """The rule a test's verdict is judged by (docs/honest-results.md, "Sidedness"): one-sided in the claimed
+    direction at alpha (every directional test here computes a one-sided p), or a claim of no difference."""
+    direction = TEST_DIRECTIONS[test]
+    return vd.no_difference_rule(alpha) if direction is None else vd.effect_rule(alpha, direction, sides=1)
+
+
 def spec_of_test(test: int, test6_rule: str = "strict") -> tuple[str, str]:
     """(statistic, test) of a test for findings; Test 6's depend on the rule that ran."""
     return TEST6_POOLED_SPEC if test == 6 and test6_rule == "pooled" else TEST_SPECS[test]
@@ -222,7 +233,7 @@ def correlation_test(df: pd.DataFrame, test: int, alpha: float, seed: int, permu
         f"n = {n} conversations, {at.agents} agents in {at.topics} topic(s); slope t (dyadic-robust) = "
         f"{at.t:.3g}, one-sided permutation p = {at.p:.3g} ({at.permutations} permutations, agents as unit)"
     )
-    beside = f"the paper's p (conversations as unit, no verdict): {p_paper:.3g}"
+    beside = f"the paper's p (conversations as unit, two-sided, no verdict): {p_paper:.3g}"
     return TestRow(v, r_paper, at.p, detail, n=at.agents, unit=unit, p_paper=p_paper, beside=beside)
 
 
@@ -342,6 +353,7 @@ def test4(df: pd.DataFrame, alpha: float, seed: int, power_repeats: int) -> Test
             None,
             f"the topic-level test cannot reject at {alpha:g} with {tt.topics} topics ({levels}): its smallest "
             f"p is {tt.p_min:.3g}",
+            rule=vd.no_difference_rule(alpha),
         )
     else:
         v = vd.no_difference(tt.p, tt.power, tt.topics, MIN_TOPICS, "topics", alpha=alpha)
@@ -511,12 +523,11 @@ def found_flags(tests: dict[int, TestRow], flags: dict[int, list[dg.Flag]] | Non
     return {t: dg.collect((flags or {}).get(t, []), *o.extra) for t, o in tests.items()}
 
 
-def verdict_of(o: TestRow, found: Sequence[dg.Flag]) -> Verdict:
+def verdict_of(o: TestRow, found: Sequence[dg.Flag], rule: str = "") -> Verdict:
     """A test's verdict: its inputs' first flag (degenerate inputs first, even without data), else the
-    test's own, else inconclusive with why the test does not apply."""
-    if found:  # the rule the test is judged by stays with it
-        return Verdict(None, found[0].message, rule=o.verdict.rule if o.verdict else "")
-    return o.verdict or Verdict(None, o.detail)
+    test's own, else inconclusive with why the test does not apply; with `rule` (`rule_of_test`), that rule."""
+    v = Verdict(None, found[0].message) if found else (o.verdict or Verdict(None, o.detail))
+    return replace(v, rule=rule) if rule else v
 
 
 def tests_table(tests: dict[int, TestRow], found: dict[int, list[dg.Flag]], test6_rule: str) -> pd.DataFrame:

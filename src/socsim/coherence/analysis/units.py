@@ -13,7 +13,8 @@ as independent rejects on an agent's own agreeableness or on topic differences. 
   (1 + hits) / (1 + B)). Studentized, because agents are not
   exchangeable in the pairing: a rare profile's agent sits in many conversations, so permuting r
   itself rejected Test 5's null with agent agreeableness at 2.6 times its level (13 of 100 at 0.05;
-  studentized 19 of 300; the conversation as unit 62 of 100).
+  studentized 19 of 300; the conversation as unit 62 of 100: all measured with the two-sided p, before
+  the one-sided rule).
 - Test 4 on the topic as unit (`topic_permutation`): the contentiousness labels are permuted over the
   topics (9 topics, 3 a level: 1680 distinct assignments, every one enumerated) and the same statistic
   is recomputed: the smallest Bonferroni-corrected two-sided Mann-Whitney U p over preference pair x

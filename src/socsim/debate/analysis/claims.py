@@ -187,7 +187,7 @@ def mode_order(ts: str, ev: Evidence) -> Judgement:
                 verdict=order.verdict,
                 flags=flags,
                 design=ev.run.differences(METRIC_USES["s_sem"], model),
-                note=f"finding tested over topics: {order.test}" + ev.run.encoder_note("s_sem"),
+                note=f"finding tested over topics: {order.test_text}" + ev.run.encoder_note("s_sem"),
             )
         )
     return s.j
@@ -209,7 +209,7 @@ def llm_longer(ts: str, ev: Evidence) -> Judgement:
                 verdict=longer.verdict,
                 flags=flags,
                 design=ev.run.differences(METRIC_USES["d_signed_len"], model),
-                note=f"finding tested over topics: {longer.test}",
+                note=f"finding tested over topics: {longer.test_text}",
             )
         )
     return s.j
@@ -255,7 +255,7 @@ def _ablation_of(s: _Sheet, ev: Evidence, m: pd.DataFrame, ts: str, model: str) 
             verdict=finding.verdict,
             flags=union(fl.values()),
             design=ev.run.differences(union([METRIC_USES["s_sem"], METRIC_USES["d_stance"]]), model),
-            note=f"finding tested over topics: {finding.test}"
+            note=f"finding tested over topics: {finding.test_text}"
             + (f"; the paper's deltas: {', '.join(deltas)}" if deltas else "")
             + ev.run.encoder_note("s_sem"),
         )

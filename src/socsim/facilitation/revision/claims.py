@@ -177,7 +177,7 @@ def _judge(
             if scope == POOLED:
                 j.rows.append(
                     Row(
-                        f"{paper_row}: {part.name} (all models; {test})",
+                        f"{paper_row}: {part.name} (all models; {vd.with_rule(test, v.rule)})",
                         t.estimate,
                         None,
                         finding=label,
@@ -210,7 +210,7 @@ def _grid_row(name: str, part: str, scope: str, v: vd.Verdict, t: Tested, test: 
         "ci_high": t.ci[1] if t.ci else None,
         "n": t.n or None,
         "p": t.p,
-        "test": test,
+        "test": vd.with_rule(test, v.rule),
         "reason": v.reason,
     }
 
