@@ -46,33 +46,48 @@ def test_no_function_over_80_lines_without_a_reason(tmp_path):
 
 
 STUDIES = [s.name for s in studies.all_studies()]
+# Every analysis under the house rules: (its id, its package, the folder of its report.py and figures.py, the study
+# whose stages write it, its report folder). The revised facilitation study is an analysis of its own.
+ANALYSES = [(name, f"socsim.{name}.analysis", SRC / name / "analysis", name, "analysis") for name in STUDIES] + [
+    (
+        "facilitation revision",
+        "socsim.facilitation.revision",
+        SRC / "facilitation" / "revision",
+        "facilitation",
+        "revision_analysis",
+    ),
+]
 
 
-@pytest.mark.parametrize("name", STUDIES)
-def test_every_study_analyses_with_one_signature_through_the_claim_unit(name):
-    analysis = importlib.import_module(f"socsim.{name}.analysis")
-    sig = inspect.signature(analysis.analyse)
+@pytest.mark.parametrize(("name", "package", "folder", "study", "out"), ANALYSES, ids=[a[0] for a in ANALYSES])
+def test_every_study_analyses_with_one_signature_through_the_claim_unit(name, package, folder, study, out):
+    # the package's `analyse` (the studies' analysis/__init__), else its report's (the revision's)
+    analyse = (
+        getattr(importlib.import_module(package), "analyse", None)
+        or importlib.import_module(f"{package}.report").analyse
+    )
+    sig = inspect.signature(analyse)
     assert [p.name for p in sig.parameters.values()] == ["inputs"]
-    hints = inspect.get_annotations(analysis.analyse, eval_str=True)
+    hints = inspect.get_annotations(analyse, eval_str=True)
     assert hints == {"inputs": AnalysisInputs, "return": Report}
-    claims = importlib.import_module(f"socsim.{name}.analysis.claims")
+    claims = importlib.import_module(f"{package}.claims")
     assert claims.CLAIMS and all(c.name and callable(c.judge) for c in claims.CLAIMS)
-    report = (SRC / name / "analysis" / "report.py").read_text(encoding="utf-8")
+    report = (folder / "report.py").read_text(encoding="utf-8")
     assert "assemble(" in report  # the report is assembled from the claims, by the one assembler
-    assert "ctx.write_report(" in (SRC / name / "stages.py").read_text(
-        encoding="utf-8"
-    )  # and written by the one writer
+    assert "ctx.write_report(" in (SRC / study / "stages.py").read_text(encoding="utf-8")  # by the one writer
+    assert (folder / "places.py").exists()  # where its flags are noted, declared once
 
 
-@pytest.mark.parametrize("name", STUDIES)
-def test_figures_import_nothing_from_an_analysis_and_read_declared_plot_tables(name):
-    tree = ast.parse((SRC / name / "figures.py").read_text(encoding="utf-8"))
+@pytest.mark.parametrize(("name", "package", "folder", "study", "out"), ANALYSES, ids=[a[0] for a in ANALYSES])
+def test_figures_import_nothing_from_an_analysis_and_read_declared_plot_tables(name, package, folder, study, out):
+    figures = SRC / study / "figures.py" if out == "analysis" else folder / "figures.py"
+    tree = ast.parse(figures.read_text(encoding="utf-8"))
     imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
         a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
     }
-    assert not [m for m in imported if m.startswith(f"socsim.{name}.analysis")], imported
-    study = studies.study(name)
-    declared = study.artifacts["analysis"].tables
+    drawn_from = [f"{package}.{m}" for m in ("claims", "measures", "report", "tests")] if out != "analysis" else []
+    assert not [m for m in imported if m.startswith(f"socsim.{study}.analysis") or m in drawn_from], imported
+    declared = studies.study(study).artifacts[out].tables
     assert declared and all(t.startswith("plot_") for t in declared)
 
 

@@ -15,13 +15,8 @@ import pandas as pd
 from scipy import stats as sps
 
 from socsim.facilitation.revision.data import MODEL_LABELS
+from socsim.facilitation.revision.places import MODEL_EFFECTS, TOXICITY_OVER_TURNS
 from socsim.io.report import Panel, Report, n_range
-
-# Where the report notes a flag on the figures (its `where`, read here through Report.flags_on): declared once,
-# for report.report, which records each scope's toxicity flags on TOXICITY_PLACES, and for the panels below.
-TOXICITY_OVER_TURNS = "plot_toxicity_over_turns"  # both panels of toxicity_over_turns
-MODEL_EFFECTS = "plot_model_effects"  # the model_effects panels of the claims judged on toxicity
-TOXICITY_PLACES = (TOXICITY_OVER_TURNS, MODEL_EFFECTS)
 
 # The claims judged on toxicity: their panels carry the toxicity's flags.
 TOXICITY_CLAIMS = (

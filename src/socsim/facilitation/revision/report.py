@@ -14,9 +14,10 @@ import numpy as np
 import pandas as pd
 
 from socsim.facilitation.revision import measures as ms
+from socsim.facilitation.revision import places
 from socsim.facilitation.revision.claims import CLAIMS, GRID, Evidence
 from socsim.facilitation.revision.data import MAIN, MODEL_LABELS
-from socsim.facilitation.revision.plots import TOXICITY_PLACES, plots
+from socsim.facilitation.revision.plots import plots
 from socsim.io.claims import assemble
 from socsim.io.report import AnalysisInputs, Report, Table
 from socsim.io.vs_paper import Row, differences
@@ -304,7 +305,7 @@ def report(m: Measured, paper: Mapping[str, Any]) -> Report:
     rep.vs_paper = vs_paper_rows(m, paper, at)
     for scope, fl in m.ev.flags.items():  # a model's own flag: its rows and the panels that draw it
         for f in fl:
-            rep.flag(f, *TOXICITY_PLACES, f"claims_by_model ({scope})", f"mixedlm_by_model ({scope})", local=True)
+            rep.flag(f, *places.toxicity(scope), local=True)
     rep.summary = summary(m, at)
     rep = assemble(rep, CLAIMS, m.ev)
     grid = claims_by_model(rep)
