@@ -22,6 +22,7 @@ from socsim.io.report import Report
 from socsim.llm import LLMClient
 from socsim.opinion_dynamics import analysis, figures, materials, network, outside_info, setups
 from socsim.opinion_dynamics.analysis import claims, places, plots
+from socsim.opinion_dynamics.analysis import outside_info as outside_info_analysis
 from socsim.opinion_dynamics.stages import STUDY
 from socsim.stats import degeneracy as dg
 from support.analysis import inputs
@@ -286,13 +287,13 @@ def test_scripted_judge_gives_the_known_rate_per_world_and_the_finding():
     assert backend.requests[0].sampling.temperature == 0.0
     df = pd.DataFrame(labels)
     st = pd.DataFrame(rows)
-    tab = outside_info.table(df, st, None).set_index("world")
+    tab = outside_info_analysis.table(df, st, None).set_index("world")
     n_open = sum(MARK in x["text"] for x in items if x["world"] == "open")
     total_open = sum(x["world"] == "open" for x in items)
     assert tab.loc["open", "all_rate"] == pytest.approx(n_open / total_open) and 0.15 < n_open / total_open < 0.35
     assert tab.loc["closed", "all_rate"] == 0 and tab.loc["closed", "all_judged"] == total_open
     # the finding: Welch t over simulations, recomputed here
-    diff, n, verdict = outside_info.finding(df, "smollm2-135m", [], 0.05)
+    diff, n, verdict = outside_info_analysis.finding(df, "smollm2-135m", [], 0.05)
     rate = df.assign(o=df.outside.astype(float)).groupby(["world", "sim_id"]).o.mean()
     t = stats.ttest_ind(rate["open"], rate["closed"], equal_var=False)
     assert diff == pytest.approx(rate["open"].mean()) and n == rate["closed"].size

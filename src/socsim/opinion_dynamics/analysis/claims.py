@@ -33,7 +33,7 @@ from socsim.io import findings as fd
 from socsim.io import vs_paper
 from socsim.io.claims import Claim, Judgement, judge_all
 from socsim.io.report import Finding, Flagged, Table
-from socsim.opinion_dynamics import outside_info as oi
+from socsim.opinion_dynamics.analysis import outside_info as oi
 from socsim.opinion_dynamics.analysis.measures import (
     BIAS_ORDER,
     CELL,

@@ -80,12 +80,13 @@ def analyse(inputs: AnalysisInputs) -> Report:
     pw = paper_world(setups.world) if len(setups) else "closed"
     here = setups.world == pw if len(setups) else pd.Series(dtype=bool)
     if len(setups) and not here.all():
-        rep, ev = world_report(one_world(inputs, here))
-        ev.sims = ev.sims | _other_worlds(rep, inputs, here, pw)
+        rep, paper_world_ev = world_report(one_world(inputs, here))
+        sims = paper_world_ev.sims | _other_worlds(rep, inputs, here, pw)
     else:
-        rep, ev = world_report(inputs)
+        rep, paper_world_ev = world_report(inputs)
+        sims = paper_world_ev.sims
     ps = rep.tables["per_sim"].df
-    pt = per_topic(ps, ev.sims)
+    pt = per_topic(ps, sims)
     rep.tables["per_topic"] = Table(
         pt,
         "B and D per topic (mean over repetitions; Fig. 4 per topic)",
@@ -101,9 +102,15 @@ def analyse(inputs: AnalysisInputs) -> Report:
         {"classifier prompt": materials.LAYOUTS["paper"]},
     )
     rep.design += layout
-    ev.layout, ev.ps_all, ev.classifier_all = layout, ps, classifier_of(ratings)
-    if "outside_info" in inputs.tables:
-        ev.outside = Outside(inputs["outside_info"], setups, ps, od["outside_info"]["sample"], ev.classifier_all)
+    classifier_all = classifier_of(ratings)
+    outside = (
+        Outside(inputs["outside_info"], setups, ps, od["outside_info"]["sample"], classifier_all)
+        if "outside_info" in inputs.tables
+        else None
+    )
+    # The evidence the claims judge, complete: the paper's world's, with every world's simulations, rows, classifier
+    # and outside-information labels (Fig. 5, the outside-information finding).
+    ev = replace(paper_world_ev, sims=sims, layout=layout, ps_all=ps, classifier_all=classifier_all, outside=outside)
     rep = assemble(rep, CLAIMS, ev)
     for sid, own in ev.sims.own.items():  # a simulation's own flags: on its row and panels, not the run's
         for f in own:
