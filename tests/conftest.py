@@ -82,6 +82,19 @@ def _fast_tests_stay_fast(request, monkeypatch):
     monkeypatch.setattr(subprocess.Popen, "__init__", guarded_init)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def planted_materials():
+    """The planted control in this process (its policies called directly, its server in a thread: support.planted)
+    answers from this repository's study materials, declared as a served project's are (socsim.planted.use_materials;
+    a server the run starts gets its project's on its command line)."""
+    from socsim import planted
+    from support.project import ROOT
+
+    planted.use_materials(ROOT / "data")
+    yield
+    planted.use_materials(None)
+
+
 @pytest.fixture(scope="session")
 def slurm_cluster(tmp_path_factory):
     """One SLURM cluster for the session (tests/pipeline/slurm_cluster.py): packages installed if needed (as root;

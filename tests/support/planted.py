@@ -11,6 +11,7 @@ from aiohttp import web
 
 from socsim.planted import MODEL_IDS
 from socsim.planted.server import app, listening
+from support.project import ROOT
 
 
 class PlantedServer:
@@ -21,7 +22,8 @@ class PlantedServer:
         sock = listening("127.0.0.1", 0)
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
         self.loop = asyncio.new_event_loop()
-        runner = web.AppRunner(app(variant, self.model_id, key), access_log=None)
+        # the materials of this repository's studies, declared as the run declares its project's
+        runner = web.AppRunner(app(variant, self.model_id, key, ROOT / "data"), access_log=None)
         started = threading.Event()
 
         def serve() -> None:

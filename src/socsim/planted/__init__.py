@@ -143,19 +143,32 @@ def fill(ask: Ask, schema: Mapping[str, Any]) -> Any:
 WORDS = re.compile(r"\S+")
 
 
-def study_data(folder: str, *names: str) -> list[Any] | None:
-    """The YAML files `names` of data/<folder>/ of the project a control serves (the working directory), else of
-    socsim's source tree, all from the same one; None when neither holds them all (what the model knows of the
-    questions it is asked)."""
+# The data/ folder of the project a control serves, as declared to it (the server's --materials, which the launcher
+# sets to the run's project: socsim.serving.engines): what the model knows of the questions it is asked. Never the
+# working directory or socsim's source tree. Set once, before the first answer (`use_materials`).
+_MATERIALS: list[Any] = [None]
+
+
+def use_materials(root: Any) -> None:
+    """Where this process's control reads the studies' materials (a project's data/ folder; None: nowhere, and the
+    model knows nothing of its questions). Call it before the first answer: the policies read them once."""
     from pathlib import Path
 
+    _MATERIALS[0] = Path(root) if root is not None else None
+
+
+def study_data(folder: str, *names: str) -> list[Any] | None:
+    """The YAML files `names` of <materials>/<folder>/ (`use_materials`), all of them; None when the materials are
+    not declared or do not hold them all."""
     import yaml
 
-    for root in (Path.cwd(), Path(__file__).resolve().parents[3]):
-        paths = [root / "data" / folder / n for n in names]
-        if all(p.is_file() for p in paths):
-            return [yaml.safe_load(p.read_text()) for p in paths]
-    return None
+    root = _MATERIALS[0]
+    if root is None:
+        return None
+    paths = [root / folder / n for n in names]
+    if not all(p.is_file() for p in paths):
+        return None
+    return [yaml.safe_load(p.read_text()) for p in paths]
 
 
 def tokens(text: str) -> int:

@@ -188,8 +188,8 @@ LINE = re.compile(r"^Agent (\d+): (.*)$", re.M)  # dialogue.AGENT_LINE as the ju
 
 @functools.lru_cache(maxsize=1)
 def materials() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The study's prompts and topics (data/coherence/) of the project it serves (the working directory),
-    else of socsim's source tree: what the model knows of the questions it is asked."""
+    """The study's prompts and topics (coherence/ of its declared materials: socsim.planted.study_data): what the
+    model knows of the questions it is asked."""
     found = study_data("coherence", "prompts.yaml", "topics.yaml")
     return (found[0], found[1]["topics"]) if found else ({}, [])
 

@@ -113,7 +113,7 @@ RATED_KEYS = {"toxicity", "argument_quality"}  # socsim.facilitation.annotate.AN
 
 
 def _data(name: str) -> dict[str, Any]:
-    """data/facilitation/<name> of the project it serves (the working directory), else of socsim's source tree."""
+    """facilitation/<name> of its declared materials (socsim.planted.study_data); {} where they do not hold it."""
     found = study_data("facilitation", name)
     return (found[0] or {}) if found else {}
 

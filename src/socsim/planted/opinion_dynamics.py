@@ -100,7 +100,7 @@ OPINION_CHOICES = ["-2", "-1", "0", "1", "2"]
 @functools.lru_cache(maxsize=1)
 def known_claims() -> dict[str, int]:
     """The claims the model knows (each framing's clause, as a prompt quotes it) -> +1 (true) or -1 (false):
-    the study's topics file of the project it serves (the working directory), else of socsim's source tree."""
+    the study's topics file of its declared materials (socsim.planted.study_data)."""
     found = study_data("opinion_dynamics", "topics.yaml")
     if not found:
         return {}

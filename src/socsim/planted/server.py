@@ -16,11 +16,12 @@ import signal
 import socket
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from socsim.planted import MODEL_IDS, VARIANTS, Ask, tokens
+from socsim.planted import MODEL_IDS, VARIANTS, Ask, tokens, use_materials
 from socsim.planted.answers import respond
 
 
@@ -53,9 +54,11 @@ def completion(body: dict[str, Any], variant: str, served: str) -> dict[str, Any
     }
 
 
-def app(variant: str, served: str, key: str | None) -> web.Application:
+def app(variant: str, served: str, key: str | None, materials: str | Path | None = None) -> web.Application:
     """The server's routes (aiohttp: one event loop answers every connection; a free-text answer is computed in
-    well under a millisecond, so the planted control serves faster than socsim asks, benchmarks/orchestration.py)."""
+    well under a millisecond, so the planted control serves faster than socsim asks, benchmarks/orchestration.py),
+    answering from the studies' `materials` (a project's data/ folder: socsim.planted.use_materials)."""
+    use_materials(materials)
 
     def send(status: int, payload: dict[str, Any]) -> web.Response:
         return web.Response(status=status, body=json.dumps(payload).encode(), content_type="application/json")
@@ -97,9 +100,9 @@ def app(variant: str, served: str, key: str | None) -> web.Application:
     return application
 
 
-def serve(sock: socket.socket, variant: str, served: str, key: str | None) -> None:
+def serve(sock: socket.socket, variant: str, served: str, key: str | None, materials: str | None) -> None:
     """Serve on a bound, listening socket until SIGTERM or SIGINT."""
-    web.run_app(app(variant, served, key), sock=sock, print=None, access_log=None, handle_signals=True)
+    web.run_app(app(variant, served, key, materials), sock=sock, print=None, access_log=None, handle_signals=True)
 
 
 def listening(host: str, port: int) -> socket.socket:
@@ -117,6 +120,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--effects", choices=VARIANTS, default="planted", help="planted effects, or none (the null twin)")
     ap.add_argument("--served-model-name", default=None, help="the model id it serves (default: the variant's)")
+    ap.add_argument(
+        "--materials",
+        default=None,
+        help="the data/ folder of the project it serves (the studies' prompts, topics, strategies: what it knows of "
+        "the questions it is asked); without it, it knows none of them",
+    )
     ap.add_argument(
         "--workers",
         type=int,
@@ -139,11 +148,11 @@ def main(argv: list[str] | None = None) -> None:
     for _ in range(a.workers - 1):  # the others share the listening socket (the kernel spreads its connections)
         pid = os.fork()
         if pid == 0:
-            serve(sock, a.effects, served, key)
+            serve(sock, a.effects, served, key, a.materials)
             os._exit(0)
         children.append(pid)
     try:
-        serve(sock, a.effects, served, key)
+        serve(sock, a.effects, served, key, a.materials)
     finally:
         for pid in children:  # (a stop by the supervisor signals the whole process group; Ctrl-C here too)
             try:

@@ -598,6 +598,8 @@ def _planted(c: _Launch) -> list[str]:
         str(c.port),
     ]
     argv += ["--served-model-name", c.model_id]
+    # what it knows of the studies' questions: the materials of the run's project (its data/ folder), declared
+    argv += ["--materials", str(Path("data").resolve())]
     c.flags.update(prefix_caching="none (no model)", sampling_defaults="none (answers follow declared effects)")
     c.flags["deterministic"] = "yes (answers drawn from each request's seed and content)"
     if c.key:
