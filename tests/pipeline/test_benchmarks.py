@@ -231,7 +231,10 @@ def case_id(case: Case) -> str:
 
 
 # Scripts whose tiny run is a test of its own elsewhere (where it asserts more than printed lines).
-ELSEWHERE = {"rehearsal.py": "tests/long/planted/test_rehearsal.py"}
+ELSEWHERE = {
+    "rehearsal.py": "tests/long/planted/test_rehearsal.py",
+    "rocrate_library.py": "tests/pipeline/test_rocrate_run.py",  # on the recorded run's crate
+}
 
 
 def test_every_benchmark_has_a_tiny_run():

@@ -52,6 +52,17 @@ def test_the_recorded_run_exports_a_crate_the_validator_passes(tiny_run, tmp_pat
     run = props("#run")
     assert run["calls"]["value"] == calls
 
+    # benchmarks/rocrate_library.py's tiny run: ro-crate-py rebuilds this crate's graph (docs/reproducibility.md)
+    import sys
+
+    from support.project import ROOT
+
+    bench = sh(
+        [sys.executable, str(ROOT / "benchmarks" / "rocrate_library.py"), str(out), "--repeat", "1"], ROOT
+    ).stdout
+    assert f"{len(g)} entities" in bench and "added: 0" in bench and "dropped: 0" in bench, bench
+    assert "ro-crate-py 'https://w3id.org/ro/crate/1.2/context'" in bench, bench  # what it writes, beside ours (1.1)
+
 
 def test_the_readmes_scorecard_command_reads_a_run_with_its_crate_once(tiny_run, tmp_path):
     """`make run` ends with `socsim rocrate --out results/rocrate --link`: a link of every report of the run inside
