@@ -27,6 +27,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -146,14 +147,12 @@ WORDS = re.compile(r"\S+")
 # The data/ folder of the project a control serves, as declared to it (the server's --materials, which the launcher
 # sets to the run's project: socsim.serving.engines): what the model knows of the questions it is asked. Never the
 # working directory or socsim's source tree. Set once, before the first answer (`use_materials`).
-_MATERIALS: list[Any] = [None]
+_MATERIALS: list[Path | None] = [None]
 
 
-def use_materials(root: Any) -> None:
+def use_materials(root: str | Path | None) -> None:
     """Where this process's control reads the studies' materials (a project's data/ folder; None: nowhere, and the
     model knows nothing of its questions). Call it before the first answer: the policies read them once."""
-    from pathlib import Path
-
     _MATERIALS[0] = Path(root) if root is not None else None
 
 

@@ -60,10 +60,15 @@ class Verdict:
     p: float | None = None
     alpha: float | None = None
     family: int = 1
-    # The rule a verdict was judged by (sidedness and level), as its finding's test text states it
-    # (`with_rule`, `Finding.test_text`): "" where a verdict was built by hand and its test text says how it was
-    # judged. Set by `effect`, `no_difference`, `untested` and `all_of`.
-    rule: str = ""
+    # The rules a verdict was judged by (sidedness and level; a claim of parts: each part's once), as its finding's
+    # test text states them (`rule`, `with_rule`, `Finding.test_text`): () where a verdict was built by hand and its
+    # test text says how it was judged. Set by `effect`, `no_difference`, `untested` and `all_of`.
+    rules: tuple[str, ...] = ()
+
+    @property
+    def rule(self) -> str:
+        """The rules in words, as a test text states them."""
+        return RULE_SEPARATOR.join(self.rules)
 
     @property
     def degenerate(self) -> bool:
@@ -116,7 +121,7 @@ def no_difference_rule(alpha: float = ALPHA, min_power: float = POWER) -> str:
 def untested(reason: str, direction: int = 0, alpha: float = ALPHA, sides: int = 2) -> Verdict:
     """An inconclusive verdict of an effect claim that could not be tested (a group or a condition absent), with
     the rule it is judged by where it can be (`effect_rule`), so that its finding's test text still states it."""
-    return Verdict(None, reason, rule=effect_rule(alpha, direction, sides))
+    return Verdict(None, reason, rules=(effect_rule(alpha, direction, sides),))
 
 
 def effect(
@@ -138,20 +143,20 @@ def effect(
     (`socsim.stats.ranks.directed_mwu`: one-sided at alpha). The comparison is the same; `rule` says which."""
     if sides not in (1, 2) or (sides == 1 and direction == 0):
         raise ValueError(f"sides must be 2, or 1 for a directional claim, not {sides} (direction {direction})")
-    rule = effect_rule(alpha, direction, sides)
+    rules = (effect_rule(alpha, direction, sides),)
     if flags:
-        return Verdict(None, flags[0].message, rule=rule)
+        return Verdict(None, flags[0].message, rules=rules)
     few = inconclusive_too_few(n, need, unit)
     if few:
-        return replace(few, rule=rule)
+        return replace(few, rules=rules)
     if not _finite(p) or not _finite(estimate):
         why = f"the test could not be computed: too few values or no variance (n = {n} {unit})"
-        return Verdict(None, why, rule=rule)
+        return Verdict(None, why, rules=rules)
     assert p is not None and estimate is not None
     p = float(p)
 
     def judged(holds: bool | None, reason: str) -> Verdict:
-        return Verdict(holds, reason, p, alpha, family, rule)
+        return Verdict(holds, reason, p, alpha, family, rules)
 
     against = direction != 0 and estimate * direction <= 0
     if against:
@@ -176,19 +181,19 @@ def no_difference(
 ) -> Verdict:
     """A claim that two things do not differ: it holds only when the test does not reject and had
     power >= `min_power` to find the effect it looks for at the observed n. `family` as in `effect`."""
-    rule = no_difference_rule(alpha, min_power)
+    rules = (no_difference_rule(alpha, min_power),)
     if flags:
-        return Verdict(None, flags[0].message, rule=rule)
+        return Verdict(None, flags[0].message, rules=rules)
     few = inconclusive_too_few(n, need, unit)
     if few:
-        return replace(few, rule=rule)
+        return replace(few, rules=rules)
     if not _finite(p):
-        return Verdict(None, f"the test could not be computed (n = {n} {unit})", rule=rule)
+        return Verdict(None, f"the test could not be computed (n = {n} {unit})", rules=rules)
     assert p is not None
     p = float(p)
 
     def judged(holds: bool | None, reason: str) -> Verdict:
-        return Verdict(holds, reason, p, alpha, family, rule)
+        return Verdict(holds, reason, p, alpha, family, rules)
 
     if p < alpha:
         return judged(False, f"a difference was found, {_p(p)}, n = {n} {unit}")
@@ -224,10 +229,10 @@ def all_of(verdicts: Iterable[Verdict]) -> Verdict:
     vs = list(verdicts)
     if not vs:
         return Verdict(None, "nothing to test")
-    rule = joined_rule(vs)
+    rules = joined_rules(vs)
     for v in vs:
         if v.degenerate:
-            return replace(v, rule=rule)
+            return replace(v, rules=rules)
     k = len(vs)
     judged: list[Verdict] = []
     for v in vs:
@@ -243,16 +248,16 @@ def all_of(verdicts: Iterable[Verdict]) -> Verdict:
         if v.holds is False:
             level = no_level(v, k)
             if level is None or v.p is None or v.alpha is None:
-                return replace(v, rule=rule)
-            return replace(v, p=min(1.0, v.p * v.alpha / level), family=1, rule=rule)
+                return replace(v, rules=rules)
+            return replace(v, p=min(1.0, v.p * v.alpha / level), family=1, rules=rules)
     for v in judged:
         if v.holds is None:
-            return replace(v, rule=rule)
+            return replace(v, rules=rules)
     ps = [v.p for v in vs if v.p is not None]
     alphas = [v.alpha for v in vs if v.alpha is not None]
     whole = len(ps) == k and len(alphas) == k  # every part's p known: the intersection-union p
     reason = "; ".join(v.reason for v in vs if v.reason)
-    return Verdict(True, reason, max(ps) if whole else None, min(alphas) if whole else None, rule=rule)
+    return Verdict(True, reason, max(ps) if whole else None, min(alphas) if whole else None, rules=rules)
 
 
 RULE_SEPARATOR = " / "
@@ -265,11 +270,9 @@ def with_rule(test: str, rule: str) -> str:
     return f"{test}; {rule}" if test else rule
 
 
-def joined_rule(verdicts: Sequence[Verdict]) -> str:
-    """The rules of a claim's parts, each once in order ("" where none says one): a nested claim's own
-    joined rule is split again, so no rule is named twice."""
-    rules = [r for v in verdicts if v.rule for r in v.rule.split(RULE_SEPARATOR)]
-    return RULE_SEPARATOR.join(dict.fromkeys(rules))
+def joined_rules(verdicts: Sequence[Verdict]) -> tuple[str, ...]:
+    """The rules of a claim's parts, each once in order (a nested claim's parts' included)."""
+    return tuple(dict.fromkeys(r for v in verdicts for r in v.rules))
 
 
 def power_t(d: float, n: int, two_sample_n2: int | None = None, alpha: float = ALPHA) -> float | None:

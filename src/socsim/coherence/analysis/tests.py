@@ -255,7 +255,7 @@ def test2(df: pd.DataFrame, alpha: float, alternative: tuple[FloatArray, FloatAr
     eq = cond.equivalence
     interval = f"{eq.difference:+.2f}, {1 - 2 * alpha:.0%} interval [{eq.lo:+.2f}, {eq.hi:+.2f}]"
     if v.holds and not eq.p < alpha:
-        v = Verdict(None, f"{v.reason}, but the means are not shown within +-{eq.margin:g}: {interval}", rule=v.rule)
+        v = Verdict(None, f"{v.reason}, but the means are not shown within +-{eq.margin:g}: {interval}", rules=v.rules)
 
     def shown(pw: float | None, what: str) -> str:
         return f"power to find {what}: " + ("unknown (no paper distributions)" if pw is None else f"{pw:.2f}")
@@ -353,7 +353,7 @@ def test4(df: pd.DataFrame, alpha: float, seed: int, power_repeats: int) -> Test
             None,
             f"the topic-level test cannot reject at {alpha:g} with {tt.topics} topics ({levels}): its smallest "
             f"p is {tt.p_min:.3g}",
-            rule=vd.no_difference_rule(alpha),
+            rules=(vd.no_difference_rule(alpha),),
         )
     else:
         v = vd.no_difference(tt.p, tt.power, tt.topics, MIN_TOPICS, "topics", alpha=alpha)
@@ -527,7 +527,7 @@ def verdict_of(o: TestRow, found: Sequence[dg.Flag], rule: str = "") -> Verdict:
     """A test's verdict: its inputs' first flag (degenerate inputs first, even without data), else the
     test's own, else inconclusive with why the test does not apply; with `rule` (`rule_of_test`), that rule."""
     v = Verdict(None, found[0].message) if found else (o.verdict or Verdict(None, o.detail))
-    return replace(v, rule=rule) if rule else v
+    return replace(v, rules=(rule,)) if rule else v
 
 
 def tests_table(tests: dict[int, TestRow], found: dict[int, list[dg.Flag]], test6_rule: str) -> pd.DataFrame:

@@ -174,7 +174,7 @@ def undefined_why(verdict: vd.Verdict, why: str | None, n: int, unit: str) -> vd
     """An inconclusive verdict whose test could not be computed, with the reason (`why`, e.g. "no
     variance in the changes ...") instead of the bare "the test could not be computed"."""
     if why and verdict.holds is None and verdict.reason.startswith("the test could not be computed"):
-        return vd.Verdict(None, f"{why}; n = {n} {unit}", rule=verdict.rule)
+        return vd.Verdict(None, f"{why}; n = {n} {unit}", rules=verdict.rules)
     return verdict
 
 
@@ -196,7 +196,7 @@ def no_change(
     x = changes.astype(float)
     x = x[np.isfinite(x.to_numpy())]
     mean, p, n, note = ttest.one_sample_t(x.to_numpy())
-    base = replace(vd.effect(p, mean, n, vd.MIN_UNITS, "groups", 0, flags), rule="")  # NO_CHANGE_TEST says its rule
+    base = replace(vd.effect(p, mean, n, vd.MIN_UNITS, "groups", 0, flags), rules=())  # NO_CHANGE_TEST says its rule
     if base.degenerate or base.reason.startswith("n = ") or base.reason.startswith("the test could not"):
         return undefined_why(base, why or note, n, "groups"), 0
     means = signflip.cluster_means(x, topics)

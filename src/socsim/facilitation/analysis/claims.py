@@ -181,7 +181,7 @@ def finding2_no_gain(ev: Evidence) -> Judgement:
     reference, effect = str(spec.get("reference", "No Instructions")), spec.get("effect")
     if effect is None:
         why = "paper.yaml names no effect to look for (finding2_no_gain)"
-        v, n, note = vd.Verdict(None, why, rule=vd.no_difference_rule()), 0, ""
+        v, n, note = vd.Verdict(None, why, rules=(vd.no_difference_rule(),)), 0, ""
     else:
         v, n, note = ts.no_gain_over(ev.rated, elaborate, reference, float(effect), ev.flags)
     why = spec.get("why", "socsim's choice")

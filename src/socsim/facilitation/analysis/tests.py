@@ -340,7 +340,7 @@ def no_gain_over(
     strategy must hold. Returns the verdict, the fewest discussions a side, and a note with each
     strategy's difference, p and power."""
     if not strategies:
-        return vd.Verdict(None, "no strategies to compare", rule=vd.no_difference_rule()), 0, ""
+        return vd.Verdict(None, "no strategies to compare", rules=(vd.no_difference_rule(),)), 0, ""
     units = discussion_units(rated)
     ref = _means(units, reference)
     parts, ns, notes = [], [], []
