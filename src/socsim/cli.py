@@ -400,9 +400,8 @@ def run_args(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as exc:
         cache = exc.cache if isinstance(exc, StageInterrupted) else None
         kept = f"; finished calls are in the cache {cache}" if cache else ""
-        signum = int(getattr(exc, "signum", _signal))  # a plan's SIGTERM (socsim.plan.PlanInterrupted)
-        print(f"socsim: interrupted ({signal.Signals(signum).name}){kept}; re-run to resume", file=sys.stderr)
-        return 128 + signum
+        print(f"socsim: interrupted ({signal.Signals(_signal).name}){kept}; re-run to resume", file=sys.stderr)
+        return 128 + _signal
     return 0
 
 

@@ -23,6 +23,7 @@ import contextlib
 import functools
 import json
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -41,14 +42,6 @@ from socsim.llm.counting import PlanBackend, Tally, TokenCounter
 from socsim.models import ModelSpec, resolve, sampling
 from socsim.progress import duration
 from socsim.stages import ALL, Stage, Study
-
-
-class PlanInterrupted(KeyboardInterrupt):
-    """SIGTERM during a plan: its scratch folder goes on the way out (the CLI names the signal)."""
-
-    def __init__(self, signum: int):
-        super().__init__(f"signal {signum}")
-        self.signum = signum
 
 
 class PlanError(ValueError):
@@ -123,16 +116,22 @@ def _remove_stale_scratch() -> None:
 @contextlib.contextmanager
 def _scratch(root: Path) -> Iterator[Path]:
     """A scratch project: the repository's data/ and workflow/ linked, results/ fresh. Removed when the plan
-    ends, also on Ctrl-C and SIGTERM; one left by a killed plan is removed by the next."""
+    ends, also on Ctrl-C and SIGTERM; one left by a killed plan is removed by the next.
+
+    A signal ends the plan on the spot (`_stop`): a plan writes nothing but its scratch until it has finished,
+    so there is nothing to unwind. An exception raised from the handler could be lost: it lands wherever the
+    main thread is, and where that is a C callback (llama.cpp's log callback while a model loads) ctypes prints
+    it and goes on, so the plan ran to its end as if never signalled."""
     import signal
 
-    def stop(signum: int, _frame: object) -> None:
-        raise PlanInterrupted(signum)
-
     _remove_stale_scratch()
-    previous = signal.signal(signal.SIGTERM, stop) if threading.current_thread() is threading.main_thread() else None
-    try:
-        with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as tmp:
+    handled = (signal.SIGTERM, signal.SIGINT)
+    main_thread = threading.current_thread() is threading.main_thread()  # only the main thread sets handlers
+    console = os.dup(2)  # the process's stderr as it is now: llama.cpp points fd 2 at /dev/null as it loads
+    with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as tmp:
+        stop = functools.partial(_stop, Path(tmp), console)
+        previous = {s: signal.signal(s, stop) for s in handled} if main_thread else {}
+        try:
             (Path(tmp) / ".pid").write_text(f"{socket.gethostname()} {os.getpid()}")
             for part in ("data", "workflow"):
                 os.symlink(root / part, Path(tmp) / part)
@@ -142,9 +141,20 @@ def _scratch(root: Path) -> Iterator[Path]:
                 yield Path(tmp)
             finally:
                 os.chdir(old)
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+            os.close(console)
+
+
+def _stop(scratch: Path, console: int, signum: int, _frame: object) -> None:
+    """The plan's handler of SIGTERM and SIGINT: its scratch removed, the signal named on `console` (a file
+    descriptor), the process ended with 128 + the signal's number (as the CLI ends an interrupted stage)."""
+    import signal
+
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.write(console, f"\nsocsim: interrupted ({signal.Signals(signum).name}); the plan wrote nothing\n".encode())
+    os._exit(128 + signum)
 
 
 class _Progress:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -186,6 +187,39 @@ def test_the_plan_shows_progress_and_leaves_no_scratch_even_when_terminated(tmp_
     running.wait(timeout=60)
     assert running.returncode == 128 + signal.SIGTERM and "socsim: interrupted (SIGTERM)" in err.read_text()
     assert not any(p.exists() for p in mine)
+
+
+def test_a_signal_that_lands_in_a_c_callback_still_ends_the_plan(tmp_path):
+    """A signal handler's exception is lost where it lands in a C callback (ctypes prints it and goes on; a
+    SIGTERM while llama.cpp loads a model, in its log callback, let a plan run to its end): the plan's handler
+    ends the process itself, its scratch removed, and names the signal on the stderr the plan began with."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    code = """
+import contextlib, ctypes, os, signal, sys, time
+from pathlib import Path
+from socsim import plan
+
+def in_callback():
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(2)  # the handler runs here, inside the callback
+
+with plan._scratch(Path(sys.argv[1])) as scratch:
+    print(scratch, flush=True)
+    with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
+        os.dup2(null.fileno(), 2)  # as llama.cpp silences a model's loading
+        ctypes.CFUNCTYPE(None)(in_callback)()
+    print("went on", flush=True)
+"""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", code, str(ROOT)], capture_output=True, text=True, env=env)
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr
+    scratch = Path(proc.stdout.splitlines()[0])
+    assert "went on" not in proc.stdout and not scratch.exists() and scratch.parent == tmp_path
+    assert "socsim: interrupted (SIGTERM); the plan wrote nothing" in proc.stderr
 
 
 def test_the_plan_says_what_socsims_client_needs_and_which_sets_the_pace():
