@@ -24,6 +24,7 @@ import functools
 import json
 import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -122,13 +123,11 @@ def _scratch(root: Path) -> Iterator[Path]:
     so there is nothing to unwind. An exception raised from the handler could be lost: it lands wherever the
     main thread is, and where that is a C callback (llama.cpp's log callback while a model loads) ctypes prints
     it and goes on, so the plan ran to its end as if never signalled."""
-    import signal
-
     _remove_stale_scratch()
     handled = (signal.SIGTERM, signal.SIGINT)
     main_thread = threading.current_thread() is threading.main_thread()  # only the main thread sets handlers
-    console = os.dup(2)  # the process's stderr as it is now: llama.cpp points fd 2 at /dev/null as it loads
     with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as tmp:
+        console = os.dup(2)  # the process's stderr as it is now: llama.cpp points fd 2 at /dev/null as it loads
         stop = functools.partial(_stop, Path(tmp), console)
         previous = {s: signal.signal(s, stop) for s in handled} if main_thread else {}
         try:
@@ -150,8 +149,6 @@ def _scratch(root: Path) -> Iterator[Path]:
 def _stop(scratch: Path, console: int, signum: int, _frame: object) -> None:
     """The plan's handler of SIGTERM and SIGINT: its scratch removed, the signal named on `console` (a file
     descriptor), the process ended with 128 + the signal's number (as the CLI ends an interrupted stage)."""
-    import signal
-
     shutil.rmtree(scratch, ignore_errors=True)
     os.write(console, f"\nsocsim: interrupted ({signal.Signals(signum).name}); the plan wrote nothing\n".encode())
     os._exit(128 + signum)
