@@ -369,7 +369,11 @@ def main() -> None:
                 for _ in range(a.rounds):
                     for k in kinds:
                         results[k].append(run_driver(k, url, calls, level, "mixed", scratch, bool(a.profile)))
-                bare = statistics.median(r["calls"] / r["wall"] for r in results.get("aiohttp", [])) or None
+                bare = (
+                    statistics.median(r["calls"] / r["wall"] for r in results["aiohttp"])
+                    if results.get("aiohttp")
+                    else None  # (one driver profiled)
+                )
                 print(f"{level} in flight ({calls:,} calls, half constrained):")
                 for k in kinds:
                     label = {"aiohttp": "bare aiohttp", "httpx2": "bare httpx2", "socsim": "socsim client"}[k]

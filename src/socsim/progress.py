@@ -133,10 +133,20 @@ def progress_bar(total: int, desc: str, unit: str = "it") -> tqdm:
     )
 
 
-async def gather_with_progress(awaitables: Iterable[Awaitable[T]], desc: str, unit: str = "it") -> list[T]:
-    """Await everything concurrently, results in input order; on a failure cancel the rest."""
+async def gather_with_progress(
+    awaitables: Iterable[Awaitable[T]], desc: str, unit: str = "it", limit: int | None = None
+) -> list[T]:
+    """Await everything concurrently, results in input order; on a failure cancel the rest.
+
+    `limit`: at most this many at once, taken in input order by that many workers (what a backend can have in
+    flight): no task, and no wait for a free slot, per awaitable beyond them. None: one task per awaitable."""
     awaitables = list(awaitables)
     bar = progress_bar(len(awaitables), desc, unit)
+    if limit is not None and 0 < limit < len(awaitables):
+        try:
+            return await _pooled(awaitables, limit, bar)
+        finally:
+            bar.close()
 
     def done(task: asyncio.Future[T]) -> None:
         if not task.cancelled() and task.exception() is None:
@@ -154,3 +164,29 @@ async def gather_with_progress(awaitables: Iterable[Awaitable[T]], desc: str, un
         raise
     finally:
         bar.close()
+
+
+async def _pooled(awaitables: list[Awaitable[T]], limit: int, bar: tqdm) -> list[T]:
+    """`limit` workers that take the awaitables in input order; the first failure cancels the others, and what
+    no worker took is closed unstarted (no coroutine left never awaited)."""
+    results: list[Any] = [None] * len(awaitables)
+    todo = iter(enumerate(awaitables))
+
+    async def worker() -> None:
+        for i, aw in todo:
+            results[i] = await aw
+            bar.update(1)
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(limit)]
+    try:
+        await asyncio.gather(*workers)
+    except BaseException:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        for _, aw in todo:
+            close = getattr(aw, "close", None)
+            if close is not None:
+                close()
+        raise
+    return results

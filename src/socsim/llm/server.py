@@ -464,6 +464,11 @@ class ServerBackend(Capabilities):
         return {ep.url: ep.stats() for ep in self._endpoints or []}
 
     # -- calls ----------------------------------------------------------------------------
+    @property
+    def in_flight(self) -> int:
+        """Requests the pool takes at once: `concurrency` on each endpoint."""
+        return self.concurrency * len(self.specs)
+
     def _live(self) -> list[_Endpoint]:
         assert self._endpoints is not None
         return [ep for ep in self._endpoints if not ep.removed]

@@ -124,6 +124,10 @@ class Capabilities:
     canaried: list[dict[str, Any]] | None = None
     replayed_from: str | None = None
 
+    @property
+    def in_flight(self) -> int | None:  # no bound on its requests at once known (its client runs them all)
+        return None
+
     def endpoint_stats(self) -> dict[str, dict[str, int | bool]] | None:
         return None
 

@@ -315,6 +315,10 @@ class LeasedBackend:
     def replayed_from(self) -> str | None:
         return self.inner.replayed_from
 
+    @property
+    def in_flight(self) -> int | None:
+        return self.inner.in_flight
+
     def endpoint_stats(self) -> dict[str, dict[str, int | bool]] | None:
         return self.inner.endpoint_stats()
 
