@@ -45,18 +45,21 @@ FLUSH_ROWS = 512  # pending answers that are committed at once, whatever the tim
 
 def request_key(model_identity: dict[str, Any], request: Request, identity_json: str | None = None) -> str:
     """sha256 of the canonical JSON of {"model": identity, **request.key_material()}. `identity_json`: the
-    identity's canonical JSON, where the caller has it (the same key, without serialising it again): the text is
-    put together in canonical (sorted) key order, as canonical_json would write the whole."""
+    identity's canonical JSON, where the caller has it (the same key, without serialising it again)."""
     # (Not memoised per Sampling or Constraint: equal values such as 1 and 1.0 hash alike but write other JSON.)
-    model = identity_json if identity_json is not None else canonical_json(model_identity)
-    constraint = canonical_json(request.constraint.spec() if request.constraint is not None else None)
-    messages = canonical_json([list(m) for m in request.messages])
-    sampling = canonical_json(request.sampling.as_dict())
-    text = (
-        f'{{"constraint":{constraint},"messages":{messages},"model":{model},'
-        f'"sampling":{sampling},"seed":{canonical_json(request.seed)}}}'
+    # The rest in one encoder pass (a pass per part cost a third more), the model's JSON put in at its place in
+    # sorted key order: before "sampling", whose last occurrence is the key (only numbers follow it).
+    rest = canonical_json(
+        {
+            "constraint": request.constraint.spec() if request.constraint is not None else None,
+            "messages": request.messages,  # (pairs: written as the lists key_material gives)
+            "sampling": request.sampling.as_dict(),
+            "seed": request.seed,
+        }
     )
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    model = identity_json if identity_json is not None else canonical_json(model_identity)
+    at = rest.rindex(',"sampling":')
+    return hashlib.sha256(f'{rest[:at]},"model":{model}{rest[at:]}'.encode()).hexdigest()
 
 
 class CallCache:

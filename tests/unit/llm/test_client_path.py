@@ -103,6 +103,11 @@ def test_the_cache_key_is_the_sha256_of_the_canonical_request(constraint):
     expected = hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()
     assert request_key(identity, req) == expected == request_key(identity, req, canonical_json(identity))
     assert request_key({**identity, "model_id": "other"}, req) != expected
+    # a schema with a key "sampling" (the key the model's JSON is put in before: a string's quotes are escaped)
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "sampling": {"type": "integer"}}}
+    tricky = Request.chat([("user", 'say ,"sampling":1')], 3, constraint=JsonSchema.of(schema))
+    material = {"model": identity, **tricky.key_material()}
+    assert request_key(identity, tricky) == hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()
 
 
 def test_equal_samplings_written_alike_or_not_key_as_their_own_json():
