@@ -144,8 +144,10 @@ class StageContext:
 
         prov = provenance(self.label, self.values, self._params["seed"], self.model_identity())
         servers = self.servers()
-        if servers:
-            prov["servers"] = servers
+        if servers:  # what computed the answers; where and how the servers ran: the metrics (leases.LAUNCH_KEYS)
+            from socsim.serving.leases import computed_by
+
+            prov["servers"] = {name: computed_by(record) for name, record in servers.items()}
         if self.stage.shards:
             prov["shard"] = {"id": self.shard, **self.shard_values}
         return {**prov, **extra}
@@ -233,7 +235,7 @@ class StageContext:
 
     def servers(self) -> dict[str, dict[str, Any]]:
         """Registry name -> how the run's own server of it was started (engine, version, command, URL),
-        for the served models that answered."""
+        for the served models that answered (in full in the metrics; in provenance less LAUNCH_KEYS)."""
         return self.models.servers()
 
     def server_failures(self) -> str:

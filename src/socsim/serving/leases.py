@@ -275,6 +275,17 @@ def _record(state: Mapping[str, Any]) -> dict[str, Any]:
     return {k: state[k] for k in keys if state.get(k) is not None}
 
 
+# Where and how the run's server was started, not what it computes: its URL, who launched it (local or a SLURM job)
+# and its command line (with host and port). The stage's metrics record them (ModelRecord.server); an artifact's
+# provenance records the rest, so a local and a SLURM run of the same params write the same bytes.
+LAUNCH_KEYS = ("url", "launcher", "slurm_job", "command")
+
+
+def computed_by(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A server's record less where and how it was started (LAUNCH_KEYS): the engine as it computed."""
+    return {k: v for k, v in record.items() if k not in LAUNCH_KEYS}
+
+
 def tail(path: Path, lines: int = 30) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace").splitlines()

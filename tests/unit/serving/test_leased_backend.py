@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from socsim import config
+from socsim import config, studies
 from socsim.llm.server import ServerBackend
 from socsim.runtime import ModelRuntime
 from socsim.serving import Lease, LeasedBackend, leases
@@ -87,3 +87,25 @@ def test_every_backend_declares_the_whole_interface_and_the_lease_forwards_each_
     assert leased.canary_of() is not None  # a server has its canary; a backend without one says None
     with pytest.raises(AttributeError):
         leased.not_in_the_interface  # noqa: B018 - no catch-all forwarding: the interface, part by part
+
+
+def test_an_artifact_records_what_computed_its_answers_and_the_metrics_where_its_server_ran(monkeypatch, tmp_path):
+    from socsim.context import StageContext
+    from socsim.llm.client import LLMClient
+
+    record = {"engine": "vllm", "version": "0.9", "url": "http://node7:41000", "launcher": "slurm"}
+    record |= {"slurm_job": "123", "command": ["vllm", "serve", "--host", "0.0.0.0"], "prefix_caching": False}
+    monkeypatch.setattr(leases, "acquire", lambda spec: Lease("m", "http://127.0.0.1:9", None, record, Beat()))  # type: ignore[arg-type]
+    monkeypatch.setattr(LLMClient, "answered", property(lambda self: True))
+    monkeypatch.setattr(LLMClient, "identity", lambda self: {"model_id": "x"})
+    served = {"backend": "openai", "model_id": "x", "serve": {"engine": "vllm"}}
+    params = config.validate({"models": {"m": served}, "coherence": {"judge_model": "m"}})
+    params["llm"]["cache_path"] = str(tmp_path / "cache.sqlite")
+    study = studies.study("coherence")
+    ctx = StageContext(study, study.stage("judge"), params, {})
+    try:
+        ctx.model_client("m", "coherence.judge_model")
+        assert ctx.llm_metrics()["models"]["m"]["server"] == record  # the metrics: all of it
+        assert ctx.provenance()["servers"] == {"m": {"engine": "vllm", "version": "0.9", "prefix_caching": False}}
+    finally:
+        ctx.close()
