@@ -41,6 +41,13 @@ CREATE_V1 = "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, completion 
 
 FLUSH_EVERY_S = 0.25  # seconds between two commits of stored answers, at most (while answers come)
 FLUSH_ROWS = 512  # pending answers that are committed at once, whatever the time
+# A lookup of a key the file does not hold costs an SQLite read (17 us a call in a run at a fast engine's pace,
+# benchmarks/orchestration.py): the cache keeps the hashes of the keys it knows (read from the file when it opens,
+# stored by this process, and those other processes committed, read again at most every KNOWN_EVERY_S seconds at a
+# miss) and reads the file only for a key whose hash it knows. Up to KNOWN_MAX keys (about 60 bytes each); a
+# larger file is read for every lookup.
+KNOWN_EVERY_S = 0.25
+KNOWN_MAX = 5_000_000
 
 
 def request_key(model_identity: dict[str, Any], request: Request, identity_json: str | None = None) -> str:
@@ -81,9 +88,14 @@ class CallCache:
         self._lock = threading.Lock()
         self._pending: dict[str, tuple[str, str]] = {}  # key -> (completion, model): stored, not yet committed
         self._flushed_at = float("-inf")  # monotonic time of the last commit (none yet: the first goes at once)
+        self._known: set[int] | None = set()  # hash() of every key the file or this process holds (None: too many)
+        self._known_rowid = 0  # the file's rows read into _known: those up to this rowid
+        self._known_at = float("-inf")  # monotonic time they were last read
         self._conn = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False, isolation_level=None)
         try:
             self._open()
+            with self._lock:
+                self._read_known()
         except BaseException:
             self._conn.close()
             raise
@@ -155,14 +167,39 @@ class CallCache:
             f"{version}); point llm.cache_path at another file, or move that database away"
         )
 
+    def _read_known(self) -> None:
+        """Add the keys committed to the file since the last read to _known (under the lock). A row's rowid is
+        past every earlier row's (an INSERT OR REPLACE takes a new one; none is deleted otherwise)."""
+        self._known_at = time.monotonic()
+        if self._known is None:
+            return
+        rows = self._conn.execute("SELECT rowid, key FROM calls WHERE rowid > ?", (self._known_rowid,)).fetchall()
+        if rows:
+            self._known.update(hash(k) for _, k in rows)
+            self._known_rowid = max(self._known_rowid, max(r for r, _ in rows))
+            if len(self._known) > KNOWN_MAX:
+                self._known = None
+
+    def _may_hold(self, key: str) -> bool:
+        """False where the file surely lacks `key` (under the lock): its hash is not known, also after reading
+        what other processes committed since KNOWN_EVERY_S seconds or more."""
+        known = self._known
+        if known is None or hash(key) in known:
+            return True
+        if time.monotonic() - self._known_at < KNOWN_EVERY_S:
+            return False
+        self._read_known()
+        return self._known is None or hash(key) in self._known
+
     def get(self, key: str) -> Completion | None:
         with self._lock:
             pending = self._pending.get(key)
-            row = (
-                (pending[0],)
-                if pending
-                else self._conn.execute("SELECT completion FROM calls WHERE key = ?", (key,)).fetchone()
-            )
+            if pending:
+                row: tuple[str] | None = (pending[0],)
+            elif self._may_hold(key):
+                row = self._conn.execute("SELECT completion FROM calls WHERE key = ?", (key,)).fetchone()
+            else:
+                row = None
         if row is None:
             return None
         data = json.loads(row[0])
@@ -187,6 +224,8 @@ class CallCache:
         model = identity_json if identity_json is not None else canonical_json(model_identity)
         with self._lock:
             self._pending[key] = (json.dumps(data), model)
+            if self._known is not None:
+                self._known.add(hash(key))
             if len(self._pending) >= FLUSH_ROWS or time.monotonic() - self._flushed_at >= FLUSH_EVERY_S:
                 self._flush()
 

@@ -118,3 +118,39 @@ def test_cache_shared_by_concurrent_processes(tmp_path):
     got = cache.get(request_key({"m": 1}, Request.chat([("user", "2-7")], seed=7)))
     assert got.text == "2:7" and got.completion_tokens == 7
     assert cache.get(request_key({"m": 2}, Request.chat([("user", "2-7")], seed=7))) is None  # other model
+
+
+def test_a_key_the_cache_lacks_is_answered_without_reading_the_file_and_one_another_process_stored_is_found(
+    tmp_path, monkeypatch
+):
+    from socsim.llm import cache as cache_module
+
+    path = tmp_path / "cache.sqlite"
+    keys = [request_key({"m": 1}, Request.chat([("user", f"q{i}")], seed=i)) for i in range(3)]
+    first = CallCache(path)
+    first.put(keys[0], Completion(text="zero"), {"m": 1})
+    first.flush()
+    mine = CallCache(path)  # opens on a file that holds keys[0]
+    statements: list[str] = []
+    mine._conn.set_trace_callback(statements.append)
+    assert mine.get(keys[0]).text == "zero" and len(statements) == 1  # a key the file holds: read from it
+    statements.clear()
+    assert mine.get(keys[1]) is None and statements == []  # one it lacks: no read of the file
+    mine.put(keys[2], Completion(text="two"), {"m": 1})
+    mine.flush()
+    statements.clear()
+    assert mine.get(keys[2]).text == "two" and statements  # stored here: read back from the file
+
+    # Another process (connection) commits keys[1]: found at the first miss KNOWN_EVERY_S after the last read.
+    first.put(keys[1], Completion(text="one"), {"m": 1})
+    first.flush()
+    monkeypatch.setattr(cache_module, "KNOWN_EVERY_S", 0.0)
+    assert mine.get(keys[1]).text == "one"
+    # A file with more keys than KNOWN_MAX is read at every lookup.
+    monkeypatch.setattr(cache_module, "KNOWN_MAX", 1)
+    many = CallCache(path)
+    statements.clear()
+    many._conn.set_trace_callback(statements.append)
+    assert many.get(request_key({"m": 9}, Request.chat([("user", "none")], seed=1))) is None and statements
+    for c in (first, mine, many):
+        c.close()
