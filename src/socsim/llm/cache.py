@@ -44,7 +44,7 @@ FLUSH_ROWS = 512  # pending answers that are committed at once, whatever the tim
 # A lookup of a key the file does not hold costs an SQLite read (17 us a call in a run at a fast engine's pace,
 # benchmarks/orchestration.py): the cache keeps the hashes of the keys it knows (read from the file when it opens,
 # stored by this process, and those other processes committed, read again at most every KNOWN_EVERY_S seconds at a
-# miss) and reads the file only for a key whose hash it knows. Up to KNOWN_MAX keys (about 60 bytes each); a
+# miss) and reads the file only for a key whose hash it knows. Up to KNOWN_MAX keys (about 70 bytes each); a
 # larger file is read for every lookup.
 KNOWN_EVERY_S = 0.25
 KNOWN_MAX = 5_000_000
