@@ -91,6 +91,7 @@ class CallCache:
         self._known: set[int] | None = set()  # hash() of every key the file or this process holds (None: too many)
         self._known_rowid = 0  # the file's rows read into _known: those up to this rowid
         self._known_at = float("-inf")  # monotonic time they were last read
+        self._closed = False
         self._conn = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False, isolation_level=None)
         try:
             self._open()
@@ -169,16 +170,19 @@ class CallCache:
 
     def _read_known(self) -> None:
         """Add the keys committed to the file since the last read to _known (under the lock). A row's rowid is
-        past every earlier row's (an INSERT OR REPLACE takes a new one; none is deleted otherwise)."""
+        past every earlier row's: an INSERT OR REPLACE takes a new one, and socsim deletes none (a row deleted by
+        hand while a stage runs can give its rowid to a later row, which that stage then does not see)."""
         self._known_at = time.monotonic()
         if self._known is None:
             return
-        rows = self._conn.execute("SELECT rowid, key FROM calls WHERE rowid > ?", (self._known_rowid,)).fetchall()
-        if rows:
-            self._known.update(hash(k) for _, k in rows)
-            self._known_rowid = max(self._known_rowid, max(r for r, _ in rows))
-            if len(self._known) > KNOWN_MAX:
+        known, top = self._known, self._known_rowid
+        for rowid, key in self._conn.execute("SELECT rowid, key FROM calls WHERE rowid > ?", (top,)):
+            known.add(hash(key))
+            top = max(top, rowid)
+            if len(known) > KNOWN_MAX:  # (stops reading: a large file is not read into memory)
                 self._known = None
+                return
+        self._known_rowid = top
 
     def _may_hold(self, key: str) -> bool:
         """False where the file surely lacks `key` (under the lock): its hash is not known, also after reading
@@ -196,6 +200,8 @@ class CallCache:
             pending = self._pending.get(key)
             if pending:
                 row: tuple[str] | None = (pending[0],)
+            elif self._closed:
+                raise sqlite3.ProgrammingError(f"the call cache {self.path} is closed")
             elif self._may_hold(key):
                 row = self._conn.execute("SELECT completion FROM calls WHERE key = ?", (key,)).fetchone()
             else:
@@ -226,6 +232,8 @@ class CallCache:
             self._pending[key] = (json.dumps(data), model)
             if self._known is not None:
                 self._known.add(hash(key))
+                if len(self._known) > KNOWN_MAX:
+                    self._known = None
             if len(self._pending) >= FLUSH_ROWS or time.monotonic() - self._flushed_at >= FLUSH_EVERY_S:
                 self._flush()
 
@@ -257,4 +265,5 @@ class CallCache:
             except sqlite3.ProgrammingError:  # closed already
                 pass
             finally:
+                self._closed = True
                 self._conn.close()

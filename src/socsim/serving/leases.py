@@ -275,10 +275,11 @@ def _record(state: Mapping[str, Any]) -> dict[str, Any]:
     return {k: state[k] for k in keys if state.get(k) is not None}
 
 
-# Where and how the run's server was started, not what it computes: its URL, who launched it (local or a SLURM job)
-# and its command line (with host and port). The stage's metrics record them (ModelRecord.server); an artifact's
-# provenance records the rest, so a local and a SLURM run of the same params write the same bytes.
-LAUNCH_KEYS = ("url", "launcher", "slurm_job", "command")
+# Where and how the run's server was started, not what it computes: its URL, who launched it (local or a SLURM job),
+# its command line (with host and port) and the GPUs it was given (CUDA_VISIBLE_DEVICES, where socsim assigns them).
+# The stage's metrics record them (ModelRecord.server); an artifact's provenance records the rest, so a local and a
+# SLURM run of the same params write the same bytes.
+LAUNCH_KEYS = ("url", "launcher", "slurm_job", "command", "gpus")
 
 
 def computed_by(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import sqlite3
 
 import pyarrow as pa
 import pytest
@@ -154,3 +155,5 @@ def test_a_key_the_cache_lacks_is_answered_without_reading_the_file_and_one_anot
     assert many.get(request_key({"m": 9}, Request.chat([("user", "none")], seed=1))) is None and statements
     for c in (first, mine, many):
         c.close()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):  # a closed cache says so, known key or not
+        mine.get(request_key({"m": 9}, Request.chat([("user", "none")], seed=1)))

@@ -95,6 +95,7 @@ def test_an_artifact_records_what_computed_its_answers_and_the_metrics_where_its
 
     record = {"engine": "vllm", "version": "0.9", "url": "http://node7:41000", "launcher": "slurm"}
     record |= {"slurm_job": "123", "command": ["vllm", "serve", "--host", "0.0.0.0"], "prefix_caching": False}
+    record |= {"gpus": "2,3"}  # the devices it was given: where it ran
     monkeypatch.setattr(leases, "acquire", lambda spec: Lease("m", "http://127.0.0.1:9", None, record, Beat()))  # type: ignore[arg-type]
     monkeypatch.setattr(LLMClient, "answered", property(lambda self: True))
     monkeypatch.setattr(LLMClient, "identity", lambda self: {"model_id": "x"})
